@@ -1,0 +1,54 @@
+package topics
+
+import (
+	autocliv1 "cosmossdk.io/api/cosmos/autocli/v1"
+)
+
+// AutoCLIOptions describes the generated query and tx commands; produce, consume, create-topic
+// and update-topic-config are hand-written in client/cli because they parse records and configs.
+func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
+	return &autocliv1.ModuleOptions{
+		Query: &autocliv1.ServiceCommandDescriptor{
+			Service:              "bftlog.topics.v1.Query",
+			EnhanceCustomCommand: true,
+			RpcCommandOptions: []*autocliv1.RpcCommandOptions{
+				{RpcMethod: "Params", Use: "params", Short: "Show the x/topics module params"},
+				{
+					RpcMethod: "Topic", Use: "topic [name]", Short: "Show one topic and its config",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "name"}},
+				},
+				{RpcMethod: "Topics", Use: "topics", Short: "List topics"},
+				{
+					RpcMethod: "Partitions", Use: "partitions [name]", Short: "Show a topic's partitions with high watermark, log start offset, records and bytes",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "name"}},
+				},
+				{
+					RpcMethod: "Fetch", Use: "fetch [topic] [partition] [offset]", Short: "Fetch raw records of one partition from an offset",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "topic"}, {ProtoField: "partition"}, {ProtoField: "offset"}},
+				},
+				{
+					RpcMethod: "Record", Use: "record [topic] [partition] [offset]", Short: "Show the record at one offset",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "topic"}, {ProtoField: "partition"}, {ProtoField: "offset"}},
+				},
+			},
+		},
+		Tx: &autocliv1.ServiceCommandDescriptor{
+			Service:              "bftlog.topics.v1.Msg",
+			EnhanceCustomCommand: true,
+			RpcCommandOptions: []*autocliv1.RpcCommandOptions{
+				{RpcMethod: "CreateTopic", Skip: true},
+				{RpcMethod: "UpdateTopicConfig", Skip: true},
+				{RpcMethod: "Produce", Skip: true},
+				{
+					RpcMethod: "AddPartitions", Use: "add-partitions [name] [total]", Short: "Raise a topic's partition count to a new total (owner or gov)",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "name"}, {ProtoField: "partitions"}},
+				},
+				{
+					RpcMethod: "DeleteTopic", Use: "delete-topic [name]", Short: "Delete a topic with all its records (owner or gov)",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "name"}},
+				},
+				{RpcMethod: "UpdateParams", Skip: true, GovProposal: true},
+			},
+		},
+	}
+}

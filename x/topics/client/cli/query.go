@@ -1,0 +1,221 @@
+package cli
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cosmos/cosmos-sdk/client"
+	"github.com/cosmos/cosmos-sdk/client/flags"
+
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+const (
+	flagOffset         = "offset"
+	flagFromBeginning  = "from-beginning"
+	flagMax            = "max"
+	flagPrintKey       = "print-key"
+	flagPrintOffset    = "print-offset"
+	flagPrintPartition = "print-partition"
+	flagPrintHeaders   = "print-headers"
+	flagPrintTimestamp = "print-timestamp"
+	flagFetchRecords   = "fetch-records"
+)
+
+// NewQueryCmd is the root of `bftlogd query topics`.
+func NewQueryCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                        types.ModuleName,
+		Short:                      "Read topics, partitions and records",
+		DisableFlagParsing:         true,
+		SuggestionsMinimumDistance: 2,
+		RunE:                       client.ValidateCmd,
+	}
+	cmd.AddCommand(newConsumeCmd())
+	return cmd
+}
+
+func newConsumeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "consume [topic]",
+		Short: "Print records of a topic from an offset, like kafka-console-consumer",
+		Long: `Print the records of one partition (--partition) or of every partition in turn, from
+--offset, or from the log start offset (--from-beginning, the default while there is no follow
+mode), up to the high watermark or --max records. Text output prints one value per line
+(with the --print-* flags adding fields); --output json prints one JSON object per record.`,
+		Example: `bftlogd query topics consume orders --from-beginning --print-key
+bftlogd query topics consume orders --partition 2 --offset 100 --max 10 -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: runConsume,
+	}
+	cmd.Flags().Int32(flagPartition, -1, "partition to read (-1: all, in partition order)")
+	cmd.Flags().Int64(flagOffset, -1, "first offset to read (needs --partition unless all partitions should start there)")
+	cmd.Flags().Bool(flagFromBeginning, false, "start at each partition's log start offset (the default)")
+	cmd.Flags().Uint64(flagMax, 0, "stop after this many records (0: read up to the high watermark)")
+	cmd.Flags().String(flagKeySeparator, "\t", "separator between printed fields")
+	cmd.Flags().Bool(flagPrintKey, false, "print the key before the value")
+	cmd.Flags().Bool(flagPrintOffset, false, "print the offset")
+	cmd.Flags().Bool(flagPrintPartition, false, "print the partition")
+	cmd.Flags().Bool(flagPrintHeaders, false, "print the headers as k=v,k=v")
+	cmd.Flags().Bool(flagPrintTimestamp, false, "print CreateTime in ms")
+	cmd.Flags().Uint32(flagFetchRecords, 1000, "records per fetch request")
+	flags.AddQueryFlagsToCmd(cmd)
+	return cmd
+}
+
+// ConsumedRecord is one record as consume prints it with --output json. Key and value are
+// strings when they are valid UTF-8, else base64 with key_encoding/value_encoding "base64".
+type ConsumedRecord struct {
+	Topic           string       `json:"topic"`
+	Partition       uint32       `json:"partition"`
+	Offset          uint64       `json:"offset"`
+	Key             *string      `json:"key"`
+	KeyEncoding     string       `json:"key_encoding,omitempty"`
+	Value           *string      `json:"value"`
+	ValueEncoding   string       `json:"value_encoding,omitempty"`
+	Headers         []JSONHeader `json:"headers"`
+	CreateTimeMs    int64        `json:"create_time_ms"`
+	LogAppendTimeMs int64        `json:"log_append_time_ms"`
+	Producer        string       `json:"producer"`
+	Height          int64        `json:"height"`
+}
+
+// JSONHeader is one header in consume's JSON output.
+type JSONHeader struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+func encodeBytes(b *types.Bytes) (*string, string) {
+	if b == nil {
+		return nil, ""
+	}
+	if utf8.Valid(b.Data) {
+		s := string(b.Data)
+		return &s, ""
+	}
+	s := base64.StdEncoding.EncodeToString(b.Data)
+	return &s, "base64"
+}
+
+func runConsume(cmd *cobra.Command, args []string) error {
+	clientCtx, err := client.GetClientQueryContext(cmd)
+	if err != nil {
+		return err
+	}
+	fs := cmd.Flags()
+	topic := args[0]
+	partition, _ := fs.GetInt32(flagPartition)
+	offset, _ := fs.GetInt64(flagOffset)
+	fromBeginning, _ := fs.GetBool(flagFromBeginning)
+	maxTotal, _ := fs.GetUint64(flagMax)
+	fetchRecords, _ := fs.GetUint32(flagFetchRecords)
+	if fromBeginning && offset >= 0 {
+		return fmt.Errorf("--from-beginning and --offset exclude each other")
+	}
+	qc := types.NewQueryClient(clientCtx)
+	parts, err := qc.Partitions(cmd.Context(), &types.QueryPartitionsRequest{Name: topic})
+	if err != nil {
+		return plainError(err)
+	}
+	if partition >= int32(len(parts.Partitions)) {
+		return fmt.Errorf("partition out of range: topic %q has %d partitions, asked for %d", topic, len(parts.Partitions), partition)
+	}
+	w := cmd.OutOrStdout()
+	var printed uint64
+	for _, p := range parts.Partitions {
+		if partition >= 0 && p.Partition != uint32(partition) {
+			continue
+		}
+		next := p.LogStartOffset
+		if offset >= 0 {
+			next = uint64(offset)
+		}
+		for maxTotal == 0 || printed < maxTotal {
+			want := fetchRecords
+			if maxTotal > 0 && maxTotal-printed < uint64(want) {
+				want = uint32(maxTotal - printed)
+			}
+			res, err := qc.Fetch(cmd.Context(), &types.QueryFetchRequest{Topic: topic, Partition: p.Partition, Offset: next, MaxRecords: want})
+			if err != nil {
+				return plainError(err)
+			}
+			for _, r := range res.Records {
+				if err := printRecord(w, cmd, clientCtx.OutputFormat, topic, p.Partition, r); err != nil {
+					return err
+				}
+				printed++
+			}
+			next = res.NextOffset
+			if len(res.Records) == 0 || next >= res.HighWatermark {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+func printRecord(w io.Writer, cmd *cobra.Command, format, topic string, partition uint32, r types.Record) error {
+	if format == "json" {
+		out := ConsumedRecord{
+			Topic: topic, Partition: partition, Offset: r.Offset,
+			Headers:      make([]JSONHeader, 0, len(r.Headers)),
+			CreateTimeMs: r.CreateTimeMs, LogAppendTimeMs: r.LogAppendTimeMs, Producer: r.Producer, Height: r.Height,
+		}
+		out.Key, out.KeyEncoding = encodeBytes(r.Key)
+		out.Value, out.ValueEncoding = encodeBytes(r.Value)
+		for _, h := range r.Headers {
+			out.Headers = append(out.Headers, JSONHeader{Key: h.Key, Value: string(h.Value)})
+		}
+		bz, err := json.Marshal(out)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(w, string(bz))
+		return err
+	}
+	fs := cmd.Flags()
+	sep, _ := fs.GetString(flagKeySeparator)
+	var fields []string
+	if b, _ := fs.GetBool(flagPrintTimestamp); b {
+		fields = append(fields, "CreateTime:"+time.UnixMilli(r.CreateTimeMs).UTC().Format(time.RFC3339Nano))
+	}
+	if b, _ := fs.GetBool(flagPrintPartition); b {
+		fields = append(fields, "Partition:"+strconv.FormatUint(uint64(partition), 10))
+	}
+	if b, _ := fs.GetBool(flagPrintOffset); b {
+		fields = append(fields, "Offset:"+strconv.FormatUint(r.Offset, 10))
+	}
+	if b, _ := fs.GetBool(flagPrintHeaders); b {
+		hs := make([]string, len(r.Headers))
+		for i, h := range r.Headers {
+			hs[i] = h.Key + "=" + string(h.Value)
+		}
+		if len(hs) == 0 {
+			fields = append(fields, "NO_HEADERS")
+		} else {
+			fields = append(fields, strings.Join(hs, ","))
+		}
+	}
+	if b, _ := fs.GetBool(flagPrintKey); b {
+		fields = append(fields, nullable(r.Key))
+	}
+	fields = append(fields, nullable(r.Value))
+	_, err := fmt.Fprintln(w, strings.Join(fields, sep))
+	return err
+}
+
+func nullable(b *types.Bytes) string {
+	if b == nil {
+		return "null"
+	}
+	return string(b.Data)
+}

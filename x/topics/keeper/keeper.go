@@ -1,0 +1,98 @@
+package keeper
+
+import (
+	"context"
+
+	"cosmossdk.io/collections"
+	"cosmossdk.io/core/address"
+	corestore "cosmossdk.io/core/store"
+	errorsmod "cosmossdk.io/errors"
+
+	"github.com/cosmos/cosmos-sdk/codec"
+
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// Keeper owns the x/topics state: topics, partitions and record batches.
+type Keeper struct {
+	cdc          codec.BinaryCodec
+	addressCodec address.Codec
+	// authority may update params and every topic (the gov module account by default).
+	authority string
+
+	Schema     collections.Schema
+	Params     collections.Item[types.Params]
+	Topics     collections.Map[string, types.Topic]
+	Partitions collections.Map[collections.Pair[string, uint32], types.Partition]
+	// Batches is keyed by (topic, partition, last offset of the batch).
+	Batches       collections.Map[collections.Triple[string, uint32, uint64], types.RecordBatch]
+	SpreadCursors collections.Map[string, uint32]
+}
+
+// NewKeeper builds a Keeper. authority is a bech32 account address.
+func NewKeeper(cdc codec.BinaryCodec, addressCodec address.Codec, storeService corestore.KVStoreService, authority string) Keeper {
+	if _, err := addressCodec.StringToBytes(authority); err != nil {
+		panic("x/topics: invalid authority address: " + err.Error())
+	}
+	sb := collections.NewSchemaBuilder(storeService)
+	k := Keeper{
+		cdc:          cdc,
+		addressCodec: addressCodec,
+		authority:    authority,
+		Params:       collections.NewItem(sb, types.ParamsKey, "params", codec.CollValue[types.Params](cdc)),
+		Topics:       collections.NewMap(sb, types.TopicsPrefix, "topics", collections.StringKey, codec.CollValue[types.Topic](cdc)),
+		Partitions: collections.NewMap(sb, types.PartitionsPrefix, "partitions",
+			collections.PairKeyCodec(collections.StringKey, collections.Uint32Key), codec.CollValue[types.Partition](cdc)),
+		Batches: collections.NewMap(sb, types.BatchesPrefix, "batches",
+			collections.TripleKeyCodec(collections.StringKey, collections.Uint32Key, collections.Uint64Key), codec.CollValue[types.RecordBatch](cdc)),
+		SpreadCursors: collections.NewMap(sb, types.SpreadCursorsPrefix, "spread_cursors", collections.StringKey, collections.Uint32Value),
+	}
+	schema, err := sb.Build()
+	if err != nil {
+		panic(err)
+	}
+	k.Schema = schema
+	return k
+}
+
+// Authority returns the module authority address.
+func (k Keeper) Authority() string { return k.authority }
+
+// AddressCodec returns the account address codec the keeper validates addresses with.
+func (k Keeper) AddressCodec() address.Codec { return k.addressCodec }
+
+// GetTopic returns a topic or ErrUnknownTopic.
+func (k Keeper) GetTopic(ctx context.Context, name string) (types.Topic, error) {
+	t, err := k.Topics.Get(ctx, name)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return t, errorsmod.Wrapf(types.ErrUnknownTopic, "topic %q does not exist", name)
+	}
+	return t, err
+}
+
+// GetPartition returns a partition's state, checking the partition is in range.
+func (k Keeper) GetPartition(ctx context.Context, topic string, partition uint32) (types.Partition, error) {
+	p, err := k.Partitions.Get(ctx, collections.Join(topic, partition))
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		if _, terr := k.GetTopic(ctx, topic); terr != nil {
+			return p, terr
+		}
+		return p, errorsmod.Wrapf(types.ErrInvalidPartition, "topic %q has no partition %d", topic, partition)
+	}
+	return p, err
+}
+
+// checkAdmin allows the topic owner and the module authority.
+func (k Keeper) checkAdmin(t types.Topic, signer string) error {
+	if signer != t.Owner && signer != k.authority {
+		return errorsmod.Wrapf(types.ErrUnauthorized, "%s may not administer topic %q (owner %s)", signer, t.Name, t.Owner)
+	}
+	return nil
+}
+
+func (k Keeper) validAddress(addr, what string) error {
+	if _, err := k.addressCodec.StringToBytes(addr); err != nil {
+		return errorsmod.Wrapf(types.ErrInvalidAddress, "%s %q: %v", what, addr, err)
+	}
+	return nil
+}

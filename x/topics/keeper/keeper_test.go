@@ -1,0 +1,310 @@
+package keeper_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"cosmossdk.io/collections"
+	storetypes "cosmossdk.io/store/types"
+
+	addresscodec "github.com/cosmos/cosmos-sdk/codec/address"
+	"github.com/cosmos/cosmos-sdk/runtime"
+	"github.com/cosmos/cosmos-sdk/testutil"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	"github.com/cosmos/cosmos-sdk/types/query"
+	moduletestutil "github.com/cosmos/cosmos-sdk/types/module/testutil"
+	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
+	govtypes "github.com/cosmos/cosmos-sdk/x/gov/types"
+
+	"github.com/bftlog/bftlog/x/topics"
+	"github.com/bftlog/bftlog/x/topics/keeper"
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// fixture is a keeper on an in-memory store with a msg server and a query server.
+type fixture struct {
+	t     *testing.T
+	ctx   sdk.Context
+	k     keeper.Keeper
+	msgs  types.MsgServer
+	query types.QueryServer
+	gov   string
+	alice string
+	bob   string
+	carol string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	key := storetypes.NewKVStoreKey(types.StoreKey)
+	tctx := testutil.DefaultContextWithDB(t, key, storetypes.NewTransientStoreKey("transient_test"))
+	ctx := tctx.Ctx.WithBlockHeight(7).WithBlockTime(time.UnixMilli(1_700_000_000_000).UTC())
+	enc := moduletestutil.MakeTestEncodingConfig(topics.AppModule{})
+	ac := addresscodec.NewBech32Codec("bftlog")
+	str := func(b []byte) string { s, err := ac.BytesToString(b); require.NoError(t, err); return s }
+	gov := str(authtypes.NewModuleAddress(govtypes.ModuleName))
+	k := keeper.NewKeeper(enc.Codec, ac, runtime.NewKVStoreService(key), gov)
+	require.NoError(t, k.InitGenesis(ctx, types.DefaultGenesis()))
+	return &fixture{
+		t: t, ctx: ctx, k: k, msgs: keeper.NewMsgServerImpl(k), query: keeper.NewQueryServer(k), gov: gov,
+		alice: str([]byte("alice_______________")),
+		bob:   str([]byte("bob_________________")),
+		carol: str([]byte("carol_______________")),
+	}
+}
+
+func anyone() types.TopicConfig {
+	return types.TopicConfig{RetentionMs: -1, RetentionBytes: -1, ProducerPolicy: types.PRODUCER_POLICY_ANYONE}
+}
+
+func (f *fixture) createTopic(name string, partitions uint32) {
+	f.t.Helper()
+	_, err := f.msgs.CreateTopic(f.ctx, &types.MsgCreateTopic{Owner: f.alice, Name: name, Partitions: partitions, Config: anyone()})
+	require.NoError(f.t, err)
+}
+
+func rec(key, value string, headers ...string) types.BatchRecord {
+	r := types.BatchRecord{CreateTimeMs: 1234}
+	if key != "" {
+		r.Key = &types.Bytes{Data: []byte(key)}
+	}
+	r.Value = &types.Bytes{Data: []byte(value)}
+	for i := 0; i+1 < len(headers); i += 2 {
+		r.Headers = append(r.Headers, types.Header{Key: headers[i], Value: []byte(headers[i+1])})
+	}
+	return r
+}
+
+func (f *fixture) produce(producer string, batches ...types.ProduceBatch) (*types.MsgProduceResponse, error) {
+	return f.msgs.Produce(f.ctx, &types.MsgProduce{Producer: producer, Batches: batches})
+}
+
+func (f *fixture) partitions(name string) []types.Partition {
+	f.t.Helper()
+	res, err := f.query.Partitions(f.ctx, &types.QueryPartitionsRequest{Name: name})
+	require.NoError(f.t, err)
+	return res.Partitions
+}
+
+func (f *fixture) fetch(topic string, partition uint32, offset uint64, maxRecords uint32, maxBytes uint64) (*types.QueryFetchResponse, error) {
+	return f.query.Fetch(f.ctx, &types.QueryFetchRequest{Topic: topic, Partition: partition, Offset: offset, MaxRecords: maxRecords, MaxBytes: maxBytes})
+}
+
+func TestCreateTopic(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("orders.v1_eu-west", 3)
+
+	res, err := f.query.Topic(f.ctx, &types.QueryTopicRequest{Name: "orders.v1_eu-west"})
+	require.NoError(t, err)
+	require.Equal(t, types.Topic{Name: "orders.v1_eu-west", Partitions: 3, Owner: f.alice, Config: anyone(), CreatedHeight: 7}, res.Topic)
+	parts := f.partitions("orders.v1_eu-west")
+	require.Len(t, parts, 3)
+	for i, p := range parts {
+		require.Equal(t, types.Partition{Topic: "orders.v1_eu-west", Partition: uint32(i)}, p)
+	}
+	requireEvent(t, f.ctx, "bftlog.topics.v1.EventTopicCreated")
+}
+
+func TestCreateTopicErrors(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("taken", 1)
+	long := make([]byte, 250)
+	for i := range long {
+		long[i] = 'a'
+	}
+	cases := []struct {
+		name string
+		msg  types.MsgCreateTopic
+		err  error
+	}{
+		{"exists", types.MsgCreateTopic{Owner: f.alice, Name: "taken", Partitions: 1, Config: anyone()}, types.ErrTopicExists},
+		{"empty name", types.MsgCreateTopic{Owner: f.alice, Name: "", Partitions: 1}, types.ErrInvalidTopicName},
+		{"250 chars", types.MsgCreateTopic{Owner: f.alice, Name: string(long), Partitions: 1}, types.ErrInvalidTopicName},
+		{"slash", types.MsgCreateTopic{Owner: f.alice, Name: "a/b", Partitions: 1}, types.ErrInvalidTopicName},
+		{"space", types.MsgCreateTopic{Owner: f.alice, Name: "a b", Partitions: 1}, types.ErrInvalidTopicName},
+		{"unicode", types.MsgCreateTopic{Owner: f.alice, Name: "tópico", Partitions: 1}, types.ErrInvalidTopicName},
+		{"dot", types.MsgCreateTopic{Owner: f.alice, Name: ".", Partitions: 1}, types.ErrInvalidTopicName},
+		{"dotdot", types.MsgCreateTopic{Owner: f.alice, Name: "..", Partitions: 1}, types.ErrInvalidTopicName},
+		{"zero partitions", types.MsgCreateTopic{Owner: f.alice, Name: "z", Partitions: 0}, types.ErrInvalidPartitionCount},
+		{"too many partitions", types.MsgCreateTopic{Owner: f.alice, Name: "z", Partitions: types.DefaultMaxPartitionsPerTopic + 1}, types.ErrTooManyPartitions},
+		{"bad owner", types.MsgCreateTopic{Owner: "cosmos1xyz", Name: "z", Partitions: 1}, types.ErrInvalidAddress},
+		{"negative retention", types.MsgCreateTopic{Owner: f.alice, Name: "z", Partitions: 1, Config: types.TopicConfig{RetentionMs: -2}}, types.ErrInvalidConfig},
+		{"negative retention bytes", types.MsgCreateTopic{Owner: f.alice, Name: "z", Partitions: 1, Config: types.TopicConfig{RetentionBytes: -5}}, types.ErrInvalidConfig},
+		{"record limit above module", types.MsgCreateTopic{Owner: f.alice, Name: "z", Partitions: 1, Config: types.TopicConfig{MaxRecordBytes: types.DefaultMaxRecordBytes + 1}}, types.ErrInvalidConfig},
+		{"allowlist without policy", types.MsgCreateTopic{Owner: f.alice, Name: "z", Partitions: 1, Config: types.TopicConfig{AllowedProducers: []string{f.bob}}}, types.ErrInvalidConfig},
+		{"bad allowlisted address", types.MsgCreateTopic{Owner: f.alice, Name: "z", Partitions: 1, Config: types.TopicConfig{ProducerPolicy: types.PRODUCER_POLICY_ALLOWLIST, AllowedProducers: []string{"nope"}}}, types.ErrInvalidConfig},
+		{"duplicate allowlisted", types.MsgCreateTopic{Owner: f.alice, Name: "z", Partitions: 1, Config: types.TopicConfig{ProducerPolicy: types.PRODUCER_POLICY_ALLOWLIST, AllowedProducers: []string{f.bob, f.bob}}}, types.ErrInvalidConfig},
+		{"unknown policy", types.MsgCreateTopic{Owner: f.alice, Name: "z", Partitions: 1, Config: types.TopicConfig{ProducerPolicy: 9}}, types.ErrInvalidConfig},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := f.msgs.CreateTopic(f.ctx, &tc.msg)
+			require.ErrorIs(t, err, tc.err)
+			has, herr := f.k.Topics.Has(f.ctx, "z")
+			require.NoError(t, herr)
+			require.False(t, has, "a rejected create must not leave a topic behind")
+		})
+	}
+	// 249 characters is Kafka's maximum and is accepted.
+	_, err := f.msgs.CreateTopic(f.ctx, &types.MsgCreateTopic{Owner: f.alice, Name: string(long[:249]), Partitions: 1})
+	require.NoError(t, err)
+}
+
+func TestUpdateTopicConfig(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("t", 1)
+	cfg := types.TopicConfig{RetentionMs: 60_000, RetentionBytes: 1 << 20, MaxRecordBytes: 100, ProducerPolicy: types.PRODUCER_POLICY_ALLOWLIST, AllowedProducers: []string{f.bob}}
+
+	_, err := f.msgs.UpdateTopicConfig(f.ctx, &types.MsgUpdateTopicConfig{Authority: f.bob, Name: "t", Config: cfg})
+	require.ErrorIs(t, err, types.ErrUnauthorized)
+	_, err = f.msgs.UpdateTopicConfig(f.ctx, &types.MsgUpdateTopicConfig{Authority: f.alice, Name: "nope", Config: cfg})
+	require.ErrorIs(t, err, types.ErrUnknownTopic)
+	_, err = f.msgs.UpdateTopicConfig(f.ctx, &types.MsgUpdateTopicConfig{Authority: f.alice, Name: "t", Config: types.TopicConfig{RetentionMs: -3}})
+	require.ErrorIs(t, err, types.ErrInvalidConfig)
+
+	_, err = f.msgs.UpdateTopicConfig(f.ctx, &types.MsgUpdateTopicConfig{Authority: f.alice, Name: "t", Config: cfg})
+	require.NoError(t, err)
+	got, err := f.k.GetTopic(f.ctx, "t")
+	require.NoError(t, err)
+	require.Equal(t, cfg, got.Config)
+	requireEvent(t, f.ctx, "bftlog.topics.v1.EventTopicConfigUpdated")
+
+	// The gov authority may change any topic.
+	cfg.RetentionMs = -1
+	_, err = f.msgs.UpdateTopicConfig(f.ctx, &types.MsgUpdateTopicConfig{Authority: f.gov, Name: "t", Config: cfg})
+	require.NoError(t, err)
+	got, _ = f.k.GetTopic(f.ctx, "t")
+	require.Equal(t, int64(-1), got.Config.RetentionMs)
+}
+
+func TestAddPartitions(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("t", 2)
+	_, err := f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "x")}})
+	require.NoError(t, err)
+
+	for _, n := range []uint32{1, 2} {
+		_, err = f.msgs.AddPartitions(f.ctx, &types.MsgAddPartitions{Authority: f.alice, Name: "t", Partitions: n})
+		require.ErrorIs(t, err, types.ErrPartitionsNotIncrease)
+	}
+	_, err = f.msgs.AddPartitions(f.ctx, &types.MsgAddPartitions{Authority: f.alice, Name: "t", Partitions: types.DefaultMaxPartitionsPerTopic + 1})
+	require.ErrorIs(t, err, types.ErrTooManyPartitions)
+	_, err = f.msgs.AddPartitions(f.ctx, &types.MsgAddPartitions{Authority: f.bob, Name: "t", Partitions: 3})
+	require.ErrorIs(t, err, types.ErrUnauthorized)
+	_, err = f.msgs.AddPartitions(f.ctx, &types.MsgAddPartitions{Authority: f.alice, Name: "u", Partitions: 3})
+	require.ErrorIs(t, err, types.ErrUnknownTopic)
+
+	_, err = f.msgs.AddPartitions(f.ctx, &types.MsgAddPartitions{Authority: f.alice, Name: "t", Partitions: 4})
+	require.NoError(t, err)
+	parts := f.partitions("t")
+	require.Len(t, parts, 4)
+	require.Equal(t, uint64(1), parts[1].HighWatermark, "existing partitions keep their records")
+	require.Equal(t, types.Partition{Topic: "t", Partition: 3}, parts[3])
+	_, err = f.msgs.AddPartitions(f.ctx, &types.MsgAddPartitions{Authority: f.gov, Name: "t", Partitions: 5})
+	require.NoError(t, err)
+	requireEvent(t, f.ctx, "bftlog.topics.v1.EventPartitionsAdded")
+}
+
+func TestDeleteTopic(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("t", 2)
+	f.createTopic("keep", 1)
+	for i := 0; i < 3; i++ {
+		_, err := f.produce(f.alice,
+			types.ProduceBatch{Topic: "t", Partition: 0, Records: []types.BatchRecord{rec("", "a"), rec("", "b")}},
+			types.ProduceBatch{Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "c")}},
+			types.ProduceBatch{Topic: "keep", Partition: 0, Records: []types.BatchRecord{rec("", "d")}})
+		require.NoError(t, err)
+	}
+	_, err := f.msgs.DeleteTopic(f.ctx, &types.MsgDeleteTopic{Authority: f.bob, Name: "t"})
+	require.ErrorIs(t, err, types.ErrUnauthorized)
+	_, err = f.msgs.DeleteTopic(f.ctx, &types.MsgDeleteTopic{Authority: f.alice, Name: "nope"})
+	require.ErrorIs(t, err, types.ErrUnknownTopic)
+
+	_, err = f.msgs.DeleteTopic(f.ctx, &types.MsgDeleteTopic{Authority: f.alice, Name: "t"})
+	require.NoError(t, err)
+	requireEvent(t, f.ctx, "bftlog.topics.v1.EventTopicDeleted")
+	_, err = f.fetch("t", 0, 0, 0, 0)
+	require.ErrorIs(t, err, types.ErrUnknownTopic)
+	n := 0
+	require.NoError(t, f.k.Batches.Walk(f.ctx, nil, func(k collections.Triple[string, uint32, uint64], _ types.RecordBatch) (bool, error) {
+		require.Equal(t, "keep", k.K1())
+		n++
+		return false, nil
+	}))
+	require.Equal(t, 3, n, "only the other topic's batches remain")
+
+	// A new topic of the same name starts from offset 0.
+	f.createTopic("t", 1)
+	res, err := f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: 0, Records: []types.BatchRecord{rec("", "new")}})
+	require.NoError(t, err)
+	require.Equal(t, uint64(0), res.Results[0].BaseOffset)
+
+	// The gov authority may delete any topic.
+	_, err = f.msgs.DeleteTopic(f.ctx, &types.MsgDeleteTopic{Authority: f.gov, Name: "keep"})
+	require.NoError(t, err)
+}
+
+func TestUpdateParams(t *testing.T) {
+	f := newFixture(t)
+	p := types.DefaultParams()
+	p.MaxRecordsPerBatch = 5
+	_, err := f.msgs.UpdateParams(f.ctx, &types.MsgUpdateParams{Authority: f.alice, Params: p})
+	require.ErrorIs(t, err, types.ErrUnauthorized)
+	bad := p
+	bad.MaxBatchBytes = 0
+	_, err = f.msgs.UpdateParams(f.ctx, &types.MsgUpdateParams{Authority: f.gov, Params: bad})
+	require.ErrorIs(t, err, types.ErrInvalidParams)
+	bad = p
+	bad.MaxBatchBytes = bad.MaxRecordBytes - 1
+	_, err = f.msgs.UpdateParams(f.ctx, &types.MsgUpdateParams{Authority: f.gov, Params: bad})
+	require.ErrorIs(t, err, types.ErrInvalidParams)
+
+	_, err = f.msgs.UpdateParams(f.ctx, &types.MsgUpdateParams{Authority: f.gov, Params: p})
+	require.NoError(t, err)
+	res, err := f.query.Params(f.ctx, &types.QueryParamsRequest{})
+	require.NoError(t, err)
+	require.Equal(t, p, res.Params)
+	requireEvent(t, f.ctx, "bftlog.topics.v1.EventParamsUpdated")
+}
+
+func TestTopicsQueryPaginates(t *testing.T) {
+	f := newFixture(t)
+	for i := 0; i < 5; i++ {
+		f.createTopic(fmt.Sprintf("t%d", i), 1)
+	}
+	var names []string
+	var next []byte
+	for {
+		res, err := f.query.Topics(f.ctx, &types.QueryTopicsRequest{Pagination: &query.PageRequest{Key: next, Limit: 2}})
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(res.Topics), 2)
+		for _, tp := range res.Topics {
+			names = append(names, tp.Name)
+		}
+		next = res.Pagination.NextKey
+		if next == nil {
+			break
+		}
+	}
+	require.Equal(t, []string{"t0", "t1", "t2", "t3", "t4"}, names)
+	_, err := f.query.Topic(f.ctx, &types.QueryTopicRequest{Name: "nope"})
+	require.ErrorIs(t, err, types.ErrUnknownTopic)
+	_, err = f.query.Topic(f.ctx, &types.QueryTopicRequest{Name: "bad name"})
+	require.ErrorIs(t, err, types.ErrInvalidTopicName)
+	_, err = f.query.Partitions(f.ctx, &types.QueryPartitionsRequest{Name: "nope"})
+	require.ErrorIs(t, err, types.ErrUnknownTopic)
+}
+
+func requireEvent(t *testing.T, ctx sdk.Context, typ string) {
+	t.Helper()
+	for _, e := range ctx.EventManager().Events() {
+		if e.Type == typ {
+			return
+		}
+	}
+	t.Fatalf("no %s event emitted", typ)
+}

@@ -1,0 +1,198 @@
+package keeper
+
+import (
+	"context"
+
+	"cosmossdk.io/collections"
+	errorsmod "cosmossdk.io/errors"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// pendingBatch gathers the records of one MsgProduce that land on one partition, so that
+// each (topic, partition) gets exactly one stored batch per message.
+type pendingBatch struct {
+	topic     string
+	partition uint32
+	records   []types.BatchRecord
+	size      uint64
+}
+
+// partitionID is a comparable (topic, partition); collections.Pair holds pointers and is not.
+type partitionID struct {
+	topic     string
+	partition uint32
+}
+
+// checkProduceBasic runs every check that needs no state, before anything is read.
+func checkProduceBasic(batches []types.ProduceBatch) error {
+	if len(batches) == 0 {
+		return errorsmod.Wrap(types.ErrEmptyBatch, "the message has no batches")
+	}
+	for i, b := range batches {
+		if err := types.ValidateTopicName(b.Topic); err != nil {
+			return errorsmod.Wrapf(err, "batch %d", i)
+		}
+		if b.Partition < -1 {
+			return errorsmod.Wrapf(types.ErrInvalidPartition, "batch %d: partition %d; use -1 to let the partitioner choose", i, b.Partition)
+		}
+		if len(b.Records) == 0 {
+			return errorsmod.Wrapf(types.ErrEmptyBatch, "batch %d for topic %q has no records", i, b.Topic)
+		}
+	}
+	return nil
+}
+
+// Produce appends the batches atomically and returns where each (topic, partition) batch
+// landed. Everything is checked before the first write, so a rejected message changes nothing
+// even outside a transaction.
+func (k Keeper) Produce(ctx context.Context, producer string, batches []types.ProduceBatch) ([]types.ProduceResult, error) {
+	if err := k.validAddress(producer, "producer"); err != nil {
+		return nil, err
+	}
+	if err := checkProduceBasic(batches); err != nil {
+		return nil, err
+	}
+	params, err := k.Params.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+
+	var (
+		pending    []*pendingBatch
+		index      = map[partitionID]*pendingBatch{}
+		topics     = map[string]types.Topic{}
+		cursors    = map[string]uint32{}
+		cursorList []string // topics whose cursor moved, in first-use order (deterministic writes)
+		nRecords   uint64
+		nBytes     uint64
+	)
+	add := func(topic string, partition uint32, r types.BatchRecord, size uint64) {
+		key := partitionID{topic, partition}
+		pb := index[key]
+		if pb == nil {
+			pb = &pendingBatch{topic: topic, partition: partition}
+			index[key] = pb
+			pending = append(pending, pb)
+		}
+		pb.records = append(pb.records, r)
+		pb.size += size
+	}
+
+	for i, b := range batches {
+		t, ok := topics[b.Topic]
+		if !ok {
+			if t, err = k.GetTopic(ctx, b.Topic); err != nil {
+				return nil, err
+			}
+			if !t.MayProduce(producer) {
+				return nil, errorsmod.Wrapf(types.ErrUnauthorizedProducer, "%s may not produce to topic %q", producer, b.Topic)
+			}
+			topics[b.Topic] = t
+		}
+		if b.Partition >= 0 && uint32(b.Partition) >= t.Partitions {
+			return nil, errorsmod.Wrapf(types.ErrInvalidPartition, "batch %d: topic %q has %d partitions, asked for partition %d", i, b.Topic, t.Partitions, b.Partition)
+		}
+		nRecords += uint64(len(b.Records))
+		if nRecords > uint64(params.MaxRecordsPerBatch) {
+			return nil, errorsmod.Wrapf(types.ErrTooManyRecords, "more than %d records in one message", params.MaxRecordsPerBatch)
+		}
+		maxRecord := t.Config.EffectiveMaxRecordBytes(params)
+
+		// Keyless records of a partitioner batch stick together on one partition (Kafka's
+		// sticky partitioner); the cursor advances once per such batch.
+		spread, spreadUsed := uint32(0), false
+		for j, r := range b.Records {
+			if len(r.Headers) > int(params.MaxHeadersPerRecord) {
+				return nil, errorsmod.Wrapf(types.ErrTooManyHeaders, "batch %d record %d has %d headers, the limit is %d", i, j, len(r.Headers), params.MaxHeadersPerRecord)
+			}
+			size := r.RecordSize()
+			if size > maxRecord {
+				return nil, errorsmod.Wrapf(types.ErrRecordTooLarge, "batch %d record %d is %d bytes, topic %q allows %d", i, j, size, b.Topic, maxRecord)
+			}
+			nBytes += size
+			if nBytes > params.MaxBatchBytes {
+				return nil, errorsmod.Wrapf(types.ErrBatchTooLarge, "more than %d record bytes in one message", params.MaxBatchBytes)
+			}
+			var partition uint32
+			switch {
+			case b.Partition >= 0:
+				partition = uint32(b.Partition)
+			case r.Key != nil:
+				partition = types.KeyPartition(r.Key.Data, t.Partitions)
+			default:
+				if !spreadUsed {
+					if spread, err = k.spreadCursor(ctx, b.Topic, cursors); err != nil {
+						return nil, err
+					}
+					spreadUsed = true
+				}
+				partition = spread % t.Partitions
+			}
+			add(b.Topic, partition, r, size)
+		}
+		if spreadUsed {
+			if _, moved := cursors[b.Topic]; !moved {
+				cursorList = append(cursorList, b.Topic)
+			}
+			cursors[b.Topic] = (spread + 1) % t.Partitions
+		}
+	}
+
+	// Every check passed: now write.
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	appendMs := sdkCtx.BlockTime().UnixMilli()
+	results := make([]types.ProduceResult, 0, len(pending))
+	for _, pb := range pending {
+		pkey := collections.Join(pb.topic, pb.partition)
+		part, err := k.Partitions.Get(ctx, pkey)
+		if err != nil {
+			return nil, err
+		}
+		n := uint64(len(pb.records))
+		batch := types.RecordBatch{
+			BaseOffset:      part.HighWatermark,
+			Producer:        producer,
+			LogAppendTimeMs: appendMs,
+			Height:          sdkCtx.BlockHeight(),
+			SizeBytes:       pb.size,
+			Records:         pb.records,
+		}
+		if err := k.Batches.Set(ctx, collections.Join3(pb.topic, pb.partition, part.HighWatermark+n-1), batch); err != nil {
+			return nil, err
+		}
+		part.HighWatermark += n
+		part.RecordCount += n
+		part.ByteCount += pb.size
+		if err := k.Partitions.Set(ctx, pkey, part); err != nil {
+			return nil, err
+		}
+		results = append(results, types.ProduceResult{Topic: pb.topic, Partition: pb.partition, BaseOffset: batch.BaseOffset, Count: uint32(n)})
+		if err := sdkCtx.EventManager().EmitTypedEvent(&types.EventBatchAppended{
+			Topic: pb.topic, Partition: pb.partition, BaseOffset: batch.BaseOffset, Count: uint32(n), SizeBytes: pb.size, Producer: producer,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	for _, topic := range cursorList {
+		if err := k.SpreadCursors.Set(ctx, topic, cursors[topic]); err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}
+
+// spreadCursor returns the next keyless partition of a topic, preferring this message's
+// in-flight value.
+func (k Keeper) spreadCursor(ctx context.Context, topic string, inflight map[string]uint32) (uint32, error) {
+	if c, ok := inflight[topic]; ok {
+		return c, nil
+	}
+	c, err := k.SpreadCursors.Get(ctx, topic)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return 0, nil
+	}
+	return c, err
+}

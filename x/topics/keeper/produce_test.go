@@ -1,0 +1,282 @@
+package keeper_test
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// Offsets are gap-free and strictly increasing per partition across many batches, and every
+// record reads back with its key, value, headers, timestamps and producer.
+func TestProduceOffsetsAcrossBatchesAndPartitions(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("a", 4)
+	f.createTopic("b", 2)
+	rng := rand.New(rand.NewSource(1))
+	type want struct {
+		value string
+		key   string
+	}
+	expected := map[string][]want{}
+	for i := 0; i < 200; i++ {
+		var batches []types.ProduceBatch
+		for j := 0; j < 1+rng.Intn(3); j++ {
+			topic, parts := "a", 4
+			if rng.Intn(2) == 0 {
+				topic, parts = "b", 2
+			}
+			p := int32(rng.Intn(parts))
+			b := types.ProduceBatch{Topic: topic, Partition: p}
+			for n := 0; n < 1+rng.Intn(20); n++ {
+				b.Records = append(b.Records, rec(fmt.Sprintf("k%d", n), fmt.Sprintf("v%d-%d-%d", i, j, n), "h", fmt.Sprint(n)))
+			}
+			batches = append(batches, b)
+		}
+		// Expected placement: per (topic, partition), records in message order.
+		f.ctx = f.ctx.WithBlockHeight(int64(100 + i))
+		res, err := f.produce(f.bob, batches...)
+		require.NoError(t, err)
+		seen := map[string]int{}
+		for _, b := range batches {
+			id := fmt.Sprintf("%s/%d", b.Topic, b.Partition)
+			if _, ok := seen[id]; !ok {
+				seen[id] = len(expected[id])
+			}
+			for _, r := range b.Records {
+				expected[id] = append(expected[id], want{value: string(r.Value.Data), key: string(r.Key.Data)})
+			}
+		}
+		// One result per distinct (topic, partition), with the base offset it had before.
+		require.Len(t, res.Results, len(seen))
+		for _, r := range res.Results {
+			id := fmt.Sprintf("%s/%d", r.Topic, r.Partition)
+			require.Equal(t, uint64(seen[id]), r.BaseOffset, id)
+			require.Equal(t, len(expected[id])-seen[id], int(r.Count), id)
+		}
+	}
+	for _, topic := range []string{"a", "b"} {
+		for _, p := range f.partitions(topic) {
+			id := fmt.Sprintf("%s/%d", topic, p.Partition)
+			require.Equal(t, uint64(len(expected[id])), p.HighWatermark, id)
+			require.Equal(t, uint64(len(expected[id])), p.RecordCount, id)
+			var next uint64
+			for next < p.HighWatermark {
+				res, err := f.fetch(topic, p.Partition, next, 37, 0)
+				require.NoError(t, err)
+				require.NotEmpty(t, res.Records)
+				for _, r := range res.Records {
+					require.Equal(t, next, r.Offset, "gap-free offsets in %s", id)
+					w := expected[id][r.Offset]
+					require.Equal(t, w.value, string(r.Value.Data))
+					require.Equal(t, w.key, string(r.Key.Data))
+					require.Equal(t, f.bob, r.Producer)
+					require.Equal(t, int64(1234), r.CreateTimeMs)
+					require.Equal(t, f.ctx.BlockTime().UnixMilli(), r.LogAppendTimeMs)
+					require.Len(t, r.Headers, 1)
+					next++
+				}
+				require.Equal(t, next, res.NextOffset)
+			}
+		}
+	}
+}
+
+// Kafka's murmur2 test vectors (org.apache.kafka.common.utils.UtilsTest).
+func TestMurmur2MatchesKafka(t *testing.T) {
+	cases := map[string]int32{
+		"21":                         -973932308,
+		"foobar":                     -790332482,
+		"a-little-bit-long-string":   -985981536,
+		"a-little-bit-longer-string": -1486304829,
+		"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+		"abc": 479470107,
+	}
+	for in, want := range cases {
+		require.Equal(t, want, types.Murmur2([]byte(in)), in)
+	}
+}
+
+func TestPartitionerPlacement(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("t", 5)
+	var records []types.BatchRecord
+	for i := 0; i < 50; i++ {
+		records = append(records, rec(fmt.Sprintf("user-%d", i), "v"))
+	}
+	res, err := f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: -1, Records: records})
+	require.NoError(t, err)
+	var total uint32
+	for _, r := range res.Results {
+		total += r.Count
+	}
+	require.Equal(t, uint32(50), total)
+	for p := uint32(0); p < 5; p++ {
+		fr, err := f.fetch("t", p, 0, 0, 0)
+		require.NoError(t, err)
+		for _, r := range fr.Records {
+			require.Equal(t, p, types.KeyPartition(r.Key.Data, 5), "key %s", r.Key.Data)
+		}
+	}
+
+	// Keyless records stick to one partition per batch and the next batch moves on.
+	got := []uint32{}
+	for i := 0; i < 7; i++ {
+		res, err := f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: -1, Records: []types.BatchRecord{rec("", "a"), rec("", "b")}})
+		require.NoError(t, err)
+		require.Len(t, res.Results, 1)
+		require.Equal(t, uint32(2), res.Results[0].Count)
+		got = append(got, res.Results[0].Partition)
+	}
+	require.Equal(t, []uint32{0, 1, 2, 3, 4, 0, 1}, got)
+}
+
+func TestProduceNullAndEmptyKeyValue(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("t", 1)
+	records := []types.BatchRecord{
+		{Key: nil, Value: nil},
+		{Key: &types.Bytes{}, Value: &types.Bytes{}},
+		{Key: &types.Bytes{Data: []byte{0, 255}}, Value: &types.Bytes{Data: bytes.Repeat([]byte{7}, 3)}},
+	}
+	_, err := f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: 0, Records: records})
+	require.NoError(t, err)
+	res, err := f.fetch("t", 0, 0, 0, 0)
+	require.NoError(t, err)
+	require.Nil(t, res.Records[0].Key)
+	require.Nil(t, res.Records[0].Value)
+	require.NotNil(t, res.Records[1].Key)
+	require.NotNil(t, res.Records[1].Value)
+	require.Empty(t, res.Records[1].Key.Data)
+	require.Equal(t, []byte{0, 255}, res.Records[2].Key.Data)
+}
+
+func TestProduceErrorsChangeNothing(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("t", 2)
+	cfg := anyone()
+	cfg.MaxRecordBytes = 10
+	_, err := f.msgs.UpdateTopicConfig(f.ctx, &types.MsgUpdateTopicConfig{Authority: f.alice, Name: "t", Config: cfg})
+	require.NoError(t, err)
+	_, err = f.msgs.CreateTopic(f.ctx, &types.MsgCreateTopic{Owner: f.alice, Name: "private", Partitions: 1,
+		Config: types.TopicConfig{ProducerPolicy: types.PRODUCER_POLICY_ALLOWLIST, AllowedProducers: []string{f.bob}}})
+	require.NoError(t, err)
+	p := types.DefaultParams()
+	p.MaxRecordsPerBatch = 10
+	p.MaxBatchBytes = 30
+	p.MaxRecordBytes = 30
+	p.MaxHeadersPerRecord = 2
+	_, err = f.msgs.UpdateParams(f.ctx, &types.MsgUpdateParams{Authority: f.gov, Params: p})
+	require.NoError(t, err)
+
+	ok := types.ProduceBatch{Topic: "t", Partition: 0, Records: []types.BatchRecord{rec("", "fine")}}
+	many := make([]types.BatchRecord, 11)
+	for i := range many {
+		many[i] = rec("", "")
+	}
+	cases := []struct {
+		name     string
+		producer string
+		batches  []types.ProduceBatch
+		err      error
+	}{
+		{"no batches", f.alice, nil, types.ErrEmptyBatch},
+		{"empty batch", f.alice, []types.ProduceBatch{ok, {Topic: "t", Partition: 0}}, types.ErrEmptyBatch},
+		{"unknown topic", f.alice, []types.ProduceBatch{ok, {Topic: "nope", Partition: 0, Records: ok.Records}}, types.ErrUnknownTopic},
+		{"bad topic name", f.alice, []types.ProduceBatch{{Topic: "no pe", Partition: 0, Records: ok.Records}}, types.ErrInvalidTopicName},
+		{"partition beyond count", f.alice, []types.ProduceBatch{ok, {Topic: "t", Partition: 2, Records: ok.Records}}, types.ErrInvalidPartition},
+		{"negative partition", f.alice, []types.ProduceBatch{{Topic: "t", Partition: -2, Records: ok.Records}}, types.ErrInvalidPartition},
+		{"record over topic limit", f.alice, []types.ProduceBatch{ok, {Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "eleven char")}}}, types.ErrRecordTooLarge},
+		{"header bytes count", f.alice, []types.ProduceBatch{{Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "v", "hkey", "hvalue12")}}}, types.ErrRecordTooLarge},
+		{"batch over bytes", f.alice, []types.ProduceBatch{{Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "0123456789"), rec("", "0123456789"), rec("", "0123456789"), rec("", "0")}}}, types.ErrBatchTooLarge},
+		{"too many records", f.alice, []types.ProduceBatch{{Topic: "t", Partition: 1, Records: many}}, types.ErrTooManyRecords},
+		{"too many headers", f.alice, []types.ProduceBatch{{Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "", "a", "", "b", "", "c", "")}}}, types.ErrTooManyHeaders},
+		{"not on allowlist", f.carol, []types.ProduceBatch{ok, {Topic: "private", Partition: 0, Records: ok.Records}}, types.ErrUnauthorizedProducer},
+		{"bad producer", "bftlog1bad", []types.ProduceBatch{ok}, types.ErrInvalidAddress},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := f.produce(tc.producer, tc.batches...)
+			require.ErrorIs(t, err, tc.err)
+			for _, topic := range []string{"t", "private"} {
+				for _, p := range f.partitions(topic) {
+					require.Zero(t, p.HighWatermark, "%s: rejected produce moved %s", tc.name, p.Label())
+				}
+			}
+		})
+	}
+
+	// The allowlisted producer and the owner may produce to the private topic.
+	for _, who := range []string{f.bob, f.alice} {
+		_, err = f.produce(who, types.ProduceBatch{Topic: "private", Partition: 0, Records: ok.Records})
+		require.NoError(t, err)
+	}
+	requireEvent(t, f.ctx, "bftlog.topics.v1.EventBatchAppended")
+}
+
+func TestFetch(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("t", 2)
+	// Batches of 3, 1 and 4 records: offsets 0-2, 3, 4-7.
+	for _, n := range []int{3, 1, 4} {
+		var rs []types.BatchRecord
+		for i := 0; i < n; i++ {
+			rs = append(rs, rec("", "0123456789"))
+		}
+		_, err := f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: 0, Records: rs})
+		require.NoError(t, err)
+	}
+	offsets := func(res *types.QueryFetchResponse) []uint64 {
+		var out []uint64
+		for _, r := range res.Records {
+			out = append(out, r.Offset)
+		}
+		return out
+	}
+	res, err := f.fetch("t", 0, 0, 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{0, 1, 2, 3, 4, 5, 6, 7}, offsets(res))
+	require.Equal(t, uint64(8), res.HighWatermark)
+	require.Equal(t, uint64(8), res.NextOffset)
+
+	res, err = f.fetch("t", 0, 5, 0, 0) // from inside the third batch
+	require.NoError(t, err)
+	require.Equal(t, []uint64{5, 6, 7}, offsets(res))
+
+	res, err = f.fetch("t", 0, 1, 3, 0)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{1, 2, 3}, offsets(res))
+	require.Equal(t, uint64(4), res.NextOffset)
+
+	res, err = f.fetch("t", 0, 2, 0, 25) // 10 bytes each: two fit in 25
+	require.NoError(t, err)
+	require.Equal(t, []uint64{2, 3}, offsets(res))
+
+	res, err = f.fetch("t", 0, 2, 0, 1) // at least one record even above max bytes
+	require.NoError(t, err)
+	require.Equal(t, []uint64{2}, offsets(res))
+
+	res, err = f.fetch("t", 0, 8, 0, 0) // at the high watermark: nothing yet
+	require.NoError(t, err)
+	require.Empty(t, res.Records)
+	require.Equal(t, uint64(8), res.NextOffset)
+
+	_, err = f.fetch("t", 0, 9, 0, 0)
+	require.ErrorIs(t, err, types.ErrOffsetOutOfRange)
+	_, err = f.fetch("t", 2, 0, 0, 0)
+	require.ErrorIs(t, err, types.ErrInvalidPartition)
+	_, err = f.fetch("nope", 0, 0, 0, 0)
+	require.ErrorIs(t, err, types.ErrUnknownTopic)
+
+	rr, err := f.query.Record(f.ctx, &types.QueryRecordRequest{Topic: "t", Partition: 0, Offset: 3})
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), rr.Record.Offset)
+	_, err = f.query.Record(f.ctx, &types.QueryRecordRequest{Topic: "t", Partition: 0, Offset: 8})
+	require.ErrorIs(t, err, types.ErrOffsetOutOfRange)
+	_, err = f.query.Record(f.ctx, &types.QueryRecordRequest{Topic: "t", Partition: 1, Offset: 0})
+	require.ErrorIs(t, err, types.ErrOffsetOutOfRange)
+}

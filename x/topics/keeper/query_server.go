@@ -1,0 +1,101 @@
+package keeper
+
+import (
+	"context"
+
+	errorsmod "cosmossdk.io/errors"
+
+	"github.com/cosmos/cosmos-sdk/types/query"
+
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+type queryServer struct{ k Keeper }
+
+var _ types.QueryServer = queryServer{}
+
+// NewQueryServer returns the gRPC query service of x/topics.
+func NewQueryServer(k Keeper) types.QueryServer { return queryServer{k} }
+
+func (q queryServer) Params(ctx context.Context, _ *types.QueryParamsRequest) (*types.QueryParamsResponse, error) {
+	p, err := q.k.Params.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryParamsResponse{Params: p}, nil
+}
+
+func (q queryServer) Topic(ctx context.Context, req *types.QueryTopicRequest) (*types.QueryTopicResponse, error) {
+	if req == nil {
+		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
+	}
+	if err := types.ValidateTopicName(req.Name); err != nil {
+		return nil, err
+	}
+	t, err := q.k.GetTopic(ctx, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryTopicResponse{Topic: t}, nil
+}
+
+func (q queryServer) Topics(ctx context.Context, req *types.QueryTopicsRequest) (*types.QueryTopicsResponse, error) {
+	if req == nil {
+		req = &types.QueryTopicsRequest{}
+	}
+	topics, page, err := query.CollectionPaginate(ctx, q.k.Topics, req.Pagination,
+		func(_ string, t types.Topic) (types.Topic, error) { return t, nil })
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryTopicsResponse{Topics: topics, Pagination: page}, nil
+}
+
+func (q queryServer) Partitions(ctx context.Context, req *types.QueryPartitionsRequest) (*types.QueryPartitionsResponse, error) {
+	if req == nil {
+		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
+	}
+	if err := types.ValidateTopicName(req.Name); err != nil {
+		return nil, err
+	}
+	t, err := q.k.GetTopic(ctx, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]types.Partition, 0, t.Partitions)
+	for i := uint32(0); i < t.Partitions; i++ {
+		p, err := q.k.GetPartition(ctx, req.Name, i)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return &types.QueryPartitionsResponse{Partitions: out}, nil
+}
+
+func (q queryServer) Fetch(ctx context.Context, req *types.QueryFetchRequest) (*types.QueryFetchResponse, error) {
+	if req == nil {
+		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
+	}
+	res, err := q.k.Fetch(ctx, req.Topic, req.Partition, req.Offset, req.MaxRecords, req.MaxBytes)
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryFetchResponse{
+		Records:        res.Records,
+		HighWatermark:  res.Partition.HighWatermark,
+		LogStartOffset: res.Partition.LogStartOffset,
+		NextOffset:     res.NextOffset,
+	}, nil
+}
+
+func (q queryServer) Record(ctx context.Context, req *types.QueryRecordRequest) (*types.QueryRecordResponse, error) {
+	if req == nil {
+		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
+	}
+	r, err := q.k.GetRecord(ctx, req.Topic, req.Partition, req.Offset)
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryRecordResponse{Record: r}, nil
+}

@@ -1,0 +1,173 @@
+package keeper
+
+import (
+	"context"
+
+	"cosmossdk.io/collections"
+	errorsmod "cosmossdk.io/errors"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// CreateTopic creates a topic with its empty partitions.
+func (k Keeper) CreateTopic(ctx context.Context, owner, name string, partitions uint32, cfg types.TopicConfig) error {
+	if err := k.validAddress(owner, "owner"); err != nil {
+		return err
+	}
+	if err := types.ValidateTopicName(name); err != nil {
+		return err
+	}
+	if err := cfg.ValidateBasic(k.addressCodec); err != nil {
+		return err
+	}
+	params, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
+	if err := types.ValidatePartitionCount(partitions, params); err != nil {
+		return err
+	}
+	if err := cfg.ValidateAgainst(params); err != nil {
+		return err
+	}
+	if has, err := k.Topics.Has(ctx, name); err != nil {
+		return err
+	} else if has {
+		return errorsmod.Wrapf(types.ErrTopicExists, "topic %q", name)
+	}
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	t := types.Topic{Name: name, Partitions: partitions, Owner: owner, Config: cfg, CreatedHeight: sdkCtx.BlockHeight()}
+	if err := k.Topics.Set(ctx, name, t); err != nil {
+		return err
+	}
+	if err := k.initPartitions(ctx, name, 0, partitions); err != nil {
+		return err
+	}
+	return sdkCtx.EventManager().EmitTypedEvent(&types.EventTopicCreated{Name: name, Partitions: partitions, Owner: owner})
+}
+
+func (k Keeper) initPartitions(ctx context.Context, topic string, from, to uint32) error {
+	for i := from; i < to; i++ {
+		if err := k.Partitions.Set(ctx, collections.Join(topic, i), types.Partition{Topic: topic, Partition: i}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// UpdateTopicConfig replaces a topic's config; the signer must be the owner or the authority.
+func (k Keeper) UpdateTopicConfig(ctx context.Context, signer, name string, cfg types.TopicConfig) error {
+	if err := k.validAddress(signer, "authority"); err != nil {
+		return err
+	}
+	if err := types.ValidateTopicName(name); err != nil {
+		return err
+	}
+	if err := cfg.ValidateBasic(k.addressCodec); err != nil {
+		return err
+	}
+	t, err := k.GetTopic(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := k.checkAdmin(t, signer); err != nil {
+		return err
+	}
+	params, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
+	if err := cfg.ValidateAgainst(params); err != nil {
+		return err
+	}
+	t.Config = cfg
+	if err := k.Topics.Set(ctx, name, t); err != nil {
+		return err
+	}
+	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventTopicConfigUpdated{Name: name, Authority: signer, Config: cfg})
+}
+
+// AddPartitions raises a topic's partition count to total.
+func (k Keeper) AddPartitions(ctx context.Context, signer, name string, total uint32) error {
+	if err := k.validAddress(signer, "authority"); err != nil {
+		return err
+	}
+	if err := types.ValidateTopicName(name); err != nil {
+		return err
+	}
+	t, err := k.GetTopic(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := k.checkAdmin(t, signer); err != nil {
+		return err
+	}
+	if total <= t.Partitions {
+		return errorsmod.Wrapf(types.ErrPartitionsNotIncrease, "topic %q has %d partitions; asked for %d", name, t.Partitions, total)
+	}
+	params, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
+	if err := types.ValidatePartitionCount(total, params); err != nil {
+		return err
+	}
+	old := t.Partitions
+	t.Partitions = total
+	if err := k.Topics.Set(ctx, name, t); err != nil {
+		return err
+	}
+	if err := k.initPartitions(ctx, name, old, total); err != nil {
+		return err
+	}
+	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventPartitionsAdded{Name: name, OldPartitions: old, NewPartitions: total})
+}
+
+// DeleteTopic removes a topic, its partitions, its batches and its spread cursor.
+// The work is proportional to the topic's batches and is paid for by the signer's gas.
+func (k Keeper) DeleteTopic(ctx context.Context, signer, name string) error {
+	if err := k.validAddress(signer, "authority"); err != nil {
+		return err
+	}
+	if err := types.ValidateTopicName(name); err != nil {
+		return err
+	}
+	t, err := k.GetTopic(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := k.checkAdmin(t, signer); err != nil {
+		return err
+	}
+	var records uint64
+	for i := uint32(0); i < t.Partitions; i++ {
+		p, err := k.Partitions.Get(ctx, collections.Join(name, i))
+		if err != nil {
+			return err
+		}
+		records += p.RecordCount
+		if err := k.Batches.Clear(ctx, collections.NewSuperPrefixedTripleRange[string, uint32, uint64](name, i)); err != nil {
+			return err
+		}
+		if err := k.Partitions.Remove(ctx, collections.Join(name, i)); err != nil {
+			return err
+		}
+	}
+	if err := k.SpreadCursors.Remove(ctx, name); err != nil {
+		return err
+	}
+	if err := k.Topics.Remove(ctx, name); err != nil {
+		return err
+	}
+	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventTopicDeleted{Name: name, Authority: signer, RecordsDeleted: records})
+}
+
+// SetParams validates and stores the module params; only the authority may call it via Msg.
+func (k Keeper) SetParams(ctx context.Context, p types.Params) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	return k.Params.Set(ctx, p)
+}

@@ -1,0 +1,33 @@
+package types
+
+import (
+	"github.com/cosmos/cosmos-sdk/codec"
+	"github.com/cosmos/cosmos-sdk/codec/legacy"
+	codectypes "github.com/cosmos/cosmos-sdk/codec/types"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	"github.com/cosmos/cosmos-sdk/types/msgservice"
+)
+
+// RegisterLegacyAminoCodec registers the amino names used for amino-JSON signing and explorers.
+func RegisterLegacyAminoCodec(cdc *codec.LegacyAmino) {
+	legacy.RegisterAminoMsg(cdc, &MsgCreateTopic{}, "bftlog/topics/MsgCreateTopic")
+	legacy.RegisterAminoMsg(cdc, &MsgUpdateTopicConfig{}, "bftlog/topics/MsgUpdateTopicConfig")
+	legacy.RegisterAminoMsg(cdc, &MsgAddPartitions{}, "bftlog/topics/MsgAddPartitions")
+	legacy.RegisterAminoMsg(cdc, &MsgDeleteTopic{}, "bftlog/topics/MsgDeleteTopic")
+	legacy.RegisterAminoMsg(cdc, &MsgProduce{}, "bftlog/topics/MsgProduce")
+	legacy.RegisterAminoMsg(cdc, &MsgUpdateParams{}, "bftlog/topics/MsgUpdateParams")
+	cdc.RegisterConcrete(&Params{}, "bftlog/x/topics/Params", nil)
+}
+
+// RegisterInterfaces registers the module's messages.
+func RegisterInterfaces(registry codectypes.InterfaceRegistry) {
+	registry.RegisterImplementations((*sdk.Msg)(nil),
+		&MsgCreateTopic{},
+		&MsgUpdateTopicConfig{},
+		&MsgAddPartitions{},
+		&MsgDeleteTopic{},
+		&MsgProduce{},
+		&MsgUpdateParams{},
+	)
+	msgservice.RegisterMsgServiceDesc(registry, &_Msg_serviceDesc)
+}

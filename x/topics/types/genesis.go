@@ -1,0 +1,138 @@
+package types
+
+import (
+	"cosmossdk.io/core/address"
+	errorsmod "cosmossdk.io/errors"
+)
+
+// DefaultGenesis is the empty log with default params.
+func DefaultGenesis() *GenesisState {
+	return &GenesisState{Params: DefaultParams()}
+}
+
+type partitionKey struct {
+	topic     string
+	partition uint32
+}
+
+// Validate checks the whole state for consistency: every topic has exactly its partitions,
+// batches are contiguous from each log start offset to the high watermark, and the counters
+// match the stored batches.
+func (gs GenesisState) Validate(ac address.Codec) error {
+	if err := gs.Params.Validate(); err != nil {
+		return err
+	}
+	topics := make(map[string]Topic, len(gs.Topics))
+	for _, t := range gs.Topics {
+		if err := ValidateTopicName(t.Name); err != nil {
+			return err
+		}
+		if _, dup := topics[t.Name]; dup {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "topic %s appears twice", t.Name)
+		}
+		if _, err := ac.StringToBytes(t.Owner); err != nil {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "topic %s owner: %v", t.Name, err)
+		}
+		if err := ValidatePartitionCount(t.Partitions, gs.Params); err != nil {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "topic %s: %v", t.Name, err)
+		}
+		if err := t.Config.ValidateBasic(ac); err != nil {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "topic %s: %v", t.Name, err)
+		}
+		if err := t.Config.ValidateAgainst(gs.Params); err != nil {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "topic %s: %v", t.Name, err)
+		}
+		topics[t.Name] = t
+	}
+
+	parts := make(map[partitionKey]Partition, len(gs.Partitions))
+	for _, p := range gs.Partitions {
+		t, ok := topics[p.Topic]
+		if !ok {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "partition %s of unknown topic", p.Label())
+		}
+		if p.Partition >= t.Partitions {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "partition %s beyond the topic's %d partitions", p.Label(), t.Partitions)
+		}
+		k := partitionKey{p.Topic, p.Partition}
+		if _, dup := parts[k]; dup {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "partition %s appears twice", p.Label())
+		}
+		if p.LogStartOffset > p.HighWatermark {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "partition %s: log start offset %d above high watermark %d", p.Label(), p.LogStartOffset, p.HighWatermark)
+		}
+		parts[k] = p
+	}
+	for _, t := range gs.Topics {
+		for i := uint32(0); i < t.Partitions; i++ {
+			if _, ok := parts[partitionKey{t.Name, i}]; !ok {
+				return errorsmod.Wrapf(ErrInvalidGenesis, "topic %s lacks partition %d", t.Name, i)
+			}
+		}
+	}
+
+	// Batches must be listed in store order, so each partition's batches come in offset order.
+	type tally struct {
+		next, records, bytes uint64
+		seen                 bool
+	}
+	tallies := make(map[partitionKey]*tally, len(parts))
+	for _, b := range gs.Batches {
+		k := partitionKey{b.Topic, b.Partition}
+		p, ok := parts[k]
+		if !ok {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "batch at %s/%d for unknown partition", b.Topic, b.Partition)
+		}
+		tl := tallies[k]
+		if tl == nil {
+			tl = &tally{next: p.LogStartOffset}
+			tallies[k] = tl
+		}
+		if len(b.Batch.Records) == 0 {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "empty batch at %s offset %d", p.Label(), b.Batch.BaseOffset)
+		}
+		if b.Batch.BaseOffset != tl.next {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "partition %s: batch at offset %d, expected %d", p.Label(), b.Batch.BaseOffset, tl.next)
+		}
+		var size uint64
+		for _, r := range b.Batch.Records {
+			size += r.RecordSize()
+		}
+		if size != b.Batch.SizeBytes {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "partition %s: batch at offset %d says %d bytes, records hold %d", p.Label(), b.Batch.BaseOffset, b.Batch.SizeBytes, size)
+		}
+		if _, err := ac.StringToBytes(b.Batch.Producer); err != nil {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "partition %s: batch at offset %d producer: %v", p.Label(), b.Batch.BaseOffset, err)
+		}
+		tl.next += uint64(len(b.Batch.Records))
+		tl.records += uint64(len(b.Batch.Records))
+		tl.bytes += size
+	}
+	for _, p := range gs.Partitions {
+		tl := tallies[partitionKey{p.Topic, p.Partition}]
+		if tl == nil {
+			tl = &tally{next: p.LogStartOffset}
+		}
+		if tl.next != p.HighWatermark || tl.records != p.RecordCount || tl.bytes != p.ByteCount {
+			return errorsmod.Wrapf(ErrInvalidGenesis,
+				"partition %s: batches give high watermark %d, %d records, %d bytes; partition says %d, %d, %d",
+				p.Label(), tl.next, tl.records, tl.bytes, p.HighWatermark, p.RecordCount, p.ByteCount)
+		}
+	}
+
+	seenCursor := make(map[string]struct{}, len(gs.SpreadCursors))
+	for _, c := range gs.SpreadCursors {
+		t, ok := topics[c.Topic]
+		if !ok {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "spread cursor for unknown topic %s", c.Topic)
+		}
+		if _, dup := seenCursor[c.Topic]; dup {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "spread cursor for %s appears twice", c.Topic)
+		}
+		seenCursor[c.Topic] = struct{}{}
+		if c.NextPartition >= t.Partitions {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "spread cursor %d beyond topic %s's partitions", c.NextPartition, c.Topic)
+		}
+	}
+	return nil
+}

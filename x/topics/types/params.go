@@ -1,0 +1,41 @@
+package types
+
+import errorsmod "cosmossdk.io/errors"
+
+// Default params. max_record_bytes matches Kafka's message.max.bytes (about 1 MiB); a batch
+// must also fit in one CometBFT transaction (the node's mempool max_tx_bytes).
+const (
+	DefaultMaxPartitionsPerTopic = 256
+	DefaultMaxRecordBytes        = 1 << 20
+	DefaultMaxRecordsPerBatch    = 10_000
+	DefaultMaxBatchBytes         = 4 << 20
+	DefaultMaxHeadersPerRecord   = 64
+)
+
+// DefaultParams returns the module's default params.
+func DefaultParams() Params {
+	return Params{
+		MaxPartitionsPerTopic: DefaultMaxPartitionsPerTopic,
+		MaxRecordBytes:        DefaultMaxRecordBytes,
+		MaxRecordsPerBatch:    DefaultMaxRecordsPerBatch,
+		MaxBatchBytes:         DefaultMaxBatchBytes,
+		MaxHeadersPerRecord:   DefaultMaxHeadersPerRecord,
+	}
+}
+
+// Validate checks that every limit is usable.
+func (p Params) Validate() error {
+	switch {
+	case p.MaxPartitionsPerTopic == 0:
+		return errorsmod.Wrap(ErrInvalidParams, "max_partitions_per_topic must be positive")
+	case p.MaxRecordBytes == 0:
+		return errorsmod.Wrap(ErrInvalidParams, "max_record_bytes must be positive")
+	case p.MaxRecordsPerBatch == 0:
+		return errorsmod.Wrap(ErrInvalidParams, "max_records_per_batch must be positive")
+	case p.MaxBatchBytes == 0:
+		return errorsmod.Wrap(ErrInvalidParams, "max_batch_bytes must be positive")
+	case p.MaxBatchBytes < p.MaxRecordBytes:
+		return errorsmod.Wrapf(ErrInvalidParams, "max_batch_bytes %d is below max_record_bytes %d", p.MaxBatchBytes, p.MaxRecordBytes)
+	}
+	return nil
+}
