@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -14,6 +13,9 @@ import (
 	"github.com/cosmos/cosmos-sdk/client/tx"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	authtx "github.com/cosmos/cosmos-sdk/x/auth/tx"
+	"github.com/cosmos/gogoproto/proto"
+
+	"github.com/bftlog/bftlog/x/topics/types"
 )
 
 // commitTimeout bounds how long a command waits for its transaction to land in a block.
@@ -50,7 +52,7 @@ func (s *signer) submit(msgs ...sdk.Msg) (string, error) {
 	if s.autoGas {
 		_, gas, err := tx.CalculateGas(s.clientCtx, txf, msgs...)
 		if err != nil {
-			return "", plainError(err)
+			return "", PlainError(err)
 		}
 		txf = txf.WithGas(gas)
 	}
@@ -94,8 +96,8 @@ func waitCommitted(clientCtx client.Context, hash string) (*sdk.TxResponse, erro
 	}
 }
 
-// msgResponses decodes the Msg responses of a committed tx.
-func msgResponses(clientCtx client.Context, res *sdk.TxResponse) ([]sdk.Msg, error) {
+// produceResponses decodes the MsgProduce responses of a committed tx.
+func produceResponses(clientCtx client.Context, res *sdk.TxResponse) ([]types.MsgProduceResponse, error) {
 	raw, err := hex.DecodeString(res.Data)
 	if err != nil {
 		return nil, err
@@ -104,24 +106,18 @@ func msgResponses(clientCtx client.Context, res *sdk.TxResponse) ([]sdk.Msg, err
 	if err := clientCtx.Codec.Unmarshal(raw, &data); err != nil {
 		return nil, err
 	}
-	out := make([]sdk.Msg, 0, len(data.MsgResponses))
+	var out []types.MsgProduceResponse
 	for _, a := range data.MsgResponses {
-		var m sdk.Msg
-		if err := clientCtx.InterfaceRegistry.UnpackAny(a, &m); err != nil {
+		if a.TypeUrl != "/"+proto.MessageName(&types.MsgProduceResponse{}) {
+			continue
+		}
+		var r types.MsgProduceResponse
+		if err := r.Unmarshal(a.Value); err != nil {
 			return nil, err
 		}
-		out = append(out, m)
+		out = append(out, r)
 	}
 	return out, nil
-}
-
-// plainError strips gRPC wrapping so users see the module's own message and code.
-func plainError(err error) error {
-	msg := err.Error()
-	if i := strings.Index(msg, "desc = "); i >= 0 {
-		msg = msg[i+len("desc = "):]
-	}
-	return fmt.Errorf("%s", msg)
 }
 
 // sendAndWait submits msgs and waits for the block.

@@ -107,6 +107,7 @@ func encodeBytes(b *types.Bytes) (*string, string) {
 }
 
 func runConsume(cmd *cobra.Command, args []string) error {
+	cmd.SilenceUsage = true
 	clientCtx, err := client.GetClientQueryContext(cmd)
 	if err != nil {
 		return err
@@ -124,7 +125,7 @@ func runConsume(cmd *cobra.Command, args []string) error {
 	qc := types.NewQueryClient(clientCtx)
 	parts, err := qc.Partitions(cmd.Context(), &types.QueryPartitionsRequest{Name: topic})
 	if err != nil {
-		return plainError(err)
+		return PlainError(err)
 	}
 	if partition >= int32(len(parts.Partitions)) {
 		return fmt.Errorf("partition out of range: topic %q has %d partitions, asked for %d", topic, len(parts.Partitions), partition)
@@ -146,7 +147,7 @@ func runConsume(cmd *cobra.Command, args []string) error {
 			}
 			res, err := qc.Fetch(cmd.Context(), &types.QueryFetchRequest{Topic: topic, Partition: p.Partition, Offset: next, MaxRecords: want})
 			if err != nil {
-				return plainError(err)
+				return PlainError(err)
 			}
 			for _, r := range res.Records {
 				if err := printRecord(w, cmd, clientCtx.OutputFormat, topic, p.Partition, r); err != nil {

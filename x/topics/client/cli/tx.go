@@ -94,6 +94,7 @@ func newCreateTopicCmd() *cobra.Command {
 bftlogd tx topics create-topic audit --partitions 1 --allow-producer bftlog1... --from alice`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			cmd.SilenceUsage = true
 			clientCtx, err := client.GetClientTxContext(cmd)
 			if err != nil {
 				return err
@@ -127,13 +128,14 @@ func newUpdateTopicConfigCmd() *cobra.Command {
 		Short: "Change a topic's config (owner or gov); flags not given keep their current value",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			cmd.SilenceUsage = true
 			clientCtx, err := client.GetClientTxContext(cmd)
 			if err != nil {
 				return err
 			}
 			res, err := types.NewQueryClient(clientCtx).Topic(cmd.Context(), &types.QueryTopicRequest{Name: args[0]})
 			if err != nil {
-				return plainError(err)
+				return PlainError(err)
 			}
 			cfg := res.Topic.Config
 			if err := applyConfigFlags(cmd, &cfg); err != nil {
@@ -187,6 +189,7 @@ type ProduceOutput struct {
 }
 
 func runProduce(cmd *cobra.Command, args []string) error {
+	cmd.SilenceUsage = true
 	clientCtx, err := client.GetClientTxContext(cmd)
 	if err != nil {
 		return err
@@ -233,7 +236,7 @@ func runProduce(cmd *cobra.Command, args []string) error {
 
 	params, err := types.NewQueryClient(clientCtx).Params(cmd.Context(), &types.QueryParamsRequest{})
 	if err != nil {
-		return plainError(err)
+		return PlainError(err)
 	}
 	maxRecords := params.Params.MaxRecordsPerBatch
 	if batchRecords > 0 && batchRecords < maxRecords {
@@ -265,17 +268,15 @@ func runProduce(cmd *cobra.Command, args []string) error {
 		if err != nil {
 			return fmt.Errorf("%w (records acknowledged before this batch: %d)", err, committed)
 		}
-		resps, err := msgResponses(clientCtx, res)
+		resps, err := produceResponses(clientCtx, res)
 		if err != nil {
 			return err
 		}
-		for _, m := range resps {
-			if pr, ok := m.(*types.MsgProduceResponse); ok {
-				for _, r := range pr.Results {
-					committed += uint64(r.Count)
-				}
-				out.Results = append(out.Results, pr.Results...)
+		for _, pr := range resps {
+			for _, r := range pr.Results {
+				committed += uint64(r.Count)
 			}
+			out.Results = append(out.Results, pr.Results...)
 		}
 		out.TxHashes = append(out.TxHashes, hash)
 		if progress {

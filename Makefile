@@ -1,0 +1,37 @@
+# bftlog — see README.md.
+BUILD_DIR ?= ./build
+GOTEST_FLAGS ?=
+
+.PHONY: all build install localnet test test-unit test-e2e proto-tools proto-gen lint clean
+
+all: build
+
+build:
+	go build -o $(BUILD_DIR)/bftlogd ./cmd/bftlogd
+
+install:
+	go install ./cmd/bftlogd
+
+# README command one: a single-validator local chain in the foreground with a demo topic.
+localnet:
+	./scripts/localnet.sh
+
+# README command two: every test, including the in-process network and the end-to-end
+# test that builds bftlogd and drives it as a process.
+test:
+	go test $(GOTEST_FLAGS) -count=1 -timeout 30m ./...
+
+test-unit:
+	go test -count=1 -short ./x/...
+
+proto-tools:
+	go install github.com/cosmos/gogoproto/protoc-gen-gocosmos@v1.7.2
+	go install github.com/grpc-ecosystem/grpc-gateway/protoc-gen-grpc-gateway@v1.16.0
+	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install protobuf-compiler" >&2; exit 1; }
+
+# Regenerates the committed *.pb.go and *.pb.gw.go from proto/ exactly.
+proto-gen: proto-tools
+	./scripts/protocgen.sh
+
+clean:
+	rm -rf $(BUILD_DIR) .localnet

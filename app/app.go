@@ -1,0 +1,202 @@
+// Package app wires the bftlog application together using depinject
+// (see app_config.go for the module configuration).
+package app
+
+import (
+	"io"
+
+	dbm "github.com/cosmos/cosmos-db"
+
+	clienthelpers "cosmossdk.io/client/v2/helpers"
+	"cosmossdk.io/depinject"
+	"cosmossdk.io/log"
+	storetypes "cosmossdk.io/store/types"
+	evidencekeeper "cosmossdk.io/x/evidence/keeper"
+	upgradekeeper "cosmossdk.io/x/upgrade/keeper"
+
+	"github.com/cosmos/cosmos-sdk/baseapp"
+	"github.com/cosmos/cosmos-sdk/client"
+	"github.com/cosmos/cosmos-sdk/codec"
+	codectypes "github.com/cosmos/cosmos-sdk/codec/types"
+	"github.com/cosmos/cosmos-sdk/runtime"
+	"github.com/cosmos/cosmos-sdk/server"
+	"github.com/cosmos/cosmos-sdk/server/api"
+	"github.com/cosmos/cosmos-sdk/server/config"
+	servertypes "github.com/cosmos/cosmos-sdk/server/types"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	authkeeper "github.com/cosmos/cosmos-sdk/x/auth/keeper"
+	bankkeeper "github.com/cosmos/cosmos-sdk/x/bank/keeper"
+	consensuskeeper "github.com/cosmos/cosmos-sdk/x/consensus/keeper"
+	distrkeeper "github.com/cosmos/cosmos-sdk/x/distribution/keeper"
+	govkeeper "github.com/cosmos/cosmos-sdk/x/gov/keeper"
+	slashingkeeper "github.com/cosmos/cosmos-sdk/x/slashing/keeper"
+	stakingkeeper "github.com/cosmos/cosmos-sdk/x/staking/keeper"
+
+	topicskeeper "github.com/bftlog/bftlog/x/topics/keeper"
+)
+
+// DefaultNodeHome is the default home directory of bftlogd (~/.bftlogd,
+// or the value of --home if given on the command line).
+var DefaultNodeHome string
+
+var _ servertypes.Application = (*App)(nil)
+
+// App is the bftlog application. It embeds the runtime.App (which embeds
+// baseapp.BaseApp) and exposes the module keepers.
+type App struct {
+	*runtime.App
+
+	legacyAmino       *codec.LegacyAmino
+	appCodec          codec.Codec
+	txConfig          client.TxConfig
+	interfaceRegistry codectypes.InterfaceRegistry
+
+	// keepers
+	AccountKeeper         authkeeper.AccountKeeper
+	BankKeeper            bankkeeper.Keeper
+	StakingKeeper         *stakingkeeper.Keeper
+	SlashingKeeper        slashingkeeper.Keeper
+	DistrKeeper           distrkeeper.Keeper
+	GovKeeper             *govkeeper.Keeper
+	ConsensusParamsKeeper consensuskeeper.Keeper
+	UpgradeKeeper         *upgradekeeper.Keeper
+	EvidenceKeeper        evidencekeeper.Keeper
+	TopicsKeeper          topicskeeper.Keeper
+}
+
+func init() {
+	var err error
+	DefaultNodeHome, err = clienthelpers.GetNodeHomeDirectory(".bftlogd")
+	if err != nil {
+		panic(err)
+	}
+
+	SetAddressPrefixes()
+}
+
+// SetAddressPrefixes sets the bech32 prefixes in the global SDK config (still
+// used by sdk.AccAddress.String() & co). It is called from this package's
+// init, so anything importing package app (bftlogd, tests) gets bftlog1...
+// addresses. It is a no-op if the config was already sealed with our prefixes.
+func SetAddressPrefixes() {
+	cfg := sdk.GetConfig()
+	if cfg.GetBech32AccountAddrPrefix() == Bech32PrefixAccAddr &&
+		cfg.GetBech32ValidatorAddrPrefix() == Bech32PrefixValAddr &&
+		cfg.GetBech32ConsensusAddrPrefix() == Bech32PrefixConsAddr {
+		return
+	}
+	cfg.SetBech32PrefixForAccount(Bech32PrefixAccAddr, Bech32PrefixAccPub)
+	cfg.SetBech32PrefixForValidator(Bech32PrefixValAddr, Bech32PrefixValPub)
+	cfg.SetBech32PrefixForConsensusNode(Bech32PrefixConsAddr, Bech32PrefixConsPub)
+}
+
+// New returns a fully initialised bftlog App.
+func New(
+	logger log.Logger,
+	db dbm.DB,
+	traceStore io.Writer,
+	loadLatest bool,
+	appOpts servertypes.AppOptions,
+	baseAppOptions ...func(*baseapp.BaseApp),
+) *App {
+	var (
+		app        = &App{}
+		appBuilder *runtime.AppBuilder
+	)
+
+	if err := depinject.Inject(
+		depinject.Configs(
+			AppConfig,
+			depinject.Supply(
+				appOpts, // used e.g. by x/upgrade (skip heights, home dir)
+				logger,
+			),
+		),
+		&appBuilder,
+		&app.appCodec,
+		&app.legacyAmino,
+		&app.txConfig,
+		&app.interfaceRegistry,
+		&app.AccountKeeper,
+		&app.BankKeeper,
+		&app.StakingKeeper,
+		&app.SlashingKeeper,
+		&app.DistrKeeper,
+		&app.GovKeeper,
+		&app.ConsensusParamsKeeper,
+		&app.UpgradeKeeper,
+		&app.EvidenceKeeper,
+		&app.TopicsKeeper,
+	); err != nil {
+		panic(err)
+	}
+
+	// The ante handler (standard SDK ante.NewAnteHandler: fees, signatures,
+	// sequences, gas) and post handler are installed by the "tx" module of
+	// AppConfig through a runtime.BaseAppOption, see app_config.go.
+
+	app.App = appBuilder.Build(db, traceStore, baseAppOptions...)
+
+	// register streaming services (ABCI listeners configured in app.toml)
+	if err := app.RegisterStreamingServices(appOpts, app.kvStoreKeys()); err != nil {
+		panic(err)
+	}
+
+	// Upgrade handlers would be registered here:
+	//   app.UpgradeKeeper.SetUpgradeHandler(name, handler)
+
+	if err := app.Load(loadLatest); err != nil {
+		panic(err)
+	}
+
+	return app
+}
+
+// LegacyAmino returns the app's amino codec.
+func (app *App) LegacyAmino() *codec.LegacyAmino {
+	return app.legacyAmino
+}
+
+// AppCodec returns the app's (protobuf) codec.
+func (app *App) AppCodec() codec.Codec {
+	return app.appCodec
+}
+
+// InterfaceRegistry returns the app's interface registry.
+func (app *App) InterfaceRegistry() codectypes.InterfaceRegistry {
+	return app.interfaceRegistry
+}
+
+// TxConfig returns the app's TxConfig.
+func (app *App) TxConfig() client.TxConfig {
+	return app.txConfig
+}
+
+// GetKey returns the KVStoreKey for the provided store key name, or nil.
+func (app *App) GetKey(storeKey string) *storetypes.KVStoreKey {
+	kvStoreKey, ok := app.UnsafeFindStoreKey(storeKey).(*storetypes.KVStoreKey)
+	if !ok {
+		return nil
+	}
+	return kvStoreKey
+}
+
+func (app *App) kvStoreKeys() map[string]*storetypes.KVStoreKey {
+	keys := make(map[string]*storetypes.KVStoreKey)
+	for _, k := range app.GetStoreKeys() {
+		if kv, ok := k.(*storetypes.KVStoreKey); ok {
+			keys[kv.Name()] = kv
+		}
+	}
+	return keys
+}
+
+// RegisterAPIRoutes registers all module REST (gRPC-gateway) routes with the
+// API server, plus the swagger UI if enabled in app.toml (api.swagger).
+func (app *App) RegisterAPIRoutes(apiSvr *api.Server, apiConfig config.APIConfig) {
+	app.App.RegisterAPIRoutes(apiSvr, apiConfig)
+
+	if err := server.RegisterSwaggerAPI(apiSvr.ClientCtx, apiSvr.Router, apiConfig.Swagger); err != nil {
+		panic(err)
+	}
+}

@@ -1,0 +1,146 @@
+// Package e2e drives a real bftlogd process through its CLI.
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/bftlog/bftlog/testutil/node"
+	"github.com/bftlog/bftlog/x/topics/client/cli"
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+type partitionsJSON struct {
+	Partitions []struct {
+		Partition     uint32 `json:"partition"`
+		HighWatermark string `json:"high_watermark"`
+		RecordCount   string `json:"record_count"`
+	} `json:"partitions"`
+}
+
+func watermarks(t *testing.T, n *node.Node, topic string) []string {
+	t.Helper()
+	var ps partitionsJSON
+	require.NoError(t, json.Unmarshal([]byte(n.MustCLI("", "query", "topics", "partitions", topic, "-o", "json")), &ps))
+	out := make([]string, len(ps.Partitions))
+	for i, p := range ps.Partitions {
+		out[i] = p.HighWatermark
+	}
+	return out
+}
+
+// TestCLIProduceConsume builds bftlogd, starts it, produces 1,000 keyed records over several
+// partitions with the CLI and consumes them back, comparing every key, value, header and offset.
+func TestCLIProduceConsume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real node")
+	}
+	n := node.StartSingle(t, "alice", "bob")
+	const topic, partitions, total = "e2e.orders", 4, 1000
+
+	out := n.MustCLI("", "tx", "topics", "create-topic", topic, "--partitions", fmt.Sprint(partitions), "--from", "alice")
+	require.Contains(t, out, "created topic "+topic)
+
+	// 1,000 keyed records from a file, sent as several transactions (batch-records 300).
+	var lines strings.Builder
+	for i := 0; i < total; i++ {
+		fmt.Fprintf(&lines, "user-%d:event %d with spaces\n", i%37, i)
+	}
+	file := filepath.Join(t.TempDir(), "records.txt")
+	require.NoError(t, os.WriteFile(file, []byte(lines.String()), 0o644))
+	res := n.CLI("", "tx", "topics", "produce", topic, "--file", file, "--key-separator", ":",
+		"--header", "source=e2e", "--header", "trace=a=b", "--batch-records", "300", "--from", "bob", "-o", "json")
+	require.NoError(t, res.Err, "stdout: %s\nstderr: %s", res.Stdout, res.Stderr)
+	require.Contains(t, res.Stderr, "committed 1000/1000 records", "progress line for a multi-batch produce")
+	var produced cli.ProduceOutput
+	require.NoError(t, json.Unmarshal([]byte(lastLine(res.Stdout)), &produced))
+	require.Equal(t, uint64(total), produced.Records)
+	require.Len(t, produced.TxHashes, 4)
+
+	// Expected placement: Kafka's partitioner on the key, offsets in produce order per partition.
+	type want struct{ key, value string }
+	expected := make([][]want, partitions)
+	for i := 0; i < total; i++ {
+		key := fmt.Sprintf("user-%d", i%37)
+		p := types.KeyPartition([]byte(key), partitions)
+		expected[p] = append(expected[p], want{key, fmt.Sprintf("event %d with spaces", i)})
+	}
+	used := 0
+	for p := range expected {
+		if len(expected[p]) > 0 {
+			used++
+		}
+	}
+	require.GreaterOrEqual(t, used, 3, "records should spread over several partitions")
+
+	// Acknowledged offsets match what consume returns.
+	ackCount := map[uint32]uint64{}
+	for _, r := range produced.Results {
+		require.Equal(t, ackCount[r.Partition], r.BaseOffset, "acknowledged base offsets are contiguous")
+		ackCount[r.Partition] += uint64(r.Count)
+	}
+
+	consumed := n.MustCLI("", "query", "topics", "consume", topic, "--from-beginning", "-o", "json")
+	got := make([][]cli.ConsumedRecord, partitions)
+	sc := bufio.NewScanner(strings.NewReader(consumed))
+	for sc.Scan() {
+		var r cli.ConsumedRecord
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &r), sc.Text())
+		got[r.Partition] = append(got[r.Partition], r)
+	}
+	count, bob := 0, n.Address("bob")
+	for p := uint32(0); p < partitions; p++ {
+		require.Len(t, got[p], len(expected[p]), "partition %d", p)
+		require.Equal(t, uint64(len(expected[p])), ackCount[p], "partition %d acknowledged", p)
+		for i, r := range got[p] {
+			require.Equal(t, uint64(i), r.Offset)
+			require.NotNil(t, r.Key)
+			require.Equal(t, expected[p][i].key, *r.Key)
+			require.Equal(t, expected[p][i].value, *r.Value)
+			require.Equal(t, []cli.JSONHeader{{Key: "source", Value: "e2e"}, {Key: "trace", Value: "a=b"}}, r.Headers)
+			require.Equal(t, bob, r.Producer)
+			require.NotZero(t, r.CreateTimeMs)
+			require.NotZero(t, r.LogAppendTimeMs)
+			count++
+		}
+	}
+	require.Equal(t, total, count)
+
+	// Text output with --partition/--offset/--max, like kafka-console-consumer.
+	text := n.MustCLI("", "query", "topics", "consume", topic, "--partition", fmt.Sprint(types.KeyPartition([]byte("user-0"), partitions)),
+		"--offset", "0", "--max", "1", "--print-key", "--print-offset", "--key-separator", "|")
+	require.Equal(t, "Offset:0|user-0|event 0 with spaces\n", text)
+
+	// A rejected produce names the error and code, and leaves every watermark unchanged.
+	before := watermarks(t, n, topic)
+	bad := n.CLI("", "tx", "topics", "produce", topic, "x", "--partition", "9", "--from", "bob")
+	require.Error(t, bad.Err)
+	require.Contains(t, bad.Stderr, "partition out of range")
+	require.Contains(t, bad.Stderr, "code 5")
+	bigFile := filepath.Join(t.TempDir(), "big.txt")
+	require.NoError(t, os.WriteFile(bigFile, []byte(strings.Repeat("x", types.DefaultMaxRecordBytes+1)+"\n"), 0o644))
+	big := n.CLI("", "tx", "topics", "produce", topic, "--file", bigFile, "--from", "bob")
+	require.Error(t, big.Err)
+	require.Contains(t, big.Stderr, "record too large")
+	unknown := n.CLI("", "tx", "topics", "produce", "no-such-topic", "x", "--from", "bob")
+	require.Error(t, unknown.Err)
+	require.Contains(t, unknown.Stderr, "unknown topic")
+	require.Equal(t, before, watermarks(t, n, topic))
+
+	// Fetch past the high watermark is a plain, coded error.
+	oor := n.CLI("", "query", "topics", "consume", topic, "--partition", "0", "--offset", "100000")
+	require.Error(t, oor.Err)
+	require.Contains(t, oor.Stderr, "offset out of range")
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
