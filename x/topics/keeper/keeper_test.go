@@ -26,7 +26,7 @@ import (
 
 // fixture is a keeper on an in-memory store with a msg server and a query server.
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   sdk.Context
 	k     keeper.Keeper
 	msgs  types.MsgServer
@@ -37,7 +37,7 @@ type fixture struct {
 	carol string
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	key := storetypes.NewKVStoreKey(types.StoreKey)
 	tctx := testutil.DefaultContextWithDB(t, key, storetypes.NewTransientStoreKey("transient_test"))

@@ -183,9 +183,17 @@ seq 1000 | bftlogd tx topics produce orders --key-separator : --header source=cl
 
 // ProduceOutput is what produce prints with --output json.
 type ProduceOutput struct {
-	Results  []types.ProduceResult `json:"results"`
-	TxHashes []string              `json:"tx_hashes"`
-	Records  uint64                `json:"records"`
+	Results  []ProducedBatch `json:"results"`
+	TxHashes []string        `json:"tx_hashes"`
+	Records  uint64          `json:"records"`
+}
+
+// ProducedBatch is where one acknowledged batch landed (every field printed, zeros included).
+type ProducedBatch struct {
+	Topic      string `json:"topic"`
+	Partition  uint32 `json:"partition"`
+	BaseOffset uint64 `json:"base_offset"`
+	Count      uint32 `json:"count"`
 }
 
 func runProduce(cmd *cobra.Command, args []string) error {
@@ -275,8 +283,8 @@ func runProduce(cmd *cobra.Command, args []string) error {
 		for _, pr := range resps {
 			for _, r := range pr.Results {
 				committed += uint64(r.Count)
+				out.Results = append(out.Results, ProducedBatch{Topic: r.Topic, Partition: r.Partition, BaseOffset: r.BaseOffset, Count: r.Count})
 			}
-			out.Results = append(out.Results, pr.Results...)
 		}
 		out.TxHashes = append(out.TxHashes, hash)
 		if progress {
