@@ -31,6 +31,7 @@ var (
 	_ module.HasServices         = AppModule{}
 	_ module.HasConsensusVersion = AppModule{}
 	_ appmodule.AppModule        = AppModule{}
+	_ appmodule.HasEndBlocker    = AppModule{}
 )
 
 // AppModule is the x/topics application module.
@@ -114,3 +115,6 @@ func (am AppModule) ExportGenesis(ctx sdk.Context, cdc codec.JSONCodec) json.Raw
 	}
 	return cdc.MustMarshalJSON(gs)
 }
+
+// EndBlock expires silent group members and enforces retention, with bounded work per block.
+func (am AppModule) EndBlock(ctx context.Context) error { return am.keeper.EndBlocker(ctx) }

@@ -37,6 +37,35 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 			return err
 		}
 	}
+	for _, g := range gs.Groups {
+		if err := k.Groups.Set(ctx, g.GroupId, g); err != nil {
+			return err
+		}
+	}
+	for _, m := range gs.Members {
+		if err := k.Members.Set(ctx, collections.Join(m.GroupId, m.Member), m); err != nil {
+			return err
+		}
+		if err := k.MemberExpiry.Set(ctx, collections.Join3(m.ExpiresAtMs, m.GroupId, m.Member)); err != nil {
+			return err
+		}
+	}
+	for _, o := range gs.Offsets {
+		if err := k.Offsets.Set(ctx, collections.Join3(o.GroupId, o.Topic, o.Partition), o); err != nil {
+			return err
+		}
+		if err := k.GroupTopics.Set(ctx, collections.Join(o.Topic, o.GroupId)); err != nil {
+			return err
+		}
+	}
+	for _, ps := range gs.ProducerStates {
+		if err := k.ProducerStates.Set(ctx, collections.Join3(ps.Topic, ps.Partition, ps.Producer), ps); err != nil {
+			return err
+		}
+	}
+	if gs.RetentionCursor != nil {
+		return k.RetentionCursor.Set(ctx, *gs.RetentionCursor)
+	}
 	return nil
 }
 
@@ -72,5 +101,49 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 		gs.SpreadCursors = append(gs.SpreadCursors, types.SpreadCursor{Topic: topic, NextPartition: next})
 		return false, nil
 	})
-	return gs, err
+	if err != nil {
+		return nil, err
+	}
+	err = k.Groups.Walk(ctx, nil, func(_ string, g types.Group) (bool, error) {
+		gs.Groups = append(gs.Groups, g)
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = k.Members.Walk(ctx, nil, func(_ collections.Pair[string, string], m types.Member) (bool, error) {
+		gs.Members = append(gs.Members, m)
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = k.Offsets.Walk(ctx, nil, func(_ collections.Triple[string, string, uint32], o types.CommittedOffset) (bool, error) {
+		gs.Offsets = append(gs.Offsets, o)
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = k.ProducerStates.Walk(ctx, nil, func(_ collections.Triple[string, uint32, string], ps types.ProducerState) (bool, error) {
+		gs.ProducerStates = append(gs.ProducerStates, ps)
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if c, err := k.RetentionCursor.Get(ctx); err == nil {
+		gs.RetentionCursor = &c
+	} else if !isNotFound(err) {
+		return nil, err
+	}
+	return gs, nil
+}
+
+// EndBlocker expires silent group members and applies retention, each with bounded work.
+func (k Keeper) EndBlocker(ctx context.Context) error {
+	if err := k.ExpireMembers(ctx); err != nil {
+		return err
+	}
+	return k.ApplyRetention(ctx)
 }

@@ -18,12 +18,31 @@ func TestGenesisRoundTrip(t *testing.T) {
 			types.ProduceBatch{Topic: "b", Partition: 0, Records: []types.BatchRecord{{}}})
 		require.NoError(t, err)
 	}
+	_, err := f.produce(f.alice, types.ProduceBatch{Topic: "a", Partition: 2, Sequence: 1, Records: []types.BatchRecord{rec("", "s")}})
+	require.NoError(t, err)
+	gen := f.join(f.alice, "g1", "a").Generation
+	f.join(f.bob, "g1", "a", "b")
+	gen++
+	_, err = f.msgs.CommitOffsets(f.ctx, &types.MsgCommitOffsets{Member: f.alice, GroupId: "g1", Generation: gen,
+		Offsets: []types.OffsetCommit{{Topic: "a", Partition: 0, Offset: 1, Metadata: "md"}}})
+	require.NoError(t, err)
+	p := types.DefaultParams()
+	p.RetentionPartitionsPerBlock = 1
+	_, err = f.msgs.UpdateParams(f.ctx, &types.MsgUpdateParams{Authority: f.gov, Params: p})
+	require.NoError(t, err)
+	require.NoError(t, f.k.EndBlocker(f.ctx)) // leaves a retention cursor behind
+
 	exported, err := f.k.ExportGenesis(f.ctx)
 	require.NoError(t, err)
 	require.NoError(t, exported.Validate(f.k.AddressCodec()))
 	require.Len(t, exported.Topics, 2)
 	require.Len(t, exported.Partitions, 4)
 	require.NotEmpty(t, exported.SpreadCursors)
+	require.Len(t, exported.Groups, 1)
+	require.Len(t, exported.Members, 2)
+	require.Len(t, exported.Offsets, 1)
+	require.Len(t, exported.ProducerStates, 1)
+	require.NotNil(t, exported.RetentionCursor)
 
 	g := newFixture(t)
 	require.NoError(t, g.k.InitGenesis(g.ctx, exported))
@@ -31,10 +50,17 @@ func TestGenesisRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, exported, again)
 
-	// Imported state keeps working: offsets continue where they stopped.
+	// Imported state keeps working: offsets continue where they stopped, the producer
+	// sequence and the group generation carry over.
 	res, err := g.produce(g.bob, types.ProduceBatch{Topic: "b", Partition: 0, Records: []types.BatchRecord{{}}})
 	require.NoError(t, err)
 	require.Equal(t, uint64(5), res.Results[0].BaseOffset)
+	res, err = g.produce(g.alice, types.ProduceBatch{Topic: "a", Partition: 2, Sequence: 1, Records: []types.BatchRecord{rec("", "s")}})
+	require.NoError(t, err)
+	require.True(t, res.Results[0].Duplicate)
+	_, err = g.msgs.CommitOffsets(g.ctx, &types.MsgCommitOffsets{Member: g.bob, GroupId: "g1", Generation: gen,
+		Offsets: []types.OffsetCommit{{Topic: "b", Partition: 0, Offset: 2}}})
+	require.NoError(t, err)
 }
 
 func TestGenesisValidateRejectsInconsistentState(t *testing.T) {
@@ -66,6 +92,15 @@ func TestGenesisValidateRejectsInconsistentState(t *testing.T) {
 		"empty batch":          func(gs *types.GenesisState) { gs.Batches[0].Batch.Records = nil },
 		"bad owner":            func(gs *types.GenesisState) { gs.Topics[0].Owner = "x" },
 		"cursor out of range":  func(gs *types.GenesisState) { gs.SpreadCursors = []types.SpreadCursor{{Topic: "a", NextPartition: 2}} },
+		"member without group": func(gs *types.GenesisState) { gs.Members = []types.Member{{GroupId: "nope", Member: f.alice}} },
+		"offset above watermark": func(gs *types.GenesisState) {
+			gs.Groups = []types.Group{{GroupId: "g", Admin: f.alice, SessionTimeoutMs: 10_000}}
+			gs.Offsets = []types.CommittedOffset{{GroupId: "g", Topic: "a", Partition: 0, Offset: 99}}
+		},
+		"bad session timeout": func(gs *types.GenesisState) { gs.Groups = []types.Group{{GroupId: "g", Admin: f.alice}} },
+		"producer state beyond watermark": func(gs *types.GenesisState) {
+			gs.ProducerStates = []types.ProducerState{{Topic: "a", Partition: 0, Producer: f.alice, LastSequence: 1, BaseOffset: 3, Count: 1}}
+		},
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {

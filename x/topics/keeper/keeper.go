@@ -27,6 +27,20 @@ type Keeper struct {
 	// Batches is keyed by (topic, partition, last offset of the batch).
 	Batches       collections.Map[collections.Triple[string, uint32, uint64], types.RecordBatch]
 	SpreadCursors collections.Map[string, uint32]
+
+	Groups collections.Map[string, types.Group]
+	// Members is keyed by (group, member address).
+	Members collections.Map[collections.Pair[string, string], types.Member]
+	// MemberExpiry indexes members by (expires_at_ms, group, member) so the EndBlocker reads
+	// only the members that are due.
+	MemberExpiry collections.KeySet[collections.Triple[int64, string, string]]
+	// Offsets is keyed by (group, topic, partition).
+	Offsets collections.Map[collections.Triple[string, string, uint32], types.CommittedOffset]
+	// GroupTopics indexes (topic, group) pairs that have offsets, for topic deletion.
+	GroupTopics collections.KeySet[collections.Pair[string, string]]
+	// ProducerStates is keyed by (topic, partition, producer).
+	ProducerStates  collections.Map[collections.Triple[string, uint32, string], types.ProducerState]
+	RetentionCursor collections.Item[types.RetentionCursor]
 }
 
 // NewKeeper builds a Keeper. authority is a bech32 account address.
@@ -46,6 +60,18 @@ func NewKeeper(cdc codec.BinaryCodec, addressCodec address.Codec, storeService c
 		Batches: collections.NewMap(sb, types.BatchesPrefix, "batches",
 			collections.TripleKeyCodec(collections.StringKey, collections.Uint32Key, collections.Uint64Key), codec.CollValue[types.RecordBatch](cdc)),
 		SpreadCursors: collections.NewMap(sb, types.SpreadCursorsPrefix, "spread_cursors", collections.StringKey, collections.Uint32Value),
+		Groups:        collections.NewMap(sb, types.GroupsPrefix, "groups", collections.StringKey, codec.CollValue[types.Group](cdc)),
+		Members: collections.NewMap(sb, types.MembersPrefix, "members",
+			collections.PairKeyCodec(collections.StringKey, collections.StringKey), codec.CollValue[types.Member](cdc)),
+		MemberExpiry: collections.NewKeySet(sb, types.MemberExpiryPrefix, "member_expiry",
+			collections.TripleKeyCodec(collections.Int64Key, collections.StringKey, collections.StringKey)),
+		Offsets: collections.NewMap(sb, types.OffsetsPrefix, "offsets",
+			collections.TripleKeyCodec(collections.StringKey, collections.StringKey, collections.Uint32Key), codec.CollValue[types.CommittedOffset](cdc)),
+		GroupTopics: collections.NewKeySet(sb, types.GroupTopicsPrefix, "group_topics",
+			collections.PairKeyCodec(collections.StringKey, collections.StringKey)),
+		ProducerStates: collections.NewMap(sb, types.ProducerStatesPrefix, "producer_states",
+			collections.TripleKeyCodec(collections.StringKey, collections.Uint32Key, collections.StringKey), codec.CollValue[types.ProducerState](cdc)),
+		RetentionCursor: collections.NewItem(sb, types.RetentionCursorPrefix, "retention_cursor", codec.CollValue[types.RetentionCursor](cdc)),
 	}
 	schema, err := sb.Build()
 	if err != nil {
@@ -96,3 +122,5 @@ func (k Keeper) validAddress(addr, what string) error {
 	}
 	return nil
 }
+
+func isNotFound(err error) bool { return errorsmod.IsOf(err, collections.ErrNotFound) }

@@ -2,6 +2,7 @@ package keeper_test
 
 import (
 	"fmt"
+	"sort"
 	"testing"
 	"time"
 
@@ -48,11 +49,12 @@ func newFixture(t testing.TB) *fixture {
 	gov := str(authtypes.NewModuleAddress(govtypes.ModuleName))
 	k := keeper.NewKeeper(enc.Codec, ac, runtime.NewKVStoreService(key), gov)
 	require.NoError(t, k.InitGenesis(ctx, types.DefaultGenesis()))
+	// Group assignment orders members by address: name the accounts so that alice < bob < carol.
+	addrs := []string{str([]byte("alice_______________")), str([]byte("bob_________________")), str([]byte("carol_______________"))}
+	sort.Strings(addrs)
 	return &fixture{
 		t: t, ctx: ctx, k: k, msgs: keeper.NewMsgServerImpl(k), query: keeper.NewQueryServer(k), gov: gov,
-		alice: str([]byte("alice_______________")),
-		bob:   str([]byte("bob_________________")),
-		carol: str([]byte("carol_______________")),
+		alice: addrs[0], bob: addrs[1], carol: addrs[2],
 	}
 }
 

@@ -65,3 +65,40 @@ func (m msgServer) UpdateParams(ctx context.Context, msg *types.MsgUpdateParams)
 	}
 	return &types.MsgUpdateParamsResponse{}, nil
 }
+
+func (m msgServer) JoinGroup(ctx context.Context, msg *types.MsgJoinGroup) (*types.MsgJoinGroupResponse, error) {
+	return m.k.JoinGroup(ctx, msg)
+}
+
+func (m msgServer) LeaveGroup(ctx context.Context, msg *types.MsgLeaveGroup) (*types.MsgLeaveGroupResponse, error) {
+	if err := m.k.LeaveGroup(ctx, msg.Member, msg.GroupId); err != nil {
+		return nil, err
+	}
+	return &types.MsgLeaveGroupResponse{}, nil
+}
+
+func (m msgServer) Heartbeat(ctx context.Context, msg *types.MsgHeartbeat) (*types.MsgHeartbeatResponse, error) {
+	return m.k.Heartbeat(ctx, msg.Member, msg.GroupId)
+}
+
+func (m msgServer) CommitOffsets(ctx context.Context, msg *types.MsgCommitOffsets) (*types.MsgCommitOffsetsResponse, error) {
+	if err := m.k.CommitOffsets(ctx, msg); err != nil {
+		return nil, err
+	}
+	return &types.MsgCommitOffsetsResponse{}, nil
+}
+
+func (m msgServer) ResetOffsets(ctx context.Context, msg *types.MsgResetOffsets) (*types.MsgResetOffsetsResponse, error) {
+	offsets, err := m.k.ResetOffsets(ctx, msg)
+	if err != nil {
+		return nil, err
+	}
+	return &types.MsgResetOffsetsResponse{Offsets: offsets}, nil
+}
+
+func (m msgServer) DeleteGroup(ctx context.Context, msg *types.MsgDeleteGroup) (*types.MsgDeleteGroupResponse, error) {
+	if err := m.k.DeleteGroup(ctx, msg.Authority, msg.GroupId); err != nil {
+		return nil, err
+	}
+	return &types.MsgDeleteGroupResponse{}, nil
+}

@@ -18,6 +18,14 @@ type pendingBatch struct {
 	partition uint32
 	records   []types.BatchRecord
 	size      uint64
+	// sequenced notes the idempotent batch among the records, to record its producer state.
+	sequenced *sequencedBatch
+}
+
+type sequencedBatch struct {
+	sequence   uint64
+	firstIndex int
+	count      uint32
 }
 
 // partitionID is a comparable (topic, partition); collections.Pair holds pointers and is not.
@@ -40,6 +48,9 @@ func checkProduceBasic(batches []types.ProduceBatch) error {
 		}
 		if len(b.Records) == 0 {
 			return errorsmod.Wrapf(types.ErrEmptyBatch, "batch %d for topic %q has no records", i, b.Topic)
+		}
+		if b.Sequence != 0 && b.Partition < 0 {
+			return errorsmod.Wrapf(types.ErrInvalidRequest, "batch %d: an idempotent batch (sequence %d) needs an explicit partition", i, b.Sequence)
 		}
 	}
 	return nil
@@ -68,6 +79,7 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 		cursorList []string // topics whose cursor moved, in first-use order (deterministic writes)
 		nRecords   uint64
 		nBytes     uint64
+		duplicates []types.ProduceResult
 	)
 	add := func(topic string, partition uint32, r types.BatchRecord, size uint64) {
 		key := partitionID{topic, partition}
@@ -94,6 +106,23 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 		}
 		if b.Partition >= 0 && uint32(b.Partition) >= t.Partitions {
 			return nil, errorsmod.Wrapf(types.ErrInvalidPartition, "batch %d: topic %q has %d partitions, asked for partition %d", i, b.Topic, t.Partitions, b.Partition)
+		}
+		var seq *sequencedBatch
+		if b.Sequence != 0 {
+			dup, err := k.checkSequence(ctx, producer, b, index)
+			if err != nil {
+				return nil, err
+			}
+			if dup != nil {
+				duplicates = append(duplicates, *dup)
+				continue
+			}
+			pid := partitionID{b.Topic, uint32(b.Partition)}
+			first := 0
+			if pb := index[pid]; pb != nil {
+				first = len(pb.records)
+			}
+			seq = &sequencedBatch{sequence: b.Sequence, firstIndex: first, count: uint32(len(b.Records))}
 		}
 		nRecords += uint64(len(b.Records))
 		if nRecords > uint64(params.MaxRecordsPerBatch) {
@@ -133,6 +162,9 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 			}
 			add(b.Topic, partition, r, size)
 		}
+		if seq != nil {
+			index[partitionID{b.Topic, uint32(b.Partition)}].sequenced = seq
+		}
 		if spreadUsed {
 			if _, moved := cursors[b.Topic]; !moved {
 				cursorList = append(cursorList, b.Topic)
@@ -170,6 +202,15 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 			return nil, err
 		}
 		results = append(results, types.ProduceResult{Topic: pb.topic, Partition: pb.partition, BaseOffset: batch.BaseOffset, Count: uint32(n)})
+		if sq := pb.sequenced; sq != nil {
+			state := types.ProducerState{
+				Topic: pb.topic, Partition: pb.partition, Producer: producer,
+				LastSequence: sq.sequence, BaseOffset: batch.BaseOffset + uint64(sq.firstIndex), Count: sq.count,
+			}
+			if err := k.ProducerStates.Set(ctx, collections.Join3(pb.topic, pb.partition, producer), state); err != nil {
+				return nil, err
+			}
+		}
 		if err := sdkCtx.EventManager().EmitTypedEvent(&types.EventBatchAppended{
 			Topic: pb.topic, Partition: pb.partition, BaseOffset: batch.BaseOffset, Count: uint32(n), SizeBytes: pb.size, Producer: producer,
 		}); err != nil {
@@ -181,7 +222,31 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 			return nil, err
 		}
 	}
-	return results, nil
+	return append(results, duplicates...), nil
+}
+
+// checkSequence applies the idempotent-producer rule to a sequenced batch: the next sequence
+// is appended, a resend of the last accepted one is answered with its original offsets, and
+// anything else is rejected. A partition may carry one sequenced batch per message.
+func (k Keeper) checkSequence(ctx context.Context, producer string, b types.ProduceBatch, index map[partitionID]*pendingBatch) (*types.ProduceResult, error) {
+	partition := uint32(b.Partition)
+	if pb := index[partitionID{b.Topic, partition}]; pb != nil && pb.sequenced != nil {
+		return nil, errorsmod.Wrapf(types.ErrInvalidRequest, "two idempotent batches for %s/%d in one message", b.Topic, partition)
+	}
+	state, err := k.ProducerStates.Get(ctx, collections.Join3(b.Topic, partition, producer))
+	if err != nil && !isNotFound(err) {
+		return nil, err
+	}
+	switch {
+	case state.LastSequence != 0 && b.Sequence == state.LastSequence:
+		if uint32(len(b.Records)) != state.Count {
+			return nil, errorsmod.Wrapf(types.ErrOutOfOrderSequence, "sequence %d for %s/%d was accepted with %d records, the resend has %d", b.Sequence, b.Topic, partition, state.Count, len(b.Records))
+		}
+		return &types.ProduceResult{Topic: b.Topic, Partition: partition, BaseOffset: state.BaseOffset, Count: state.Count, Duplicate: true}, nil
+	case b.Sequence != state.LastSequence+1:
+		return nil, errorsmod.Wrapf(types.ErrOutOfOrderSequence, "%s/%d expects sequence %d from %s (last accepted %d), got %d", b.Topic, partition, state.LastSequence+1, producer, state.LastSequence, b.Sequence)
+	}
+	return nil, nil
 }
 
 // spreadCursor returns the next keyless partition of a topic, preferring this message's

@@ -154,6 +154,26 @@ func (k Keeper) DeleteTopic(ctx context.Context, signer, name string) error {
 		if err := k.Partitions.Remove(ctx, collections.Join(name, i)); err != nil {
 			return err
 		}
+		if err := k.ProducerStates.Clear(ctx, collections.NewSuperPrefixedTripleRange[string, uint32, string](name, i)); err != nil {
+			return err
+		}
+	}
+	// Committed offsets of every group that read the topic go too.
+	var groups []string
+	err = k.GroupTopics.Walk(ctx, collections.NewPrefixedPairRange[string, string](name), func(key collections.Pair[string, string]) (bool, error) {
+		groups = append(groups, key.K2())
+		return false, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, g := range groups {
+		if err := k.Offsets.Clear(ctx, collections.NewSuperPrefixedTripleRange[string, string, uint32](g, name)); err != nil {
+			return err
+		}
+		if err := k.GroupTopics.Remove(ctx, collections.Join(name, g)); err != nil {
+			return err
+		}
 	}
 	if err := k.SpreadCursors.Remove(ctx, name); err != nil {
 		return err

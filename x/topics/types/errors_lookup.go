@@ -12,6 +12,8 @@ var registeredErrors = []*errorsmod.Error{
 	ErrRecordTooLarge, ErrBatchTooLarge, ErrTooManyPartitions, ErrUnauthorizedProducer, ErrUnauthorized,
 	ErrOffsetOutOfRange, ErrInvalidConfig, ErrInvalidParams, ErrTooManyRecords, ErrPartitionsNotIncrease,
 	ErrInvalidAddress, ErrTooManyHeaders, ErrInvalidPartitionCount, ErrInvalidGenesis, ErrInvalidRequest,
+	ErrInvalidGroupID, ErrUnknownGroup, ErrUnknownMember, ErrIllegalGeneration, ErrPartitionNotAssigned,
+	ErrGroupNotEmpty, ErrGroupFull, ErrInvalidSessionTimeout, ErrOutOfOrderSequence, ErrInvalidOffset,
 }
 
 // FindError recovers the registered x/topics error named in a message that crossed a gRPC or

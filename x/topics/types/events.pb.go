@@ -405,6 +405,267 @@ func (m *EventParamsUpdated) GetParams() Params {
 	return Params{}
 }
 
+// EventGroupRebalanced is emitted whenever a group's membership changes.
+type EventGroupRebalanced struct {
+	GroupId    string   `protobuf:"bytes,1,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	Generation uint64   `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	Members    []string `protobuf:"bytes,3,rep,name=members,proto3" json:"members,omitempty"`
+	// reason is "join", "leave", "expire".
+	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+}
+
+func (m *EventGroupRebalanced) Reset()         { *m = EventGroupRebalanced{} }
+func (m *EventGroupRebalanced) String() string { return proto.CompactTextString(m) }
+func (*EventGroupRebalanced) ProtoMessage()    {}
+func (*EventGroupRebalanced) Descriptor() ([]byte, []int) {
+	return fileDescriptor_7fa58b946ea30754, []int{6}
+}
+func (m *EventGroupRebalanced) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventGroupRebalanced) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventGroupRebalanced.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventGroupRebalanced) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventGroupRebalanced.Merge(m, src)
+}
+func (m *EventGroupRebalanced) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventGroupRebalanced) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventGroupRebalanced.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventGroupRebalanced proto.InternalMessageInfo
+
+func (m *EventGroupRebalanced) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+func (m *EventGroupRebalanced) GetGeneration() uint64 {
+	if m != nil {
+		return m.Generation
+	}
+	return 0
+}
+
+func (m *EventGroupRebalanced) GetMembers() []string {
+	if m != nil {
+		return m.Members
+	}
+	return nil
+}
+
+func (m *EventGroupRebalanced) GetReason() string {
+	if m != nil {
+		return m.Reason
+	}
+	return ""
+}
+
+// EventOffsetsCommitted is emitted by MsgCommitOffsets and MsgResetOffsets.
+type EventOffsetsCommitted struct {
+	GroupId   string            `protobuf:"bytes,1,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	Committer string            `protobuf:"bytes,2,opt,name=committer,proto3" json:"committer,omitempty"`
+	Offsets   []CommittedOffset `protobuf:"bytes,3,rep,name=offsets,proto3" json:"offsets"`
+}
+
+func (m *EventOffsetsCommitted) Reset()         { *m = EventOffsetsCommitted{} }
+func (m *EventOffsetsCommitted) String() string { return proto.CompactTextString(m) }
+func (*EventOffsetsCommitted) ProtoMessage()    {}
+func (*EventOffsetsCommitted) Descriptor() ([]byte, []int) {
+	return fileDescriptor_7fa58b946ea30754, []int{7}
+}
+func (m *EventOffsetsCommitted) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventOffsetsCommitted) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventOffsetsCommitted.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventOffsetsCommitted) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventOffsetsCommitted.Merge(m, src)
+}
+func (m *EventOffsetsCommitted) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventOffsetsCommitted) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventOffsetsCommitted.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventOffsetsCommitted proto.InternalMessageInfo
+
+func (m *EventOffsetsCommitted) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+func (m *EventOffsetsCommitted) GetCommitter() string {
+	if m != nil {
+		return m.Committer
+	}
+	return ""
+}
+
+func (m *EventOffsetsCommitted) GetOffsets() []CommittedOffset {
+	if m != nil {
+		return m.Offsets
+	}
+	return nil
+}
+
+// EventGroupDeleted is emitted by MsgDeleteGroup.
+type EventGroupDeleted struct {
+	GroupId   string `protobuf:"bytes,1,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	Authority string `protobuf:"bytes,2,opt,name=authority,proto3" json:"authority,omitempty"`
+}
+
+func (m *EventGroupDeleted) Reset()         { *m = EventGroupDeleted{} }
+func (m *EventGroupDeleted) String() string { return proto.CompactTextString(m) }
+func (*EventGroupDeleted) ProtoMessage()    {}
+func (*EventGroupDeleted) Descriptor() ([]byte, []int) {
+	return fileDescriptor_7fa58b946ea30754, []int{8}
+}
+func (m *EventGroupDeleted) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventGroupDeleted) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventGroupDeleted.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventGroupDeleted) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventGroupDeleted.Merge(m, src)
+}
+func (m *EventGroupDeleted) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventGroupDeleted) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventGroupDeleted.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventGroupDeleted proto.InternalMessageInfo
+
+func (m *EventGroupDeleted) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+func (m *EventGroupDeleted) GetAuthority() string {
+	if m != nil {
+		return m.Authority
+	}
+	return ""
+}
+
+// EventRetentionApplied is emitted when retention deletes batches of a partition.
+type EventRetentionApplied struct {
+	Topic          string `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition      uint32 `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	LogStartOffset uint64 `protobuf:"varint,3,opt,name=log_start_offset,json=logStartOffset,proto3" json:"log_start_offset,omitempty"`
+	RecordsDeleted uint64 `protobuf:"varint,4,opt,name=records_deleted,json=recordsDeleted,proto3" json:"records_deleted,omitempty"`
+	BytesDeleted   uint64 `protobuf:"varint,5,opt,name=bytes_deleted,json=bytesDeleted,proto3" json:"bytes_deleted,omitempty"`
+}
+
+func (m *EventRetentionApplied) Reset()         { *m = EventRetentionApplied{} }
+func (m *EventRetentionApplied) String() string { return proto.CompactTextString(m) }
+func (*EventRetentionApplied) ProtoMessage()    {}
+func (*EventRetentionApplied) Descriptor() ([]byte, []int) {
+	return fileDescriptor_7fa58b946ea30754, []int{9}
+}
+func (m *EventRetentionApplied) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventRetentionApplied) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventRetentionApplied.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventRetentionApplied) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventRetentionApplied.Merge(m, src)
+}
+func (m *EventRetentionApplied) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventRetentionApplied) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventRetentionApplied.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventRetentionApplied proto.InternalMessageInfo
+
+func (m *EventRetentionApplied) GetTopic() string {
+	if m != nil {
+		return m.Topic
+	}
+	return ""
+}
+
+func (m *EventRetentionApplied) GetPartition() uint32 {
+	if m != nil {
+		return m.Partition
+	}
+	return 0
+}
+
+func (m *EventRetentionApplied) GetLogStartOffset() uint64 {
+	if m != nil {
+		return m.LogStartOffset
+	}
+	return 0
+}
+
+func (m *EventRetentionApplied) GetRecordsDeleted() uint64 {
+	if m != nil {
+		return m.RecordsDeleted
+	}
+	return 0
+}
+
+func (m *EventRetentionApplied) GetBytesDeleted() uint64 {
+	if m != nil {
+		return m.BytesDeleted
+	}
+	return 0
+}
+
 func init() {
 	proto.RegisterType((*EventTopicCreated)(nil), "bftlog.topics.v1.EventTopicCreated")
 	proto.RegisterType((*EventTopicConfigUpdated)(nil), "bftlog.topics.v1.EventTopicConfigUpdated")
@@ -412,43 +673,59 @@ func init() {
 	proto.RegisterType((*EventTopicDeleted)(nil), "bftlog.topics.v1.EventTopicDeleted")
 	proto.RegisterType((*EventBatchAppended)(nil), "bftlog.topics.v1.EventBatchAppended")
 	proto.RegisterType((*EventParamsUpdated)(nil), "bftlog.topics.v1.EventParamsUpdated")
+	proto.RegisterType((*EventGroupRebalanced)(nil), "bftlog.topics.v1.EventGroupRebalanced")
+	proto.RegisterType((*EventOffsetsCommitted)(nil), "bftlog.topics.v1.EventOffsetsCommitted")
+	proto.RegisterType((*EventGroupDeleted)(nil), "bftlog.topics.v1.EventGroupDeleted")
+	proto.RegisterType((*EventRetentionApplied)(nil), "bftlog.topics.v1.EventRetentionApplied")
 }
 
 func init() { proto.RegisterFile("bftlog/topics/v1/events.proto", fileDescriptor_7fa58b946ea30754) }
 
 var fileDescriptor_7fa58b946ea30754 = []byte{
-	// 487 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0x9c, 0x53, 0xcd, 0x6e, 0xd3, 0x40,
-	0x10, 0x8e, 0x69, 0x12, 0x91, 0x89, 0x5a, 0x60, 0x15, 0x09, 0x2b, 0x6a, 0xdc, 0xca, 0x12, 0x6a,
-	0x4f, 0xb6, 0x5a, 0x24, 0x2e, 0x9c, 0x12, 0xe0, 0x4c, 0x65, 0xc1, 0x05, 0x09, 0x45, 0xfe, 0xd9,
-	0x38, 0x46, 0xc9, 0xae, 0xb5, 0xbb, 0x49, 0x1a, 0x9e, 0x80, 0x23, 0xcf, 0xc3, 0x13, 0xf4, 0xd8,
-	0x23, 0x27, 0x84, 0x92, 0x17, 0x41, 0x3b, 0xbb, 0x49, 0x4c, 0xa3, 0x5c, 0x7a, 0xb2, 0xe7, 0x9b,
-	0x6f, 0xbe, 0x6f, 0x66, 0xb4, 0x03, 0xbd, 0x64, 0xa4, 0x26, 0x3c, 0x0f, 0x15, 0x2f, 0x8b, 0x54,
-	0x86, 0xf3, 0xab, 0x90, 0xce, 0x29, 0x53, 0x32, 0x28, 0x05, 0x57, 0x9c, 0x3c, 0x37, 0xe9, 0xc0,
-	0xa4, 0x83, 0xf9, 0x55, 0xb7, 0x93, 0xf3, 0x9c, 0x63, 0x32, 0xd4, 0x7f, 0x86, 0xd7, 0x3d, 0xdd,
-	0x93, 0x51, 0xcb, 0x92, 0x5a, 0x15, 0xff, 0x2b, 0xbc, 0xf8, 0xa0, 0x55, 0x3f, 0xe9, 0xec, 0x3b,
-	0x41, 0x63, 0x45, 0x33, 0x42, 0xa0, 0xce, 0xe2, 0x29, 0x75, 0x9d, 0x73, 0xe7, 0xb2, 0x15, 0xe1,
-	0x3f, 0xf1, 0x00, 0xca, 0x58, 0xa8, 0x42, 0x15, 0x9c, 0x49, 0xf7, 0xc9, 0xb9, 0x73, 0x79, 0x1c,
-	0x55, 0x10, 0xd2, 0x81, 0x06, 0x5f, 0x30, 0x2a, 0xdc, 0x23, 0x2c, 0x32, 0x81, 0xff, 0xc3, 0x81,
-	0x97, 0x15, 0x7d, 0xce, 0x46, 0x45, 0xfe, 0xb9, 0xcc, 0x0e, 0xba, 0x9c, 0x42, 0x2b, 0x9e, 0xa9,
-	0x31, 0x17, 0x85, 0x5a, 0xa2, 0x49, 0x2b, 0xda, 0x01, 0xe4, 0x2d, 0x34, 0x53, 0x94, 0x40, 0x93,
-	0xf6, 0x75, 0x2f, 0x78, 0xb8, 0x83, 0xa0, 0xe2, 0x33, 0xa8, 0xdf, 0xfd, 0x39, 0xab, 0x45, 0xb6,
-	0xc4, 0xbf, 0x85, 0x0e, 0x76, 0x72, 0xb3, 0xed, 0xb9, 0x9f, 0x65, 0x07, 0xda, 0x78, 0x05, 0x27,
-	0x7c, 0x92, 0x0d, 0xf7, 0x06, 0x3e, 0xe6, 0x93, 0x6c, 0x57, 0xaf, 0x69, 0x8c, 0x2e, 0xaa, 0xb4,
-	0x23, 0x43, 0x63, 0x74, 0xb1, 0xa3, 0xf9, 0xac, 0xba, 0xe3, 0xf7, 0x74, 0x42, 0x1f, 0x37, 0xfd,
-	0x05, 0x3c, 0x13, 0x34, 0xe5, 0x22, 0x93, 0xc3, 0xcc, 0x88, 0xa0, 0x5d, 0x3d, 0x3a, 0xb1, 0xb0,
-	0x95, 0xf6, 0x7f, 0x39, 0x40, 0xd0, 0x70, 0x10, 0xab, 0x74, 0xdc, 0x2f, 0x4b, 0xca, 0xf4, 0xa0,
-	0x1d, 0x68, 0xe0, 0x9e, 0xac, 0xa5, 0x09, 0xb4, 0xe7, 0xb6, 0x7f, 0x3b, 0xe5, 0x0e, 0x20, 0x67,
-	0xd0, 0x4e, 0x62, 0x49, 0x87, 0x7c, 0x34, 0x92, 0x54, 0x59, 0x3f, 0xd0, 0xd0, 0x47, 0x44, 0xb4,
-	0x68, 0xca, 0x67, 0x4c, 0xb9, 0x75, 0x2c, 0x35, 0x01, 0xe9, 0x01, 0xc8, 0xe2, 0x3b, 0x1d, 0x26,
-	0x4b, 0x45, 0xa5, 0xdb, 0xc0, 0xaa, 0x96, 0x46, 0x06, 0x1a, 0x20, 0x5d, 0x78, 0x5a, 0x0a, 0x9e,
-	0xcd, 0x52, 0x2a, 0xdc, 0x26, 0x36, 0xb3, 0x8d, 0xfd, 0x6f, 0xb6, 0xf7, 0x9b, 0x58, 0xc4, 0x53,
-	0xb9, 0x79, 0x2b, 0xff, 0x6d, 0xc6, 0x79, 0xb8, 0x99, 0x37, 0xd0, 0x2c, 0x91, 0x8e, 0x03, 0xb4,
-	0xaf, 0xdd, 0xfd, 0x77, 0x61, 0xe4, 0x36, 0x4f, 0xc2, 0xb0, 0x07, 0xfd, 0xbb, 0x95, 0xe7, 0xdc,
-	0xaf, 0x3c, 0xe7, 0xef, 0xca, 0x73, 0x7e, 0xae, 0xbd, 0xda, 0xfd, 0xda, 0xab, 0xfd, 0x5e, 0x7b,
-	0xb5, 0x2f, 0x17, 0x79, 0xa1, 0xc6, 0xb3, 0x24, 0x48, 0xf9, 0x34, 0xb4, 0xf7, 0x63, 0x3f, 0xb7,
-	0x9b, 0x43, 0xc2, 0x2b, 0x4a, 0x9a, 0x78, 0x46, 0xaf, 0xff, 0x05, 0x00, 0x00, 0xff, 0xff, 0x55,
-	0x52, 0xae, 0x76, 0xad, 0x03, 0x00, 0x00,
+	// 684 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0x9c, 0x54, 0xcd, 0x6f, 0xd3, 0x4e,
+	0x10, 0x8d, 0x7f, 0x4d, 0xd3, 0x66, 0xf2, 0x6b, 0x29, 0xab, 0x00, 0x26, 0x6a, 0xdd, 0x62, 0x84,
+	0xda, 0x53, 0xa2, 0x16, 0x89, 0x0b, 0xa7, 0xa4, 0x20, 0x84, 0x84, 0x44, 0x65, 0xe0, 0x82, 0x84,
+	0x22, 0x7f, 0x4c, 0x5c, 0x23, 0x7b, 0xd7, 0x5a, 0x6f, 0xfa, 0xc1, 0x95, 0x0b, 0x47, 0x24, 0xfe,
+	0x1b, 0xae, 0x5c, 0x7a, 0xec, 0x91, 0x13, 0x42, 0xed, 0x3f, 0x82, 0xf6, 0xc3, 0x4e, 0xda, 0xb4,
+	0x3d, 0xf4, 0x14, 0xcf, 0xdb, 0x99, 0x79, 0x33, 0x2f, 0x6f, 0x17, 0xd6, 0x82, 0x91, 0x48, 0x59,
+	0xdc, 0x13, 0x2c, 0x4f, 0xc2, 0xa2, 0x77, 0xb0, 0xdd, 0xc3, 0x03, 0xa4, 0xa2, 0xe8, 0xe6, 0x9c,
+	0x09, 0x46, 0x56, 0xf4, 0x71, 0x57, 0x1f, 0x77, 0x0f, 0xb6, 0x3b, 0xed, 0x98, 0xc5, 0x4c, 0x1d,
+	0xf6, 0xe4, 0x97, 0xce, 0xeb, 0xac, 0xce, 0xb4, 0x11, 0xc7, 0x39, 0x9a, 0x2e, 0x9d, 0x59, 0x92,
+	0x98, 0xb3, 0x71, 0x6e, 0x8e, 0xdd, 0x4f, 0x70, 0xf7, 0xa5, 0x24, 0x7d, 0x2f, 0x8f, 0x77, 0x39,
+	0xfa, 0x02, 0x23, 0x42, 0xa0, 0x4e, 0xfd, 0x0c, 0x6d, 0x6b, 0xc3, 0xda, 0x6a, 0x7a, 0xea, 0x9b,
+	0x38, 0x00, 0xb9, 0xcf, 0x45, 0x22, 0x12, 0x46, 0x0b, 0xfb, 0xbf, 0x0d, 0x6b, 0x6b, 0xc9, 0x9b,
+	0x42, 0x48, 0x1b, 0xe6, 0xd9, 0x21, 0x45, 0x6e, 0xcf, 0xa9, 0x22, 0x1d, 0xb8, 0xdf, 0x2c, 0x78,
+	0x30, 0xd5, 0x9f, 0xd1, 0x51, 0x12, 0x7f, 0xc8, 0xa3, 0x6b, 0x59, 0x56, 0xa1, 0xe9, 0x8f, 0xc5,
+	0x3e, 0xe3, 0x89, 0x38, 0x56, 0x24, 0x4d, 0x6f, 0x02, 0x90, 0xe7, 0xd0, 0x08, 0x55, 0x0b, 0x45,
+	0xd2, 0xda, 0x59, 0xeb, 0x5e, 0x96, 0xa8, 0x3b, 0xc5, 0x33, 0xa8, 0x9f, 0xfc, 0x59, 0xaf, 0x79,
+	0xa6, 0xc4, 0x3d, 0x82, 0xb6, 0x9a, 0x64, 0xaf, 0x9a, 0xb9, 0x1f, 0x45, 0xd7, 0x8c, 0xf1, 0x04,
+	0x96, 0x59, 0x1a, 0x0d, 0x67, 0x16, 0x5e, 0x62, 0x69, 0x34, 0xa9, 0x97, 0x69, 0x14, 0x0f, 0xa7,
+	0xd3, 0xe6, 0x74, 0x1a, 0xc5, 0xc3, 0x49, 0x9a, 0x4b, 0xa7, 0x35, 0x7e, 0x81, 0x29, 0xde, 0x6e,
+	0xfb, 0x4d, 0xb8, 0xc3, 0x31, 0x64, 0x3c, 0x2a, 0x86, 0x91, 0x6e, 0xa2, 0xe8, 0xea, 0xde, 0xb2,
+	0x81, 0x4d, 0x6b, 0xf7, 0xa7, 0x05, 0x44, 0x11, 0x0e, 0x7c, 0x11, 0xee, 0xf7, 0xf3, 0x1c, 0xa9,
+	0x5c, 0xb4, 0x0d, 0xf3, 0x4a, 0x27, 0x43, 0xa9, 0x03, 0xc9, 0x59, 0xcd, 0x6f, 0xb6, 0x9c, 0x00,
+	0x64, 0x1d, 0x5a, 0x81, 0x5f, 0xe0, 0x90, 0x8d, 0x46, 0x05, 0x0a, 0xc3, 0x07, 0x12, 0x7a, 0xab,
+	0x10, 0xd9, 0x34, 0x64, 0x63, 0x2a, 0xec, 0xba, 0x2a, 0xd5, 0x01, 0x59, 0x03, 0x28, 0x92, 0x2f,
+	0x38, 0x0c, 0x8e, 0x05, 0x16, 0xf6, 0xbc, 0xaa, 0x6a, 0x4a, 0x64, 0x20, 0x01, 0xd2, 0x81, 0xc5,
+	0x9c, 0xb3, 0x68, 0x1c, 0x22, 0xb7, 0x1b, 0x6a, 0x98, 0x2a, 0x76, 0x3f, 0x9b, 0xd9, 0xf7, 0x7c,
+	0xee, 0x67, 0x45, 0xe9, 0x95, 0x0b, 0xca, 0x58, 0x97, 0x95, 0x79, 0x06, 0x8d, 0x5c, 0xa5, 0xab,
+	0x05, 0x5a, 0x3b, 0xf6, 0xac, 0x2f, 0x74, 0xbb, 0xd2, 0x12, 0x3a, 0xdb, 0xfd, 0x6a, 0x19, 0x4f,
+	0xbc, 0x92, 0x57, 0xc2, 0xc3, 0xc0, 0x4f, 0x7d, 0x1a, 0x62, 0x44, 0x1e, 0xc2, 0xa2, 0xba, 0x25,
+	0xc3, 0x24, 0x32, 0x6c, 0x0b, 0x2a, 0x7e, 0x1d, 0xc9, 0x7b, 0x10, 0x23, 0x45, 0xee, 0x57, 0x82,
+	0xd5, 0xbd, 0x29, 0x84, 0xd8, 0xb0, 0x90, 0x61, 0x16, 0x20, 0x97, 0x66, 0x98, 0x93, 0x95, 0x26,
+	0x24, 0xf7, 0xa1, 0xc1, 0xd1, 0x2f, 0x18, 0x55, 0x5a, 0x35, 0x3d, 0x13, 0xb9, 0x3f, 0x2c, 0xb8,
+	0xa7, 0xa6, 0xd0, 0x92, 0x16, 0xbb, 0x2c, 0xcb, 0x12, 0x21, 0x6e, 0x1e, 0x63, 0x15, 0x9a, 0xa1,
+	0xc9, 0xe3, 0xa5, 0x55, 0x2a, 0x80, 0xf4, 0x61, 0x41, 0xff, 0x63, 0x7a, 0x88, 0xd6, 0xce, 0xa3,
+	0x59, 0x45, 0x2a, 0x1a, 0x4d, 0x6b, 0xa4, 0x29, 0xeb, 0xdc, 0x37, 0xc6, 0xb4, 0x4a, 0x9a, 0xd2,
+	0xb4, 0x37, 0x0f, 0x74, 0xbd, 0x77, 0xdd, 0x5f, 0xe5, 0x8e, 0x1e, 0x0a, 0xa4, 0x52, 0xa8, 0x7e,
+	0x9e, 0xa7, 0xc9, 0x2d, 0x5d, 0xb9, 0x05, 0x2b, 0x29, 0x8b, 0x87, 0x85, 0xf0, 0xb9, 0xb8, 0x68,
+	0xcd, 0xe5, 0x94, 0xc5, 0xef, 0x24, 0x6c, 0xec, 0x79, 0xc5, 0x9d, 0xa9, 0x5f, 0x75, 0x67, 0xc8,
+	0x63, 0x58, 0x52, 0x66, 0xad, 0xd2, 0xb4, 0x69, 0xff, 0x57, 0xa0, 0x49, 0x1a, 0xf4, 0x4f, 0xce,
+	0x1c, 0xeb, 0xf4, 0xcc, 0xb1, 0xfe, 0x9e, 0x39, 0xd6, 0xf7, 0x73, 0xa7, 0x76, 0x7a, 0xee, 0xd4,
+	0x7e, 0x9f, 0x3b, 0xb5, 0x8f, 0x9b, 0x71, 0x22, 0xf6, 0xc7, 0x41, 0x37, 0x64, 0x59, 0xcf, 0x3c,
+	0xb8, 0xe6, 0xe7, 0xa8, 0x7c, 0x79, 0xd5, 0xa3, 0x1c, 0x34, 0xd4, 0xb3, 0xfb, 0xf4, 0x5f, 0x00,
+	0x00, 0x00, 0xff, 0xff, 0x97, 0x2c, 0xb2, 0xbe, 0xfc, 0x05, 0x00, 0x00,
 }
 
 func (m *EventTopicCreated) Marshal() (dAtA []byte, err error) {
@@ -719,6 +996,195 @@ func (m *EventParamsUpdated) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *EventGroupRebalanced) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventGroupRebalanced) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventGroupRebalanced) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Reason) > 0 {
+		i -= len(m.Reason)
+		copy(dAtA[i:], m.Reason)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Reason)))
+		i--
+		dAtA[i] = 0x22
+	}
+	if len(m.Members) > 0 {
+		for iNdEx := len(m.Members) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.Members[iNdEx])
+			copy(dAtA[i:], m.Members[iNdEx])
+			i = encodeVarintEvents(dAtA, i, uint64(len(m.Members[iNdEx])))
+			i--
+			dAtA[i] = 0x1a
+		}
+	}
+	if m.Generation != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Generation))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventOffsetsCommitted) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventOffsetsCommitted) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventOffsetsCommitted) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Offsets) > 0 {
+		for iNdEx := len(m.Offsets) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Offsets[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintEvents(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x1a
+		}
+	}
+	if len(m.Committer) > 0 {
+		i -= len(m.Committer)
+		copy(dAtA[i:], m.Committer)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Committer)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventGroupDeleted) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventGroupDeleted) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventGroupDeleted) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Authority) > 0 {
+		i -= len(m.Authority)
+		copy(dAtA[i:], m.Authority)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Authority)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *EventRetentionApplied) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventRetentionApplied) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventRetentionApplied) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.BytesDeleted != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.BytesDeleted))
+		i--
+		dAtA[i] = 0x28
+	}
+	if m.RecordsDeleted != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.RecordsDeleted))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.LogStartOffset != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.LogStartOffset))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.Partition != 0 {
+		i = encodeVarintEvents(dAtA, i, uint64(m.Partition))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Topic) > 0 {
+		i -= len(m.Topic)
+		copy(dAtA[i:], m.Topic)
+		i = encodeVarintEvents(dAtA, i, uint64(len(m.Topic)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintEvents(dAtA []byte, offset int, v uint64) int {
 	offset -= sovEvents(v)
 	base := offset
@@ -849,6 +1315,97 @@ func (m *EventParamsUpdated) Size() (n int) {
 	}
 	l = m.Params.Size()
 	n += 1 + l + sovEvents(uint64(l))
+	return n
+}
+
+func (m *EventGroupRebalanced) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	if m.Generation != 0 {
+		n += 1 + sovEvents(uint64(m.Generation))
+	}
+	if len(m.Members) > 0 {
+		for _, s := range m.Members {
+			l = len(s)
+			n += 1 + l + sovEvents(uint64(l))
+		}
+	}
+	l = len(m.Reason)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	return n
+}
+
+func (m *EventOffsetsCommitted) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	l = len(m.Committer)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	if len(m.Offsets) > 0 {
+		for _, e := range m.Offsets {
+			l = e.Size()
+			n += 1 + l + sovEvents(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *EventGroupDeleted) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	l = len(m.Authority)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	return n
+}
+
+func (m *EventRetentionApplied) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Topic)
+	if l > 0 {
+		n += 1 + l + sovEvents(uint64(l))
+	}
+	if m.Partition != 0 {
+		n += 1 + sovEvents(uint64(m.Partition))
+	}
+	if m.LogStartOffset != 0 {
+		n += 1 + sovEvents(uint64(m.LogStartOffset))
+	}
+	if m.RecordsDeleted != 0 {
+		n += 1 + sovEvents(uint64(m.RecordsDeleted))
+	}
+	if m.BytesDeleted != 0 {
+		n += 1 + sovEvents(uint64(m.BytesDeleted))
+	}
 	return n
 }
 
@@ -1675,6 +2232,591 @@ func (m *EventParamsUpdated) Unmarshal(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventGroupRebalanced) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventGroupRebalanced: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventGroupRebalanced: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Generation", wireType)
+			}
+			m.Generation = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Generation |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Members", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Members = append(m.Members, string(dAtA[iNdEx:postIndex]))
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Reason", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Reason = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventOffsetsCommitted) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventOffsetsCommitted: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventOffsetsCommitted: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Committer", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Committer = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Offsets", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Offsets = append(m.Offsets, CommittedOffset{})
+			if err := m.Offsets[len(m.Offsets)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventGroupDeleted) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventGroupDeleted: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventGroupDeleted: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Authority", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Authority = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipEvents(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventRetentionApplied) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowEvents
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventRetentionApplied: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventRetentionApplied: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Topic", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthEvents
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthEvents
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Topic = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Partition", wireType)
+			}
+			m.Partition = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Partition |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LogStartOffset", wireType)
+			}
+			m.LogStartOffset = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.LogStartOffset |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RecordsDeleted", wireType)
+			}
+			m.RecordsDeleted = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RecordsDeleted |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field BytesDeleted", wireType)
+			}
+			m.BytesDeleted = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowEvents
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.BytesDeleted |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := skipEvents(dAtA[iNdEx:])

@@ -134,5 +134,76 @@ func (gs GenesisState) Validate(ac address.Codec) error {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "spread cursor %d beyond topic %s's partitions", c.NextPartition, c.Topic)
 		}
 	}
+	return gs.validateGroups(ac, parts)
+}
+
+func (gs GenesisState) validateGroups(ac address.Codec, parts map[partitionKey]Partition) error {
+	groups := make(map[string]Group, len(gs.Groups))
+	for _, g := range gs.Groups {
+		if err := ValidateGroupID(g.GroupId); err != nil {
+			return err
+		}
+		if _, dup := groups[g.GroupId]; dup {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "group %s appears twice", g.GroupId)
+		}
+		if _, err := ac.StringToBytes(g.Admin); err != nil {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "group %s admin: %v", g.GroupId, err)
+		}
+		if g.SessionTimeoutMs < MinSessionTimeoutMs || g.SessionTimeoutMs > MaxSessionTimeoutMs {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "group %s session timeout %d ms out of bounds", g.GroupId, g.SessionTimeoutMs)
+		}
+		if _, ok := Assignor_name[int32(g.Assignor)]; !ok {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "group %s: unknown assignor %d", g.GroupId, g.Assignor)
+		}
+		groups[g.GroupId] = g
+	}
+	type memberKey struct{ group, member string }
+	members := map[memberKey]bool{}
+	for _, m := range gs.Members {
+		if _, ok := groups[m.GroupId]; !ok {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "member %s of unknown group %s", m.Member, m.GroupId)
+		}
+		if _, err := ac.StringToBytes(m.Member); err != nil {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "member of group %s: %v", m.GroupId, err)
+		}
+		if members[memberKey{m.GroupId, m.Member}] {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "member %s of group %s appears twice", m.Member, m.GroupId)
+		}
+		members[memberKey{m.GroupId, m.Member}] = true
+	}
+	type offsetKey struct {
+		group, topic string
+		partition    uint32
+	}
+	seen := map[offsetKey]bool{}
+	for _, o := range gs.Offsets {
+		if _, ok := groups[o.GroupId]; !ok {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "offset of unknown group %s", o.GroupId)
+		}
+		p, ok := parts[partitionKey{o.Topic, o.Partition}]
+		if !ok {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "group %s offset for unknown partition %s/%d", o.GroupId, o.Topic, o.Partition)
+		}
+		if o.Offset > p.HighWatermark {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "group %s offset %d above %s's high watermark %d", o.GroupId, o.Offset, p.Label(), p.HighWatermark)
+		}
+		k := offsetKey{o.GroupId, o.Topic, o.Partition}
+		if seen[k] {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "group %s offset for %s appears twice", o.GroupId, p.Label())
+		}
+		seen[k] = true
+	}
+	for _, ps := range gs.ProducerStates {
+		p, ok := parts[partitionKey{ps.Topic, ps.Partition}]
+		if !ok {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "producer state for unknown partition %s/%d", ps.Topic, ps.Partition)
+		}
+		if _, err := ac.StringToBytes(ps.Producer); err != nil {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "producer state of %s: %v", p.Label(), err)
+		}
+		if ps.LastSequence == 0 || ps.BaseOffset+uint64(ps.Count) > p.HighWatermark {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "producer state of %s for %s is inconsistent", p.Label(), ps.Producer)
+		}
+	}
 	return nil
 }

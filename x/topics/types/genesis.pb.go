@@ -31,7 +31,13 @@ type GenesisState struct {
 	Partitions []Partition    `protobuf:"bytes,3,rep,name=partitions,proto3" json:"partitions"`
 	Batches    []GenesisBatch `protobuf:"bytes,4,rep,name=batches,proto3" json:"batches"`
 	// spread_cursors are the keyless-record partitioner positions per topic.
-	SpreadCursors []SpreadCursor `protobuf:"bytes,5,rep,name=spread_cursors,json=spreadCursors,proto3" json:"spread_cursors"`
+	SpreadCursors  []SpreadCursor    `protobuf:"bytes,5,rep,name=spread_cursors,json=spreadCursors,proto3" json:"spread_cursors"`
+	Groups         []Group           `protobuf:"bytes,6,rep,name=groups,proto3" json:"groups"`
+	Members        []Member          `protobuf:"bytes,7,rep,name=members,proto3" json:"members"`
+	Offsets        []CommittedOffset `protobuf:"bytes,8,rep,name=offsets,proto3" json:"offsets"`
+	ProducerStates []ProducerState   `protobuf:"bytes,9,rep,name=producer_states,json=producerStates,proto3" json:"producer_states"`
+	// retention_cursor is where the retention sweep resumes; empty means from the start.
+	RetentionCursor *RetentionCursor `protobuf:"bytes,10,opt,name=retention_cursor,json=retentionCursor,proto3" json:"retention_cursor,omitempty"`
 }
 
 func (m *GenesisState) Reset()         { *m = GenesisState{} }
@@ -102,6 +108,94 @@ func (m *GenesisState) GetSpreadCursors() []SpreadCursor {
 	return nil
 }
 
+func (m *GenesisState) GetGroups() []Group {
+	if m != nil {
+		return m.Groups
+	}
+	return nil
+}
+
+func (m *GenesisState) GetMembers() []Member {
+	if m != nil {
+		return m.Members
+	}
+	return nil
+}
+
+func (m *GenesisState) GetOffsets() []CommittedOffset {
+	if m != nil {
+		return m.Offsets
+	}
+	return nil
+}
+
+func (m *GenesisState) GetProducerStates() []ProducerState {
+	if m != nil {
+		return m.ProducerStates
+	}
+	return nil
+}
+
+func (m *GenesisState) GetRetentionCursor() *RetentionCursor {
+	if m != nil {
+		return m.RetentionCursor
+	}
+	return nil
+}
+
+// RetentionCursor is the next partition the retention sweep inspects.
+type RetentionCursor struct {
+	Topic     string `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition uint32 `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+}
+
+func (m *RetentionCursor) Reset()         { *m = RetentionCursor{} }
+func (m *RetentionCursor) String() string { return proto.CompactTextString(m) }
+func (*RetentionCursor) ProtoMessage()    {}
+func (*RetentionCursor) Descriptor() ([]byte, []int) {
+	return fileDescriptor_39dcee595b197ba4, []int{1}
+}
+func (m *RetentionCursor) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *RetentionCursor) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_RetentionCursor.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *RetentionCursor) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_RetentionCursor.Merge(m, src)
+}
+func (m *RetentionCursor) XXX_Size() int {
+	return m.Size()
+}
+func (m *RetentionCursor) XXX_DiscardUnknown() {
+	xxx_messageInfo_RetentionCursor.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_RetentionCursor proto.InternalMessageInfo
+
+func (m *RetentionCursor) GetTopic() string {
+	if m != nil {
+		return m.Topic
+	}
+	return ""
+}
+
+func (m *RetentionCursor) GetPartition() uint32 {
+	if m != nil {
+		return m.Partition
+	}
+	return 0
+}
+
 // GenesisBatch is a stored batch with its place.
 type GenesisBatch struct {
 	Topic     string      `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
@@ -113,7 +207,7 @@ func (m *GenesisBatch) Reset()         { *m = GenesisBatch{} }
 func (m *GenesisBatch) String() string { return proto.CompactTextString(m) }
 func (*GenesisBatch) ProtoMessage()    {}
 func (*GenesisBatch) Descriptor() ([]byte, []int) {
-	return fileDescriptor_39dcee595b197ba4, []int{1}
+	return fileDescriptor_39dcee595b197ba4, []int{2}
 }
 func (m *GenesisBatch) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -173,7 +267,7 @@ func (m *SpreadCursor) Reset()         { *m = SpreadCursor{} }
 func (m *SpreadCursor) String() string { return proto.CompactTextString(m) }
 func (*SpreadCursor) ProtoMessage()    {}
 func (*SpreadCursor) Descriptor() ([]byte, []int) {
-	return fileDescriptor_39dcee595b197ba4, []int{2}
+	return fileDescriptor_39dcee595b197ba4, []int{3}
 }
 func (m *SpreadCursor) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -218,6 +312,7 @@ func (m *SpreadCursor) GetNextPartition() uint32 {
 
 func init() {
 	proto.RegisterType((*GenesisState)(nil), "bftlog.topics.v1.GenesisState")
+	proto.RegisterType((*RetentionCursor)(nil), "bftlog.topics.v1.RetentionCursor")
 	proto.RegisterType((*GenesisBatch)(nil), "bftlog.topics.v1.GenesisBatch")
 	proto.RegisterType((*SpreadCursor)(nil), "bftlog.topics.v1.SpreadCursor")
 }
@@ -225,33 +320,42 @@ func init() {
 func init() { proto.RegisterFile("bftlog/topics/v1/genesis.proto", fileDescriptor_39dcee595b197ba4) }
 
 var fileDescriptor_39dcee595b197ba4 = []byte{
-	// 406 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xe2, 0x92, 0x4b, 0x4a, 0x2b, 0xc9,
-	0xc9, 0x4f, 0xd7, 0x2f, 0xc9, 0x2f, 0xc8, 0x4c, 0x2e, 0xd6, 0x2f, 0x33, 0xd4, 0x4f, 0x4f, 0xcd,
-	0x4b, 0x2d, 0xce, 0x2c, 0xd6, 0x2b, 0x28, 0xca, 0x2f, 0xc9, 0x17, 0x12, 0x80, 0xc8, 0xeb, 0x41,
-	0xe4, 0xf5, 0xca, 0x0c, 0xa5, 0x44, 0xd2, 0xf3, 0xd3, 0xf3, 0xc1, 0x92, 0xfa, 0x20, 0x16, 0x44,
-	0x9d, 0x94, 0x60, 0x62, 0x6e, 0x66, 0x5e, 0xbe, 0x3e, 0x98, 0x84, 0x0a, 0xc9, 0x60, 0x18, 0x5d,
-	0x52, 0x59, 0x90, 0x0a, 0x35, 0x58, 0xe9, 0x12, 0x13, 0x17, 0x8f, 0x3b, 0xc4, 0xaa, 0xe0, 0x92,
-	0xc4, 0x92, 0x54, 0x21, 0x6b, 0x2e, 0xb6, 0x82, 0xc4, 0xa2, 0xc4, 0xdc, 0x62, 0x09, 0x46, 0x05,
-	0x46, 0x0d, 0x6e, 0x23, 0x09, 0x3d, 0x74, 0xab, 0xf5, 0x02, 0xc0, 0xf2, 0x4e, 0x9c, 0x27, 0xee,
-	0xc9, 0x33, 0xac, 0x78, 0xbe, 0x41, 0x8b, 0x31, 0x08, 0xaa, 0x45, 0xc8, 0x94, 0x8b, 0x0d, 0xa2,
-	0x4c, 0x82, 0x49, 0x81, 0x59, 0x83, 0xdb, 0x48, 0x1c, 0x53, 0x73, 0x08, 0x88, 0xe5, 0xc4, 0x02,
-	0xd2, 0x1b, 0x04, 0x55, 0x2c, 0xe4, 0xc8, 0xc5, 0x55, 0x90, 0x58, 0x54, 0x92, 0x59, 0x92, 0x99,
-	0x9f, 0x57, 0x2c, 0xc1, 0x0c, 0xd6, 0x2a, 0x8d, 0xd5, 0x5e, 0x88, 0x1a, 0xa8, 0x76, 0x24, 0x4d,
-	0x42, 0x76, 0x5c, 0xec, 0x49, 0x89, 0x25, 0xc9, 0x19, 0xa9, 0xc5, 0x12, 0x2c, 0x60, 0xfd, 0x72,
-	0x98, 0xfa, 0xa1, 0xfe, 0x74, 0x02, 0xa9, 0x83, 0x1a, 0x01, 0xd3, 0x24, 0xe4, 0xcd, 0xc5, 0x57,
-	0x5c, 0x50, 0x94, 0x9a, 0x98, 0x12, 0x9f, 0x5c, 0x5a, 0x54, 0x9c, 0x5f, 0x54, 0x2c, 0xc1, 0x8a,
-	0xcb, 0x98, 0x60, 0xb0, 0x3a, 0x67, 0xb0, 0x32, 0xa8, 0x31, 0xbc, 0xc5, 0x48, 0x62, 0xc5, 0x4a,
-	0xb5, 0xf0, 0x30, 0x05, 0xdb, 0x25, 0x24, 0xc2, 0xc5, 0x0a, 0xd6, 0x0e, 0x0e, 0x52, 0xce, 0x20,
-	0x08, 0x47, 0x48, 0x86, 0x8b, 0x13, 0xee, 0x01, 0x09, 0x26, 0x05, 0x46, 0x0d, 0xde, 0x20, 0x84,
-	0x80, 0x90, 0x25, 0x17, 0x2b, 0xd8, 0x6d, 0x12, 0xcc, 0xe0, 0x68, 0x90, 0xc5, 0x74, 0x47, 0x50,
-	0x6a, 0x72, 0x7e, 0x51, 0x0a, 0xb2, 0x6f, 0x20, 0x3a, 0x94, 0xbc, 0xb9, 0x78, 0x90, 0xdd, 0x88,
-	0xc3, 0x7a, 0x55, 0x2e, 0xbe, 0xbc, 0xd4, 0x8a, 0x92, 0x78, 0x74, 0x37, 0xf0, 0x82, 0x44, 0x11,
-	0x41, 0xed, 0x78, 0xe2, 0x91, 0x1c, 0xe3, 0x85, 0x47, 0x72, 0x8c, 0x0f, 0x1e, 0xc9, 0x31, 0x4e,
-	0x78, 0x2c, 0xc7, 0x70, 0xe1, 0xb1, 0x1c, 0xc3, 0x8d, 0xc7, 0x72, 0x0c, 0x51, 0xea, 0xe9, 0x99,
-	0x25, 0x19, 0xa5, 0x49, 0x7a, 0xc9, 0xf9, 0xb9, 0xfa, 0xd0, 0x34, 0x06, 0xa5, 0x2a, 0x60, 0x89,
-	0x0d, 0x9c, 0xd2, 0x92, 0xd8, 0xc0, 0x49, 0xcd, 0x18, 0x10, 0x00, 0x00, 0xff, 0xff, 0xc8, 0x6c,
-	0xeb, 0xa7, 0xe5, 0x02, 0x00, 0x00,
+	// 545 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0x9c, 0x54, 0x4d, 0x6f, 0xd3, 0x40,
+	0x10, 0x8d, 0x9b, 0x26, 0x21, 0xd3, 0x26, 0x29, 0xab, 0x4a, 0xac, 0x42, 0xeb, 0x86, 0x48, 0x88,
+	0x88, 0x83, 0xad, 0x16, 0x21, 0x81, 0x90, 0x90, 0x92, 0x0a, 0xf5, 0x50, 0xbe, 0xe4, 0x72, 0xe2,
+	0x12, 0x39, 0xce, 0x26, 0xb5, 0x84, 0xb3, 0xd6, 0xee, 0xa6, 0x2a, 0x07, 0xfe, 0x03, 0x3f, 0x82,
+	0x03, 0x47, 0x7e, 0x46, 0x8f, 0x3d, 0x72, 0x42, 0x28, 0x39, 0xf0, 0x37, 0x90, 0x67, 0xd7, 0xad,
+	0x89, 0x9d, 0x0b, 0x97, 0xc4, 0x9e, 0x79, 0xef, 0xed, 0xec, 0xf3, 0xdb, 0x05, 0x7b, 0x34, 0x51,
+	0x9f, 0xf8, 0xd4, 0x55, 0x3c, 0x0e, 0x03, 0xe9, 0x5e, 0x1c, 0xba, 0x53, 0x36, 0x63, 0x32, 0x94,
+	0x4e, 0x2c, 0xb8, 0xe2, 0x64, 0x47, 0xf7, 0x1d, 0xdd, 0x77, 0x2e, 0x0e, 0xdb, 0xbb, 0x53, 0x3e,
+	0xe5, 0xd8, 0x74, 0x93, 0x27, 0x8d, 0x6b, 0xdf, 0xf5, 0xa3, 0x70, 0xc6, 0x5d, 0xfc, 0x35, 0xa5,
+	0xbd, 0x9c, 0xb4, 0xfa, 0x1c, 0x33, 0x23, 0xdc, 0xde, 0xcf, 0x2f, 0x2c, 0xf8, 0x3c, 0x36, 0xed,
+	0xee, 0xb7, 0x0a, 0x6c, 0x9f, 0xe8, 0x49, 0xce, 0x94, 0xaf, 0x18, 0x79, 0x01, 0xd5, 0xd8, 0x17,
+	0x7e, 0x24, 0xa9, 0xd5, 0xb1, 0x7a, 0x5b, 0x47, 0xd4, 0x59, 0x9d, 0xcc, 0x79, 0x8f, 0xfd, 0x41,
+	0xfd, 0xea, 0xd7, 0x41, 0xe9, 0xfb, 0x9f, 0x1f, 0x8f, 0x2d, 0xcf, 0x50, 0xc8, 0x53, 0xa8, 0x6a,
+	0x18, 0xdd, 0xe8, 0x94, 0x7b, 0x5b, 0x47, 0xf7, 0xf2, 0xe4, 0x0f, 0xc9, 0xd3, 0x60, 0x33, 0xe1,
+	0x7a, 0x06, 0x4c, 0xfa, 0x00, 0xb1, 0x2f, 0x54, 0xa8, 0x42, 0x3e, 0x93, 0xb4, 0x8c, 0xd4, 0xfb,
+	0x85, 0xeb, 0x6a, 0x8c, 0xa1, 0x67, 0x48, 0xe4, 0x25, 0xd4, 0x46, 0xbe, 0x0a, 0xce, 0x99, 0xa4,
+	0x9b, 0xc8, 0xb7, 0xf3, 0x7c, 0xb3, 0xcf, 0x41, 0x82, 0x33, 0x12, 0x29, 0x89, 0x9c, 0x42, 0x53,
+	0xc6, 0x82, 0xf9, 0xe3, 0x61, 0x30, 0x17, 0x92, 0x0b, 0x49, 0x2b, 0xeb, 0x64, 0xce, 0x10, 0x77,
+	0x8c, 0x30, 0x23, 0xd3, 0x90, 0x99, 0x1a, 0xda, 0xa0, 0x4d, 0xa6, 0xd5, 0x75, 0x36, 0x9c, 0x24,
+	0xfd, 0xd4, 0x06, 0x0d, 0x26, 0xcf, 0xa0, 0x16, 0xb1, 0x68, 0xc4, 0x84, 0xa4, 0x35, 0xe4, 0x15,
+	0x78, 0xff, 0x06, 0x01, 0xe9, 0xf4, 0x06, 0x4e, 0xfa, 0x50, 0xe3, 0x93, 0x89, 0x64, 0x4a, 0xd2,
+	0x3b, 0xc8, 0x7c, 0x90, 0x67, 0x1e, 0xf3, 0x28, 0x0a, 0x95, 0x62, 0xe3, 0x77, 0x88, 0x4c, 0x25,
+	0x0c, 0x8f, 0xbc, 0x85, 0x56, 0x2c, 0xf8, 0x78, 0x1e, 0x30, 0x31, 0x94, 0x49, 0x12, 0x24, 0xad,
+	0xa3, 0xd4, 0x41, 0xc1, 0x87, 0x30, 0x40, 0x4c, 0x8c, 0x11, 0x6a, 0xc6, 0xd9, 0xa2, 0x24, 0xaf,
+	0x61, 0x47, 0x30, 0xc5, 0x66, 0xc9, 0xe7, 0x31, 0x9e, 0x52, 0xc0, 0x44, 0x15, 0xcc, 0xe6, 0xa5,
+	0x48, 0xed, 0xa0, 0xd7, 0x12, 0xff, 0x16, 0xba, 0xaf, 0xa0, 0xb5, 0x82, 0x21, 0xbb, 0x50, 0x41,
+	0x01, 0xcc, 0x69, 0xdd, 0xd3, 0x2f, 0x64, 0x0f, 0xea, 0x37, 0xa9, 0xa0, 0x1b, 0x1d, 0xab, 0xd7,
+	0xf0, 0x6e, 0x0b, 0xdd, 0x2f, 0x37, 0x61, 0xc7, 0x10, 0xfc, 0x8f, 0x06, 0x79, 0x0e, 0x15, 0x0c,
+	0x0d, 0x2d, 0xe3, 0x6e, 0xf6, 0x8b, 0x76, 0x13, 0x70, 0x31, 0xce, 0xc6, 0x4c, 0x33, 0xba, 0xa7,
+	0xb0, 0x9d, 0x0d, 0xcf, 0x9a, 0xe5, 0x1f, 0x42, 0x73, 0xc6, 0x2e, 0xd5, 0x70, 0x75, 0x86, 0x46,
+	0x52, 0xbd, 0x3d, 0x03, 0xfd, 0xab, 0x85, 0x6d, 0x5d, 0x2f, 0x6c, 0xeb, 0xf7, 0xc2, 0xb6, 0xbe,
+	0x2e, 0xed, 0xd2, 0xf5, 0xd2, 0x2e, 0xfd, 0x5c, 0xda, 0xa5, 0x8f, 0x8f, 0xa6, 0xa1, 0x3a, 0x9f,
+	0x8f, 0x9c, 0x80, 0x47, 0xae, 0x39, 0xfd, 0xe6, 0xef, 0x32, 0xbd, 0x06, 0xf0, 0x86, 0x18, 0x55,
+	0xf1, 0x0e, 0x78, 0xf2, 0x37, 0x00, 0x00, 0xff, 0xff, 0x22, 0x13, 0x60, 0xb0, 0x9d, 0x04, 0x00,
+	0x00,
 }
 
 func (m *GenesisState) Marshal() (dAtA []byte, err error) {
@@ -274,6 +378,74 @@ func (m *GenesisState) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if m.RetentionCursor != nil {
+		{
+			size, err := m.RetentionCursor.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenesis(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x52
+	}
+	if len(m.ProducerStates) > 0 {
+		for iNdEx := len(m.ProducerStates) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.ProducerStates[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenesis(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x4a
+		}
+	}
+	if len(m.Offsets) > 0 {
+		for iNdEx := len(m.Offsets) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Offsets[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenesis(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x42
+		}
+	}
+	if len(m.Members) > 0 {
+		for iNdEx := len(m.Members) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Members[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenesis(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x3a
+		}
+	}
+	if len(m.Groups) > 0 {
+		for iNdEx := len(m.Groups) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Groups[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenesis(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x32
+		}
+	}
 	if len(m.SpreadCursors) > 0 {
 		for iNdEx := len(m.SpreadCursors) - 1; iNdEx >= 0; iNdEx-- {
 			{
@@ -340,6 +512,41 @@ func (m *GenesisState) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	}
 	i--
 	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *RetentionCursor) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *RetentionCursor) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *RetentionCursor) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Partition != 0 {
+		i = encodeVarintGenesis(dAtA, i, uint64(m.Partition))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Topic) > 0 {
+		i -= len(m.Topic)
+		copy(dAtA[i:], m.Topic)
+		i = encodeVarintGenesis(dAtA, i, uint64(len(m.Topic)))
+		i--
+		dAtA[i] = 0xa
+	}
 	return len(dAtA) - i, nil
 }
 
@@ -465,6 +672,50 @@ func (m *GenesisState) Size() (n int) {
 			l = e.Size()
 			n += 1 + l + sovGenesis(uint64(l))
 		}
+	}
+	if len(m.Groups) > 0 {
+		for _, e := range m.Groups {
+			l = e.Size()
+			n += 1 + l + sovGenesis(uint64(l))
+		}
+	}
+	if len(m.Members) > 0 {
+		for _, e := range m.Members {
+			l = e.Size()
+			n += 1 + l + sovGenesis(uint64(l))
+		}
+	}
+	if len(m.Offsets) > 0 {
+		for _, e := range m.Offsets {
+			l = e.Size()
+			n += 1 + l + sovGenesis(uint64(l))
+		}
+	}
+	if len(m.ProducerStates) > 0 {
+		for _, e := range m.ProducerStates {
+			l = e.Size()
+			n += 1 + l + sovGenesis(uint64(l))
+		}
+	}
+	if m.RetentionCursor != nil {
+		l = m.RetentionCursor.Size()
+		n += 1 + l + sovGenesis(uint64(l))
+	}
+	return n
+}
+
+func (m *RetentionCursor) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Topic)
+	if l > 0 {
+		n += 1 + l + sovGenesis(uint64(l))
+	}
+	if m.Partition != 0 {
+		n += 1 + sovGenesis(uint64(m.Partition))
 	}
 	return n
 }
@@ -707,6 +958,279 @@ func (m *GenesisState) Unmarshal(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Groups", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Groups = append(m.Groups, Group{})
+			if err := m.Groups[len(m.Groups)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 7:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Members", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Members = append(m.Members, Member{})
+			if err := m.Members[len(m.Members)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 8:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Offsets", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Offsets = append(m.Offsets, CommittedOffset{})
+			if err := m.Offsets[len(m.Offsets)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 9:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ProducerStates", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.ProducerStates = append(m.ProducerStates, ProducerState{})
+			if err := m.ProducerStates[len(m.ProducerStates)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 10:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RetentionCursor", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.RetentionCursor == nil {
+				m.RetentionCursor = &RetentionCursor{}
+			}
+			if err := m.RetentionCursor.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenesis(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *RetentionCursor) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenesis
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: RetentionCursor: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: RetentionCursor: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Topic", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Topic = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Partition", wireType)
+			}
+			m.Partition = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Partition |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := skipGenesis(dAtA[iNdEx:])

@@ -18,4 +18,13 @@ var (
 	// holding offset N is the first key >= (topic, partition, N).
 	BatchesPrefix       = collections.NewPrefix(3)
 	SpreadCursorsPrefix = collections.NewPrefix(4)
+	GroupsPrefix        = collections.NewPrefix(5)
+	MembersPrefix       = collections.NewPrefix(6)
+	// MemberExpiryPrefix indexes members by (expires_at_ms, group, member) for the EndBlocker.
+	MemberExpiryPrefix = collections.NewPrefix(7)
+	OffsetsPrefix      = collections.NewPrefix(8)
+	// GroupTopicsPrefix indexes (topic, group) pairs with committed offsets, for topic deletion.
+	GroupTopicsPrefix     = collections.NewPrefix(9)
+	ProducerStatesPrefix  = collections.NewPrefix(10)
+	RetentionCursorPrefix = collections.NewPrefix(11)
 )

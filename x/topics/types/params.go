@@ -10,16 +10,26 @@ const (
 	DefaultMaxRecordsPerBatch    = 10_000
 	DefaultMaxBatchBytes         = 4 << 20
 	DefaultMaxHeadersPerRecord   = 64
+	// DefaultMaxGroupMembers bounds rebalance work (members x partitions) in one message.
+	DefaultMaxGroupMembers = 100
+	// End-block work bounds: a backlog continues in the next block.
+	DefaultMaxExpiriesPerBlock         = 100
+	DefaultRetentionBatchesPerBlock    = 500
+	DefaultRetentionPartitionsPerBlock = 200
 )
 
 // DefaultParams returns the module's default params.
 func DefaultParams() Params {
 	return Params{
-		MaxPartitionsPerTopic: DefaultMaxPartitionsPerTopic,
-		MaxRecordBytes:        DefaultMaxRecordBytes,
-		MaxRecordsPerBatch:    DefaultMaxRecordsPerBatch,
-		MaxBatchBytes:         DefaultMaxBatchBytes,
-		MaxHeadersPerRecord:   DefaultMaxHeadersPerRecord,
+		MaxPartitionsPerTopic:       DefaultMaxPartitionsPerTopic,
+		MaxRecordBytes:              DefaultMaxRecordBytes,
+		MaxRecordsPerBatch:          DefaultMaxRecordsPerBatch,
+		MaxBatchBytes:               DefaultMaxBatchBytes,
+		MaxHeadersPerRecord:         DefaultMaxHeadersPerRecord,
+		MaxGroupMembers:             DefaultMaxGroupMembers,
+		MaxExpiriesPerBlock:         DefaultMaxExpiriesPerBlock,
+		RetentionBatchesPerBlock:    DefaultRetentionBatchesPerBlock,
+		RetentionPartitionsPerBlock: DefaultRetentionPartitionsPerBlock,
 	}
 }
 
@@ -34,6 +44,12 @@ func (p Params) Validate() error {
 		return errorsmod.Wrap(ErrInvalidParams, "max_records_per_batch must be positive")
 	case p.MaxBatchBytes == 0:
 		return errorsmod.Wrap(ErrInvalidParams, "max_batch_bytes must be positive")
+	case p.MaxGroupMembers == 0:
+		return errorsmod.Wrap(ErrInvalidParams, "max_group_members must be positive")
+	case p.MaxExpiriesPerBlock == 0:
+		return errorsmod.Wrap(ErrInvalidParams, "max_expiries_per_block must be positive")
+	case p.RetentionBatchesPerBlock == 0 || p.RetentionPartitionsPerBlock == 0:
+		return errorsmod.Wrap(ErrInvalidParams, "retention_batches_per_block and retention_partitions_per_block must be positive")
 	case p.MaxBatchBytes < p.MaxRecordBytes:
 		return errorsmod.Wrapf(ErrInvalidParams, "max_batch_bytes %d is below max_record_bytes %d", p.MaxBatchBytes, p.MaxRecordBytes)
 	}

@@ -635,6 +635,671 @@ func (m *QueryRecordResponse) GetRecord() Record {
 	return Record{}
 }
 
+type QueryListOffsetsRequest struct {
+	Topic       string     `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition   uint32     `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Spec        OffsetSpec `protobuf:"varint,3,opt,name=spec,proto3,enum=bftlog.topics.v1.OffsetSpec" json:"spec,omitempty"`
+	TimestampMs int64      `protobuf:"varint,4,opt,name=timestamp_ms,json=timestampMs,proto3" json:"timestamp_ms,omitempty"`
+}
+
+func (m *QueryListOffsetsRequest) Reset()         { *m = QueryListOffsetsRequest{} }
+func (m *QueryListOffsetsRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryListOffsetsRequest) ProtoMessage()    {}
+func (*QueryListOffsetsRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_4ccde2c98310647c, []int{12}
+}
+func (m *QueryListOffsetsRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryListOffsetsRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryListOffsetsRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryListOffsetsRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryListOffsetsRequest.Merge(m, src)
+}
+func (m *QueryListOffsetsRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryListOffsetsRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryListOffsetsRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryListOffsetsRequest proto.InternalMessageInfo
+
+func (m *QueryListOffsetsRequest) GetTopic() string {
+	if m != nil {
+		return m.Topic
+	}
+	return ""
+}
+
+func (m *QueryListOffsetsRequest) GetPartition() uint32 {
+	if m != nil {
+		return m.Partition
+	}
+	return 0
+}
+
+func (m *QueryListOffsetsRequest) GetSpec() OffsetSpec {
+	if m != nil {
+		return m.Spec
+	}
+	return OFFSET_SPEC_UNSPECIFIED
+}
+
+func (m *QueryListOffsetsRequest) GetTimestampMs() int64 {
+	if m != nil {
+		return m.TimestampMs
+	}
+	return 0
+}
+
+type QueryListOffsetsResponse struct {
+	// offset is -1 when no record was appended at or after timestamp_ms (as in Kafka).
+	Offset int64 `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
+	// timestamp_ms is the LogAppendTime of the record at offset, for TIMESTAMP lookups.
+	TimestampMs int64 `protobuf:"varint,2,opt,name=timestamp_ms,json=timestampMs,proto3" json:"timestamp_ms,omitempty"`
+}
+
+func (m *QueryListOffsetsResponse) Reset()         { *m = QueryListOffsetsResponse{} }
+func (m *QueryListOffsetsResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryListOffsetsResponse) ProtoMessage()    {}
+func (*QueryListOffsetsResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_4ccde2c98310647c, []int{13}
+}
+func (m *QueryListOffsetsResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryListOffsetsResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryListOffsetsResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryListOffsetsResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryListOffsetsResponse.Merge(m, src)
+}
+func (m *QueryListOffsetsResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryListOffsetsResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryListOffsetsResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryListOffsetsResponse proto.InternalMessageInfo
+
+func (m *QueryListOffsetsResponse) GetOffset() int64 {
+	if m != nil {
+		return m.Offset
+	}
+	return 0
+}
+
+func (m *QueryListOffsetsResponse) GetTimestampMs() int64 {
+	if m != nil {
+		return m.TimestampMs
+	}
+	return 0
+}
+
+type QueryGroupsRequest struct {
+	Pagination *query.PageRequest `protobuf:"bytes,1,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryGroupsRequest) Reset()         { *m = QueryGroupsRequest{} }
+func (m *QueryGroupsRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryGroupsRequest) ProtoMessage()    {}
+func (*QueryGroupsRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_4ccde2c98310647c, []int{14}
+}
+func (m *QueryGroupsRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryGroupsRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryGroupsRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryGroupsRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryGroupsRequest.Merge(m, src)
+}
+func (m *QueryGroupsRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryGroupsRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryGroupsRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryGroupsRequest proto.InternalMessageInfo
+
+func (m *QueryGroupsRequest) GetPagination() *query.PageRequest {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+type QueryGroupsResponse struct {
+	Groups     []Group             `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups"`
+	Pagination *query.PageResponse `protobuf:"bytes,2,opt,name=pagination,proto3" json:"pagination,omitempty"`
+}
+
+func (m *QueryGroupsResponse) Reset()         { *m = QueryGroupsResponse{} }
+func (m *QueryGroupsResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryGroupsResponse) ProtoMessage()    {}
+func (*QueryGroupsResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_4ccde2c98310647c, []int{15}
+}
+func (m *QueryGroupsResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryGroupsResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryGroupsResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryGroupsResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryGroupsResponse.Merge(m, src)
+}
+func (m *QueryGroupsResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryGroupsResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryGroupsResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryGroupsResponse proto.InternalMessageInfo
+
+func (m *QueryGroupsResponse) GetGroups() []Group {
+	if m != nil {
+		return m.Groups
+	}
+	return nil
+}
+
+func (m *QueryGroupsResponse) GetPagination() *query.PageResponse {
+	if m != nil {
+		return m.Pagination
+	}
+	return nil
+}
+
+type QueryGroupRequest struct {
+	GroupId string `protobuf:"bytes,1,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+}
+
+func (m *QueryGroupRequest) Reset()         { *m = QueryGroupRequest{} }
+func (m *QueryGroupRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryGroupRequest) ProtoMessage()    {}
+func (*QueryGroupRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_4ccde2c98310647c, []int{16}
+}
+func (m *QueryGroupRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryGroupRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryGroupRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryGroupRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryGroupRequest.Merge(m, src)
+}
+func (m *QueryGroupRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryGroupRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryGroupRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryGroupRequest proto.InternalMessageInfo
+
+func (m *QueryGroupRequest) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+type QueryGroupResponse struct {
+	Group   Group    `protobuf:"bytes,1,opt,name=group,proto3" json:"group"`
+	Members []Member `protobuf:"bytes,2,rep,name=members,proto3" json:"members"`
+}
+
+func (m *QueryGroupResponse) Reset()         { *m = QueryGroupResponse{} }
+func (m *QueryGroupResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryGroupResponse) ProtoMessage()    {}
+func (*QueryGroupResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_4ccde2c98310647c, []int{17}
+}
+func (m *QueryGroupResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryGroupResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryGroupResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryGroupResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryGroupResponse.Merge(m, src)
+}
+func (m *QueryGroupResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryGroupResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryGroupResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryGroupResponse proto.InternalMessageInfo
+
+func (m *QueryGroupResponse) GetGroup() Group {
+	if m != nil {
+		return m.Group
+	}
+	return Group{}
+}
+
+func (m *QueryGroupResponse) GetMembers() []Member {
+	if m != nil {
+		return m.Members
+	}
+	return nil
+}
+
+type QueryGroupOffsetsRequest struct {
+	GroupId string `protobuf:"bytes,1,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	// topic limits the answer to one topic when set.
+	Topic string `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
+}
+
+func (m *QueryGroupOffsetsRequest) Reset()         { *m = QueryGroupOffsetsRequest{} }
+func (m *QueryGroupOffsetsRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryGroupOffsetsRequest) ProtoMessage()    {}
+func (*QueryGroupOffsetsRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_4ccde2c98310647c, []int{18}
+}
+func (m *QueryGroupOffsetsRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryGroupOffsetsRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryGroupOffsetsRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryGroupOffsetsRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryGroupOffsetsRequest.Merge(m, src)
+}
+func (m *QueryGroupOffsetsRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryGroupOffsetsRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryGroupOffsetsRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryGroupOffsetsRequest proto.InternalMessageInfo
+
+func (m *QueryGroupOffsetsRequest) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+func (m *QueryGroupOffsetsRequest) GetTopic() string {
+	if m != nil {
+		return m.Topic
+	}
+	return ""
+}
+
+// GroupOffset is a committed offset with its standing against the partition's log start.
+type GroupOffset struct {
+	Committed CommittedOffset `protobuf:"bytes,1,opt,name=committed,proto3" json:"committed"`
+	// below_log_start is true when retention has deleted records at and after the committed offset.
+	BelowLogStart bool `protobuf:"varint,2,opt,name=below_log_start,json=belowLogStart,proto3" json:"below_log_start,omitempty"`
+}
+
+func (m *GroupOffset) Reset()         { *m = GroupOffset{} }
+func (m *GroupOffset) String() string { return proto.CompactTextString(m) }
+func (*GroupOffset) ProtoMessage()    {}
+func (*GroupOffset) Descriptor() ([]byte, []int) {
+	return fileDescriptor_4ccde2c98310647c, []int{19}
+}
+func (m *GroupOffset) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *GroupOffset) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_GroupOffset.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *GroupOffset) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_GroupOffset.Merge(m, src)
+}
+func (m *GroupOffset) XXX_Size() int {
+	return m.Size()
+}
+func (m *GroupOffset) XXX_DiscardUnknown() {
+	xxx_messageInfo_GroupOffset.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_GroupOffset proto.InternalMessageInfo
+
+func (m *GroupOffset) GetCommitted() CommittedOffset {
+	if m != nil {
+		return m.Committed
+	}
+	return CommittedOffset{}
+}
+
+func (m *GroupOffset) GetBelowLogStart() bool {
+	if m != nil {
+		return m.BelowLogStart
+	}
+	return false
+}
+
+type QueryGroupOffsetsResponse struct {
+	Offsets []GroupOffset `protobuf:"bytes,1,rep,name=offsets,proto3" json:"offsets"`
+}
+
+func (m *QueryGroupOffsetsResponse) Reset()         { *m = QueryGroupOffsetsResponse{} }
+func (m *QueryGroupOffsetsResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryGroupOffsetsResponse) ProtoMessage()    {}
+func (*QueryGroupOffsetsResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_4ccde2c98310647c, []int{20}
+}
+func (m *QueryGroupOffsetsResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryGroupOffsetsResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryGroupOffsetsResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryGroupOffsetsResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryGroupOffsetsResponse.Merge(m, src)
+}
+func (m *QueryGroupOffsetsResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryGroupOffsetsResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryGroupOffsetsResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryGroupOffsetsResponse proto.InternalMessageInfo
+
+func (m *QueryGroupOffsetsResponse) GetOffsets() []GroupOffset {
+	if m != nil {
+		return m.Offsets
+	}
+	return nil
+}
+
+type QueryLagRequest struct {
+	GroupId string `protobuf:"bytes,1,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	Topic   string `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
+}
+
+func (m *QueryLagRequest) Reset()         { *m = QueryLagRequest{} }
+func (m *QueryLagRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryLagRequest) ProtoMessage()    {}
+func (*QueryLagRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_4ccde2c98310647c, []int{21}
+}
+func (m *QueryLagRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryLagRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryLagRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryLagRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryLagRequest.Merge(m, src)
+}
+func (m *QueryLagRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryLagRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryLagRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryLagRequest proto.InternalMessageInfo
+
+func (m *QueryLagRequest) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+func (m *QueryLagRequest) GetTopic() string {
+	if m != nil {
+		return m.Topic
+	}
+	return ""
+}
+
+// PartitionLag is one partition's consumer lag.
+type PartitionLag struct {
+	Topic     string `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition uint32 `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	// committed is -1 when the group has committed nothing for the partition.
+	Committed      int64  `protobuf:"varint,3,opt,name=committed,proto3" json:"committed,omitempty"`
+	HighWatermark  uint64 `protobuf:"varint,4,opt,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
+	LogStartOffset uint64 `protobuf:"varint,5,opt,name=log_start_offset,json=logStartOffset,proto3" json:"log_start_offset,omitempty"`
+	// lag is high_watermark minus committed (minus log start when nothing is committed).
+	Lag           uint64 `protobuf:"varint,6,opt,name=lag,proto3" json:"lag,omitempty"`
+	BelowLogStart bool   `protobuf:"varint,7,opt,name=below_log_start,json=belowLogStart,proto3" json:"below_log_start,omitempty"`
+	// member is the member the partition is assigned to, if any.
+	Member string `protobuf:"bytes,8,opt,name=member,proto3" json:"member,omitempty"`
+}
+
+func (m *PartitionLag) Reset()         { *m = PartitionLag{} }
+func (m *PartitionLag) String() string { return proto.CompactTextString(m) }
+func (*PartitionLag) ProtoMessage()    {}
+func (*PartitionLag) Descriptor() ([]byte, []int) {
+	return fileDescriptor_4ccde2c98310647c, []int{22}
+}
+func (m *PartitionLag) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *PartitionLag) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_PartitionLag.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *PartitionLag) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_PartitionLag.Merge(m, src)
+}
+func (m *PartitionLag) XXX_Size() int {
+	return m.Size()
+}
+func (m *PartitionLag) XXX_DiscardUnknown() {
+	xxx_messageInfo_PartitionLag.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_PartitionLag proto.InternalMessageInfo
+
+func (m *PartitionLag) GetTopic() string {
+	if m != nil {
+		return m.Topic
+	}
+	return ""
+}
+
+func (m *PartitionLag) GetPartition() uint32 {
+	if m != nil {
+		return m.Partition
+	}
+	return 0
+}
+
+func (m *PartitionLag) GetCommitted() int64 {
+	if m != nil {
+		return m.Committed
+	}
+	return 0
+}
+
+func (m *PartitionLag) GetHighWatermark() uint64 {
+	if m != nil {
+		return m.HighWatermark
+	}
+	return 0
+}
+
+func (m *PartitionLag) GetLogStartOffset() uint64 {
+	if m != nil {
+		return m.LogStartOffset
+	}
+	return 0
+}
+
+func (m *PartitionLag) GetLag() uint64 {
+	if m != nil {
+		return m.Lag
+	}
+	return 0
+}
+
+func (m *PartitionLag) GetBelowLogStart() bool {
+	if m != nil {
+		return m.BelowLogStart
+	}
+	return false
+}
+
+func (m *PartitionLag) GetMember() string {
+	if m != nil {
+		return m.Member
+	}
+	return ""
+}
+
+type QueryLagResponse struct {
+	Lags []PartitionLag `protobuf:"bytes,1,rep,name=lags,proto3" json:"lags"`
+}
+
+func (m *QueryLagResponse) Reset()         { *m = QueryLagResponse{} }
+func (m *QueryLagResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryLagResponse) ProtoMessage()    {}
+func (*QueryLagResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_4ccde2c98310647c, []int{23}
+}
+func (m *QueryLagResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryLagResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryLagResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryLagResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryLagResponse.Merge(m, src)
+}
+func (m *QueryLagResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryLagResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryLagResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryLagResponse proto.InternalMessageInfo
+
+func (m *QueryLagResponse) GetLags() []PartitionLag {
+	if m != nil {
+		return m.Lags
+	}
+	return nil
+}
+
 func init() {
 	proto.RegisterType((*QueryParamsRequest)(nil), "bftlog.topics.v1.QueryParamsRequest")
 	proto.RegisterType((*QueryParamsResponse)(nil), "bftlog.topics.v1.QueryParamsResponse")
@@ -648,62 +1313,104 @@ func init() {
 	proto.RegisterType((*QueryFetchResponse)(nil), "bftlog.topics.v1.QueryFetchResponse")
 	proto.RegisterType((*QueryRecordRequest)(nil), "bftlog.topics.v1.QueryRecordRequest")
 	proto.RegisterType((*QueryRecordResponse)(nil), "bftlog.topics.v1.QueryRecordResponse")
+	proto.RegisterType((*QueryListOffsetsRequest)(nil), "bftlog.topics.v1.QueryListOffsetsRequest")
+	proto.RegisterType((*QueryListOffsetsResponse)(nil), "bftlog.topics.v1.QueryListOffsetsResponse")
+	proto.RegisterType((*QueryGroupsRequest)(nil), "bftlog.topics.v1.QueryGroupsRequest")
+	proto.RegisterType((*QueryGroupsResponse)(nil), "bftlog.topics.v1.QueryGroupsResponse")
+	proto.RegisterType((*QueryGroupRequest)(nil), "bftlog.topics.v1.QueryGroupRequest")
+	proto.RegisterType((*QueryGroupResponse)(nil), "bftlog.topics.v1.QueryGroupResponse")
+	proto.RegisterType((*QueryGroupOffsetsRequest)(nil), "bftlog.topics.v1.QueryGroupOffsetsRequest")
+	proto.RegisterType((*GroupOffset)(nil), "bftlog.topics.v1.GroupOffset")
+	proto.RegisterType((*QueryGroupOffsetsResponse)(nil), "bftlog.topics.v1.QueryGroupOffsetsResponse")
+	proto.RegisterType((*QueryLagRequest)(nil), "bftlog.topics.v1.QueryLagRequest")
+	proto.RegisterType((*PartitionLag)(nil), "bftlog.topics.v1.PartitionLag")
+	proto.RegisterType((*QueryLagResponse)(nil), "bftlog.topics.v1.QueryLagResponse")
 }
 
 func init() { proto.RegisterFile("bftlog/topics/v1/query.proto", fileDescriptor_4ccde2c98310647c) }
 
 var fileDescriptor_4ccde2c98310647c = []byte{
-	// 798 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xb4, 0x56, 0x51, 0x6b, 0x13, 0x4f,
-	0x10, 0xcf, 0xb5, 0x49, 0xfe, 0xff, 0x4c, 0x69, 0xa9, 0x6b, 0x69, 0x43, 0x5a, 0xd2, 0x78, 0xb6,
-	0x26, 0x96, 0x72, 0x47, 0x5a, 0x14, 0xdf, 0xa4, 0x7d, 0x68, 0x55, 0x10, 0xeb, 0x29, 0x08, 0x52,
-	0x88, 0x9b, 0xb8, 0xbd, 0x04, 0x73, 0xd9, 0xf4, 0x6e, 0xdb, 0xa6, 0x84, 0xbe, 0xf8, 0x09, 0x04,
-	0xe9, 0x93, 0xf8, 0xec, 0xd7, 0xf0, 0xb1, 0x8f, 0x05, 0x41, 0x7c, 0x12, 0x69, 0xfd, 0x20, 0x72,
-	0xbb, 0x73, 0x49, 0xce, 0xeb, 0x25, 0x82, 0xf8, 0x94, 0xcd, 0xec, 0x6f, 0x66, 0x7e, 0xbf, 0x99,
-	0x9d, 0xe1, 0x60, 0xa1, 0xba, 0x27, 0x9a, 0xdc, 0x36, 0x05, 0x6f, 0x37, 0x6a, 0x9e, 0x79, 0x58,
-	0x36, 0xf7, 0x0f, 0x98, 0x7b, 0x6c, 0xb4, 0x5d, 0x2e, 0x38, 0x99, 0x56, 0xb7, 0x86, 0xba, 0x35,
-	0x0e, 0xcb, 0xb9, 0x19, 0x9b, 0xdb, 0x5c, 0x5e, 0x9a, 0xfe, 0x49, 0xe1, 0x72, 0x0b, 0x36, 0xe7,
-	0x76, 0x93, 0x99, 0xb4, 0xdd, 0x30, 0x69, 0xab, 0xc5, 0x05, 0x15, 0x0d, 0xde, 0xf2, 0xf0, 0x76,
-	0xa5, 0xc6, 0x3d, 0x87, 0x7b, 0x66, 0x95, 0x7a, 0x4c, 0x85, 0x37, 0x0f, 0xcb, 0x55, 0x26, 0x68,
-	0xd9, 0x6c, 0x53, 0xbb, 0xd1, 0x92, 0xe0, 0x20, 0x52, 0x84, 0x8f, 0x38, 0x6e, 0x33, 0x8c, 0xa4,
-	0xcf, 0x00, 0x79, 0xea, 0xfb, 0xef, 0x50, 0x97, 0x3a, 0x9e, 0xc5, 0xf6, 0x0f, 0x98, 0x27, 0xf4,
-	0xc7, 0x70, 0x3d, 0x64, 0xf5, 0xda, 0xbc, 0xe5, 0x31, 0x72, 0x17, 0xd2, 0x6d, 0x69, 0xc9, 0x6a,
-	0x05, 0xad, 0x34, 0xb1, 0x96, 0x35, 0x7e, 0x57, 0x63, 0x28, 0x8f, 0xcd, 0xe4, 0xd9, 0xf7, 0xc5,
-	0x84, 0x85, 0x68, 0xbd, 0x08, 0xd7, 0x64, 0xb8, 0xe7, 0x3e, 0x0c, 0x73, 0x10, 0x02, 0xc9, 0x16,
-	0x75, 0x98, 0x0c, 0x95, 0xb1, 0xe4, 0x59, 0x7f, 0x88, 0x6c, 0x10, 0x88, 0x69, 0xd7, 0x21, 0x25,
-	0x13, 0x60, 0xd6, 0xb9, 0x68, 0x56, 0x89, 0xc7, 0xa4, 0x0a, 0xab, 0xef, 0x0e, 0x86, 0x0a, 0x84,
-	0x91, 0x2d, 0x80, 0x7e, 0x81, 0x30, 0xde, 0x2d, 0x43, 0x55, 0xd3, 0xf0, 0xab, 0x69, 0xa8, 0x66,
-	0x61, 0x35, 0x8d, 0x1d, 0x6a, 0x33, 0xf4, 0xb5, 0x06, 0x3c, 0xf5, 0x53, 0x0d, 0x2b, 0x14, 0x84,
-	0x47, 0xaa, 0x77, 0x20, 0xad, 0x58, 0x65, 0xb5, 0xc2, 0xf8, 0x68, 0xae, 0x08, 0x26, 0xdb, 0x21,
-	0x5a, 0x63, 0x92, 0x56, 0x71, 0x24, 0x2d, 0x95, 0x33, 0xc4, 0x6b, 0x15, 0x66, 0x83, 0xc6, 0x89,
-	0x86, 0x7c, 0x31, 0xc3, 0xca, 0xbd, 0x0b, 0x73, 0x11, 0x34, 0x0a, 0xd9, 0xf0, 0x19, 0x05, 0x56,
-	0x14, 0x33, 0x7f, 0x65, 0xbb, 0x15, 0x06, 0x05, 0x0d, 0x38, 0xe9, 0x1f, 0x35, 0x6c, 0xfb, 0x16,
-	0x13, 0xb5, 0x7a, 0xc0, 0x63, 0x66, 0xb0, 0x99, 0x19, 0xec, 0x16, 0x59, 0x80, 0x4c, 0xcf, 0x53,
-	0xea, 0x9f, 0xb4, 0xfa, 0x06, 0x32, 0x0b, 0x69, 0xbe, 0xb7, 0xe7, 0x31, 0x91, 0x1d, 0x2f, 0x68,
-	0xa5, 0xa4, 0x85, 0xff, 0xc8, 0x22, 0x4c, 0x38, 0xb4, 0x53, 0x71, 0x59, 0x8d, 0xbb, 0xaf, 0xbd,
-	0x6c, 0x52, 0xfa, 0x81, 0x43, 0x3b, 0x96, 0xb2, 0x90, 0x79, 0xc8, 0xf8, 0x80, 0xea, 0xb1, 0x60,
-	0x5e, 0x36, 0x25, 0x7d, 0xff, 0x77, 0x68, 0x67, 0xd3, 0xff, 0xaf, 0x7f, 0xd6, 0xf0, 0x89, 0x20,
-	0x3f, 0x54, 0x7e, 0x0f, 0xfe, 0x0b, 0x02, 0x2a, 0xd9, 0x57, 0xbc, 0x72, 0x15, 0x1f, 0x35, 0x07,
-	0x70, 0xb2, 0x0c, 0x53, 0xf5, 0x86, 0x5d, 0xaf, 0x1c, 0x51, 0xc1, 0x5c, 0x87, 0xba, 0x6f, 0xa4,
-	0x92, 0xa4, 0x35, 0xe9, 0x5b, 0x5f, 0x04, 0x46, 0x52, 0x82, 0xe9, 0x26, 0xb7, 0x2b, 0x9e, 0xa0,
-	0xae, 0xa8, 0x84, 0x74, 0x4d, 0x35, 0xb9, 0xfd, 0xcc, 0x37, 0x3f, 0xe9, 0xe9, 0x6b, 0xb1, 0x4e,
-	0x0f, 0x94, 0x94, 0x20, 0xf0, 0x4d, 0x0a, 0xa0, 0xbf, 0x42, 0x05, 0x8a, 0xcf, 0x3f, 0x28, 0x71,
-	0x6f, 0x13, 0x04, 0x19, 0xfa, 0x9b, 0x40, 0xa9, 0x8e, 0xdf, 0x04, 0xa1, 0x1a, 0x21, 0x7a, 0xed,
-	0x6b, 0x1a, 0x52, 0x32, 0x1e, 0x39, 0x82, 0xb4, 0xda, 0x15, 0x64, 0x29, 0xea, 0x1b, 0x5d, 0x49,
-	0xb9, 0xe5, 0x11, 0x28, 0x45, 0x4c, 0x2f, 0xbc, 0xfd, 0xf2, 0xf3, 0xfd, 0x58, 0x8e, 0x64, 0xcd,
-	0xc8, 0xda, 0x53, 0xcb, 0x88, 0x74, 0x21, 0x25, 0x47, 0x90, 0xdc, 0x8c, 0x89, 0x38, 0xb8, 0xa5,
-	0x72, 0x4b, 0xc3, 0x41, 0x98, 0xb5, 0x28, 0xb3, 0xde, 0x20, 0x8b, 0xd1, 0xac, 0x78, 0xea, 0xfa,
-	0x03, 0x77, 0xe2, 0xab, 0x56, 0x1b, 0x83, 0x0c, 0x0d, 0x3c, 0x52, 0x75, 0x78, 0xed, 0x0c, 0x53,
-	0x8d, 0x1b, 0xe6, 0x54, 0x03, 0xe8, 0x8f, 0x39, 0x29, 0xc5, 0x57, 0x33, 0xbc, 0x37, 0x72, 0xb7,
-	0xff, 0x00, 0x89, 0x2c, 0xd6, 0x24, 0x8b, 0x55, 0xb2, 0x32, 0xa2, 0x0a, 0x66, 0x7f, 0x49, 0x90,
-	0x0f, 0x1a, 0xa4, 0xe4, 0xfc, 0xc5, 0xb6, 0x63, 0x70, 0x7b, 0xc4, 0xb6, 0x23, 0x34, 0xc2, 0xfa,
-	0xb6, 0x24, 0xb2, 0x41, 0xee, 0xc7, 0x13, 0x91, 0xbf, 0x83, 0x4c, 0xcc, 0x6e, 0xef, 0x7c, 0x62,
-	0x06, 0x13, 0xfd, 0x49, 0x83, 0xb4, 0x7a, 0xc7, 0xb1, 0xfd, 0x0a, 0x8d, 0x5e, 0x6c, 0xbf, 0xc2,
-	0xe3, 0xa3, 0xef, 0x48, 0x82, 0x8f, 0xc8, 0x83, 0xbf, 0x24, 0x68, 0x76, 0xd5, 0x98, 0x9e, 0x6c,
-	0x6e, 0x9c, 0x5d, 0xe4, 0xb5, 0xf3, 0x8b, 0xbc, 0xf6, 0xe3, 0x22, 0xaf, 0xbd, 0xbb, 0xcc, 0x27,
-	0xce, 0x2f, 0xf3, 0x89, 0x6f, 0x97, 0xf9, 0xc4, 0xcb, 0xa2, 0xdd, 0x10, 0xf5, 0x83, 0xaa, 0x51,
-	0xe3, 0x4e, 0x90, 0x0d, 0x7f, 0x3a, 0x41, 0x32, 0xf9, 0x41, 0x50, 0x4d, 0xcb, 0x2f, 0x82, 0xf5,
-	0x5f, 0x01, 0x00, 0x00, 0xff, 0xff, 0xe8, 0xcd, 0xdb, 0x4a, 0xc1, 0x08, 0x00, 0x00,
+	// 1275 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xb4, 0x58, 0x4b, 0x6f, 0xdc, 0x54,
+	0x14, 0x8e, 0x33, 0x8f, 0x24, 0x27, 0x8f, 0x86, 0x4b, 0xd4, 0x4e, 0xa7, 0xe9, 0x24, 0x71, 0x93,
+	0x26, 0x4d, 0xca, 0x98, 0x24, 0x02, 0xb1, 0x41, 0x28, 0x41, 0x34, 0x14, 0x12, 0x11, 0xa6, 0x20,
+	0xa4, 0xaa, 0xd2, 0x70, 0x67, 0x72, 0xe3, 0x58, 0x8c, 0xc7, 0xee, 0xd8, 0x79, 0x29, 0x44, 0x48,
+	0xf4, 0x0f, 0x20, 0xa1, 0xae, 0x78, 0x2c, 0xd8, 0xb0, 0xe2, 0x3f, 0xb0, 0xec, 0xb2, 0x12, 0x1b,
+	0x56, 0x08, 0x25, 0xfc, 0x10, 0xe4, 0x73, 0xcf, 0xf5, 0xd8, 0xf1, 0x78, 0x32, 0xea, 0x63, 0x35,
+	0xf6, 0xf5, 0x77, 0xce, 0xf9, 0xce, 0xe3, 0x9e, 0x73, 0x34, 0x30, 0x59, 0xdb, 0xf5, 0x1b, 0x8e,
+	0x69, 0xf8, 0x8e, 0x6b, 0xd5, 0x3d, 0xe3, 0x60, 0xd9, 0x78, 0xbc, 0x2f, 0x5a, 0xc7, 0x65, 0xb7,
+	0xe5, 0xf8, 0x0e, 0x1b, 0x97, 0x5f, 0xcb, 0xf2, 0x6b, 0xf9, 0x60, 0xb9, 0x38, 0x61, 0x3a, 0xa6,
+	0x83, 0x1f, 0x8d, 0xe0, 0x49, 0xe2, 0x8a, 0x93, 0xa6, 0xe3, 0x98, 0x0d, 0x61, 0x70, 0xd7, 0x32,
+	0x78, 0xb3, 0xe9, 0xf8, 0xdc, 0xb7, 0x9c, 0xa6, 0x47, 0x5f, 0x17, 0xeb, 0x8e, 0x67, 0x3b, 0x9e,
+	0x51, 0xe3, 0x9e, 0x90, 0xea, 0x8d, 0x83, 0xe5, 0x9a, 0xf0, 0xf9, 0xb2, 0xe1, 0x72, 0xd3, 0x6a,
+	0x22, 0x58, 0x69, 0x4a, 0xf0, 0xf1, 0x8f, 0x5d, 0xa1, 0x34, 0xdd, 0x4c, 0x7c, 0x35, 0x5b, 0xce,
+	0xbe, 0x4b, 0x9f, 0xf5, 0x09, 0x60, 0x9f, 0x07, 0xea, 0xb7, 0x79, 0x8b, 0xdb, 0x5e, 0x45, 0x3c,
+	0xde, 0x17, 0x9e, 0xaf, 0x6f, 0xc1, 0x9b, 0xb1, 0x53, 0xcf, 0x75, 0x9a, 0x9e, 0x60, 0xef, 0x42,
+	0xde, 0xc5, 0x93, 0x82, 0x36, 0xad, 0x2d, 0x0c, 0xaf, 0x14, 0xca, 0x17, 0x9d, 0x2d, 0x4b, 0x89,
+	0xf5, 0xec, 0xb3, 0x7f, 0xa6, 0xfa, 0x2a, 0x84, 0xd6, 0xe7, 0xe1, 0x0d, 0x54, 0xf7, 0x45, 0x00,
+	0x23, 0x1b, 0x8c, 0x41, 0xb6, 0xc9, 0x6d, 0x81, 0xaa, 0x86, 0x2a, 0xf8, 0xac, 0xdf, 0x27, 0x36,
+	0x04, 0x24, 0xb3, 0xab, 0x90, 0x43, 0x03, 0x64, 0xf5, 0x5a, 0xd2, 0x2a, 0xe2, 0xc9, 0xa8, 0xc4,
+	0xea, 0x8f, 0xa2, 0xaa, 0x94, 0x63, 0xec, 0x1e, 0x40, 0x3b, 0x7e, 0xa4, 0xef, 0x76, 0x59, 0x06,
+	0xbb, 0x1c, 0x04, 0xbb, 0x2c, 0x73, 0x49, 0xc1, 0x2e, 0x6f, 0x73, 0x53, 0x90, 0x6c, 0x25, 0x22,
+	0xa9, 0x3f, 0xd5, 0x28, 0x42, 0x4a, 0x3d, 0x51, 0x7d, 0x07, 0xf2, 0x92, 0x55, 0x41, 0x9b, 0xce,
+	0x5c, 0xce, 0x95, 0xc0, 0x6c, 0x23, 0x46, 0xab, 0x1f, 0x69, 0xcd, 0x5f, 0x4a, 0x4b, 0xda, 0x8c,
+	0xf1, 0xba, 0x0b, 0x57, 0x55, 0xe2, 0x7c, 0x0b, 0x0b, 0xaa, 0x5b, 0xb8, 0x1f, 0xc1, 0xb5, 0x04,
+	0x9a, 0x1c, 0x59, 0x0b, 0x18, 0xa9, 0x53, 0x72, 0xe6, 0x46, 0xc7, 0x74, 0x4b, 0x0c, 0x39, 0x14,
+	0x11, 0xd2, 0x7f, 0xd1, 0x28, 0xed, 0xf7, 0x84, 0x5f, 0xdf, 0x53, 0x3c, 0x26, 0xa2, 0xc9, 0x1c,
+	0xa2, 0x6c, 0xb1, 0x49, 0x18, 0x0a, 0x25, 0xd1, 0xff, 0xd1, 0x4a, 0xfb, 0x80, 0x5d, 0x85, 0xbc,
+	0xb3, 0xbb, 0xeb, 0x09, 0xbf, 0x90, 0x99, 0xd6, 0x16, 0xb2, 0x15, 0x7a, 0x63, 0x53, 0x30, 0x6c,
+	0xf3, 0xa3, 0x6a, 0x4b, 0xd4, 0x9d, 0xd6, 0x8e, 0x57, 0xc8, 0xa2, 0x1c, 0xd8, 0xfc, 0xa8, 0x22,
+	0x4f, 0xd8, 0x0d, 0x18, 0x0a, 0x00, 0xb5, 0x63, 0x5f, 0x78, 0x85, 0x1c, 0xca, 0x0e, 0xda, 0xfc,
+	0x68, 0x3d, 0x78, 0xd7, 0xff, 0xd4, 0xa8, 0x44, 0x88, 0x1f, 0x79, 0xfe, 0x1e, 0x0c, 0x28, 0x85,
+	0xd2, 0xed, 0x0e, 0x55, 0x2e, 0xf5, 0x93, 0xcf, 0x0a, 0xce, 0xe6, 0x60, 0x6c, 0xcf, 0x32, 0xf7,
+	0xaa, 0x87, 0xdc, 0x17, 0x2d, 0x9b, 0xb7, 0xbe, 0x41, 0x4f, 0xb2, 0x95, 0xd1, 0xe0, 0xf4, 0x2b,
+	0x75, 0xc8, 0x16, 0x60, 0xbc, 0xe1, 0x98, 0x55, 0xcf, 0xe7, 0x2d, 0xbf, 0x1a, 0xf3, 0x6b, 0xac,
+	0xe1, 0x98, 0x0f, 0x82, 0xe3, 0xcf, 0x42, 0xff, 0x9a, 0xe2, 0x28, 0x04, 0x65, 0x11, 0x04, 0xc1,
+	0x91, 0x04, 0xe8, 0x5f, 0x93, 0x07, 0x92, 0xcf, 0x6b, 0x08, 0x71, 0xd8, 0x09, 0x94, 0x85, 0x76,
+	0x27, 0x90, 0x5e, 0xa7, 0x77, 0x82, 0x58, 0x8c, 0x08, 0xad, 0xff, 0xa6, 0x51, 0xc9, 0x6d, 0x5a,
+	0x1e, 0x39, 0xe1, 0xbd, 0x0c, 0xed, 0xb7, 0x21, 0xeb, 0xb9, 0xa2, 0x8e, 0xa4, 0xc7, 0x56, 0x26,
+	0x93, 0x2c, 0xa4, 0x8d, 0x07, 0xae, 0xa8, 0x57, 0x10, 0xc9, 0x66, 0x60, 0xc4, 0xb7, 0x6c, 0xe1,
+	0xf9, 0xdc, 0x76, 0xab, 0xb6, 0x2c, 0x9a, 0x4c, 0x65, 0x38, 0x3c, 0xdb, 0xf2, 0xf4, 0x2f, 0xa1,
+	0x90, 0xe4, 0x48, 0x8e, 0xb7, 0xe3, 0xa4, 0xa1, 0xa0, 0x2a, 0xc5, 0x8b, 0x6a, 0xfb, 0x93, 0x6a,
+	0x55, 0x47, 0xda, 0xc0, 0xfe, 0xfb, 0xda, 0x3a, 0x92, 0x52, 0xdf, 0xee, 0x48, 0xb2, 0xe1, 0xa7,
+	0x77, 0x24, 0x94, 0x50, 0x89, 0x92, 0xe0, 0x57, 0xd7, 0x91, 0xca, 0xd4, 0x04, 0xd0, 0x88, 0x72,
+	0xfa, 0x3a, 0x0c, 0xa2, 0x9d, 0xaa, 0xb5, 0x43, 0xd9, 0x1e, 0xc0, 0xf7, 0xfb, 0x3b, 0xfa, 0x13,
+	0x2d, 0x1a, 0xa6, 0xe8, 0x0c, 0x40, 0x44, 0xfa, 0x0c, 0x88, 0x7a, 0x21, 0xb1, 0xc1, 0x55, 0xb6,
+	0x85, 0x5d, 0x13, 0xad, 0x20, 0x1f, 0x29, 0x57, 0x79, 0x0b, 0x01, 0xea, 0x2a, 0x13, 0x5c, 0xff,
+	0x94, 0x4a, 0x00, 0x95, 0x5e, 0xa8, 0xd3, 0x74, 0xf2, 0xed, 0x12, 0xee, 0x8f, 0x94, 0xb0, 0xfe,
+	0x2d, 0x0c, 0x47, 0xf4, 0xb0, 0x8f, 0x60, 0xa8, 0xee, 0xd8, 0xb6, 0xe5, 0xfb, 0x42, 0x5d, 0x9f,
+	0x99, 0x24, 0xaf, 0x0f, 0x15, 0x44, 0x4a, 0x11, 0xc1, 0xb6, 0x24, 0xbb, 0x0d, 0x57, 0x6a, 0xa2,
+	0xe1, 0x1c, 0x56, 0xc3, 0x66, 0x82, 0x56, 0x07, 0x2b, 0xa3, 0x78, 0xbc, 0x49, 0xad, 0x44, 0x7f,
+	0x08, 0xd7, 0x3b, 0xb8, 0x42, 0x61, 0x7d, 0x1f, 0x06, 0x64, 0x01, 0xab, 0xf2, 0xb8, 0x99, 0x12,
+	0xd8, 0x18, 0x0b, 0x25, 0xa3, 0xaf, 0xc3, 0x15, 0x79, 0x53, 0xb8, 0xf9, 0xc2, 0xd1, 0x79, 0xd2,
+	0x0f, 0x23, 0xe1, 0x18, 0xd9, 0xe4, 0xe6, 0x0b, 0xf5, 0x81, 0xc9, 0x68, 0x4c, 0x33, 0x78, 0xf7,
+	0x22, 0xa1, 0x4a, 0x36, 0xe6, 0x6c, 0xaf, 0x8d, 0x39, 0xd7, 0xb1, 0x31, 0x8f, 0x43, 0xa6, 0xc1,
+	0xcd, 0x42, 0x1e, 0x3f, 0x06, 0x8f, 0x9d, 0xb2, 0x31, 0xd0, 0x21, 0x1b, 0x41, 0xff, 0x90, 0x35,
+	0x56, 0x18, 0x44, 0xef, 0xe8, 0x4d, 0xdf, 0x84, 0xf1, 0x76, 0x24, 0xc3, 0x49, 0x94, 0x6d, 0x70,
+	0x53, 0x65, 0xa6, 0xd4, 0x65, 0xfa, 0x6e, 0x72, 0x93, 0x52, 0x83, 0x12, 0x2b, 0xbf, 0x8e, 0x40,
+	0x0e, 0xd5, 0xb1, 0x43, 0xc8, 0xcb, 0x95, 0x8c, 0xcd, 0x26, 0xe5, 0x93, 0x9b, 0x5f, 0x71, 0xee,
+	0x12, 0x94, 0xa4, 0xa6, 0x4f, 0x7f, 0xff, 0xd7, 0x7f, 0x3f, 0xf6, 0x17, 0x59, 0xc1, 0x48, 0xac,
+	0x97, 0x72, 0xe7, 0x63, 0x27, 0x90, 0xc3, 0x4d, 0x87, 0xdd, 0x4a, 0xd1, 0x18, 0x5d, 0x06, 0x8b,
+	0xb3, 0xdd, 0x41, 0x64, 0x75, 0x1e, 0xad, 0xce, 0xb0, 0xa9, 0xa4, 0x55, 0x7a, 0x3a, 0x09, 0xf6,
+	0x9a, 0xd3, 0xc0, 0x6b, 0xb9, 0x98, 0xb1, 0xae, 0x8a, 0x2f, 0xf5, 0x3a, 0xbe, 0xdd, 0x75, 0xf3,
+	0x9a, 0x16, 0xb9, 0xa7, 0x1a, 0x40, 0x7b, 0x9b, 0x62, 0x0b, 0xe9, 0xd1, 0x8c, 0xaf, 0x67, 0xc5,
+	0x3b, 0x3d, 0x20, 0x89, 0xc5, 0x0a, 0xb2, 0xb8, 0xcb, 0x16, 0x2f, 0x89, 0x82, 0xd1, 0xde, 0xc5,
+	0xd8, 0x4f, 0x1a, 0xe4, 0x70, 0xcd, 0x49, 0x4d, 0x47, 0x74, 0x49, 0x4b, 0x4d, 0x47, 0x6c, 0x53,
+	0xd2, 0x37, 0x90, 0xc8, 0x1a, 0xfb, 0x20, 0x9d, 0x08, 0xfe, 0x46, 0x99, 0x18, 0x27, 0xe1, 0xf3,
+	0xa9, 0xa1, 0x16, 0xa7, 0x3f, 0x34, 0x18, 0x8e, 0x0c, 0x5b, 0x96, 0x16, 0x8c, 0xe4, 0xd2, 0x50,
+	0x5c, 0xec, 0x05, 0xfa, 0xaa, 0xf8, 0x52, 0xdb, 0x0b, 0xca, 0x4b, 0x4e, 0xd9, 0xd4, 0xf2, 0x8a,
+	0xcd, 0xf8, 0xd4, 0xf2, 0x8a, 0x8f, 0xea, 0x6e, 0xe5, 0x45, 0x53, 0xf9, 0x3b, 0xc8, 0xa1, 0x4c,
+	0x6a, 0x16, 0xa3, 0x53, 0xb6, 0x38, 0xdb, 0x1d, 0x44, 0x56, 0x97, 0xd0, 0xea, 0x1c, 0xbb, 0x95,
+	0x66, 0xd5, 0x38, 0x51, 0x0d, 0xfd, 0x94, 0xfd, 0xac, 0xc1, 0x48, 0x74, 0x90, 0xb0, 0xc5, 0x6e,
+	0x36, 0x2e, 0xe4, 0x6a, 0xa9, 0x27, 0x2c, 0xd1, 0x5a, 0x45, 0x5a, 0x6f, 0xb1, 0xa5, 0x1e, 0x68,
+	0x85, 0x89, 0x39, 0x85, 0x4c, 0x30, 0x41, 0x66, 0xd2, 0x8a, 0x22, 0x1c, 0x53, 0x45, 0xbd, 0x1b,
+	0x84, 0x28, 0x18, 0x48, 0xe1, 0x0e, 0x9b, 0xef, 0x85, 0x42, 0x30, 0x04, 0x7e, 0xd7, 0x20, 0x2f,
+	0xd7, 0xde, 0xd4, 0xc2, 0x88, 0x6d, 0xea, 0xa9, 0x85, 0x11, 0xdf, 0xb6, 0xf5, 0x6d, 0x24, 0xf2,
+	0x09, 0xfb, 0xf8, 0x25, 0x2f, 0x9a, 0x71, 0x22, 0x03, 0x75, 0xba, 0xbe, 0xf6, 0xec, 0xac, 0xa4,
+	0x3d, 0x3f, 0x2b, 0x69, 0xff, 0x9e, 0x95, 0xb4, 0x1f, 0xce, 0x4b, 0x7d, 0xcf, 0xcf, 0x4b, 0x7d,
+	0x7f, 0x9f, 0x97, 0xfa, 0x1e, 0xce, 0x9b, 0x96, 0xbf, 0xb7, 0x5f, 0x2b, 0xd7, 0x1d, 0x5b, 0x59,
+	0xa3, 0x9f, 0x23, 0x65, 0x0c, 0xff, 0x5e, 0xa8, 0xe5, 0xf1, 0x0f, 0x84, 0xd5, 0xff, 0x03, 0x00,
+	0x00, 0xff, 0xff, 0x89, 0x19, 0x5b, 0x2f, 0x0f, 0x11, 0x00, 0x00,
 }
 
 // Reference imports to suppress errors if they are not otherwise used.
@@ -728,6 +1435,16 @@ type QueryClient interface {
 	Partitions(ctx context.Context, in *QueryPartitionsRequest, opts ...grpc.CallOption) (*QueryPartitionsResponse, error)
 	// Fetch returns records of one partition from an offset (Kafka Fetch).
 	Fetch(ctx context.Context, in *QueryFetchRequest, opts ...grpc.CallOption) (*QueryFetchResponse, error)
+	// ListOffsets returns the earliest, latest or first-at-time offset of a partition.
+	ListOffsets(ctx context.Context, in *QueryListOffsetsRequest, opts ...grpc.CallOption) (*QueryListOffsetsResponse, error)
+	// Groups lists consumer groups.
+	Groups(ctx context.Context, in *QueryGroupsRequest, opts ...grpc.CallOption) (*QueryGroupsResponse, error)
+	// Group returns a group with its members and their assignments.
+	Group(ctx context.Context, in *QueryGroupRequest, opts ...grpc.CallOption) (*QueryGroupResponse, error)
+	// GroupOffsets returns a group's committed offsets, for all topics or one.
+	GroupOffsets(ctx context.Context, in *QueryGroupOffsetsRequest, opts ...grpc.CallOption) (*QueryGroupOffsetsResponse, error)
+	// Lag returns high watermark minus committed offset for each partition the group reads.
+	Lag(ctx context.Context, in *QueryLagRequest, opts ...grpc.CallOption) (*QueryLagResponse, error)
 	// Record returns one record by offset.
 	Record(ctx context.Context, in *QueryRecordRequest, opts ...grpc.CallOption) (*QueryRecordResponse, error)
 }
@@ -785,6 +1502,51 @@ func (c *queryClient) Fetch(ctx context.Context, in *QueryFetchRequest, opts ...
 	return out, nil
 }
 
+func (c *queryClient) ListOffsets(ctx context.Context, in *QueryListOffsetsRequest, opts ...grpc.CallOption) (*QueryListOffsetsResponse, error) {
+	out := new(QueryListOffsetsResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.topics.v1.Query/ListOffsets", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) Groups(ctx context.Context, in *QueryGroupsRequest, opts ...grpc.CallOption) (*QueryGroupsResponse, error) {
+	out := new(QueryGroupsResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.topics.v1.Query/Groups", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) Group(ctx context.Context, in *QueryGroupRequest, opts ...grpc.CallOption) (*QueryGroupResponse, error) {
+	out := new(QueryGroupResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.topics.v1.Query/Group", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) GroupOffsets(ctx context.Context, in *QueryGroupOffsetsRequest, opts ...grpc.CallOption) (*QueryGroupOffsetsResponse, error) {
+	out := new(QueryGroupOffsetsResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.topics.v1.Query/GroupOffsets", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queryClient) Lag(ctx context.Context, in *QueryLagRequest, opts ...grpc.CallOption) (*QueryLagResponse, error) {
+	out := new(QueryLagResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.topics.v1.Query/Lag", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *queryClient) Record(ctx context.Context, in *QueryRecordRequest, opts ...grpc.CallOption) (*QueryRecordResponse, error) {
 	out := new(QueryRecordResponse)
 	err := c.cc.Invoke(ctx, "/bftlog.topics.v1.Query/Record", in, out, opts...)
@@ -806,6 +1568,16 @@ type QueryServer interface {
 	Partitions(context.Context, *QueryPartitionsRequest) (*QueryPartitionsResponse, error)
 	// Fetch returns records of one partition from an offset (Kafka Fetch).
 	Fetch(context.Context, *QueryFetchRequest) (*QueryFetchResponse, error)
+	// ListOffsets returns the earliest, latest or first-at-time offset of a partition.
+	ListOffsets(context.Context, *QueryListOffsetsRequest) (*QueryListOffsetsResponse, error)
+	// Groups lists consumer groups.
+	Groups(context.Context, *QueryGroupsRequest) (*QueryGroupsResponse, error)
+	// Group returns a group with its members and their assignments.
+	Group(context.Context, *QueryGroupRequest) (*QueryGroupResponse, error)
+	// GroupOffsets returns a group's committed offsets, for all topics or one.
+	GroupOffsets(context.Context, *QueryGroupOffsetsRequest) (*QueryGroupOffsetsResponse, error)
+	// Lag returns high watermark minus committed offset for each partition the group reads.
+	Lag(context.Context, *QueryLagRequest) (*QueryLagResponse, error)
 	// Record returns one record by offset.
 	Record(context.Context, *QueryRecordRequest) (*QueryRecordResponse, error)
 }
@@ -828,6 +1600,21 @@ func (*UnimplementedQueryServer) Partitions(ctx context.Context, req *QueryParti
 }
 func (*UnimplementedQueryServer) Fetch(ctx context.Context, req *QueryFetchRequest) (*QueryFetchResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Fetch not implemented")
+}
+func (*UnimplementedQueryServer) ListOffsets(ctx context.Context, req *QueryListOffsetsRequest) (*QueryListOffsetsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListOffsets not implemented")
+}
+func (*UnimplementedQueryServer) Groups(ctx context.Context, req *QueryGroupsRequest) (*QueryGroupsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Groups not implemented")
+}
+func (*UnimplementedQueryServer) Group(ctx context.Context, req *QueryGroupRequest) (*QueryGroupResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Group not implemented")
+}
+func (*UnimplementedQueryServer) GroupOffsets(ctx context.Context, req *QueryGroupOffsetsRequest) (*QueryGroupOffsetsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GroupOffsets not implemented")
+}
+func (*UnimplementedQueryServer) Lag(ctx context.Context, req *QueryLagRequest) (*QueryLagResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Lag not implemented")
 }
 func (*UnimplementedQueryServer) Record(ctx context.Context, req *QueryRecordRequest) (*QueryRecordResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Record not implemented")
@@ -927,6 +1714,96 @@ func _Query_Fetch_Handler(srv interface{}, ctx context.Context, dec func(interfa
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Query_ListOffsets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryListOffsetsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).ListOffsets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.topics.v1.Query/ListOffsets",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).ListOffsets(ctx, req.(*QueryListOffsetsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_Groups_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryGroupsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Groups(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.topics.v1.Query/Groups",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Groups(ctx, req.(*QueryGroupsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_Group_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Group(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.topics.v1.Query/Group",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Group(ctx, req.(*QueryGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_GroupOffsets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryGroupOffsetsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).GroupOffsets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.topics.v1.Query/GroupOffsets",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).GroupOffsets(ctx, req.(*QueryGroupOffsetsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Query_Lag_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryLagRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).Lag(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.topics.v1.Query/Lag",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).Lag(ctx, req.(*QueryLagRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Query_Record_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(QueryRecordRequest)
 	if err := dec(in); err != nil {
@@ -969,6 +1846,26 @@ var _Query_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Fetch",
 			Handler:    _Query_Fetch_Handler,
+		},
+		{
+			MethodName: "ListOffsets",
+			Handler:    _Query_ListOffsets_Handler,
+		},
+		{
+			MethodName: "Groups",
+			Handler:    _Query_Groups_Handler,
+		},
+		{
+			MethodName: "Group",
+			Handler:    _Query_Group_Handler,
+		},
+		{
+			MethodName: "GroupOffsets",
+			Handler:    _Query_GroupOffsets_Handler,
+		},
+		{
+			MethodName: "Lag",
+			Handler:    _Query_Lag_Handler,
 		},
 		{
 			MethodName: "Record",
@@ -1424,6 +2321,508 @@ func (m *QueryRecordResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *QueryListOffsetsRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryListOffsetsRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryListOffsetsRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.TimestampMs != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.TimestampMs))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.Spec != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.Spec))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.Partition != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.Partition))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Topic) > 0 {
+		i -= len(m.Topic)
+		copy(dAtA[i:], m.Topic)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.Topic)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryListOffsetsResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryListOffsetsResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryListOffsetsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.TimestampMs != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.TimestampMs))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.Offset != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.Offset))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryGroupsRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryGroupsRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryGroupsRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryGroupsResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryGroupsResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryGroupsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		{
+			size, err := m.Pagination.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintQuery(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Groups) > 0 {
+		for iNdEx := len(m.Groups) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Groups[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryGroupRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryGroupRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryGroupRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryGroupResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryGroupResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryGroupResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Members) > 0 {
+		for iNdEx := len(m.Members) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Members[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x12
+		}
+	}
+	{
+		size, err := m.Group.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryGroupOffsetsRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryGroupOffsetsRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryGroupOffsetsRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Topic) > 0 {
+		i -= len(m.Topic)
+		copy(dAtA[i:], m.Topic)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.Topic)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *GroupOffset) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *GroupOffset) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *GroupOffset) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.BelowLogStart {
+		i--
+		if m.BelowLogStart {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x10
+	}
+	{
+		size, err := m.Committed.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintQuery(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryGroupOffsetsResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryGroupOffsetsResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryGroupOffsetsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Offsets) > 0 {
+		for iNdEx := len(m.Offsets) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Offsets[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryLagRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryLagRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryLagRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Topic) > 0 {
+		i -= len(m.Topic)
+		copy(dAtA[i:], m.Topic)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.Topic)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *PartitionLag) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *PartitionLag) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *PartitionLag) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Member) > 0 {
+		i -= len(m.Member)
+		copy(dAtA[i:], m.Member)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.Member)))
+		i--
+		dAtA[i] = 0x42
+	}
+	if m.BelowLogStart {
+		i--
+		if m.BelowLogStart {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x38
+	}
+	if m.Lag != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.Lag))
+		i--
+		dAtA[i] = 0x30
+	}
+	if m.LogStartOffset != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.LogStartOffset))
+		i--
+		dAtA[i] = 0x28
+	}
+	if m.HighWatermark != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.HighWatermark))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.Committed != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.Committed))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.Partition != 0 {
+		i = encodeVarintQuery(dAtA, i, uint64(m.Partition))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Topic) > 0 {
+		i -= len(m.Topic)
+		copy(dAtA[i:], m.Topic)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.Topic)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryLagResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryLagResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryLagResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Lags) > 0 {
+		for iNdEx := len(m.Lags) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Lags[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintQuery(dAtA []byte, offset int, v uint64) int {
 	offset -= sovQuery(v)
 	base := offset
@@ -1615,6 +3014,218 @@ func (m *QueryRecordResponse) Size() (n int) {
 	_ = l
 	l = m.Record.Size()
 	n += 1 + l + sovQuery(uint64(l))
+	return n
+}
+
+func (m *QueryListOffsetsRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Topic)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	if m.Partition != 0 {
+		n += 1 + sovQuery(uint64(m.Partition))
+	}
+	if m.Spec != 0 {
+		n += 1 + sovQuery(uint64(m.Spec))
+	}
+	if m.TimestampMs != 0 {
+		n += 1 + sovQuery(uint64(m.TimestampMs))
+	}
+	return n
+}
+
+func (m *QueryListOffsetsResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Offset != 0 {
+		n += 1 + sovQuery(uint64(m.Offset))
+	}
+	if m.TimestampMs != 0 {
+		n += 1 + sovQuery(uint64(m.TimestampMs))
+	}
+	return n
+}
+
+func (m *QueryGroupsRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryGroupsResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Groups) > 0 {
+		for _, e := range m.Groups {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	if m.Pagination != nil {
+		l = m.Pagination.Size()
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryGroupRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryGroupResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Group.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	if len(m.Members) > 0 {
+		for _, e := range m.Members {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *QueryGroupOffsetsRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	l = len(m.Topic)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *GroupOffset) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Committed.Size()
+	n += 1 + l + sovQuery(uint64(l))
+	if m.BelowLogStart {
+		n += 2
+	}
+	return n
+}
+
+func (m *QueryGroupOffsetsResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Offsets) > 0 {
+		for _, e := range m.Offsets {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *QueryLagRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	l = len(m.Topic)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *PartitionLag) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Topic)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	if m.Partition != 0 {
+		n += 1 + sovQuery(uint64(m.Partition))
+	}
+	if m.Committed != 0 {
+		n += 1 + sovQuery(uint64(m.Committed))
+	}
+	if m.HighWatermark != 0 {
+		n += 1 + sovQuery(uint64(m.HighWatermark))
+	}
+	if m.LogStartOffset != 0 {
+		n += 1 + sovQuery(uint64(m.LogStartOffset))
+	}
+	if m.Lag != 0 {
+		n += 1 + sovQuery(uint64(m.Lag))
+	}
+	if m.BelowLogStart {
+		n += 2
+	}
+	l = len(m.Member)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
+func (m *QueryLagResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Lags) > 0 {
+		for _, e := range m.Lags {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
 	return n
 }
 
@@ -2772,6 +4383,1366 @@ func (m *QueryRecordResponse) Unmarshal(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			if err := m.Record.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryListOffsetsRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryListOffsetsRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryListOffsetsRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Topic", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Topic = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Partition", wireType)
+			}
+			m.Partition = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Partition |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Spec", wireType)
+			}
+			m.Spec = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Spec |= OffsetSpec(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TimestampMs", wireType)
+			}
+			m.TimestampMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TimestampMs |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryListOffsetsResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryListOffsetsResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryListOffsetsResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Offset", wireType)
+			}
+			m.Offset = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Offset |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TimestampMs", wireType)
+			}
+			m.TimestampMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TimestampMs |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryGroupsRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryGroupsRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryGroupsRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageRequest{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryGroupsResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryGroupsResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryGroupsResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Groups", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Groups = append(m.Groups, Group{})
+			if err := m.Groups[len(m.Groups)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pagination", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Pagination == nil {
+				m.Pagination = &query.PageResponse{}
+			}
+			if err := m.Pagination.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryGroupRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryGroupRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryGroupRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryGroupResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryGroupResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryGroupResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Group", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Group.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Members", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Members = append(m.Members, Member{})
+			if err := m.Members[len(m.Members)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryGroupOffsetsRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryGroupOffsetsRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryGroupOffsetsRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Topic", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Topic = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *GroupOffset) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: GroupOffset: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: GroupOffset: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Committed", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Committed.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field BelowLogStart", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.BelowLogStart = bool(v != 0)
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryGroupOffsetsResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryGroupOffsetsResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryGroupOffsetsResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Offsets", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Offsets = append(m.Offsets, GroupOffset{})
+			if err := m.Offsets[len(m.Offsets)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryLagRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryLagRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryLagRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Topic", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Topic = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *PartitionLag) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: PartitionLag: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: PartitionLag: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Topic", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Topic = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Partition", wireType)
+			}
+			m.Partition = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Partition |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Committed", wireType)
+			}
+			m.Committed = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Committed |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field HighWatermark", wireType)
+			}
+			m.HighWatermark = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.HighWatermark |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field LogStartOffset", wireType)
+			}
+			m.LogStartOffset = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.LogStartOffset |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Lag", wireType)
+			}
+			m.Lag = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Lag |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field BelowLogStart", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.BelowLogStart = bool(v != 0)
+		case 8:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Member", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Member = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryLagResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryLagResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryLagResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Lags", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Lags = append(m.Lags, PartitionLag{})
+			if err := m.Lags[len(m.Lags)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex

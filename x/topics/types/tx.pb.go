@@ -428,6 +428,10 @@ type ProduceBatch struct {
 	Topic     string        `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
 	Partition int32         `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
 	Records   []BatchRecord `protobuf:"bytes,3,rep,name=records,proto3" json:"records"`
+	// sequence makes the batch idempotent: 0 means none; otherwise the producer's sequences for
+	// this (topic, partition) start at 1 and go up by one per batch. Resending the last accepted
+	// sequence returns the original offsets and appends nothing. Needs an explicit partition.
+	Sequence uint64 `protobuf:"varint,4,opt,name=sequence,proto3" json:"sequence,omitempty"`
 }
 
 func (m *ProduceBatch) Reset()         { *m = ProduceBatch{} }
@@ -482,6 +486,13 @@ func (m *ProduceBatch) GetRecords() []BatchRecord {
 		return m.Records
 	}
 	return nil
+}
+
+func (m *ProduceBatch) GetSequence() uint64 {
+	if m != nil {
+		return m.Sequence
+	}
+	return 0
 }
 
 // MsgProduce appends records; every batch is applied or none is.
@@ -543,6 +554,8 @@ type ProduceResult struct {
 	Partition  uint32 `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
 	BaseOffset uint64 `protobuf:"varint,3,opt,name=base_offset,json=baseOffset,proto3" json:"base_offset,omitempty"`
 	Count      uint32 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
+	// duplicate is true when this was a retry of the last accepted sequence: nothing was appended.
+	Duplicate bool `protobuf:"varint,5,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
 }
 
 func (m *ProduceResult) Reset()         { *m = ProduceResult{} }
@@ -604,6 +617,13 @@ func (m *ProduceResult) GetCount() uint32 {
 		return m.Count
 	}
 	return 0
+}
+
+func (m *ProduceResult) GetDuplicate() bool {
+	if m != nil {
+		return m.Duplicate
+	}
+	return false
 }
 
 // MsgProduceResponse has one result per appended (topic, partition) batch, in append order.
@@ -740,6 +760,728 @@ func (m *MsgUpdateParamsResponse) XXX_DiscardUnknown() {
 
 var xxx_messageInfo_MsgUpdateParamsResponse proto.InternalMessageInfo
 
+// MsgJoinGroup joins (or re-joins, updating the subscription) a consumer group.
+type MsgJoinGroup struct {
+	Member  string   `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	GroupId string   `protobuf:"bytes,2,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	Topics  []string `protobuf:"bytes,3,rep,name=topics,proto3" json:"topics,omitempty"`
+	// assignor and session_timeout_ms apply when the join creates the group; 0 means defaults.
+	Assignor         Assignor `protobuf:"varint,4,opt,name=assignor,proto3,enum=bftlog.topics.v1.Assignor" json:"assignor,omitempty"`
+	SessionTimeoutMs int64    `protobuf:"varint,5,opt,name=session_timeout_ms,json=sessionTimeoutMs,proto3" json:"session_timeout_ms,omitempty"`
+}
+
+func (m *MsgJoinGroup) Reset()         { *m = MsgJoinGroup{} }
+func (m *MsgJoinGroup) String() string { return proto.CompactTextString(m) }
+func (*MsgJoinGroup) ProtoMessage()    {}
+func (*MsgJoinGroup) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{14}
+}
+func (m *MsgJoinGroup) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgJoinGroup) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgJoinGroup.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgJoinGroup) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgJoinGroup.Merge(m, src)
+}
+func (m *MsgJoinGroup) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgJoinGroup) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgJoinGroup.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgJoinGroup proto.InternalMessageInfo
+
+func (m *MsgJoinGroup) GetMember() string {
+	if m != nil {
+		return m.Member
+	}
+	return ""
+}
+
+func (m *MsgJoinGroup) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+func (m *MsgJoinGroup) GetTopics() []string {
+	if m != nil {
+		return m.Topics
+	}
+	return nil
+}
+
+func (m *MsgJoinGroup) GetAssignor() Assignor {
+	if m != nil {
+		return m.Assignor
+	}
+	return ASSIGNOR_UNSPECIFIED
+}
+
+func (m *MsgJoinGroup) GetSessionTimeoutMs() int64 {
+	if m != nil {
+		return m.SessionTimeoutMs
+	}
+	return 0
+}
+
+type MsgJoinGroupResponse struct {
+	Generation uint64            `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	Assignment []TopicPartitions `protobuf:"bytes,2,rep,name=assignment,proto3" json:"assignment"`
+}
+
+func (m *MsgJoinGroupResponse) Reset()         { *m = MsgJoinGroupResponse{} }
+func (m *MsgJoinGroupResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgJoinGroupResponse) ProtoMessage()    {}
+func (*MsgJoinGroupResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{15}
+}
+func (m *MsgJoinGroupResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgJoinGroupResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgJoinGroupResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgJoinGroupResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgJoinGroupResponse.Merge(m, src)
+}
+func (m *MsgJoinGroupResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgJoinGroupResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgJoinGroupResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgJoinGroupResponse proto.InternalMessageInfo
+
+func (m *MsgJoinGroupResponse) GetGeneration() uint64 {
+	if m != nil {
+		return m.Generation
+	}
+	return 0
+}
+
+func (m *MsgJoinGroupResponse) GetAssignment() []TopicPartitions {
+	if m != nil {
+		return m.Assignment
+	}
+	return nil
+}
+
+type MsgLeaveGroup struct {
+	Member  string `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	GroupId string `protobuf:"bytes,2,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+}
+
+func (m *MsgLeaveGroup) Reset()         { *m = MsgLeaveGroup{} }
+func (m *MsgLeaveGroup) String() string { return proto.CompactTextString(m) }
+func (*MsgLeaveGroup) ProtoMessage()    {}
+func (*MsgLeaveGroup) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{16}
+}
+func (m *MsgLeaveGroup) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgLeaveGroup) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgLeaveGroup.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgLeaveGroup) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgLeaveGroup.Merge(m, src)
+}
+func (m *MsgLeaveGroup) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgLeaveGroup) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgLeaveGroup.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgLeaveGroup proto.InternalMessageInfo
+
+func (m *MsgLeaveGroup) GetMember() string {
+	if m != nil {
+		return m.Member
+	}
+	return ""
+}
+
+func (m *MsgLeaveGroup) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+type MsgLeaveGroupResponse struct {
+}
+
+func (m *MsgLeaveGroupResponse) Reset()         { *m = MsgLeaveGroupResponse{} }
+func (m *MsgLeaveGroupResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgLeaveGroupResponse) ProtoMessage()    {}
+func (*MsgLeaveGroupResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{17}
+}
+func (m *MsgLeaveGroupResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgLeaveGroupResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgLeaveGroupResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgLeaveGroupResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgLeaveGroupResponse.Merge(m, src)
+}
+func (m *MsgLeaveGroupResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgLeaveGroupResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgLeaveGroupResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgLeaveGroupResponse proto.InternalMessageInfo
+
+type MsgHeartbeat struct {
+	Member  string `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	GroupId string `protobuf:"bytes,2,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+}
+
+func (m *MsgHeartbeat) Reset()         { *m = MsgHeartbeat{} }
+func (m *MsgHeartbeat) String() string { return proto.CompactTextString(m) }
+func (*MsgHeartbeat) ProtoMessage()    {}
+func (*MsgHeartbeat) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{18}
+}
+func (m *MsgHeartbeat) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgHeartbeat) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgHeartbeat.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgHeartbeat) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgHeartbeat.Merge(m, src)
+}
+func (m *MsgHeartbeat) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgHeartbeat) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgHeartbeat.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgHeartbeat proto.InternalMessageInfo
+
+func (m *MsgHeartbeat) GetMember() string {
+	if m != nil {
+		return m.Member
+	}
+	return ""
+}
+
+func (m *MsgHeartbeat) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+type MsgHeartbeatResponse struct {
+	Generation uint64            `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	Assignment []TopicPartitions `protobuf:"bytes,2,rep,name=assignment,proto3" json:"assignment"`
+}
+
+func (m *MsgHeartbeatResponse) Reset()         { *m = MsgHeartbeatResponse{} }
+func (m *MsgHeartbeatResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgHeartbeatResponse) ProtoMessage()    {}
+func (*MsgHeartbeatResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{19}
+}
+func (m *MsgHeartbeatResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgHeartbeatResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgHeartbeatResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgHeartbeatResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgHeartbeatResponse.Merge(m, src)
+}
+func (m *MsgHeartbeatResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgHeartbeatResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgHeartbeatResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgHeartbeatResponse proto.InternalMessageInfo
+
+func (m *MsgHeartbeatResponse) GetGeneration() uint64 {
+	if m != nil {
+		return m.Generation
+	}
+	return 0
+}
+
+func (m *MsgHeartbeatResponse) GetAssignment() []TopicPartitions {
+	if m != nil {
+		return m.Assignment
+	}
+	return nil
+}
+
+// OffsetCommit is one partition's new committed offset.
+type OffsetCommit struct {
+	Topic     string `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition uint32 `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset    uint64 `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	Metadata  string `protobuf:"bytes,4,opt,name=metadata,proto3" json:"metadata,omitempty"`
+}
+
+func (m *OffsetCommit) Reset()         { *m = OffsetCommit{} }
+func (m *OffsetCommit) String() string { return proto.CompactTextString(m) }
+func (*OffsetCommit) ProtoMessage()    {}
+func (*OffsetCommit) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{20}
+}
+func (m *OffsetCommit) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *OffsetCommit) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_OffsetCommit.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *OffsetCommit) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_OffsetCommit.Merge(m, src)
+}
+func (m *OffsetCommit) XXX_Size() int {
+	return m.Size()
+}
+func (m *OffsetCommit) XXX_DiscardUnknown() {
+	xxx_messageInfo_OffsetCommit.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_OffsetCommit proto.InternalMessageInfo
+
+func (m *OffsetCommit) GetTopic() string {
+	if m != nil {
+		return m.Topic
+	}
+	return ""
+}
+
+func (m *OffsetCommit) GetPartition() uint32 {
+	if m != nil {
+		return m.Partition
+	}
+	return 0
+}
+
+func (m *OffsetCommit) GetOffset() uint64 {
+	if m != nil {
+		return m.Offset
+	}
+	return 0
+}
+
+func (m *OffsetCommit) GetMetadata() string {
+	if m != nil {
+		return m.Metadata
+	}
+	return ""
+}
+
+// MsgCommitOffsets commits offsets for partitions assigned to the member, fenced by generation.
+type MsgCommitOffsets struct {
+	Member     string         `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	GroupId    string         `protobuf:"bytes,2,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	Generation uint64         `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	Offsets    []OffsetCommit `protobuf:"bytes,4,rep,name=offsets,proto3" json:"offsets"`
+}
+
+func (m *MsgCommitOffsets) Reset()         { *m = MsgCommitOffsets{} }
+func (m *MsgCommitOffsets) String() string { return proto.CompactTextString(m) }
+func (*MsgCommitOffsets) ProtoMessage()    {}
+func (*MsgCommitOffsets) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{21}
+}
+func (m *MsgCommitOffsets) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgCommitOffsets) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgCommitOffsets.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgCommitOffsets) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgCommitOffsets.Merge(m, src)
+}
+func (m *MsgCommitOffsets) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgCommitOffsets) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgCommitOffsets.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgCommitOffsets proto.InternalMessageInfo
+
+func (m *MsgCommitOffsets) GetMember() string {
+	if m != nil {
+		return m.Member
+	}
+	return ""
+}
+
+func (m *MsgCommitOffsets) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+func (m *MsgCommitOffsets) GetGeneration() uint64 {
+	if m != nil {
+		return m.Generation
+	}
+	return 0
+}
+
+func (m *MsgCommitOffsets) GetOffsets() []OffsetCommit {
+	if m != nil {
+		return m.Offsets
+	}
+	return nil
+}
+
+type MsgCommitOffsetsResponse struct {
+}
+
+func (m *MsgCommitOffsetsResponse) Reset()         { *m = MsgCommitOffsetsResponse{} }
+func (m *MsgCommitOffsetsResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgCommitOffsetsResponse) ProtoMessage()    {}
+func (*MsgCommitOffsetsResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{22}
+}
+func (m *MsgCommitOffsetsResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgCommitOffsetsResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgCommitOffsetsResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgCommitOffsetsResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgCommitOffsetsResponse.Merge(m, src)
+}
+func (m *MsgCommitOffsetsResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgCommitOffsetsResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgCommitOffsetsResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgCommitOffsetsResponse proto.InternalMessageInfo
+
+// MsgResetOffsets moves the offsets of an empty group, like kafka-consumer-groups --reset-offsets.
+type MsgResetOffsets struct {
+	Authority string `protobuf:"bytes,1,opt,name=authority,proto3" json:"authority,omitempty"`
+	GroupId   string `protobuf:"bytes,2,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	Topic     string `protobuf:"bytes,3,opt,name=topic,proto3" json:"topic,omitempty"`
+	// partitions to reset; empty means all of the topic's partitions.
+	Partitions  []uint32   `protobuf:"varint,4,rep,packed,name=partitions,proto3" json:"partitions,omitempty"`
+	To          OffsetSpec `protobuf:"varint,5,opt,name=to,proto3,enum=bftlog.topics.v1.OffsetSpec" json:"to,omitempty"`
+	Offset      uint64     `protobuf:"varint,6,opt,name=offset,proto3" json:"offset,omitempty"`
+	TimestampMs int64      `protobuf:"varint,7,opt,name=timestamp_ms,json=timestampMs,proto3" json:"timestamp_ms,omitempty"`
+}
+
+func (m *MsgResetOffsets) Reset()         { *m = MsgResetOffsets{} }
+func (m *MsgResetOffsets) String() string { return proto.CompactTextString(m) }
+func (*MsgResetOffsets) ProtoMessage()    {}
+func (*MsgResetOffsets) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{23}
+}
+func (m *MsgResetOffsets) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgResetOffsets) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgResetOffsets.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgResetOffsets) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgResetOffsets.Merge(m, src)
+}
+func (m *MsgResetOffsets) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgResetOffsets) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgResetOffsets.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgResetOffsets proto.InternalMessageInfo
+
+func (m *MsgResetOffsets) GetAuthority() string {
+	if m != nil {
+		return m.Authority
+	}
+	return ""
+}
+
+func (m *MsgResetOffsets) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+func (m *MsgResetOffsets) GetTopic() string {
+	if m != nil {
+		return m.Topic
+	}
+	return ""
+}
+
+func (m *MsgResetOffsets) GetPartitions() []uint32 {
+	if m != nil {
+		return m.Partitions
+	}
+	return nil
+}
+
+func (m *MsgResetOffsets) GetTo() OffsetSpec {
+	if m != nil {
+		return m.To
+	}
+	return OFFSET_SPEC_UNSPECIFIED
+}
+
+func (m *MsgResetOffsets) GetOffset() uint64 {
+	if m != nil {
+		return m.Offset
+	}
+	return 0
+}
+
+func (m *MsgResetOffsets) GetTimestampMs() int64 {
+	if m != nil {
+		return m.TimestampMs
+	}
+	return 0
+}
+
+type MsgResetOffsetsResponse struct {
+	Offsets []CommittedOffset `protobuf:"bytes,1,rep,name=offsets,proto3" json:"offsets"`
+}
+
+func (m *MsgResetOffsetsResponse) Reset()         { *m = MsgResetOffsetsResponse{} }
+func (m *MsgResetOffsetsResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgResetOffsetsResponse) ProtoMessage()    {}
+func (*MsgResetOffsetsResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{24}
+}
+func (m *MsgResetOffsetsResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgResetOffsetsResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgResetOffsetsResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgResetOffsetsResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgResetOffsetsResponse.Merge(m, src)
+}
+func (m *MsgResetOffsetsResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgResetOffsetsResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgResetOffsetsResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgResetOffsetsResponse proto.InternalMessageInfo
+
+func (m *MsgResetOffsetsResponse) GetOffsets() []CommittedOffset {
+	if m != nil {
+		return m.Offsets
+	}
+	return nil
+}
+
+type MsgDeleteGroup struct {
+	Authority string `protobuf:"bytes,1,opt,name=authority,proto3" json:"authority,omitempty"`
+	GroupId   string `protobuf:"bytes,2,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+}
+
+func (m *MsgDeleteGroup) Reset()         { *m = MsgDeleteGroup{} }
+func (m *MsgDeleteGroup) String() string { return proto.CompactTextString(m) }
+func (*MsgDeleteGroup) ProtoMessage()    {}
+func (*MsgDeleteGroup) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{25}
+}
+func (m *MsgDeleteGroup) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgDeleteGroup) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgDeleteGroup.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgDeleteGroup) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgDeleteGroup.Merge(m, src)
+}
+func (m *MsgDeleteGroup) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgDeleteGroup) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgDeleteGroup.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgDeleteGroup proto.InternalMessageInfo
+
+func (m *MsgDeleteGroup) GetAuthority() string {
+	if m != nil {
+		return m.Authority
+	}
+	return ""
+}
+
+func (m *MsgDeleteGroup) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+type MsgDeleteGroupResponse struct {
+}
+
+func (m *MsgDeleteGroupResponse) Reset()         { *m = MsgDeleteGroupResponse{} }
+func (m *MsgDeleteGroupResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgDeleteGroupResponse) ProtoMessage()    {}
+func (*MsgDeleteGroupResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{26}
+}
+func (m *MsgDeleteGroupResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgDeleteGroupResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgDeleteGroupResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgDeleteGroupResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgDeleteGroupResponse.Merge(m, src)
+}
+func (m *MsgDeleteGroupResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgDeleteGroupResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgDeleteGroupResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgDeleteGroupResponse proto.InternalMessageInfo
+
 func init() {
 	proto.RegisterType((*MsgCreateTopic)(nil), "bftlog.topics.v1.MsgCreateTopic")
 	proto.RegisterType((*MsgCreateTopicResponse)(nil), "bftlog.topics.v1.MsgCreateTopicResponse")
@@ -755,64 +1497,111 @@ func init() {
 	proto.RegisterType((*MsgProduceResponse)(nil), "bftlog.topics.v1.MsgProduceResponse")
 	proto.RegisterType((*MsgUpdateParams)(nil), "bftlog.topics.v1.MsgUpdateParams")
 	proto.RegisterType((*MsgUpdateParamsResponse)(nil), "bftlog.topics.v1.MsgUpdateParamsResponse")
+	proto.RegisterType((*MsgJoinGroup)(nil), "bftlog.topics.v1.MsgJoinGroup")
+	proto.RegisterType((*MsgJoinGroupResponse)(nil), "bftlog.topics.v1.MsgJoinGroupResponse")
+	proto.RegisterType((*MsgLeaveGroup)(nil), "bftlog.topics.v1.MsgLeaveGroup")
+	proto.RegisterType((*MsgLeaveGroupResponse)(nil), "bftlog.topics.v1.MsgLeaveGroupResponse")
+	proto.RegisterType((*MsgHeartbeat)(nil), "bftlog.topics.v1.MsgHeartbeat")
+	proto.RegisterType((*MsgHeartbeatResponse)(nil), "bftlog.topics.v1.MsgHeartbeatResponse")
+	proto.RegisterType((*OffsetCommit)(nil), "bftlog.topics.v1.OffsetCommit")
+	proto.RegisterType((*MsgCommitOffsets)(nil), "bftlog.topics.v1.MsgCommitOffsets")
+	proto.RegisterType((*MsgCommitOffsetsResponse)(nil), "bftlog.topics.v1.MsgCommitOffsetsResponse")
+	proto.RegisterType((*MsgResetOffsets)(nil), "bftlog.topics.v1.MsgResetOffsets")
+	proto.RegisterType((*MsgResetOffsetsResponse)(nil), "bftlog.topics.v1.MsgResetOffsetsResponse")
+	proto.RegisterType((*MsgDeleteGroup)(nil), "bftlog.topics.v1.MsgDeleteGroup")
+	proto.RegisterType((*MsgDeleteGroupResponse)(nil), "bftlog.topics.v1.MsgDeleteGroupResponse")
 }
 
 func init() { proto.RegisterFile("bftlog/topics/v1/tx.proto", fileDescriptor_8724cd99659d5f00) }
 
 var fileDescriptor_8724cd99659d5f00 = []byte{
-	// 823 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xac, 0x56, 0x4d, 0x6f, 0xf3, 0x44,
-	0x10, 0x8e, 0xdf, 0x24, 0x2d, 0x99, 0xbc, 0x81, 0x76, 0x15, 0x51, 0xd7, 0x4a, 0xdd, 0x60, 0x21,
-	0x08, 0x41, 0xd8, 0xb4, 0x7c, 0x1c, 0x82, 0xf8, 0x68, 0xca, 0x35, 0xa2, 0x32, 0xf4, 0x50, 0x84,
-	0x54, 0x39, 0xce, 0xc6, 0xb5, 0x68, 0xbc, 0x96, 0xd7, 0x29, 0x2d, 0x27, 0xe0, 0x88, 0x84, 0xc4,
-	0xcf, 0xe0, 0x84, 0x8a, 0xc4, 0x81, 0x0b, 0xf7, 0x1e, 0x2b, 0x4e, 0x48, 0x48, 0x08, 0x35, 0x87,
-	0xfe, 0x0d, 0xb4, 0xbb, 0xb6, 0x63, 0xc7, 0x6e, 0x53, 0x55, 0xbd, 0xb4, 0xf6, 0xcc, 0x33, 0x33,
-	0xcf, 0x33, 0x3b, 0x3b, 0x31, 0x6c, 0x0e, 0xc7, 0xe1, 0x29, 0x71, 0x8c, 0x90, 0xf8, 0xae, 0x4d,
-	0x8d, 0xb3, 0x1d, 0x23, 0x3c, 0xd7, 0xfd, 0x80, 0x84, 0x04, 0xad, 0x09, 0x97, 0x2e, 0x5c, 0xfa,
-	0xd9, 0x8e, 0xd2, 0x74, 0x88, 0x43, 0xb8, 0xd3, 0x60, 0x4f, 0x02, 0xa7, 0xac, 0x5b, 0x13, 0xd7,
-	0x23, 0x06, 0xff, 0x1b, 0x99, 0x36, 0x6d, 0x42, 0x27, 0x84, 0x1e, 0x0b, 0xac, 0x78, 0x89, 0x5c,
-	0x1b, 0xe2, 0xcd, 0x98, 0x50, 0x87, 0x55, 0x9b, 0x50, 0x27, 0x72, 0xb4, 0xf2, 0x4c, 0x2e, 0x7c,
-	0x1c, 0x85, 0x69, 0x33, 0x09, 0x5e, 0x1c, 0x50, 0x67, 0x3f, 0xc0, 0x56, 0x88, 0xbf, 0x60, 0x10,
-	0xa4, 0x43, 0x95, 0x7c, 0xe3, 0xe1, 0x40, 0x96, 0xda, 0x52, 0xa7, 0xd6, 0x97, 0xff, 0xfa, 0xfd,
-	0xad, 0x66, 0x54, 0x6a, 0x6f, 0x34, 0x0a, 0x30, 0xa5, 0x9f, 0x87, 0x81, 0xeb, 0x39, 0xa6, 0x80,
-	0x21, 0x04, 0x15, 0xcf, 0x9a, 0x60, 0xf9, 0x19, 0x83, 0x9b, 0xfc, 0x19, 0xa9, 0x00, 0xbe, 0x15,
-	0x84, 0x6e, 0xe8, 0x12, 0x8f, 0xca, 0xe5, 0xb6, 0xd4, 0x69, 0x98, 0x29, 0x0b, 0xfa, 0x04, 0x56,
-	0x6c, 0xe2, 0x8d, 0x5d, 0x47, 0xae, 0xb4, 0xa5, 0x4e, 0x7d, 0x77, 0x4b, 0x5f, 0x6c, 0x8a, 0xce,
-	0xc9, 0xec, 0x73, 0x50, 0xbf, 0x76, 0xf5, 0xef, 0x76, 0xe9, 0x97, 0xdb, 0xcb, 0xae, 0x64, 0x46,
-	0x71, 0xbd, 0x37, 0x7f, 0xb8, 0xbd, 0xec, 0x0a, 0x06, 0x3f, 0xde, 0x5e, 0x76, 0x17, 0x54, 0x66,
-	0x25, 0x69, 0x32, 0xbc, 0x9c, 0xb5, 0x98, 0x98, 0xfa, 0xc4, 0xa3, 0x58, 0xfb, 0x47, 0x82, 0xe6,
-	0x80, 0x3a, 0x87, 0xfe, 0x28, 0x76, 0x89, 0x92, 0xe8, 0x7d, 0xa8, 0x59, 0xd3, 0xf0, 0x84, 0x04,
-	0x6e, 0x78, 0xb1, 0xb4, 0x13, 0x73, 0x68, 0x61, 0x37, 0xe6, 0x6a, 0xcb, 0x8f, 0x54, 0xfb, 0x1e,
-	0x53, 0x3b, 0xaf, 0xc2, 0x14, 0x6b, 0x39, 0xc5, 0x39, 0x11, 0x9a, 0x0a, 0xad, 0x22, 0x7b, 0xa2,
-	0xfe, 0x37, 0x09, 0xd6, 0x06, 0xd4, 0xd9, 0x1b, 0x8d, 0x0e, 0xe6, 0x67, 0xf3, 0x94, 0xca, 0x97,
-	0xcc, 0x41, 0x6f, 0x27, 0xaf, 0x4b, 0xcd, 0xe9, 0xca, 0xd0, 0xd3, 0x14, 0x90, 0x17, 0x6d, 0x89,
-	0x9e, 0x9f, 0xc4, 0x34, 0x7f, 0x8a, 0x4f, 0x71, 0x3c, 0xcd, 0x4f, 0xa8, 0xa6, 0x67, 0xe4, 0xd9,
-	0xe6, 0xe7, 0x2e, 0x55, 0x3c, 0x9a, 0xbb, 0x94, 0x25, 0x61, 0xfa, 0xbd, 0x04, 0xcf, 0x0f, 0x02,
-	0x32, 0x9a, 0xda, 0xb8, 0x6f, 0x85, 0xf6, 0x09, 0x6a, 0x42, 0x95, 0xe7, 0x10, 0x1c, 0x4d, 0xf1,
-	0x82, 0x5a, 0x50, 0x4b, 0xba, 0xc5, 0xa9, 0x54, 0xcd, 0xb9, 0x01, 0x7d, 0x08, 0xab, 0x01, 0xb6,
-	0x49, 0x30, 0x62, 0xad, 0x2d, 0x17, 0x0f, 0x16, 0xcf, 0x6e, 0x72, 0x54, 0xbf, 0xc2, 0x06, 0xcb,
-	0x8c, 0x63, 0xb4, 0x5f, 0x25, 0x80, 0x01, 0x75, 0x22, 0x1a, 0xe8, 0x5d, 0x78, 0xc1, 0x17, 0x8f,
-	0xcb, 0xaf, 0x7e, 0x82, 0x44, 0x1f, 0xc1, 0xea, 0x90, 0x95, 0xc0, 0x54, 0x7e, 0xc6, 0x39, 0xa8,
-	0x79, 0x0e, 0x69, 0xa1, 0x31, 0x89, 0x28, 0xa8, 0xd7, 0x65, 0x3d, 0x4d, 0xd2, 0xb1, 0x96, 0xca,
-	0xb9, 0x96, 0x46, 0xf1, 0xda, 0xb7, 0xd0, 0x88, 0x1e, 0x4d, 0x4c, 0xa7, 0xa7, 0xe1, 0x43, 0x9b,
-	0xd6, 0x48, 0x37, 0x6d, 0x1b, 0xea, 0x43, 0x8b, 0xe2, 0x63, 0x32, 0x1e, 0x53, 0x1c, 0xf2, 0x99,
-	0xac, 0x98, 0xc0, 0x4c, 0x9f, 0x71, 0x0b, 0x4b, 0x6a, 0x93, 0xa9, 0x17, 0xf2, 0xd5, 0xd4, 0x30,
-	0xc5, 0x8b, 0x76, 0x08, 0x68, 0xce, 0x24, 0x3e, 0x46, 0xf4, 0x31, 0x3b, 0x01, 0x46, 0x85, 0xca,
-	0x12, 0x57, 0xbf, 0x7d, 0xa7, 0x7a, 0x41, 0x79, 0x7e, 0x06, 0x3c, 0x4a, 0xfb, 0x43, 0x82, 0x97,
-	0x92, 0x2b, 0x7a, 0x60, 0x05, 0xd6, 0xe4, 0xf1, 0x17, 0xf0, 0x03, 0x58, 0xf1, 0x79, 0x06, 0x2e,
-	0xba, 0xbe, 0x2b, 0x17, 0x70, 0xe1, 0xfe, 0xcc, 0x86, 0x11, 0x21, 0xbd, 0xb7, 0xf3, 0xb3, 0xbd,
-	0x75, 0xc7, 0x86, 0x11, 0x49, 0xb4, 0x4d, 0xd8, 0x58, 0x30, 0xc5, 0x6d, 0xd9, 0xfd, 0xb3, 0x02,
-	0xe5, 0x01, 0x75, 0xd0, 0x11, 0xd4, 0xd3, 0xbf, 0x2c, 0xed, 0x3c, 0xa1, 0xec, 0x5a, 0x56, 0x3a,
-	0xcb, 0x10, 0x49, 0xe7, 0xbf, 0x86, 0xf5, 0xfc, 0xd2, 0x7e, 0xad, 0x30, 0x3c, 0x87, 0x53, 0xf4,
-	0x87, 0xe1, 0x92, 0x62, 0xc7, 0xd0, 0xc8, 0xee, 0x48, 0xad, 0x30, 0x41, 0x06, 0xa3, 0x74, 0x97,
-	0x63, 0x92, 0x02, 0x47, 0x50, 0x4f, 0x2f, 0xad, 0xe2, 0x46, 0xa5, 0x10, 0x77, 0x34, 0xaa, 0x60,
-	0xd3, 0xa0, 0x01, 0xac, 0xc6, 0x37, 0xbc, 0x55, 0x18, 0x14, 0x79, 0x95, 0x57, 0xef, 0xf3, 0x26,
-	0xe9, 0xbe, 0x82, 0xe7, 0x99, 0x61, 0x7d, 0xe5, 0x9e, 0x56, 0x0a, 0x88, 0xf2, 0xc6, 0x52, 0x48,
-	0x9c, 0x5d, 0xa9, 0x7e, 0xc7, 0x86, 0xb2, 0xbf, 0x77, 0x75, 0xa3, 0x4a, 0xd7, 0x37, 0xaa, 0xf4,
-	0xdf, 0x8d, 0x2a, 0xfd, 0x3c, 0x53, 0x4b, 0xd7, 0x33, 0xb5, 0xf4, 0xf7, 0x4c, 0x2d, 0x7d, 0xf9,
-	0xba, 0xe3, 0x86, 0x27, 0xd3, 0xa1, 0x6e, 0x93, 0x89, 0x11, 0x8d, 0x67, 0xf4, 0xef, 0x3c, 0x9e,
-	0x53, 0xfe, 0x79, 0x33, 0x5c, 0xe1, 0xdf, 0x37, 0xef, 0xfc, 0x1f, 0x00, 0x00, 0xff, 0xff, 0x74,
-	0x86, 0xa7, 0x9d, 0x89, 0x09, 0x00, 0x00,
+	// 1370 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xbc, 0x58, 0xcf, 0x6f, 0xdc, 0xc4,
+	0x17, 0x8f, 0xb3, 0xc9, 0x26, 0xfb, 0x92, 0xed, 0xb7, 0x1d, 0xe5, 0xdb, 0x3a, 0x26, 0x75, 0x52,
+	0x0b, 0xb5, 0x21, 0x94, 0xdd, 0x36, 0x40, 0x0f, 0x41, 0x14, 0x92, 0x22, 0x15, 0x10, 0x2b, 0x2a,
+	0xb7, 0x45, 0x2a, 0xaa, 0xb4, 0xf2, 0xae, 0x27, 0xae, 0x45, 0xec, 0x31, 0x9e, 0xd9, 0xd0, 0x9e,
+	0x40, 0x48, 0x08, 0x81, 0x84, 0xc4, 0x81, 0x03, 0x17, 0xee, 0x9c, 0x50, 0x91, 0x40, 0xe2, 0x4f,
+	0xe8, 0xb1, 0xe2, 0x04, 0x42, 0x42, 0xa8, 0x39, 0xf4, 0xc8, 0xbf, 0x80, 0xe6, 0xc7, 0x8e, 0xed,
+	0xd8, 0x9b, 0x0d, 0x51, 0xc4, 0xa5, 0xdd, 0x79, 0x3f, 0x66, 0xde, 0xfb, 0xbc, 0xcf, 0xbc, 0x79,
+	0x0e, 0x2c, 0xf6, 0xb6, 0xd9, 0x0e, 0x09, 0xda, 0x8c, 0x24, 0x61, 0x9f, 0xb6, 0x77, 0x2f, 0xb7,
+	0xd9, 0xfd, 0x56, 0x92, 0x12, 0x46, 0xd0, 0x49, 0xa9, 0x6a, 0x49, 0x55, 0x6b, 0xf7, 0xb2, 0xb5,
+	0x10, 0x90, 0x80, 0x08, 0x65, 0x9b, 0xff, 0x92, 0x76, 0xd6, 0x29, 0x2f, 0x0a, 0x63, 0xd2, 0x16,
+	0xff, 0x2a, 0xd1, 0x62, 0x9f, 0xd0, 0x88, 0xd0, 0xae, 0xb4, 0x95, 0x0b, 0xa5, 0x3a, 0x23, 0x57,
+	0xed, 0x88, 0x06, 0xfc, 0xb4, 0x88, 0x06, 0x4a, 0xb1, 0x54, 0x8e, 0xe4, 0x41, 0x82, 0x87, 0x6e,
+	0x67, 0x4b, 0xda, 0x20, 0x25, 0x83, 0x44, 0xa9, 0x9d, 0x3d, 0x03, 0x4e, 0x74, 0x68, 0x70, 0x2d,
+	0xc5, 0x1e, 0xc3, 0xb7, 0xb8, 0x0d, 0x6a, 0xc1, 0x34, 0xf9, 0x28, 0xc6, 0xa9, 0x69, 0xac, 0x18,
+	0xab, 0x8d, 0x2d, 0xf3, 0xd7, 0x9f, 0x5e, 0x58, 0x50, 0x91, 0x6c, 0xfa, 0x7e, 0x8a, 0x29, 0xbd,
+	0xc9, 0xd2, 0x30, 0x0e, 0x5c, 0x69, 0x86, 0x10, 0x4c, 0xc5, 0x5e, 0x84, 0xcd, 0x49, 0x6e, 0xee,
+	0x8a, 0xdf, 0xc8, 0x06, 0x48, 0xbc, 0x94, 0x85, 0x2c, 0x24, 0x31, 0x35, 0x6b, 0x2b, 0xc6, 0x6a,
+	0xd3, 0xcd, 0x49, 0xd0, 0xeb, 0x50, 0xef, 0x93, 0x78, 0x3b, 0x0c, 0xcc, 0xa9, 0x15, 0x63, 0x75,
+	0x6e, 0xfd, 0x6c, 0x6b, 0x3f, 0x66, 0x2d, 0x11, 0xcc, 0x35, 0x61, 0xb4, 0xd5, 0x78, 0xf4, 0xe7,
+	0xf2, 0xc4, 0xf7, 0x4f, 0x1f, 0xae, 0x19, 0xae, 0xf2, 0xdb, 0x78, 0xfe, 0xd3, 0xa7, 0x0f, 0xd7,
+	0x64, 0x04, 0x5f, 0x3e, 0x7d, 0xb8, 0xb6, 0x0f, 0x84, 0x62, 0x4a, 0x8e, 0x09, 0xa7, 0x8b, 0x12,
+	0x17, 0xd3, 0x84, 0xc4, 0x14, 0x3b, 0x7f, 0x18, 0xb0, 0xd0, 0xa1, 0xc1, 0xed, 0xc4, 0x1f, 0xaa,
+	0xe4, 0x91, 0xe8, 0x0a, 0x34, 0xbc, 0x01, 0xbb, 0x47, 0xd2, 0x90, 0x3d, 0x18, 0x8b, 0x44, 0x66,
+	0x5a, 0x89, 0x46, 0x96, 0x6d, 0xed, 0x88, 0xd9, 0xbe, 0xcc, 0xb3, 0xcd, 0x4e, 0xe1, 0x19, 0x3b,
+	0xa5, 0x8c, 0x4b, 0x49, 0x38, 0x36, 0x2c, 0x55, 0xc9, 0x75, 0xf6, 0x3f, 0x1a, 0x70, 0xb2, 0x43,
+	0x83, 0x4d, 0xdf, 0xbf, 0x91, 0xd5, 0xe6, 0x38, 0x33, 0x1f, 0xc3, 0x83, 0x8d, 0xcb, 0xe5, 0xbc,
+	0xec, 0x52, 0x5e, 0x85, 0xf0, 0x1c, 0x0b, 0xcc, 0xfd, 0x32, 0x9d, 0xcf, 0x57, 0x92, 0xcd, 0x6f,
+	0xe0, 0x1d, 0x3c, 0x64, 0xf3, 0x31, 0x66, 0xb3, 0xd1, 0x2e, 0x47, 0x5b, 0xe6, 0x5d, 0xee, 0x70,
+	0xc5, 0xbb, 0x9c, 0x44, 0x47, 0xfa, 0x9d, 0x01, 0xf3, 0x37, 0x52, 0xe2, 0x0f, 0xfa, 0x78, 0xcb,
+	0x63, 0xfd, 0x7b, 0x68, 0x01, 0xa6, 0xc5, 0x1e, 0x32, 0x46, 0x57, 0x2e, 0xd0, 0x12, 0x34, 0x34,
+	0x5a, 0x22, 0x94, 0x69, 0x37, 0x13, 0xa0, 0x57, 0x61, 0x26, 0xc5, 0x7d, 0x92, 0xfa, 0x1c, 0xda,
+	0x5a, 0x35, 0xb1, 0xc4, 0xee, 0xae, 0xb0, 0xda, 0x9a, 0xe2, 0xc4, 0x72, 0x87, 0x3e, 0xc8, 0x82,
+	0x59, 0x8a, 0x3f, 0x1c, 0xe0, 0xb8, 0x8f, 0xc5, 0x35, 0x9c, 0x72, 0xf5, 0xda, 0xf9, 0xc1, 0x00,
+	0xe8, 0xd0, 0x40, 0x85, 0x88, 0x5e, 0x82, 0xd9, 0x44, 0xfe, 0x1c, 0xdf, 0x16, 0xb4, 0x25, 0xba,
+	0x0a, 0x33, 0x3d, 0x7e, 0x3c, 0xa6, 0xe6, 0xa4, 0x88, 0xcf, 0x2e, 0xc7, 0x97, 0x07, 0x61, 0x18,
+	0xa0, 0x72, 0xda, 0x58, 0xe3, 0x78, 0xeb, 0xed, 0x38, 0xdc, 0x66, 0x09, 0x6e, 0xe5, 0xef, 0x7c,
+	0x6b, 0x40, 0x53, 0xfd, 0x76, 0x31, 0x1d, 0xec, 0xb0, 0xc3, 0x22, 0xda, 0xcc, 0x23, 0xba, 0x0c,
+	0x73, 0x3d, 0x8f, 0xe2, 0x2e, 0xd9, 0xde, 0xa6, 0x98, 0x09, 0xc2, 0x4e, 0xb9, 0xc0, 0x45, 0xef,
+	0x0a, 0x09, 0xdf, 0xb4, 0x4f, 0x06, 0x31, 0x13, 0x80, 0x35, 0x5d, 0xb9, 0xe0, 0x9b, 0xfa, 0x83,
+	0x64, 0x27, 0xec, 0x7b, 0x0c, 0x9b, 0xd3, 0x2b, 0xc6, 0xea, 0xac, 0x9b, 0x09, 0x9c, 0xdb, 0x80,
+	0xb2, 0x40, 0x87, 0x0c, 0x40, 0xaf, 0xf1, 0xe2, 0xf1, 0x40, 0xa9, 0x69, 0x08, 0x70, 0x96, 0x47,
+	0x82, 0x23, 0x13, 0xca, 0xca, 0x27, 0xbc, 0x9c, 0x5f, 0x0c, 0xf8, 0x9f, 0xbe, 0xdd, 0x37, 0xbc,
+	0xd4, 0x8b, 0x8e, 0x7e, 0x77, 0x5f, 0x81, 0x7a, 0x22, 0x76, 0x10, 0x90, 0xcc, 0xad, 0x9b, 0x15,
+	0xb1, 0x08, 0x7d, 0xa1, 0x39, 0x49, 0x97, 0x8d, 0x4b, 0xe5, 0x6b, 0x71, 0x76, 0x44, 0x73, 0x92,
+	0x9b, 0x38, 0x8b, 0x70, 0x66, 0x9f, 0x48, 0x5f, 0x8c, 0xcf, 0x26, 0x61, 0xbe, 0x43, 0x83, 0xb7,
+	0x49, 0x18, 0x5f, 0xe7, 0x0f, 0x15, 0xba, 0x04, 0xf5, 0x08, 0x47, 0xbd, 0x43, 0x10, 0x4f, 0xd9,
+	0xa1, 0x45, 0x98, 0x15, 0x6f, 0x5c, 0x37, 0xf4, 0xd5, 0xf5, 0x9d, 0x11, 0xeb, 0xb7, 0x7c, 0x74,
+	0x1a, 0xea, 0x32, 0x24, 0x71, 0x61, 0x1a, 0xae, 0x5a, 0xa1, 0x2b, 0x30, 0xeb, 0x51, 0x1a, 0x06,
+	0x31, 0x49, 0x45, 0x65, 0x4f, 0xac, 0x5b, 0x65, 0x04, 0x36, 0x95, 0x85, 0xab, 0x6d, 0xd1, 0x45,
+	0x40, 0x14, 0x53, 0x1a, 0x92, 0xb8, 0xcb, 0xc2, 0x08, 0x93, 0x01, 0xeb, 0x46, 0x54, 0x30, 0xa0,
+	0xe6, 0x9e, 0x54, 0x9a, 0x5b, 0x52, 0xd1, 0x51, 0x7c, 0x56, 0x51, 0x72, 0x94, 0xac, 0x12, 0x4a,
+	0x3a, 0x6d, 0xe7, 0x63, 0xf1, 0x2e, 0xe9, 0xb5, 0xa6, 0x8d, 0x0d, 0x10, 0xe0, 0x18, 0xa7, 0x9e,
+	0x20, 0xb0, 0x21, 0x09, 0x9a, 0x49, 0xd0, 0x75, 0x00, 0x19, 0x5d, 0x84, 0x63, 0xa6, 0xae, 0xdd,
+	0xb9, 0x11, 0xef, 0x4d, 0xd6, 0x41, 0x15, 0xb7, 0x72, 0xae, 0xce, 0x17, 0x06, 0x34, 0x3b, 0x34,
+	0x78, 0x07, 0x7b, 0xbb, 0xf8, 0xf8, 0x2b, 0x21, 0xdf, 0xef, 0x1c, 0x16, 0xcf, 0x94, 0xb0, 0xc8,
+	0x4e, 0x76, 0xce, 0xc0, 0xff, 0x0b, 0x02, 0xcd, 0x96, 0xcf, 0x0d, 0xc1, 0x96, 0x37, 0xb1, 0x97,
+	0xb2, 0x1e, 0xf6, 0xd8, 0xf1, 0xc6, 0x38, 0xbe, 0x5e, 0xfa, 0x60, 0x55, 0x2f, 0xbd, 0xfe, 0xef,
+	0xeb, 0xb5, 0x0b, 0xf3, 0xb2, 0x47, 0x5d, 0x23, 0x51, 0x14, 0x1e, 0xad, 0xfd, 0x9d, 0x86, 0x7a,
+	0xa1, 0xf3, 0xa9, 0x15, 0x7f, 0x29, 0x22, 0xcc, 0x3c, 0xdf, 0x63, 0x9e, 0xb8, 0x1e, 0x0d, 0x57,
+	0xaf, 0x9d, 0xbf, 0xe5, 0x0c, 0x21, 0x4f, 0x95, 0x11, 0xd0, 0xe3, 0xbd, 0xb4, 0x45, 0x08, 0x6b,
+	0x25, 0x08, 0xaf, 0xc2, 0x8c, 0x8c, 0x93, 0x9a, 0x53, 0xa3, 0x9e, 0x99, 0x3c, 0x34, 0xc3, 0x46,
+	0xaa, 0x9c, 0x36, 0x5a, 0xfb, 0xca, 0x5c, 0x9e, 0x40, 0x0a, 0xc9, 0xa9, 0x09, 0xa4, 0x20, 0xd3,
+	0x84, 0xfc, 0x79, 0x52, 0x34, 0x65, 0x17, 0x53, 0xac, 0xc1, 0x38, 0x6a, 0x53, 0x3e, 0x00, 0x12,
+	0x5d, 0xdc, 0x5a, 0xbe, 0xb8, 0xc5, 0x69, 0x8b, 0x63, 0x51, 0x9c, 0xba, 0x2f, 0xc2, 0x24, 0x23,
+	0xa2, 0x3b, 0x9d, 0x58, 0x5f, 0x1a, 0x85, 0xd1, 0xcd, 0x04, 0xf7, 0xdd, 0x49, 0x46, 0x72, 0x64,
+	0xa8, 0x17, 0xc8, 0x70, 0x0e, 0xe6, 0x79, 0xaf, 0xa3, 0xcc, 0x8b, 0x12, 0xde, 0xed, 0x66, 0x44,
+	0xb7, 0x9b, 0xd3, 0xb2, 0xce, 0x21, 0x5f, 0x84, 0x3c, 0x46, 0xce, 0x5d, 0xf1, 0x22, 0xe4, 0x45,
+	0xfa, 0x06, 0x6d, 0x66, 0xe5, 0x35, 0x46, 0x5d, 0x0f, 0x59, 0x0c, 0x86, 0x7d, 0xe9, 0xbc, 0xaf,
+	0xc2, 0xce, 0x37, 0xf9, 0xb9, 0x50, 0x36, 0xb3, 0xe3, 0x2f, 0xca, 0xbf, 0x19, 0x0f, 0x65, 0x5b,
+	0xcb, 0x8f, 0x87, 0x85, 0xbe, 0xb6, 0xfe, 0xfb, 0x2c, 0xd4, 0x3a, 0x34, 0x40, 0x77, 0x60, 0x2e,
+	0xff, 0x69, 0xb6, 0x52, 0xce, 0xbc, 0xf8, 0x5d, 0x63, 0xad, 0x8e, 0xb3, 0xd0, 0xb0, 0x7e, 0x00,
+	0xa7, 0xca, 0x5f, 0x3d, 0xe7, 0x2b, 0xdd, 0x4b, 0x76, 0x56, 0xeb, 0x70, 0x76, 0xfa, 0xb0, 0x2e,
+	0x34, 0x8b, 0x1f, 0x19, 0x4e, 0xe5, 0x06, 0x05, 0x1b, 0x6b, 0x6d, 0xbc, 0x8d, 0x3e, 0xe0, 0x0e,
+	0xcc, 0xe5, 0xa7, 0xfe, 0x6a, 0xa0, 0x72, 0x16, 0x23, 0x80, 0xaa, 0x18, 0xd5, 0x51, 0x07, 0x66,
+	0x86, 0x63, 0xf0, 0x52, 0xa5, 0x93, 0xd2, 0x5a, 0xcf, 0x1e, 0xa4, 0xd5, 0xdb, 0xdd, 0x85, 0xf9,
+	0xc2, 0xc8, 0x76, 0xee, 0x00, 0x28, 0xa5, 0x89, 0xf5, 0xdc, 0x58, 0x13, 0xbd, 0xfb, 0x4d, 0x68,
+	0x64, 0xa3, 0x93, 0x5d, 0xe9, 0xa7, 0xf5, 0xd6, 0xf9, 0x83, 0xf5, 0x7a, 0xd3, 0xf7, 0x00, 0x72,
+	0x63, 0xc0, 0x72, 0xa5, 0x57, 0x66, 0x60, 0x5d, 0x18, 0x63, 0x90, 0x0f, 0x36, 0x7b, 0xb9, 0xab,
+	0x83, 0xd5, 0xfa, 0x11, 0xc1, 0x96, 0x1f, 0xdc, 0x2e, 0x34, 0x8b, 0x6f, 0x51, 0x35, 0xd5, 0x0a,
+	0x36, 0x23, 0xa8, 0x56, 0xd9, 0xe2, 0x79, 0x01, 0x0b, 0xed, 0xbd, 0xba, 0x80, 0x79, 0x93, 0x11,
+	0x05, 0xac, 0xec, 0x76, 0x9a, 0xc8, 0x12, 0xec, 0x83, 0x88, 0x2c, 0xd1, 0x5e, 0x1d, 0x67, 0x31,
+	0xdc, 0xda, 0x9a, 0xfe, 0x84, 0x8f, 0xed, 0x5b, 0x9b, 0x8f, 0x9e, 0xd8, 0xc6, 0xe3, 0x27, 0xb6,
+	0xf1, 0xd7, 0x13, 0xdb, 0xf8, 0x7a, 0xcf, 0x9e, 0x78, 0xbc, 0x67, 0x4f, 0xfc, 0xb6, 0x67, 0x4f,
+	0xbc, 0x7f, 0x21, 0x08, 0xd9, 0xbd, 0x41, 0xaf, 0xd5, 0x27, 0x51, 0x5b, 0x35, 0x2e, 0xf5, 0xdf,
+	0xfd, 0x61, 0x07, 0x13, 0x7f, 0x5a, 0xea, 0xd5, 0xc5, 0x1f, 0x8f, 0x5e, 0xfc, 0x27, 0x00, 0x00,
+	0xff, 0xff, 0x82, 0x62, 0x86, 0x0f, 0x05, 0x13, 0x00, 0x00,
 }
 
 // Reference imports to suppress errors if they are not otherwise used.
@@ -839,6 +1628,18 @@ type MsgClient interface {
 	Produce(ctx context.Context, in *MsgProduce, opts ...grpc.CallOption) (*MsgProduceResponse, error)
 	// UpdateParams sets the module params (gov authority).
 	UpdateParams(ctx context.Context, in *MsgUpdateParams, opts ...grpc.CallOption) (*MsgUpdateParamsResponse, error)
+	// JoinGroup adds the signer to a consumer group (creating it) and rebalances.
+	JoinGroup(ctx context.Context, in *MsgJoinGroup, opts ...grpc.CallOption) (*MsgJoinGroupResponse, error)
+	// LeaveGroup removes the signer from a group and rebalances.
+	LeaveGroup(ctx context.Context, in *MsgLeaveGroup, opts ...grpc.CallOption) (*MsgLeaveGroupResponse, error)
+	// Heartbeat keeps a member alive and tells it the current generation and assignment.
+	Heartbeat(ctx context.Context, in *MsgHeartbeat, opts ...grpc.CallOption) (*MsgHeartbeatResponse, error)
+	// CommitOffsets commits positions for several partitions, all or nothing.
+	CommitOffsets(ctx context.Context, in *MsgCommitOffsets, opts ...grpc.CallOption) (*MsgCommitOffsetsResponse, error)
+	// ResetOffsets moves an empty group's offsets (group admin or gov authority).
+	ResetOffsets(ctx context.Context, in *MsgResetOffsets, opts ...grpc.CallOption) (*MsgResetOffsetsResponse, error)
+	// DeleteGroup deletes an empty group and its offsets (group admin or gov authority).
+	DeleteGroup(ctx context.Context, in *MsgDeleteGroup, opts ...grpc.CallOption) (*MsgDeleteGroupResponse, error)
 }
 
 type msgClient struct {
@@ -903,6 +1704,60 @@ func (c *msgClient) UpdateParams(ctx context.Context, in *MsgUpdateParams, opts 
 	return out, nil
 }
 
+func (c *msgClient) JoinGroup(ctx context.Context, in *MsgJoinGroup, opts ...grpc.CallOption) (*MsgJoinGroupResponse, error) {
+	out := new(MsgJoinGroupResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.topics.v1.Msg/JoinGroup", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) LeaveGroup(ctx context.Context, in *MsgLeaveGroup, opts ...grpc.CallOption) (*MsgLeaveGroupResponse, error) {
+	out := new(MsgLeaveGroupResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.topics.v1.Msg/LeaveGroup", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) Heartbeat(ctx context.Context, in *MsgHeartbeat, opts ...grpc.CallOption) (*MsgHeartbeatResponse, error) {
+	out := new(MsgHeartbeatResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.topics.v1.Msg/Heartbeat", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) CommitOffsets(ctx context.Context, in *MsgCommitOffsets, opts ...grpc.CallOption) (*MsgCommitOffsetsResponse, error) {
+	out := new(MsgCommitOffsetsResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.topics.v1.Msg/CommitOffsets", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) ResetOffsets(ctx context.Context, in *MsgResetOffsets, opts ...grpc.CallOption) (*MsgResetOffsetsResponse, error) {
+	out := new(MsgResetOffsetsResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.topics.v1.Msg/ResetOffsets", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) DeleteGroup(ctx context.Context, in *MsgDeleteGroup, opts ...grpc.CallOption) (*MsgDeleteGroupResponse, error) {
+	out := new(MsgDeleteGroupResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.topics.v1.Msg/DeleteGroup", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MsgServer is the server API for Msg service.
 type MsgServer interface {
 	// CreateTopic creates a topic owned by the signer.
@@ -917,6 +1772,18 @@ type MsgServer interface {
 	Produce(context.Context, *MsgProduce) (*MsgProduceResponse, error)
 	// UpdateParams sets the module params (gov authority).
 	UpdateParams(context.Context, *MsgUpdateParams) (*MsgUpdateParamsResponse, error)
+	// JoinGroup adds the signer to a consumer group (creating it) and rebalances.
+	JoinGroup(context.Context, *MsgJoinGroup) (*MsgJoinGroupResponse, error)
+	// LeaveGroup removes the signer from a group and rebalances.
+	LeaveGroup(context.Context, *MsgLeaveGroup) (*MsgLeaveGroupResponse, error)
+	// Heartbeat keeps a member alive and tells it the current generation and assignment.
+	Heartbeat(context.Context, *MsgHeartbeat) (*MsgHeartbeatResponse, error)
+	// CommitOffsets commits positions for several partitions, all or nothing.
+	CommitOffsets(context.Context, *MsgCommitOffsets) (*MsgCommitOffsetsResponse, error)
+	// ResetOffsets moves an empty group's offsets (group admin or gov authority).
+	ResetOffsets(context.Context, *MsgResetOffsets) (*MsgResetOffsetsResponse, error)
+	// DeleteGroup deletes an empty group and its offsets (group admin or gov authority).
+	DeleteGroup(context.Context, *MsgDeleteGroup) (*MsgDeleteGroupResponse, error)
 }
 
 // UnimplementedMsgServer can be embedded to have forward compatible implementations.
@@ -940,6 +1807,24 @@ func (*UnimplementedMsgServer) Produce(ctx context.Context, req *MsgProduce) (*M
 }
 func (*UnimplementedMsgServer) UpdateParams(ctx context.Context, req *MsgUpdateParams) (*MsgUpdateParamsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method UpdateParams not implemented")
+}
+func (*UnimplementedMsgServer) JoinGroup(ctx context.Context, req *MsgJoinGroup) (*MsgJoinGroupResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method JoinGroup not implemented")
+}
+func (*UnimplementedMsgServer) LeaveGroup(ctx context.Context, req *MsgLeaveGroup) (*MsgLeaveGroupResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method LeaveGroup not implemented")
+}
+func (*UnimplementedMsgServer) Heartbeat(ctx context.Context, req *MsgHeartbeat) (*MsgHeartbeatResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Heartbeat not implemented")
+}
+func (*UnimplementedMsgServer) CommitOffsets(ctx context.Context, req *MsgCommitOffsets) (*MsgCommitOffsetsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CommitOffsets not implemented")
+}
+func (*UnimplementedMsgServer) ResetOffsets(ctx context.Context, req *MsgResetOffsets) (*MsgResetOffsetsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ResetOffsets not implemented")
+}
+func (*UnimplementedMsgServer) DeleteGroup(ctx context.Context, req *MsgDeleteGroup) (*MsgDeleteGroupResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method DeleteGroup not implemented")
 }
 
 func RegisterMsgServer(s grpc1.Server, srv MsgServer) {
@@ -1054,6 +1939,114 @@ func _Msg_UpdateParams_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Msg_JoinGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgJoinGroup)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).JoinGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.topics.v1.Msg/JoinGroup",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).JoinGroup(ctx, req.(*MsgJoinGroup))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_LeaveGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgLeaveGroup)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).LeaveGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.topics.v1.Msg/LeaveGroup",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).LeaveGroup(ctx, req.(*MsgLeaveGroup))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_Heartbeat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgHeartbeat)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).Heartbeat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.topics.v1.Msg/Heartbeat",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).Heartbeat(ctx, req.(*MsgHeartbeat))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_CommitOffsets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgCommitOffsets)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).CommitOffsets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.topics.v1.Msg/CommitOffsets",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).CommitOffsets(ctx, req.(*MsgCommitOffsets))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_ResetOffsets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgResetOffsets)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).ResetOffsets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.topics.v1.Msg/ResetOffsets",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).ResetOffsets(ctx, req.(*MsgResetOffsets))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_DeleteGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgDeleteGroup)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).DeleteGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.topics.v1.Msg/DeleteGroup",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).DeleteGroup(ctx, req.(*MsgDeleteGroup))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var Msg_serviceDesc = _Msg_serviceDesc
 var _Msg_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "bftlog.topics.v1.Msg",
@@ -1082,6 +2075,30 @@ var _Msg_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateParams",
 			Handler:    _Msg_UpdateParams_Handler,
+		},
+		{
+			MethodName: "JoinGroup",
+			Handler:    _Msg_JoinGroup_Handler,
+		},
+		{
+			MethodName: "LeaveGroup",
+			Handler:    _Msg_LeaveGroup_Handler,
+		},
+		{
+			MethodName: "Heartbeat",
+			Handler:    _Msg_Heartbeat_Handler,
+		},
+		{
+			MethodName: "CommitOffsets",
+			Handler:    _Msg_CommitOffsets_Handler,
+		},
+		{
+			MethodName: "ResetOffsets",
+			Handler:    _Msg_ResetOffsets_Handler,
+		},
+		{
+			MethodName: "DeleteGroup",
+			Handler:    _Msg_DeleteGroup_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
@@ -1378,6 +2395,11 @@ func (m *ProduceBatch) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if m.Sequence != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.Sequence))
+		i--
+		dAtA[i] = 0x20
+	}
 	if len(m.Records) > 0 {
 		for iNdEx := len(m.Records) - 1; iNdEx >= 0; iNdEx-- {
 			{
@@ -1471,6 +2493,16 @@ func (m *ProduceResult) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if m.Duplicate {
+		i--
+		if m.Duplicate {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x28
+	}
 	if m.Count != 0 {
 		i = encodeVarintTx(dAtA, i, uint64(m.Count))
 		i--
@@ -1589,6 +2621,543 @@ func (m *MsgUpdateParamsResponse) MarshalTo(dAtA []byte) (int, error) {
 }
 
 func (m *MsgUpdateParamsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgJoinGroup) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgJoinGroup) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgJoinGroup) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.SessionTimeoutMs != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.SessionTimeoutMs))
+		i--
+		dAtA[i] = 0x28
+	}
+	if m.Assignor != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.Assignor))
+		i--
+		dAtA[i] = 0x20
+	}
+	if len(m.Topics) > 0 {
+		for iNdEx := len(m.Topics) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.Topics[iNdEx])
+			copy(dAtA[i:], m.Topics[iNdEx])
+			i = encodeVarintTx(dAtA, i, uint64(len(m.Topics[iNdEx])))
+			i--
+			dAtA[i] = 0x1a
+		}
+	}
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Member) > 0 {
+		i -= len(m.Member)
+		copy(dAtA[i:], m.Member)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Member)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgJoinGroupResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgJoinGroupResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgJoinGroupResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Assignment) > 0 {
+		for iNdEx := len(m.Assignment) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Assignment[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintTx(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x12
+		}
+	}
+	if m.Generation != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.Generation))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgLeaveGroup) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgLeaveGroup) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgLeaveGroup) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Member) > 0 {
+		i -= len(m.Member)
+		copy(dAtA[i:], m.Member)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Member)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgLeaveGroupResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgLeaveGroupResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgLeaveGroupResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgHeartbeat) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgHeartbeat) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgHeartbeat) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Member) > 0 {
+		i -= len(m.Member)
+		copy(dAtA[i:], m.Member)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Member)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgHeartbeatResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgHeartbeatResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgHeartbeatResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Assignment) > 0 {
+		for iNdEx := len(m.Assignment) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Assignment[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintTx(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x12
+		}
+	}
+	if m.Generation != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.Generation))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *OffsetCommit) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *OffsetCommit) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *OffsetCommit) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Metadata) > 0 {
+		i -= len(m.Metadata)
+		copy(dAtA[i:], m.Metadata)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Metadata)))
+		i--
+		dAtA[i] = 0x22
+	}
+	if m.Offset != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.Offset))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.Partition != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.Partition))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Topic) > 0 {
+		i -= len(m.Topic)
+		copy(dAtA[i:], m.Topic)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Topic)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgCommitOffsets) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgCommitOffsets) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgCommitOffsets) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Offsets) > 0 {
+		for iNdEx := len(m.Offsets) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Offsets[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintTx(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x22
+		}
+	}
+	if m.Generation != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.Generation))
+		i--
+		dAtA[i] = 0x18
+	}
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Member) > 0 {
+		i -= len(m.Member)
+		copy(dAtA[i:], m.Member)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Member)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgCommitOffsetsResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgCommitOffsetsResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgCommitOffsetsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgResetOffsets) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgResetOffsets) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgResetOffsets) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.TimestampMs != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.TimestampMs))
+		i--
+		dAtA[i] = 0x38
+	}
+	if m.Offset != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.Offset))
+		i--
+		dAtA[i] = 0x30
+	}
+	if m.To != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.To))
+		i--
+		dAtA[i] = 0x28
+	}
+	if len(m.Partitions) > 0 {
+		dAtA5 := make([]byte, len(m.Partitions)*10)
+		var j4 int
+		for _, num := range m.Partitions {
+			for num >= 1<<7 {
+				dAtA5[j4] = uint8(uint64(num)&0x7f | 0x80)
+				num >>= 7
+				j4++
+			}
+			dAtA5[j4] = uint8(num)
+			j4++
+		}
+		i -= j4
+		copy(dAtA[i:], dAtA5[:j4])
+		i = encodeVarintTx(dAtA, i, uint64(j4))
+		i--
+		dAtA[i] = 0x22
+	}
+	if len(m.Topic) > 0 {
+		i -= len(m.Topic)
+		copy(dAtA[i:], m.Topic)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Topic)))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Authority) > 0 {
+		i -= len(m.Authority)
+		copy(dAtA[i:], m.Authority)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Authority)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgResetOffsetsResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgResetOffsetsResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgResetOffsetsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Offsets) > 0 {
+		for iNdEx := len(m.Offsets) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Offsets[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintTx(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgDeleteGroup) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgDeleteGroup) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgDeleteGroup) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Authority) > 0 {
+		i -= len(m.Authority)
+		copy(dAtA[i:], m.Authority)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Authority)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgDeleteGroupResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgDeleteGroupResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgDeleteGroupResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	i := len(dAtA)
 	_ = i
 	var l int
@@ -1740,6 +3309,9 @@ func (m *ProduceBatch) Size() (n int) {
 			n += 1 + l + sovTx(uint64(l))
 		}
 	}
+	if m.Sequence != 0 {
+		n += 1 + sovTx(uint64(m.Sequence))
+	}
 	return n
 }
 
@@ -1781,6 +3353,9 @@ func (m *ProduceResult) Size() (n int) {
 	if m.Count != 0 {
 		n += 1 + sovTx(uint64(m.Count))
 	}
+	if m.Duplicate {
+		n += 2
+	}
 	return n
 }
 
@@ -1815,6 +3390,250 @@ func (m *MsgUpdateParams) Size() (n int) {
 }
 
 func (m *MsgUpdateParamsResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *MsgJoinGroup) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Member)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if len(m.Topics) > 0 {
+		for _, s := range m.Topics {
+			l = len(s)
+			n += 1 + l + sovTx(uint64(l))
+		}
+	}
+	if m.Assignor != 0 {
+		n += 1 + sovTx(uint64(m.Assignor))
+	}
+	if m.SessionTimeoutMs != 0 {
+		n += 1 + sovTx(uint64(m.SessionTimeoutMs))
+	}
+	return n
+}
+
+func (m *MsgJoinGroupResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Generation != 0 {
+		n += 1 + sovTx(uint64(m.Generation))
+	}
+	if len(m.Assignment) > 0 {
+		for _, e := range m.Assignment {
+			l = e.Size()
+			n += 1 + l + sovTx(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *MsgLeaveGroup) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Member)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	return n
+}
+
+func (m *MsgLeaveGroupResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *MsgHeartbeat) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Member)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	return n
+}
+
+func (m *MsgHeartbeatResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Generation != 0 {
+		n += 1 + sovTx(uint64(m.Generation))
+	}
+	if len(m.Assignment) > 0 {
+		for _, e := range m.Assignment {
+			l = e.Size()
+			n += 1 + l + sovTx(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *OffsetCommit) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Topic)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if m.Partition != 0 {
+		n += 1 + sovTx(uint64(m.Partition))
+	}
+	if m.Offset != 0 {
+		n += 1 + sovTx(uint64(m.Offset))
+	}
+	l = len(m.Metadata)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	return n
+}
+
+func (m *MsgCommitOffsets) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Member)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if m.Generation != 0 {
+		n += 1 + sovTx(uint64(m.Generation))
+	}
+	if len(m.Offsets) > 0 {
+		for _, e := range m.Offsets {
+			l = e.Size()
+			n += 1 + l + sovTx(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *MsgCommitOffsetsResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *MsgResetOffsets) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Authority)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.Topic)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if len(m.Partitions) > 0 {
+		l = 0
+		for _, e := range m.Partitions {
+			l += sovTx(uint64(e))
+		}
+		n += 1 + sovTx(uint64(l)) + l
+	}
+	if m.To != 0 {
+		n += 1 + sovTx(uint64(m.To))
+	}
+	if m.Offset != 0 {
+		n += 1 + sovTx(uint64(m.Offset))
+	}
+	if m.TimestampMs != 0 {
+		n += 1 + sovTx(uint64(m.TimestampMs))
+	}
+	return n
+}
+
+func (m *MsgResetOffsetsResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Offsets) > 0 {
+		for _, e := range m.Offsets {
+			l = e.Size()
+			n += 1 + l + sovTx(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *MsgDeleteGroup) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Authority)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	return n
+}
+
+func (m *MsgDeleteGroupResponse) Size() (n int) {
 	if m == nil {
 		return 0
 	}
@@ -2703,6 +4522,25 @@ func (m *ProduceBatch) Unmarshal(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Sequence", wireType)
+			}
+			m.Sequence = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Sequence |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := skipTx(dAtA[iNdEx:])
@@ -2958,6 +4796,26 @@ func (m *ProduceResult) Unmarshal(dAtA []byte) error {
 					break
 				}
 			}
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Duplicate", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Duplicate = bool(v != 0)
 		default:
 			iNdEx = preIndex
 			skippy, err := skipTx(dAtA[iNdEx:])
@@ -3205,6 +5063,1570 @@ func (m *MsgUpdateParamsResponse) Unmarshal(dAtA []byte) error {
 		}
 		if fieldNum <= 0 {
 			return fmt.Errorf("proto: MsgUpdateParamsResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgJoinGroup) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgJoinGroup: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgJoinGroup: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Member", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Member = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Topics", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Topics = append(m.Topics, string(dAtA[iNdEx:postIndex]))
+			iNdEx = postIndex
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Assignor", wireType)
+			}
+			m.Assignor = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Assignor |= Assignor(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SessionTimeoutMs", wireType)
+			}
+			m.SessionTimeoutMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.SessionTimeoutMs |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgJoinGroupResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgJoinGroupResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgJoinGroupResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Generation", wireType)
+			}
+			m.Generation = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Generation |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Assignment", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Assignment = append(m.Assignment, TopicPartitions{})
+			if err := m.Assignment[len(m.Assignment)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgLeaveGroup) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgLeaveGroup: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgLeaveGroup: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Member", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Member = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgLeaveGroupResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgLeaveGroupResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgLeaveGroupResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgHeartbeat) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgHeartbeat: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgHeartbeat: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Member", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Member = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgHeartbeatResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgHeartbeatResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgHeartbeatResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Generation", wireType)
+			}
+			m.Generation = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Generation |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Assignment", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Assignment = append(m.Assignment, TopicPartitions{})
+			if err := m.Assignment[len(m.Assignment)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *OffsetCommit) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: OffsetCommit: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: OffsetCommit: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Topic", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Topic = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Partition", wireType)
+			}
+			m.Partition = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Partition |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Offset", wireType)
+			}
+			m.Offset = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Offset |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Metadata", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Metadata = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgCommitOffsets) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgCommitOffsets: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgCommitOffsets: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Member", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Member = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Generation", wireType)
+			}
+			m.Generation = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Generation |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Offsets", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Offsets = append(m.Offsets, OffsetCommit{})
+			if err := m.Offsets[len(m.Offsets)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgCommitOffsetsResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgCommitOffsetsResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgCommitOffsetsResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgResetOffsets) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgResetOffsets: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgResetOffsets: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Authority", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Authority = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Topic", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Topic = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 4:
+			if wireType == 0 {
+				var v uint32
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowTx
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					v |= uint32(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				m.Partitions = append(m.Partitions, v)
+			} else if wireType == 2 {
+				var packedLen int
+				for shift := uint(0); ; shift += 7 {
+					if shift >= 64 {
+						return ErrIntOverflowTx
+					}
+					if iNdEx >= l {
+						return io.ErrUnexpectedEOF
+					}
+					b := dAtA[iNdEx]
+					iNdEx++
+					packedLen |= int(b&0x7F) << shift
+					if b < 0x80 {
+						break
+					}
+				}
+				if packedLen < 0 {
+					return ErrInvalidLengthTx
+				}
+				postIndex := iNdEx + packedLen
+				if postIndex < 0 {
+					return ErrInvalidLengthTx
+				}
+				if postIndex > l {
+					return io.ErrUnexpectedEOF
+				}
+				var elementCount int
+				var count int
+				for _, integer := range dAtA[iNdEx:postIndex] {
+					if integer < 128 {
+						count++
+					}
+				}
+				elementCount = count
+				if elementCount != 0 && len(m.Partitions) == 0 {
+					m.Partitions = make([]uint32, 0, elementCount)
+				}
+				for iNdEx < postIndex {
+					var v uint32
+					for shift := uint(0); ; shift += 7 {
+						if shift >= 64 {
+							return ErrIntOverflowTx
+						}
+						if iNdEx >= l {
+							return io.ErrUnexpectedEOF
+						}
+						b := dAtA[iNdEx]
+						iNdEx++
+						v |= uint32(b&0x7F) << shift
+						if b < 0x80 {
+							break
+						}
+					}
+					m.Partitions = append(m.Partitions, v)
+				}
+			} else {
+				return fmt.Errorf("proto: wrong wireType = %d for field Partitions", wireType)
+			}
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field To", wireType)
+			}
+			m.To = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.To |= OffsetSpec(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Offset", wireType)
+			}
+			m.Offset = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Offset |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TimestampMs", wireType)
+			}
+			m.TimestampMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TimestampMs |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgResetOffsetsResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgResetOffsetsResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgResetOffsetsResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Offsets", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Offsets = append(m.Offsets, CommittedOffset{})
+			if err := m.Offsets[len(m.Offsets)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgDeleteGroup) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgDeleteGroup: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgDeleteGroup: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Authority", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Authority = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgDeleteGroupResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgDeleteGroupResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgDeleteGroupResponse: illegal tag %d (wire type %d)", fieldNum, wire)
 		}
 		switch fieldNum {
 		default:

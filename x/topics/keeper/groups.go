@@ -1,0 +1,505 @@
+package keeper
+
+import (
+	"context"
+	"sort"
+
+	"cosmossdk.io/collections"
+	errorsmod "cosmossdk.io/errors"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// GetGroup returns a group or ErrUnknownGroup.
+func (k Keeper) GetGroup(ctx context.Context, id string) (types.Group, error) {
+	g, err := k.Groups.Get(ctx, id)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return g, errorsmod.Wrapf(types.ErrUnknownGroup, "group %q does not exist", id)
+	}
+	return g, err
+}
+
+// GroupMembers returns a group's members in address order.
+func (k Keeper) GroupMembers(ctx context.Context, id string) ([]types.Member, error) {
+	var out []types.Member
+	err := k.Members.Walk(ctx, collections.NewPrefixedPairRange[string, string](id), func(_ collections.Pair[string, string], m types.Member) (bool, error) {
+		out = append(out, m)
+		return false, nil
+	})
+	return out, err
+}
+
+func (k Keeper) getMember(ctx context.Context, group, member string) (types.Member, error) {
+	m, err := k.Members.Get(ctx, collections.Join(group, member))
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return m, errorsmod.Wrapf(types.ErrUnknownMember, "%s is not a member of group %q", member, group)
+	}
+	return m, err
+}
+
+// setMemberExpiry moves a member's expiry index entry.
+func (k Keeper) setMemberExpiry(ctx context.Context, m *types.Member, expiresAt int64) error {
+	if m.ExpiresAtMs != 0 {
+		if err := k.MemberExpiry.Remove(ctx, collections.Join3(m.ExpiresAtMs, m.GroupId, m.Member)); err != nil {
+			return err
+		}
+	}
+	m.ExpiresAtMs = expiresAt
+	return k.MemberExpiry.Set(ctx, collections.Join3(expiresAt, m.GroupId, m.Member))
+}
+
+func (k Keeper) removeMember(ctx context.Context, m types.Member) error {
+	if err := k.MemberExpiry.Remove(ctx, collections.Join3(m.ExpiresAtMs, m.GroupId, m.Member)); err != nil {
+		return err
+	}
+	return k.Members.Remove(ctx, collections.Join(m.GroupId, m.Member))
+}
+
+// JoinGroup adds member to group (creating the group with member as admin) or updates its
+// subscription, then rebalances.
+func (k Keeper) JoinGroup(ctx context.Context, msg *types.MsgJoinGroup) (*types.MsgJoinGroupResponse, error) {
+	if err := k.validAddress(msg.Member, "member"); err != nil {
+		return nil, err
+	}
+	if err := types.ValidateGroupID(msg.GroupId); err != nil {
+		return nil, err
+	}
+	if len(msg.Topics) == 0 {
+		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "subscribe to at least one topic")
+	}
+	seen := map[string]bool{}
+	for _, t := range msg.Topics {
+		if err := types.ValidateTopicName(t); err != nil {
+			return nil, err
+		}
+		if seen[t] {
+			return nil, errorsmod.Wrapf(types.ErrInvalidRequest, "topic %q listed twice", t)
+		}
+		seen[t] = true
+	}
+	if _, ok := types.Assignor_name[int32(msg.Assignor)]; !ok {
+		return nil, errorsmod.Wrapf(types.ErrInvalidRequest, "unknown assignor %d", msg.Assignor)
+	}
+	if msg.SessionTimeoutMs != 0 && (msg.SessionTimeoutMs < types.MinSessionTimeoutMs || msg.SessionTimeoutMs > types.MaxSessionTimeoutMs) {
+		return nil, errorsmod.Wrapf(types.ErrInvalidSessionTimeout, "%d ms is outside [%d, %d]", msg.SessionTimeoutMs, types.MinSessionTimeoutMs, types.MaxSessionTimeoutMs)
+	}
+	for _, t := range msg.Topics {
+		if _, err := k.GetTopic(ctx, t); err != nil {
+			return nil, err
+		}
+	}
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	g, err := k.Groups.Get(ctx, msg.GroupId)
+	switch {
+	case errorsmod.IsOf(err, collections.ErrNotFound):
+		g = types.Group{GroupId: msg.GroupId, Admin: msg.Member, Assignor: msg.Assignor, SessionTimeoutMs: msg.SessionTimeoutMs, CreatedHeight: sdkCtx.BlockHeight()}
+		if g.Assignor == types.ASSIGNOR_UNSPECIFIED {
+			g.Assignor = types.ASSIGNOR_RANGE
+		}
+		if g.SessionTimeoutMs == 0 {
+			g.SessionTimeoutMs = types.DefaultSessionTimeoutMs
+		}
+	case err != nil:
+		return nil, err
+	}
+	m, err := k.Members.Get(ctx, collections.Join(msg.GroupId, msg.Member))
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		params, err := k.Params.Get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		n, err := k.countMembers(ctx, msg.GroupId)
+		if err != nil {
+			return nil, err
+		}
+		if n >= params.MaxGroupMembers {
+			return nil, errorsmod.Wrapf(types.ErrGroupFull, "group %q has %d members, the limit is %d", msg.GroupId, n, params.MaxGroupMembers)
+		}
+		m = types.Member{GroupId: msg.GroupId, Member: msg.Member, JoinedHeight: sdkCtx.BlockHeight()}
+	} else if err != nil {
+		return nil, err
+	}
+	m.Topics = append([]string(nil), msg.Topics...)
+	if err := k.setMemberExpiry(ctx, &m, sdkCtx.BlockTime().UnixMilli()+g.SessionTimeoutMs); err != nil {
+		return nil, err
+	}
+	if err := k.Members.Set(ctx, collections.Join(m.GroupId, m.Member), m); err != nil {
+		return nil, err
+	}
+	if err := k.rebalance(ctx, &g, "join"); err != nil {
+		return nil, err
+	}
+	m, err = k.Members.Get(ctx, collections.Join(msg.GroupId, msg.Member))
+	if err != nil {
+		return nil, err
+	}
+	return &types.MsgJoinGroupResponse{Generation: g.Generation, Assignment: m.Assignment}, nil
+}
+
+func (k Keeper) countMembers(ctx context.Context, group string) (uint32, error) {
+	var n uint32
+	err := k.Members.Walk(ctx, collections.NewPrefixedPairRange[string, string](group), func(collections.Pair[string, string], types.Member) (bool, error) {
+		n++
+		return false, nil
+	})
+	return n, err
+}
+
+// rebalance bumps the generation and recomputes every member's assignment from the
+// subscriptions and the topics' current partition counts.
+func (k Keeper) rebalance(ctx context.Context, g *types.Group, reason string) error {
+	members, err := k.GroupMembers(ctx, g.GroupId)
+	if err != nil {
+		return err
+	}
+	g.Generation++
+	inputs := make([]types.AssignInput, len(members))
+	partitions := map[string]uint32{}
+	for i, m := range members {
+		inputs[i] = types.AssignInput{Member: m.Member, Topics: m.Topics}
+		for _, t := range m.Topics {
+			if _, ok := partitions[t]; ok {
+				continue
+			}
+			topic, err := k.Topics.Get(ctx, t)
+			if errorsmod.IsOf(err, collections.ErrNotFound) {
+				partitions[t] = 0 // deleted since the member subscribed: nothing to assign
+				continue
+			} else if err != nil {
+				return err
+			}
+			partitions[t] = topic.Partitions
+		}
+	}
+	assignments := types.Assign(g.Assignor, inputs, partitions)
+	ids := make([]string, len(members))
+	for i, m := range members {
+		m.Assignment = assignments[i]
+		ids[i] = m.Member
+		if err := k.Members.Set(ctx, collections.Join(m.GroupId, m.Member), m); err != nil {
+			return err
+		}
+	}
+	if err := k.Groups.Set(ctx, g.GroupId, *g); err != nil {
+		return err
+	}
+	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventGroupRebalanced{
+		GroupId: g.GroupId, Generation: g.Generation, Members: ids, Reason: reason,
+	})
+}
+
+// LeaveGroup removes member from group and rebalances the rest.
+func (k Keeper) LeaveGroup(ctx context.Context, member, group string) error {
+	if err := k.validAddress(member, "member"); err != nil {
+		return err
+	}
+	if err := types.ValidateGroupID(group); err != nil {
+		return err
+	}
+	g, err := k.GetGroup(ctx, group)
+	if err != nil {
+		return err
+	}
+	m, err := k.getMember(ctx, group, member)
+	if err != nil {
+		return err
+	}
+	if err := k.removeMember(ctx, m); err != nil {
+		return err
+	}
+	return k.rebalance(ctx, &g, "leave")
+}
+
+// Heartbeat extends a member's session and returns the current generation and assignment.
+func (k Keeper) Heartbeat(ctx context.Context, member, group string) (*types.MsgHeartbeatResponse, error) {
+	if err := k.validAddress(member, "member"); err != nil {
+		return nil, err
+	}
+	if err := types.ValidateGroupID(group); err != nil {
+		return nil, err
+	}
+	g, err := k.GetGroup(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	m, err := k.getMember(ctx, group, member)
+	if err != nil {
+		return nil, err
+	}
+	if err := k.touch(ctx, g, &m); err != nil {
+		return nil, err
+	}
+	return &types.MsgHeartbeatResponse{Generation: g.Generation, Assignment: m.Assignment}, nil
+}
+
+func (k Keeper) touch(ctx context.Context, g types.Group, m *types.Member) error {
+	now := sdk.UnwrapSDKContext(ctx).BlockTime().UnixMilli()
+	if err := k.setMemberExpiry(ctx, m, now+g.SessionTimeoutMs); err != nil {
+		return err
+	}
+	return k.Members.Set(ctx, collections.Join(m.GroupId, m.Member), *m)
+}
+
+// CommitOffsets commits offsets for partitions assigned to the member at the current
+// generation; a stale generation is rejected (fencing zombie consumers). All or nothing.
+func (k Keeper) CommitOffsets(ctx context.Context, msg *types.MsgCommitOffsets) error {
+	if err := k.validAddress(msg.Member, "member"); err != nil {
+		return err
+	}
+	if err := types.ValidateGroupID(msg.GroupId); err != nil {
+		return err
+	}
+	if len(msg.Offsets) == 0 {
+		return errorsmod.Wrap(types.ErrInvalidRequest, "no offsets to commit")
+	}
+	g, err := k.GetGroup(ctx, msg.GroupId)
+	if err != nil {
+		return err
+	}
+	m, err := k.getMember(ctx, msg.GroupId, msg.Member)
+	if err != nil {
+		return err
+	}
+	if msg.Generation != g.Generation {
+		return errorsmod.Wrapf(types.ErrIllegalGeneration, "group %q is at generation %d, the commit carries %d; rejoin or heartbeat for the new assignment", g.GroupId, g.Generation, msg.Generation)
+	}
+	seen := map[partitionID]bool{}
+	for _, o := range msg.Offsets {
+		id := partitionID{o.Topic, o.Partition}
+		if seen[id] {
+			return errorsmod.Wrapf(types.ErrInvalidRequest, "%s/%d listed twice", o.Topic, o.Partition)
+		}
+		seen[id] = true
+		if !types.Owns(m.Assignment, o.Topic, o.Partition) {
+			return errorsmod.Wrapf(types.ErrPartitionNotAssigned, "%s/%d is not assigned to %s in generation %d", o.Topic, o.Partition, m.Member, g.Generation)
+		}
+		if err := k.checkCommitOffset(ctx, o.Topic, o.Partition, o.Offset); err != nil {
+			return err
+		}
+	}
+	committed := make([]types.CommittedOffset, len(msg.Offsets))
+	for i, o := range msg.Offsets {
+		committed[i] = types.CommittedOffset{GroupId: g.GroupId, Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata}
+	}
+	if err := k.writeOffsets(ctx, msg.Member, committed); err != nil {
+		return err
+	}
+	return k.touch(ctx, g, &m) // a commit is also a liveness signal
+}
+
+func (k Keeper) checkCommitOffset(ctx context.Context, topic string, partition uint32, offset uint64) error {
+	p, err := k.GetPartition(ctx, topic, partition)
+	if err != nil {
+		return err
+	}
+	if offset > p.HighWatermark {
+		return errorsmod.Wrapf(types.ErrInvalidOffset, "offset %d of %s is above the high watermark %d", offset, p.Label(), p.HighWatermark)
+	}
+	return nil
+}
+
+// writeOffsets stores offsets (filling height and committer) and emits one event.
+func (k Keeper) writeOffsets(ctx context.Context, committer string, offsets []types.CommittedOffset) error {
+	height := sdk.UnwrapSDKContext(ctx).BlockHeight()
+	for i := range offsets {
+		o := &offsets[i]
+		o.Height, o.Committer = height, committer
+		if err := k.Offsets.Set(ctx, collections.Join3(o.GroupId, o.Topic, o.Partition), *o); err != nil {
+			return err
+		}
+		if err := k.GroupTopics.Set(ctx, collections.Join(o.Topic, o.GroupId)); err != nil {
+			return err
+		}
+	}
+	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventOffsetsCommitted{GroupId: offsets[0].GroupId, Committer: committer, Offsets: offsets})
+}
+
+func (k Keeper) checkGroupAdmin(g types.Group, signer string) error {
+	if signer != g.Admin && signer != k.authority {
+		return errorsmod.Wrapf(types.ErrUnauthorized, "%s may not administer group %q (admin %s)", signer, g.GroupId, g.Admin)
+	}
+	return nil
+}
+
+func (k Keeper) requireEmpty(ctx context.Context, g types.Group) error {
+	n, err := k.countMembers(ctx, g.GroupId)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return errorsmod.Wrapf(types.ErrGroupNotEmpty, "group %q has %d active members; they must leave or expire first", g.GroupId, n)
+	}
+	return nil
+}
+
+// ResetOffsets moves an empty group's offsets for a topic to earliest, latest, an offset or a
+// timestamp (group admin or authority), as kafka-consumer-groups --reset-offsets does.
+func (k Keeper) ResetOffsets(ctx context.Context, msg *types.MsgResetOffsets) ([]types.CommittedOffset, error) {
+	if err := k.validAddress(msg.Authority, "authority"); err != nil {
+		return nil, err
+	}
+	if err := types.ValidateGroupID(msg.GroupId); err != nil {
+		return nil, err
+	}
+	if err := types.ValidateTopicName(msg.Topic); err != nil {
+		return nil, err
+	}
+	if msg.To == types.OFFSET_SPEC_UNSPECIFIED {
+		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "say where to reset to: earliest, latest, offset or timestamp")
+	}
+	if _, ok := types.OffsetSpec_name[int32(msg.To)]; !ok {
+		return nil, errorsmod.Wrapf(types.ErrInvalidRequest, "unknown offset spec %d", msg.To)
+	}
+	g, err := k.GetGroup(ctx, msg.GroupId)
+	if err != nil {
+		return nil, err
+	}
+	if err := k.checkGroupAdmin(g, msg.Authority); err != nil {
+		return nil, err
+	}
+	if err := k.requireEmpty(ctx, g); err != nil {
+		return nil, err
+	}
+	t, err := k.GetTopic(ctx, msg.Topic)
+	if err != nil {
+		return nil, err
+	}
+	parts := msg.Partitions
+	if len(parts) == 0 {
+		for p := uint32(0); p < t.Partitions; p++ {
+			parts = append(parts, p)
+		}
+	}
+	out := make([]types.CommittedOffset, 0, len(parts))
+	for _, p := range parts {
+		off, err := k.resolveOffset(ctx, msg.Topic, p, msg.To, msg.Offset, msg.TimestampMs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, types.CommittedOffset{GroupId: g.GroupId, Topic: msg.Topic, Partition: p, Offset: off, Metadata: "reset"})
+	}
+	if err := k.writeOffsets(ctx, msg.Authority, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// resolveOffset turns a reset target into a committable offset.
+func (k Keeper) resolveOffset(ctx context.Context, topic string, partition uint32, spec types.OffsetSpec, offset uint64, ts int64) (uint64, error) {
+	if spec == types.OFFSET_SPEC_OFFSET {
+		p, err := k.GetPartition(ctx, topic, partition)
+		if err != nil {
+			return 0, err
+		}
+		if offset < p.LogStartOffset || offset > p.HighWatermark {
+			return 0, errorsmod.Wrapf(types.ErrOffsetOutOfRange, "offset %d of %s is outside [log start offset %d, high watermark %d]", offset, p.Label(), p.LogStartOffset, p.HighWatermark)
+		}
+		return offset, nil
+	}
+	res, err := k.ListOffsets(ctx, topic, partition, spec, ts)
+	if err != nil {
+		return 0, err
+	}
+	if res.Offset < 0 { // no record at or after ts: the end of the log, as Kafka does
+		p, err := k.GetPartition(ctx, topic, partition)
+		return p.HighWatermark, err
+	}
+	return uint64(res.Offset), nil
+}
+
+// DeleteGroup deletes an empty group and all its committed offsets.
+func (k Keeper) DeleteGroup(ctx context.Context, signer, group string) error {
+	if err := k.validAddress(signer, "authority"); err != nil {
+		return err
+	}
+	if err := types.ValidateGroupID(group); err != nil {
+		return err
+	}
+	g, err := k.GetGroup(ctx, group)
+	if err != nil {
+		return err
+	}
+	if err := k.checkGroupAdmin(g, signer); err != nil {
+		return err
+	}
+	if err := k.requireEmpty(ctx, g); err != nil {
+		return err
+	}
+	var topics []string
+	err = k.Offsets.Walk(ctx, collections.NewPrefixedTripleRange[string, string, uint32](group), func(key collections.Triple[string, string, uint32], _ types.CommittedOffset) (bool, error) {
+		if len(topics) == 0 || topics[len(topics)-1] != key.K2() {
+			topics = append(topics, key.K2())
+		}
+		return false, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, t := range topics {
+		if err := k.GroupTopics.Remove(ctx, collections.Join(t, group)); err != nil {
+			return err
+		}
+	}
+	if err := k.Offsets.Clear(ctx, collections.NewPrefixedTripleRange[string, string, uint32](group)); err != nil {
+		return err
+	}
+	if err := k.Groups.Remove(ctx, group); err != nil {
+		return err
+	}
+	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventGroupDeleted{GroupId: group, Authority: signer})
+}
+
+// ExpireMembers removes members whose session ended by the block time, at most
+// max_expiries_per_block per block, and rebalances each affected group once.
+func (k Keeper) ExpireMembers(ctx context.Context) error {
+	params, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
+	now := sdk.UnwrapSDKContext(ctx).BlockTime().UnixMilli()
+	rng := new(collections.Range[collections.Triple[int64, string, string]]).
+		EndExclusive(collections.Join3(now+1, "", ""))
+	var due []collections.Triple[int64, string, string]
+	err = k.MemberExpiry.Walk(ctx, rng, func(key collections.Triple[int64, string, string]) (bool, error) {
+		due = append(due, key)
+		return uint32(len(due)) >= params.MaxExpiriesPerBlock, nil
+	})
+	if err != nil {
+		return err
+	}
+	var groups []string
+	for _, key := range due {
+		m, err := k.Members.Get(ctx, collections.Join(key.K2(), key.K3()))
+		if err != nil {
+			return err
+		}
+		if err := k.removeMember(ctx, m); err != nil {
+			return err
+		}
+		if len(groups) == 0 || !containsString(groups, m.GroupId) {
+			groups = append(groups, m.GroupId)
+		}
+	}
+	sort.Strings(groups)
+	for _, id := range groups {
+		g, err := k.GetGroup(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := k.rebalance(ctx, &g, "expire"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,307 @@
+package keeper_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"cosmossdk.io/collections"
+
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+func (f *fixture) join(member, group string, topics ...string) *types.MsgJoinGroupResponse {
+	f.t.Helper()
+	res, err := f.msgs.JoinGroup(f.ctx, &types.MsgJoinGroup{Member: member, GroupId: group, Topics: topics, SessionTimeoutMs: 10_000})
+	require.NoError(f.t, err)
+	return res
+}
+
+func (f *fixture) assignment(group, member string) []types.TopicPartitions {
+	f.t.Helper()
+	res, err := f.query.Group(f.ctx, &types.QueryGroupRequest{GroupId: group})
+	require.NoError(f.t, err)
+	for _, m := range res.Members {
+		if m.Member == member {
+			return m.Assignment
+		}
+	}
+	return nil
+}
+
+func (f *fixture) advance(d time.Duration) {
+	f.ctx = f.ctx.WithBlockTime(f.ctx.BlockTime().Add(d)).WithBlockHeight(f.ctx.BlockHeight() + 1)
+}
+
+func tp(topic string, partitions ...uint32) types.TopicPartitions {
+	return types.TopicPartitions{Topic: topic, Partitions: partitions}
+}
+
+func TestJoinLeaveRebalanceRange(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("a", 5)
+	f.createTopic("b", 2)
+	// Addresses sort as alice < bob < carol.
+	res := f.join(f.bob, "g", "a")
+	require.Equal(t, uint64(1), res.Generation)
+	require.Equal(t, []types.TopicPartitions{tp("a", 0, 1, 2, 3, 4)}, res.Assignment)
+
+	res = f.join(f.alice, "g", "a", "b")
+	require.Equal(t, uint64(2), res.Generation)
+	// Range: per topic, the first (5 % 2) members by address get one extra.
+	require.Equal(t, []types.TopicPartitions{tp("a", 0, 1, 2), tp("b", 0, 1)}, res.Assignment)
+	require.Equal(t, []types.TopicPartitions{tp("a", 3, 4)}, f.assignment("g", f.bob))
+
+	f.join(f.carol, "g", "a")
+	require.Equal(t, []types.TopicPartitions{tp("a", 0, 1), tp("b", 0, 1)}, f.assignment("g", f.alice))
+	require.Equal(t, []types.TopicPartitions{tp("a", 2, 3)}, f.assignment("g", f.bob))
+	require.Equal(t, []types.TopicPartitions{tp("a", 4)}, f.assignment("g", f.carol))
+
+	_, err := f.msgs.LeaveGroup(f.ctx, &types.MsgLeaveGroup{Member: f.alice, GroupId: "g"})
+	require.NoError(t, err)
+	g, err := f.query.Group(f.ctx, &types.QueryGroupRequest{GroupId: "g"})
+	require.NoError(t, err)
+	require.Equal(t, uint64(4), g.Group.Generation)
+	require.Len(t, g.Members, 2)
+	require.Equal(t, []types.TopicPartitions{tp("a", 0, 1, 2)}, f.assignment("g", f.bob))
+	require.Equal(t, []types.TopicPartitions{tp("a", 3, 4)}, f.assignment("g", f.carol))
+	require.Equal(t, f.bob, g.Group.Admin, "the creating member administers the group")
+	requireEvent(t, f.ctx, "bftlog.topics.v1.EventGroupRebalanced")
+
+	_, err = f.msgs.LeaveGroup(f.ctx, &types.MsgLeaveGroup{Member: f.alice, GroupId: "g"})
+	require.ErrorIs(t, err, types.ErrUnknownMember)
+	_, err = f.msgs.LeaveGroup(f.ctx, &types.MsgLeaveGroup{Member: f.alice, GroupId: "nope"})
+	require.ErrorIs(t, err, types.ErrUnknownGroup)
+}
+
+func TestRoundRobinAssignor(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("a", 3)
+	f.createTopic("b", 3)
+	_, err := f.msgs.JoinGroup(f.ctx, &types.MsgJoinGroup{Member: f.alice, GroupId: "rr", Topics: []string{"a", "b"}, Assignor: types.ASSIGNOR_ROUND_ROBIN})
+	require.NoError(t, err)
+	f.join(f.bob, "rr", "a", "b")
+	// a0 a1 a2 b0 b1 b2 dealt alternately to alice, bob.
+	require.Equal(t, []types.TopicPartitions{tp("a", 0, 2), tp("b", 1)}, f.assignment("rr", f.alice))
+	require.Equal(t, []types.TopicPartitions{tp("a", 1), tp("b", 0, 2)}, f.assignment("rr", f.bob))
+}
+
+func TestAssignIsDeterministicAndComplete(t *testing.T) {
+	parts := map[string]uint32{"a": 7, "b": 3, "c": 1}
+	in := []types.AssignInput{{Member: "m3", Topics: []string{"a", "c"}}, {Member: "m1", Topics: []string{"a", "b"}}, {Member: "m2", Topics: []string{"b", "a"}}}
+	for _, as := range []types.Assignor{types.ASSIGNOR_RANGE, types.ASSIGNOR_ROUND_ROBIN} {
+		out := types.Assign(as, in, parts)
+		require.Equal(t, out, types.Assign(as, in, parts))
+		owned := map[string]int{}
+		for i, tps := range out {
+			for _, x := range tps {
+				require.Contains(t, in[i].Topics, x.Topic, "only subscribed topics")
+				for _, p := range x.Partitions {
+					owned[x.Topic+"/"+string(rune('0'+p))]++
+				}
+			}
+		}
+		require.Len(t, owned, 11, "every partition assigned (%s)", as)
+		for k, n := range owned {
+			require.Equal(t, 1, n, "%s assigned once (%s)", k, as)
+		}
+	}
+}
+
+func TestJoinGroupErrors(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("a", 1)
+	cases := []struct {
+		msg types.MsgJoinGroup
+		err error
+	}{
+		{types.MsgJoinGroup{Member: f.alice, GroupId: "bad id", Topics: []string{"a"}}, types.ErrInvalidGroupID},
+		{types.MsgJoinGroup{Member: f.alice, GroupId: "g", Topics: nil}, types.ErrInvalidRequest},
+		{types.MsgJoinGroup{Member: f.alice, GroupId: "g", Topics: []string{"a", "a"}}, types.ErrInvalidRequest},
+		{types.MsgJoinGroup{Member: f.alice, GroupId: "g", Topics: []string{"nope"}}, types.ErrUnknownTopic},
+		{types.MsgJoinGroup{Member: f.alice, GroupId: "g", Topics: []string{"a"}, SessionTimeoutMs: 5}, types.ErrInvalidSessionTimeout},
+		{types.MsgJoinGroup{Member: f.alice, GroupId: "g", Topics: []string{"a"}, Assignor: 7}, types.ErrInvalidRequest},
+		{types.MsgJoinGroup{Member: "x", GroupId: "g", Topics: []string{"a"}}, types.ErrInvalidAddress},
+	}
+	for _, tc := range cases {
+		_, err := f.msgs.JoinGroup(f.ctx, &tc.msg)
+		require.ErrorIs(t, err, tc.err)
+	}
+	has, err := f.k.Groups.Has(f.ctx, "g")
+	require.NoError(t, err)
+	require.False(t, has)
+
+	p := types.DefaultParams()
+	p.MaxGroupMembers = 1
+	_, err = f.msgs.UpdateParams(f.ctx, &types.MsgUpdateParams{Authority: f.gov, Params: p})
+	require.NoError(t, err)
+	f.join(f.alice, "g", "a")
+	f.join(f.alice, "g", "a") // re-join updates, does not count twice
+	_, err = f.msgs.JoinGroup(f.ctx, &types.MsgJoinGroup{Member: f.bob, GroupId: "g", Topics: []string{"a"}})
+	require.ErrorIs(t, err, types.ErrGroupFull)
+}
+
+func TestCommitFencingAndLag(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("a", 2)
+	for i := 0; i < 4; i++ {
+		_, err := f.produce(f.alice, types.ProduceBatch{Topic: "a", Partition: int32(i % 2), Records: []types.BatchRecord{rec("", "x"), rec("", "y")}})
+		require.NoError(t, err)
+	}
+	gen1 := f.join(f.alice, "g", "a").Generation
+	commit := func(member string, gen uint64, offsets ...types.OffsetCommit) error {
+		_, err := f.msgs.CommitOffsets(f.ctx, &types.MsgCommitOffsets{Member: member, GroupId: "g", Generation: gen, Offsets: offsets})
+		return err
+	}
+	require.NoError(t, commit(f.alice, gen1, types.OffsetCommit{Topic: "a", Partition: 0, Offset: 3, Metadata: "m"}, types.OffsetCommit{Topic: "a", Partition: 1, Offset: 4}))
+
+	gen2 := f.join(f.bob, "g", "a").Generation
+	require.Equal(t, gen1+1, gen2)
+	// A zombie commit with the old generation is fenced, and changes nothing.
+	err := commit(f.alice, gen1, types.OffsetCommit{Topic: "a", Partition: 0, Offset: 4})
+	require.ErrorIs(t, err, types.ErrIllegalGeneration)
+	// After the rebalance alice owns partition 0 only; bob owns 1.
+	require.ErrorIs(t, commit(f.alice, gen2, types.OffsetCommit{Topic: "a", Partition: 1, Offset: 4}), types.ErrPartitionNotAssigned)
+	require.ErrorIs(t, commit(f.carol, gen2, types.OffsetCommit{Topic: "a", Partition: 0, Offset: 1}), types.ErrUnknownMember)
+	require.ErrorIs(t, commit(f.alice, gen2, types.OffsetCommit{Topic: "a", Partition: 0, Offset: 5}), types.ErrInvalidOffset)
+	require.ErrorIs(t, commit(f.alice, gen2), types.ErrInvalidRequest)
+	// All or nothing: one bad partition rejects the whole commit.
+	require.ErrorIs(t, commit(f.bob, gen2, types.OffsetCommit{Topic: "a", Partition: 1, Offset: 1}, types.OffsetCommit{Topic: "a", Partition: 0, Offset: 1}), types.ErrPartitionNotAssigned)
+
+	offs, err := f.query.GroupOffsets(f.ctx, &types.QueryGroupOffsetsRequest{GroupId: "g"})
+	require.NoError(t, err)
+	require.Len(t, offs.Offsets, 2)
+	require.Equal(t, uint64(3), offs.Offsets[0].Committed.Offset)
+	require.Equal(t, "m", offs.Offsets[0].Committed.Metadata)
+	require.Equal(t, f.alice, offs.Offsets[0].Committed.Committer)
+	require.Equal(t, uint64(4), offs.Offsets[1].Committed.Offset)
+
+	lag, err := f.query.Lag(f.ctx, &types.QueryLagRequest{GroupId: "g"})
+	require.NoError(t, err)
+	require.Equal(t, []types.PartitionLag{
+		{Topic: "a", Partition: 0, Committed: 3, HighWatermark: 4, Lag: 1, Member: f.alice},
+		{Topic: "a", Partition: 1, Committed: 4, HighWatermark: 4, Lag: 0, Member: f.bob},
+	}, lag.Lags)
+	require.NoError(t, commit(f.bob, gen2, types.OffsetCommit{Topic: "a", Partition: 1, Offset: 2}))
+	lag, err = f.query.Lag(f.ctx, &types.QueryLagRequest{GroupId: "g", Topic: "a"})
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), lag.Lags[1].Lag)
+}
+
+func TestSessionExpiryIsBoundedPerBlock(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("a", 3)
+	p := types.DefaultParams()
+	p.MaxExpiriesPerBlock = 1
+	_, err := f.msgs.UpdateParams(f.ctx, &types.MsgUpdateParams{Authority: f.gov, Params: p})
+	require.NoError(t, err)
+	f.join(f.alice, "g", "a")
+	f.join(f.bob, "g", "a")
+	f.join(f.carol, "g", "a")
+
+	f.advance(5 * time.Second)
+	_, err = f.msgs.Heartbeat(f.ctx, &types.MsgHeartbeat{Member: f.carol, GroupId: "g"})
+	require.NoError(t, err)
+	f.advance(6 * time.Second) // alice and bob are past their 10 s session; carol is not
+	require.NoError(t, f.k.EndBlocker(f.ctx))
+	g, _ := f.query.Group(f.ctx, &types.QueryGroupRequest{GroupId: "g"})
+	require.Len(t, g.Members, 2, "one expiry per block")
+	f.advance(200 * time.Millisecond)
+	require.NoError(t, f.k.EndBlocker(f.ctx))
+	g, _ = f.query.Group(f.ctx, &types.QueryGroupRequest{GroupId: "g"})
+	require.Len(t, g.Members, 1)
+	require.Equal(t, f.carol, g.Members[0].Member)
+	require.Equal(t, []types.TopicPartitions{tp("a", 0, 1, 2)}, g.Members[0].Assignment, "the survivor takes over")
+	require.Equal(t, uint64(5), g.Group.Generation)
+
+	hb, err := f.msgs.Heartbeat(f.ctx, &types.MsgHeartbeat{Member: f.carol, GroupId: "g"})
+	require.NoError(t, err)
+	require.Equal(t, uint64(5), hb.Generation)
+	_, err = f.msgs.Heartbeat(f.ctx, &types.MsgHeartbeat{Member: f.alice, GroupId: "g"})
+	require.ErrorIs(t, err, types.ErrUnknownMember)
+
+	// A commit keeps a member alive too.
+	f.advance(9 * time.Second)
+	_, err = f.msgs.CommitOffsets(f.ctx, &types.MsgCommitOffsets{Member: f.carol, GroupId: "g", Generation: 5, Offsets: []types.OffsetCommit{{Topic: "a", Partition: 0}}})
+	require.NoError(t, err)
+	f.advance(9 * time.Second)
+	require.NoError(t, f.k.EndBlocker(f.ctx))
+	g, _ = f.query.Group(f.ctx, &types.QueryGroupRequest{GroupId: "g"})
+	require.Len(t, g.Members, 1)
+}
+
+func TestResetAndDeleteGroup(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("a", 2)
+	for i := 0; i < 3; i++ {
+		f.advance(time.Second)
+		_, err := f.produce(f.alice, types.ProduceBatch{Topic: "a", Partition: 0, Records: []types.BatchRecord{rec("", "x"), rec("", "y")}})
+		require.NoError(t, err)
+	}
+	t0 := f.ctx.BlockTime().UnixMilli() // the third batch (offsets 4-5) was appended at t0
+	f.join(f.bob, "g", "a")
+	reset := func(who string, to types.OffsetSpec, offset uint64, ts int64) ([]types.CommittedOffset, error) {
+		res, err := f.msgs.ResetOffsets(f.ctx, &types.MsgResetOffsets{Authority: who, GroupId: "g", Topic: "a", Partitions: []uint32{0}, To: to, Offset: offset, TimestampMs: ts})
+		if err != nil {
+			return nil, err
+		}
+		return res.Offsets, nil
+	}
+	_, err := reset(f.bob, types.OFFSET_SPEC_EARLIEST, 0, 0)
+	require.ErrorIs(t, err, types.ErrGroupNotEmpty, "Kafka resets only inactive groups")
+	_, err = f.msgs.LeaveGroup(f.ctx, &types.MsgLeaveGroup{Member: f.bob, GroupId: "g"})
+	require.NoError(t, err)
+	_, err = reset(f.alice, types.OFFSET_SPEC_EARLIEST, 0, 0)
+	require.ErrorIs(t, err, types.ErrUnauthorized)
+
+	out, err := reset(f.bob, types.OFFSET_SPEC_LATEST, 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, uint64(6), out[0].Offset)
+	out, err = reset(f.bob, types.OFFSET_SPEC_OFFSET, 3, 0)
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), out[0].Offset)
+	_, err = reset(f.bob, types.OFFSET_SPEC_OFFSET, 7, 0)
+	require.ErrorIs(t, err, types.ErrOffsetOutOfRange)
+	out, err = reset(f.bob, types.OFFSET_SPEC_TIMESTAMP, 0, t0)
+	require.NoError(t, err)
+	require.Equal(t, uint64(4), out[0].Offset)
+	all, err := f.msgs.ResetOffsets(f.ctx, &types.MsgResetOffsets{Authority: f.gov, GroupId: "g", Topic: "a", To: types.OFFSET_SPEC_EARLIEST})
+	require.NoError(t, err)
+	require.Len(t, all.Offsets, 2, "no partitions means all")
+
+	_, err = f.msgs.DeleteGroup(f.ctx, &types.MsgDeleteGroup{Authority: f.carol, GroupId: "g"})
+	require.ErrorIs(t, err, types.ErrUnauthorized)
+	_, err = f.msgs.DeleteGroup(f.ctx, &types.MsgDeleteGroup{Authority: f.bob, GroupId: "g"})
+	require.NoError(t, err)
+	_, err = f.query.GroupOffsets(f.ctx, &types.QueryGroupOffsetsRequest{GroupId: "g"})
+	require.ErrorIs(t, err, types.ErrUnknownGroup)
+	n := 0
+	require.NoError(t, f.k.Offsets.Walk(f.ctx, nil, func(_ collections.Triple[string, string, uint32], _ types.CommittedOffset) (bool, error) {
+		n++
+		return false, nil
+	}))
+	require.Zero(t, n)
+}
+
+func TestDeleteTopicRemovesOffsetsAndProducerState(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("a", 1)
+	f.createTopic("b", 1)
+	_, err := f.produce(f.alice, types.ProduceBatch{Topic: "a", Partition: 0, Sequence: 1, Records: []types.BatchRecord{rec("", "x")}})
+	require.NoError(t, err)
+	gen := f.join(f.alice, "g", "a", "b").Generation
+	_, err = f.msgs.CommitOffsets(f.ctx, &types.MsgCommitOffsets{Member: f.alice, GroupId: "g", Generation: gen, Offsets: []types.OffsetCommit{{Topic: "a", Offset: 1}, {Topic: "b"}}})
+	require.NoError(t, err)
+	_, err = f.msgs.DeleteTopic(f.ctx, &types.MsgDeleteTopic{Authority: f.alice, Name: "a"})
+	require.NoError(t, err)
+	offs, err := f.query.GroupOffsets(f.ctx, &types.QueryGroupOffsetsRequest{GroupId: "g"})
+	require.NoError(t, err)
+	require.Len(t, offs.Offsets, 1)
+	require.Equal(t, "b", offs.Offsets[0].Committed.Topic)
+	// A recreated topic starts with fresh producer state: sequence 1 is new again.
+	f.createTopic("a", 1)
+	res, err := f.produce(f.alice, types.ProduceBatch{Topic: "a", Partition: 0, Sequence: 1, Records: []types.BatchRecord{rec("", "x")}})
+	require.NoError(t, err)
+	require.False(t, res.Results[0].Duplicate)
+}

@@ -1,0 +1,163 @@
+package keeper
+
+import (
+	"context"
+	"sort"
+
+	"cosmossdk.io/collections"
+	errorsmod "cosmossdk.io/errors"
+
+	"github.com/cosmos/cosmos-sdk/types/query"
+
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+func (q queryServer) ListOffsets(ctx context.Context, req *types.QueryListOffsetsRequest) (*types.QueryListOffsetsResponse, error) {
+	if req == nil {
+		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
+	}
+	res, err := q.k.ListOffsets(ctx, req.Topic, req.Partition, req.Spec, req.TimestampMs)
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryListOffsetsResponse{Offset: res.Offset, TimestampMs: res.TimestampMs}, nil
+}
+
+func (q queryServer) Groups(ctx context.Context, req *types.QueryGroupsRequest) (*types.QueryGroupsResponse, error) {
+	if req == nil {
+		req = &types.QueryGroupsRequest{}
+	}
+	groups, page, err := query.CollectionPaginate(ctx, q.k.Groups, req.Pagination,
+		func(_ string, g types.Group) (types.Group, error) { return g, nil })
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryGroupsResponse{Groups: groups, Pagination: page}, nil
+}
+
+func (q queryServer) Group(ctx context.Context, req *types.QueryGroupRequest) (*types.QueryGroupResponse, error) {
+	if req == nil {
+		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
+	}
+	if err := types.ValidateGroupID(req.GroupId); err != nil {
+		return nil, err
+	}
+	g, err := q.k.GetGroup(ctx, req.GroupId)
+	if err != nil {
+		return nil, err
+	}
+	members, err := q.k.GroupMembers(ctx, req.GroupId)
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryGroupResponse{Group: g, Members: members}, nil
+}
+
+// groupOffsets returns a group's committed offsets, optionally for one topic.
+func (k Keeper) groupOffsets(ctx context.Context, group, topic string) ([]types.CommittedOffset, error) {
+	var rng collections.Ranger[collections.Triple[string, string, uint32]] = collections.NewPrefixedTripleRange[string, string, uint32](group)
+	if topic != "" {
+		rng = collections.NewSuperPrefixedTripleRange[string, string, uint32](group, topic)
+	}
+	var out []types.CommittedOffset
+	err := k.Offsets.Walk(ctx, rng, func(_ collections.Triple[string, string, uint32], o types.CommittedOffset) (bool, error) {
+		out = append(out, o)
+		return false, nil
+	})
+	return out, err
+}
+
+func (q queryServer) GroupOffsets(ctx context.Context, req *types.QueryGroupOffsetsRequest) (*types.QueryGroupOffsetsResponse, error) {
+	if req == nil {
+		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
+	}
+	if err := types.ValidateGroupID(req.GroupId); err != nil {
+		return nil, err
+	}
+	if _, err := q.k.GetGroup(ctx, req.GroupId); err != nil {
+		return nil, err
+	}
+	offsets, err := q.k.groupOffsets(ctx, req.GroupId, req.Topic)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]types.GroupOffset, 0, len(offsets))
+	for _, o := range offsets {
+		below := false
+		if p, err := q.k.Partitions.Get(ctx, collections.Join(o.Topic, o.Partition)); err == nil {
+			below = o.Offset < p.LogStartOffset
+		} else if !isNotFound(err) {
+			return nil, err
+		}
+		out = append(out, types.GroupOffset{Committed: o, BelowLogStart: below})
+	}
+	return &types.QueryGroupOffsetsResponse{Offsets: out}, nil
+}
+
+// Lag covers every partition of the topics the members subscribe to and every partition with a
+// committed offset (optionally one topic), in (topic, partition) order.
+func (q queryServer) Lag(ctx context.Context, req *types.QueryLagRequest) (*types.QueryLagResponse, error) {
+	if req == nil {
+		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
+	}
+	if err := types.ValidateGroupID(req.GroupId); err != nil {
+		return nil, err
+	}
+	if _, err := q.k.GetGroup(ctx, req.GroupId); err != nil {
+		return nil, err
+	}
+	members, err := q.k.GroupMembers(ctx, req.GroupId)
+	if err != nil {
+		return nil, err
+	}
+	offsets, err := q.k.groupOffsets(ctx, req.GroupId, req.Topic)
+	if err != nil {
+		return nil, err
+	}
+	topicSet := map[string]bool{}
+	owner := map[partitionID]string{}
+	for _, m := range members {
+		for _, t := range m.Topics {
+			topicSet[t] = true
+		}
+		for _, tp := range m.Assignment {
+			for _, p := range tp.Partitions {
+				owner[partitionID{tp.Topic, p}] = m.Member
+			}
+		}
+	}
+	committed := map[partitionID]uint64{}
+	for _, o := range offsets {
+		topicSet[o.Topic] = true
+		committed[partitionID{o.Topic, o.Partition}] = o.Offset
+	}
+	var topics []string
+	for t := range topicSet {
+		if req.Topic == "" || t == req.Topic {
+			topics = append(topics, t)
+		}
+	}
+	sort.Strings(topics)
+	var out []types.PartitionLag
+	for _, t := range topics {
+		err := q.k.Partitions.Walk(ctx, collections.NewPrefixedPairRange[string, uint32](t), func(_ collections.Pair[string, uint32], p types.Partition) (bool, error) {
+			id := partitionID{t, p.Partition}
+			l := types.PartitionLag{Topic: t, Partition: p.Partition, Committed: -1, HighWatermark: p.HighWatermark, LogStartOffset: p.LogStartOffset, Member: owner[id]}
+			pos := p.LogStartOffset
+			if c, ok := committed[id]; ok {
+				l.Committed = int64(c)
+				l.BelowLogStart = c < p.LogStartOffset
+				pos = c
+			}
+			if p.HighWatermark > pos {
+				l.Lag = p.HighWatermark - pos
+			}
+			out = append(out, l)
+			return false, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &types.QueryLagResponse{Lags: out}, nil
+}
