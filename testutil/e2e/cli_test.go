@@ -134,6 +134,32 @@ func TestCLIProduceConsume(t *testing.T) {
 	require.Contains(t, unknown.Stderr, "unknown topic")
 	require.Equal(t, before, watermarks(t, n, topic))
 
+	// A consumer group: read 100 records, then the rest from the committed offsets, then reset.
+	first := n.MustCLI("", "query", "topics", "consume", topic, "--group", "billing", "--max", "100", "-o", "json", "--from", "alice")
+	require.Len(t, strings.Split(strings.TrimSpace(first), "\n"), 100)
+	var lag struct {
+		Lags []struct {
+			Lag       string `json:"lag"`
+			Committed string `json:"committed"`
+		} `json:"lags"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(n.MustCLI("", "query", "topics", "lag", "billing", "-o", "json")), &lag))
+	require.Len(t, lag.Lags, partitions)
+	rest := n.MustCLI("", "query", "topics", "consume", topic, "--group", "billing", "-o", "json", "--from", "alice")
+	require.Len(t, strings.Split(strings.TrimSpace(rest), "\n"), total-100, "the second run continues from the committed offsets")
+	lag.Lags = nil // proto JSON omits zero fields: decode into fresh structs
+	require.NoError(t, json.Unmarshal([]byte(n.MustCLI("", "query", "topics", "lag", "billing", "-o", "json")), &lag))
+	for _, l := range lag.Lags {
+		require.Contains(t, []string{"", "0"}, l.Lag, "fully consumed: %+v", lag)
+	}
+	out = n.MustCLI("", "tx", "topics", "reset-offsets", "billing", topic, "--to-earliest", "--from", "alice")
+	require.Contains(t, out, "reset group billing")
+	again := n.MustCLI("", "query", "topics", "consume", topic, "--group", "billing", "--max", "10", "-o", "json", "--from", "alice")
+	require.Len(t, strings.Split(strings.TrimSpace(again), "\n"), 10)
+	bad = n.CLI("", "tx", "topics", "reset-offsets", "billing", topic, "--to-earliest", "--from", "bob")
+	require.Error(t, bad.Err)
+	require.Contains(t, bad.Stderr, "code 11")
+
 	// Fetch past the high watermark is a plain, coded error.
 	oor := n.CLI("", "query", "topics", "consume", topic, "--partition", "0", "--offset", "100000")
 	require.Error(t, oor.Err)

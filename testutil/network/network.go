@@ -4,6 +4,7 @@ package network
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -18,7 +19,8 @@ func New(t *testing.T, n int) *sdknetwork.Network {
 	cfg, err := sdknetwork.DefaultConfigWithAppConfig(app.AppConfig)
 	require.NoError(t, err)
 	cfg.NumValidators = n
-	cfg.MinGasPrices = "0stake" // as bftlogd's default app.toml
+	cfg.MinGasPrices = "0stake"                // as bftlogd's default app.toml
+	cfg.TimeoutCommit = 200 * time.Millisecond // bftlogd's block timing
 	net, err := sdknetwork.New(t, t.TempDir(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(net.Cleanup)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -231,6 +232,8 @@ func (n *Node) CLI(stdin string, args ...string) Result {
 	}
 	if len(args) > 0 && args[0] == "tx" {
 		args = append(args, "--chain-id", ChainID, "--keyring-backend", "test", "--yes")
+	} else if slices.Contains(args, "--from") { // a query that signs, e.g. consume --group
+		args = append(args, "--chain-id", ChainID, "--keyring-backend", "test")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -30,6 +30,24 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 					RpcMethod: "Record", Use: "record [topic] [partition] [offset]", Short: "Show the record at one offset",
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "topic"}, {ProtoField: "partition"}, {ProtoField: "offset"}},
 				},
+				{
+					RpcMethod: "ListOffsets", Use: "list-offsets [topic] [partition]",
+					Short:          "Earliest, latest, or first offset at or after --timestamp-ms (Kafka ListOffsets / offsetsForTimes)",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "topic"}, {ProtoField: "partition"}},
+				},
+				{RpcMethod: "Groups", Use: "groups", Short: "List consumer groups"},
+				{
+					RpcMethod: "Group", Use: "group [group-id]", Short: "Show a group: generation, members, assignment",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
+				},
+				{
+					RpcMethod: "GroupOffsets", Use: "group-offsets [group-id]", Short: "Show a group's committed offsets (--topic for one topic)",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
+				},
+				{
+					RpcMethod: "Lag", Use: "lag [group-id]", Short: "Show a group's lag per partition: high watermark minus committed offset",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
+				},
 			},
 		},
 		Tx: &autocliv1.ServiceCommandDescriptor{
@@ -48,6 +66,24 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "name"}},
 				},
 				{RpcMethod: "UpdateParams", Skip: true, GovProposal: true},
+				{RpcMethod: "CommitOffsets", Skip: true}, // consume --group commits as it goes
+				{RpcMethod: "ResetOffsets", Skip: true},  // hand-written: reset-offsets
+				{
+					RpcMethod: "JoinGroup", Use: "join-group [group-id] [topic]...", Short: "Join (or create) a consumer group subscribed to topics",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}, {ProtoField: "topics", Varargs: true}},
+				},
+				{
+					RpcMethod: "LeaveGroup", Use: "leave-group [group-id]", Short: "Leave a consumer group",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
+				},
+				{
+					RpcMethod: "Heartbeat", Use: "heartbeat [group-id]", Short: "Keep a group membership alive",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
+				},
+				{
+					RpcMethod: "DeleteGroup", Use: "delete-group [group-id]", Short: "Delete an empty group and its offsets (group admin or gov)",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
+				},
 			},
 		},
 	}

@@ -16,6 +16,9 @@ var (
 // PlainError turns an error that came back over gRPC or from a simulation into the module's
 // own message with its stable code, e.g. "partition out of range: ... (codespace topics, code 5)".
 func PlainError(err error) error {
+	if err == nil {
+		return nil
+	}
 	msg := err.Error()
 	if i := strings.LastIndex(msg, "desc = "); i >= 0 {
 		msg = msg[i+len("desc = "):]

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/client"
 	"github.com/cosmos/cosmos-sdk/client/flags"
 
+	"github.com/bftlog/bftlog/x/topics/client/consumer"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -28,6 +30,8 @@ const (
 	flagPrintHeaders   = "print-headers"
 	flagPrintTimestamp = "print-timestamp"
 	flagFetchRecords   = "fetch-records"
+	flagGroup          = "group"
+	flagStay           = "stay"
 )
 
 // NewQueryCmd is the root of `bftlogd query topics`.
@@ -67,7 +71,13 @@ bftlogd query topics consume orders --partition 2 --offset 100 --max 10 -o json`
 	cmd.Flags().Bool(flagPrintHeaders, false, "print the headers as k=v,k=v")
 	cmd.Flags().Bool(flagPrintTimestamp, false, "print CreateTime in ms")
 	cmd.Flags().Uint32(flagFetchRecords, 1000, "records per fetch request")
-	flags.AddQueryFlagsToCmd(cmd)
+	cmd.Flags().String(flagGroup, "", "consume as a member of this consumer group (signs with --from): join, read the assigned partitions from the committed offsets, commit as it goes")
+	cmd.Flags().Bool(flagStay, false, "with --group: stay in the group when done instead of leaving it")
+	// Tx flags give --from, keyring and gas for --group; reads need only --node.
+	flags.AddTxFlagsToCmd(cmd)
+	out := cmd.Flags().Lookup(flags.FlagOutput)
+	out.DefValue = "text"
+	_ = out.Value.Set("text")
 	return cmd
 }
 
@@ -108,6 +118,9 @@ func encodeBytes(b *types.Bytes) (*string, string) {
 
 func runConsume(cmd *cobra.Command, args []string) error {
 	cmd.SilenceUsage = true
+	if group, _ := cmd.Flags().GetString(flagGroup); group != "" {
+		return runGroupConsume(cmd, args[0], group)
+	}
 	clientCtx, err := client.GetClientQueryContext(cmd)
 	if err != nil {
 		return err
@@ -219,4 +232,75 @@ func nullable(b *types.Bytes) string {
 		return "null"
 	}
 	return string(b.Data)
+}
+
+// runGroupConsume consumes the partitions the group assigns to the --from account, from the
+// committed offsets up to the high watermarks, committing after each poll.
+func runGroupConsume(cmd *cobra.Command, topic, group string) error {
+	clientCtx, err := client.GetClientTxContext(cmd)
+	if err != nil {
+		return err
+	}
+	fs := cmd.Flags()
+	if fs.Changed(flagOffset) || fs.Changed(flagPartition) || fs.Changed(flagFromBeginning) {
+		return fmt.Errorf("--group reads from the committed offsets of its assigned partitions; use reset-offsets to move them")
+	}
+	maxTotal, _ := fs.GetUint64(flagMax)
+	fetchRecords, _ := fs.GetUint32(flagFetchRecords)
+	stay, _ := fs.GetBool(flagStay)
+	signer, err := newSigner(clientCtx, fs)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	c, err := consumer.Join(ctx, clientCtx, signer, group, []string{topic})
+	if err != nil {
+		return PlainError(err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "joined group %s at generation %d with %s\n", group, c.Generation(), describeAssignment(c.Assignment()))
+	var printed uint64
+	for maxTotal == 0 || printed < maxTotal {
+		want := fetchRecords
+		if maxTotal > 0 && maxTotal-printed < uint64(want) {
+			want = uint32(maxTotal - printed)
+		}
+		recs, err := c.Poll(ctx, want)
+		if err != nil {
+			return PlainError(err)
+		}
+		for _, r := range recs {
+			if err := printRecord(cmd.OutOrStdout(), cmd, clientCtx.OutputFormat, r.Topic, r.Partition, r.Record); err != nil {
+				return err
+			}
+			printed++
+		}
+		if err := c.Commit(ctx); errors.Is(err, consumer.ErrRebalanced) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "group rebalanced: generation %d with %s\n", c.Generation(), describeAssignment(c.Assignment()))
+			continue
+		} else if err != nil {
+			return PlainError(err)
+		}
+		if len(recs) == 0 {
+			break
+		}
+	}
+	if stay {
+		return nil
+	}
+	return PlainError(c.Leave(ctx))
+}
+
+func describeAssignment(a []types.TopicPartitions) string {
+	if len(a) == 0 {
+		return "no partitions"
+	}
+	parts := make([]string, 0, len(a))
+	for _, tp := range a {
+		ps := make([]string, len(tp.Partitions))
+		for i, p := range tp.Partitions {
+			ps[i] = strconv.FormatUint(uint64(p), 10)
+		}
+		parts = append(parts, tp.Topic+"/["+strings.Join(ps, ",")+"]")
+	}
+	return "partitions " + strings.Join(parts, " ")
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/client"
 	"github.com/cosmos/cosmos-sdk/client/flags"
 
+	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -43,7 +44,7 @@ func NewTxCmd() *cobra.Command {
 		SuggestionsMinimumDistance: 2,
 		RunE:                       client.ValidateCmd,
 	}
-	cmd.AddCommand(newProduceCmd(), newCreateTopicCmd(), newUpdateTopicConfigCmd())
+	cmd.AddCommand(newProduceCmd(), newCreateTopicCmd(), newUpdateTopicConfigCmd(), newResetOffsetsCmd())
 	return cmd
 }
 
@@ -272,11 +273,11 @@ func runProduce(cmd *cobra.Command, args []string) error {
 	var pendingHashes []string
 	var committed uint64
 	wait := func(hash string) error {
-		res, err := waitCommitted(clientCtx, hash)
+		res, err := txclient.Wait(clientCtx, hash)
 		if err != nil {
-			return fmt.Errorf("%w (records acknowledged before this batch: %d)", err, committed)
+			return fmt.Errorf("%w (records acknowledged before this batch: %d)", PlainError(err), committed)
 		}
-		resps, err := produceResponses(clientCtx, res)
+		resps, err := txclient.Responses[types.MsgProduceResponse](clientCtx, res)
 		if err != nil {
 			return err
 		}
@@ -299,12 +300,12 @@ func runProduce(cmd *cobra.Command, args []string) error {
 			}
 			pendingHashes = pendingHashes[1:]
 		}
-		hash, err := s.submit(&types.MsgProduce{
+		hash, err := s.Submit(&types.MsgProduce{
 			Producer: clientCtx.GetFromAddress().String(),
 			Batches:  []types.ProduceBatch{{Topic: topic, Partition: partition, Records: b}},
 		})
 		if err != nil {
-			return fmt.Errorf("%w (records acknowledged before this batch: %d)", err, committed)
+			return fmt.Errorf("%w (records acknowledged before this batch: %d)", PlainError(err), committed)
 		}
 		pendingHashes = append(pendingHashes, hash)
 	}

@@ -1,0 +1,202 @@
+// Package consumer is a consumer-group client: it joins a group on chain, reads its assigned
+// partitions from the committed offsets, and commits its positions fenced by the generation,
+// as a Kafka consumer does with a group coordinator.
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cosmos/cosmos-sdk/client"
+
+	"github.com/bftlog/bftlog/x/topics/client/txclient"
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// Record is a consumed record with its place.
+type Record struct {
+	Topic     string
+	Partition uint32
+	types.Record
+}
+
+type tp struct {
+	topic     string
+	partition uint32
+}
+
+// GroupConsumer is one member of a consumer group.
+type GroupConsumer struct {
+	clientCtx  client.Context
+	signer     *txclient.Signer
+	query      types.QueryClient
+	group      string
+	topics     []string
+	generation uint64
+	assignment []types.TopicPartitions
+	positions  map[tp]uint64
+	// dirty are the partitions whose position moved since the last commit.
+	dirty map[tp]bool
+}
+
+// Join joins group as the signer's account, subscribed to topics, and loads the committed
+// offsets of the assigned partitions (the log start offset where nothing is committed).
+func Join(ctx context.Context, clientCtx client.Context, signer *txclient.Signer, group string, topics []string) (*GroupConsumer, error) {
+	c := &GroupConsumer{clientCtx: clientCtx, signer: signer, query: types.NewQueryClient(clientCtx), group: group, topics: topics}
+	res, err := signer.SubmitAndWait(&types.MsgJoinGroup{Member: signer.Address(), GroupId: group, Topics: topics})
+	if err != nil {
+		return nil, err
+	}
+	joins, err := txclient.Responses[types.MsgJoinGroupResponse](clientCtx, res)
+	if err != nil || len(joins) != 1 {
+		return nil, fmt.Errorf("join group %s: no join response (%v)", group, err)
+	}
+	if err := c.adopt(ctx, joins[0].Generation, joins[0].Assignment); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// adopt takes a generation's assignment and positions from the committed offsets. A
+// partition this member keeps across a single generation step was never owned by anyone else
+// in between, so its local position (with any uncommitted progress) stays; every other
+// partition starts from the committed offset.
+func (c *GroupConsumer) adopt(ctx context.Context, generation uint64, assignment []types.TopicPartitions) error {
+	oldPositions, oldDirty := c.positions, c.dirty
+	keep := c.generation != 0 && generation == c.generation+1
+	c.generation, c.assignment = generation, assignment
+	c.positions, c.dirty = map[tp]uint64{}, map[tp]bool{}
+	committed := map[tp]uint64{}
+	offs, err := c.query.GroupOffsets(ctx, &types.QueryGroupOffsetsRequest{GroupId: c.group})
+	if err != nil {
+		return err
+	}
+	for _, o := range offs.Offsets {
+		committed[tp{o.Committed.Topic, o.Committed.Partition}] = o.Committed.Offset
+	}
+	for _, a := range assignment {
+		parts, err := c.query.Partitions(ctx, &types.QueryPartitionsRequest{Name: a.Topic})
+		if err != nil {
+			return err
+		}
+		for _, p := range a.Partitions {
+			key := tp{a.Topic, p}
+			if old, retained := oldPositions[key]; keep && retained {
+				c.positions[key], c.dirty[key] = old, oldDirty[key]
+				continue
+			}
+			pos, ok := committed[key]
+			if int(p) < len(parts.Partitions) && (!ok || pos < parts.Partitions[p].LogStartOffset) {
+				// Nothing committed, or retention passed it: start at the log start (Kafka's
+				// auto.offset.reset=earliest).
+				pos = parts.Partitions[p].LogStartOffset
+			}
+			c.positions[key] = pos
+		}
+	}
+	return nil
+}
+
+// Generation is the group generation this member works in.
+func (c *GroupConsumer) Generation() uint64 { return c.generation }
+
+// Assignment is this member's partitions in the current generation.
+func (c *GroupConsumer) Assignment() []types.TopicPartitions { return c.assignment }
+
+// Poll fetches up to maxRecords from the assigned partitions, in assignment order, from the
+// current positions, and advances them. It returns no records when every partition is at its
+// high watermark.
+func (c *GroupConsumer) Poll(ctx context.Context, maxRecords uint32) ([]Record, error) {
+	var out []Record
+	for _, a := range c.assignment {
+		for _, p := range a.Partitions {
+			if uint32(len(out)) >= maxRecords {
+				return out, nil
+			}
+			key := tp{a.Topic, p}
+			res, err := c.query.Fetch(ctx, &types.QueryFetchRequest{Topic: a.Topic, Partition: p, Offset: c.positions[key], MaxRecords: maxRecords - uint32(len(out))})
+			if err != nil {
+				return out, err
+			}
+			for _, r := range res.Records {
+				out = append(out, Record{Topic: a.Topic, Partition: p, Record: r})
+			}
+			if res.NextOffset != c.positions[key] {
+				c.positions[key] = res.NextOffset
+				c.dirty[key] = true
+			}
+		}
+	}
+	return out, nil
+}
+
+// ErrRebalanced means the group moved to a new generation: the commit was fenced, and the
+// consumer has adopted the new assignment from the committed offsets.
+var ErrRebalanced = errors.New("group rebalanced")
+
+// CommitMsg is the commit of every moved position, to send alone or in a transaction with
+// other messages (consume-transform-produce). It is nil when nothing moved.
+func (c *GroupConsumer) CommitMsg() *types.MsgCommitOffsets {
+	msg := &types.MsgCommitOffsets{Member: c.signer.Address(), GroupId: c.group, Generation: c.generation}
+	for _, a := range c.assignment {
+		for _, p := range a.Partitions {
+			key := tp{a.Topic, p}
+			if c.dirty[key] {
+				msg.Offsets = append(msg.Offsets, types.OffsetCommit{Topic: a.Topic, Partition: p, Offset: c.positions[key]})
+			}
+		}
+	}
+	if len(msg.Offsets) == 0 {
+		return nil
+	}
+	return msg
+}
+
+// Commit commits the moved positions. When the group has rebalanced it returns ErrRebalanced
+// after adopting the new generation (positions from the committed offsets, so records read
+// since the last commit are read again by whoever owns them: at-least-once).
+func (c *GroupConsumer) Commit(ctx context.Context) error {
+	msg := c.CommitMsg()
+	if msg == nil {
+		return c.Heartbeat(ctx)
+	}
+	if _, err := c.signer.SubmitAndWait(msg); err != nil {
+		if strings.Contains(err.Error(), types.ErrIllegalGeneration.Error()) || strings.Contains(err.Error(), types.ErrPartitionNotAssigned.Error()) {
+			if herr := c.Heartbeat(ctx); herr != nil && !errors.Is(herr, ErrRebalanced) {
+				return herr
+			}
+			return ErrRebalanced
+		}
+		return err
+	}
+	c.dirty = map[tp]bool{}
+	return nil
+}
+
+// Heartbeat keeps the member alive; if the generation moved it adopts the new assignment and
+// returns ErrRebalanced.
+func (c *GroupConsumer) Heartbeat(ctx context.Context) error {
+	res, err := c.signer.SubmitAndWait(&types.MsgHeartbeat{Member: c.signer.Address(), GroupId: c.group})
+	if err != nil {
+		return err
+	}
+	hbs, err := txclient.Responses[types.MsgHeartbeatResponse](c.clientCtx, res)
+	if err != nil || len(hbs) != 1 {
+		return fmt.Errorf("heartbeat: no response (%v)", err)
+	}
+	if hbs[0].Generation == c.generation {
+		return nil
+	}
+	if err := c.adopt(ctx, hbs[0].Generation, hbs[0].Assignment); err != nil {
+		return err
+	}
+	return ErrRebalanced
+}
+
+// Leave leaves the group; its partitions go to the other members.
+func (c *GroupConsumer) Leave(context.Context) error {
+	_, err := c.signer.SubmitAndWait(&types.MsgLeaveGroup{Member: c.signer.Address(), GroupId: c.group})
+	return err
+}

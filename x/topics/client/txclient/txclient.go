@@ -1,0 +1,133 @@
+// Package txclient signs, broadcasts and waits for x/topics transactions from Go: the CLI,
+// the group consumer and tests share it.
+package txclient
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/cosmos/gogoproto/proto"
+
+	"github.com/cosmos/cosmos-sdk/client"
+	"github.com/cosmos/cosmos-sdk/client/tx"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	authtx "github.com/cosmos/cosmos-sdk/x/auth/tx"
+)
+
+// CommitTimeout bounds how long Wait waits for a transaction to land in a block.
+const CommitTimeout = 60 * time.Second
+
+// Signer signs and broadcasts transactions of one account. It keeps the account sequence
+// itself so that several transactions can be in flight at once.
+type Signer struct {
+	clientCtx client.Context
+	txf       tx.Factory
+	autoGas   bool
+}
+
+// NewSigner prepares txf (account number and sequence) for clientCtx.FromName. With autoGas,
+// each transaction's gas is simulated; record batches need far more than a fixed default.
+func NewSigner(clientCtx client.Context, txf tx.Factory, autoGas bool) (*Signer, error) {
+	txf, err := txf.Prepare(clientCtx)
+	if err != nil {
+		return nil, err
+	}
+	if txf.GasAdjustment() <= 1 {
+		txf = txf.WithGasAdjustment(1.3)
+	}
+	return &Signer{clientCtx: clientCtx, txf: txf, autoGas: autoGas}, nil
+}
+
+// Address is the signer's account address.
+func (s *Signer) Address() string { return s.clientCtx.GetFromAddress().String() }
+
+// Submit signs msgs as one transaction and broadcasts it in sync mode (it returns once the
+// mempool accepted it) and returns its hash.
+func (s *Signer) Submit(msgs ...sdk.Msg) (string, error) {
+	txf := s.txf
+	if s.autoGas {
+		_, gas, err := tx.CalculateGas(s.clientCtx, txf, msgs...)
+		if err != nil {
+			return "", err
+		}
+		txf = txf.WithGas(gas)
+	}
+	txb, err := txf.BuildUnsignedTx(msgs...)
+	if err != nil {
+		return "", err
+	}
+	if err := tx.Sign(context.Background(), txf, s.clientCtx.FromName, txb, true); err != nil {
+		return "", err
+	}
+	bz, err := s.clientCtx.TxConfig.TxEncoder()(txb.GetTx())
+	if err != nil {
+		return "", err
+	}
+	res, err := s.clientCtx.BroadcastTxSync(bz)
+	if err != nil {
+		return "", err
+	}
+	if res.Code != 0 {
+		return "", fmt.Errorf("transaction rejected: %s (codespace %s, code %d)", res.RawLog, res.Codespace, res.Code)
+	}
+	s.txf = s.txf.WithSequence(s.txf.Sequence() + 1)
+	return res.TxHash, nil
+}
+
+// SubmitAndWait submits msgs and waits until they are committed.
+func (s *Signer) SubmitAndWait(msgs ...sdk.Msg) (*sdk.TxResponse, error) {
+	hash, err := s.Submit(msgs...)
+	if err != nil {
+		return nil, err
+	}
+	return Wait(s.clientCtx, hash)
+}
+
+// Wait polls until the tx is in a block (acks=all) and fails if it did not succeed.
+func Wait(clientCtx client.Context, hash string) (*sdk.TxResponse, error) {
+	deadline := time.Now().Add(CommitTimeout)
+	for {
+		res, err := authtx.QueryTx(clientCtx, hash)
+		if err == nil {
+			if res.Code != 0 {
+				return res, fmt.Errorf("transaction %s failed in block %d: %s (codespace %s, code %d)", hash, res.Height, res.RawLog, res.Codespace, res.Code)
+			}
+			return res, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("transaction %s not committed after %s: %w", hash, CommitTimeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Responses decodes every Msg response of type T from a committed tx, in message order.
+func Responses[T any, PT interface {
+	*T
+	proto.Message
+	Unmarshal([]byte) error
+}](clientCtx client.Context, res *sdk.TxResponse) ([]T, error) {
+	raw, err := hex.DecodeString(res.Data)
+	if err != nil {
+		return nil, err
+	}
+	var data sdk.TxMsgData
+	if err := clientCtx.Codec.Unmarshal(raw, &data); err != nil {
+		return nil, err
+	}
+	url := "/" + proto.MessageName(PT(new(T)))
+	var out []T
+	for _, a := range data.MsgResponses {
+		if a.TypeUrl != url {
+			continue
+		}
+		var v T
+		if err := PT(&v).Unmarshal(a.Value); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
