@@ -32,6 +32,8 @@ import (
 	slashingkeeper "github.com/cosmos/cosmos-sdk/x/slashing/keeper"
 	stakingkeeper "github.com/cosmos/cosmos-sdk/x/staking/keeper"
 
+	"github.com/bftlog/bftlog/x/poa"
+	poakeeper "github.com/bftlog/bftlog/x/poa/keeper"
 	topicskeeper "github.com/bftlog/bftlog/x/topics/keeper"
 )
 
@@ -62,6 +64,7 @@ type App struct {
 	UpgradeKeeper         *upgradekeeper.Keeper
 	EvidenceKeeper        evidencekeeper.Keeper
 	TopicsKeeper          topicskeeper.Keeper
+	PoaKeeper             poakeeper.Keeper
 }
 
 func init() {
@@ -127,15 +130,20 @@ func New(
 		&app.UpgradeKeeper,
 		&app.EvidenceKeeper,
 		&app.TopicsKeeper,
+		&app.PoaKeeper,
 	); err != nil {
 		panic(err)
 	}
 
-	// The ante handler (standard SDK ante.NewAnteHandler: fees, signatures,
-	// sequences, gas) and post handler are installed by the "tx" module of
-	// AppConfig through a runtime.BaseAppOption, see app_config.go.
-
+	// The standard ante handler (fees, signatures, sequences, gas) and post handler are
+	// installed by the "tx" module of AppConfig; the x/poa decorator runs in front of it so no
+	// staking message gets around governance.
 	app.App = appBuilder.Build(db, traceStore, baseAppOptions...)
+	std := app.AnteHandler()
+	poaCheck := poa.NewAnteDecorator(app.PoaKeeper)
+	app.SetAnteHandler(func(ctx sdk.Context, tx sdk.Tx, simulate bool) (sdk.Context, error) {
+		return poaCheck.AnteHandle(ctx, tx, simulate, std)
+	})
 
 	// register streaming services (ABCI listeners configured in app.toml)
 	if err := app.RegisterStreamingServices(appOpts, app.kvStoreKeys()); err != nil {

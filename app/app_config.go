@@ -42,6 +42,8 @@ import (
 	_ "github.com/cosmos/cosmos-sdk/x/staking" // registers the staking module with depinject
 	stakingtypes "github.com/cosmos/cosmos-sdk/x/staking/types"
 
+	poatypes "github.com/bftlog/bftlog/x/poa/types"
+	poamodulev1 "github.com/bftlog/bftlog/x/poa/types/modulev1"
 	_ "github.com/bftlog/bftlog/x/topics" // registers the topics module with depinject
 	topicstypes "github.com/bftlog/bftlog/x/topics/types"
 	topicsmodulev1 "github.com/bftlog/bftlog/x/topics/types/modulev1"
@@ -70,6 +72,8 @@ var (
 		{Account: stakingtypes.BondedPoolName, Permissions: []string{authtypes.Burner, stakingtypes.ModuleName}},
 		{Account: stakingtypes.NotBondedPoolName, Permissions: []string{authtypes.Burner, stakingtypes.ModuleName}},
 		{Account: govtypes.ModuleName, Permissions: []string{authtypes.Burner}},
+		// x/poa mints the stake that gives an admitted validator its power.
+		{Account: poatypes.ModuleName, Permissions: []string{authtypes.Minter}},
 	}
 
 	// blockAccAddrs are module accounts that may not receive funds through
@@ -127,6 +131,7 @@ var (
 						slashingtypes.ModuleName,
 						govtypes.ModuleName,
 						genutiltypes.ModuleName,
+						poatypes.ModuleName, // after genutil: admits the genesis validators
 						evidencetypes.ModuleName,
 						upgradetypes.ModuleName,
 						consensustypes.ModuleName,
@@ -196,6 +201,10 @@ var (
 			{
 				Name:   topicstypes.ModuleName,
 				Config: appconfig.WrapAny(&topicsmodulev1.Module{}),
+			},
+			{
+				Name:   poatypes.ModuleName,
+				Config: appconfig.WrapAny(&poamodulev1.Module{}),
 			},
 		},
 	})

@@ -18,7 +18,7 @@ import (
 // The modules every bftlog genesis must contain.
 var expectedGenesisModules = []string{
 	"auth", "bank", "staking", "slashing", "distribution", "gov",
-	"genutil", "upgrade", "evidence", "topics",
+	"genutil", "upgrade", "evidence", "topics", "poa",
 }
 
 func TestAppConfigWorksWithTestNetwork(t *testing.T) {

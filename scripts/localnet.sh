@@ -16,8 +16,9 @@ rm -rf "$HOME_DIR"
 "$BIN" init localnet --chain-id "$CHAIN_ID" --home "$HOME_DIR" >/dev/null 2>&1
 "$BIN" config set client chain-id "$CHAIN_ID" --home "$HOME_DIR"
 "$BIN" config set client keyring-backend test --home "$HOME_DIR"
-for who in alice bob; do
-  "$BIN" keys add "$who" "${KR[@]}" >/dev/null 2>&1
+# Public test keys (scripts/test-keys.txt) so that the proposal examples name real accounts.
+for who in alice bob carol; do
+  grep "^$who " scripts/test-keys.txt | cut -d' ' -f2- | "$BIN" keys add "$who" --recover "${KR[@]}" >/dev/null 2>&1
   "$BIN" genesis add-genesis-account "$who" 1000000000000stake "${KR[@]}"
 done
 "$BIN" genesis gentx alice 100000000stake --chain-id "$CHAIN_ID" "${KR[@]}" >/dev/null 2>&1
@@ -43,7 +44,8 @@ sed -i 's/^cors_allowed_origins = \[\]/cors_allowed_origins = ["*"]/' "$HOME_DIR
 cat <<MSG
 
 bftlog local chain "$CHAIN_ID" in $HOME_DIR — RPC 127.0.0.1:26657, REST 127.0.0.1:1317, gRPC 127.0.0.1:9090.
-Keys alice and bob (keyring-backend test). Topic "demo" has 3 partitions.
+Keys alice (the validator), bob and carol (keyring-backend test, scripts/test-keys.txt). Topic "demo" has 3 partitions.
+Governance voting period: 60s (proposals in scripts/proposals/, see README).
 
 From a second terminal:
   $BIN tx topics produce demo 'hello' 'world' --from alice --home $HOME_DIR

@@ -80,7 +80,7 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// Node is one running bftlogd validator.
+// Node is one bftlogd process (validator or full node) with its own home and ports.
 type Node struct {
 	t       testing.TB
 	Bin     string
@@ -88,6 +88,9 @@ type Node struct {
 	RPC     string // tcp://127.0.0.1:port
 	GRPC    string // 127.0.0.1:port
 	API     string // http://127.0.0.1:port
+	P2PPort int
+	// Peers is the persistent_peers list the node starts with (id@127.0.0.1:port,...).
+	Peers   string
 	rpcPort int
 	cmd     *exec.Cmd
 	logFile *os.File
@@ -110,7 +113,7 @@ func StartSingle(t testing.TB, keys ...string) *Node {
 	}
 	n.mustRun("genesis", "gentx", keys[0], "100000000stake", "--chain-id", ChainID, "--keyring-backend", "test")
 	n.mustRun("genesis", "collect-gentxs")
-	n.Start()
+	n.StartAndWait()
 	return n
 }
 
@@ -118,10 +121,15 @@ func StartSingle(t testing.TB, keys ...string) *Node {
 func (n *Node) Start() {
 	t := n.t
 	t.Helper()
-	n.rpcPort = FreePort(t)
-	n.RPC = "tcp://127.0.0.1:" + strconv.Itoa(n.rpcPort)
-	n.GRPC = "127.0.0.1:" + strconv.Itoa(FreePort(t))
-	n.API = "http://127.0.0.1:" + strconv.Itoa(FreePort(t))
+	if n.rpcPort == 0 { // keep ports across restarts so peers find the node again
+		n.rpcPort = FreePort(t)
+		n.RPC = "tcp://127.0.0.1:" + strconv.Itoa(n.rpcPort)
+		n.GRPC = "127.0.0.1:" + strconv.Itoa(FreePort(t))
+		n.API = "http://127.0.0.1:" + strconv.Itoa(FreePort(t))
+		if n.P2PPort == 0 {
+			n.P2PPort = FreePort(t)
+		}
+	}
 	logPath := filepath.Join(n.Home, "node.log")
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -130,7 +138,8 @@ func (n *Node) Start() {
 	n.logFile = f
 	n.cmd = exec.Command(n.Bin, "start", "--home", n.Home,
 		"--rpc.laddr", n.RPC,
-		"--p2p.laddr", "tcp://127.0.0.1:"+strconv.Itoa(FreePort(t)),
+		"--p2p.laddr", "tcp://127.0.0.1:"+strconv.Itoa(n.P2PPort),
+		"--p2p.persistent_peers", n.Peers,
 		"--grpc.address", n.GRPC,
 		"--api.enable", "--api.address", strings.Replace(n.API, "http://", "tcp://", 1),
 		"--rpc.pprof_laddr", "",
@@ -143,8 +152,14 @@ func (n *Node) Start() {
 	n.exited = make(chan error, 1)
 	go func() { n.exited <- n.cmd.Wait() }()
 	t.Cleanup(n.Stop)
+}
+
+// StartAndWait starts the node and waits for height 2.
+func (n *Node) StartAndWait() {
+	n.t.Helper()
+	n.Start()
 	if err := n.WaitForHeight(2, 60*time.Second); err != nil {
-		t.Fatalf("%v\n--- node log tail ---\n%s", err, n.LogTail(40))
+		n.t.Fatalf("%v\n--- node log tail ---\n%s", err, n.LogTail(40))
 	}
 }
 
@@ -261,6 +276,9 @@ func (n *Node) MustCLI(stdin string, args ...string) string {
 func (n *Node) Address(key string) string {
 	return strings.TrimSpace(n.mustRun("keys", "show", key, "-a", "--keyring-backend", "test"))
 }
+
+// MustRun runs a bftlogd command on the node's home (no --node), failing the test on error.
+func (n *Node) MustRun(args ...string) string { n.t.Helper(); return n.mustRun(args...) }
 
 func (n *Node) mustRun(args ...string) string {
 	n.t.Helper()

@@ -1,0 +1,204 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Network is several bftlogd validator processes on 127.0.0.1 that peer with each other.
+type Network struct {
+	t     testing.TB
+	Nodes []*Node
+	// Genesis is the final genesis file every node runs.
+	Genesis string
+}
+
+// NetworkOptions shape a test network.
+type NetworkOptions struct {
+	Validators int
+	// Accounts are extra funded test-keyring keys, created in node 0's home.
+	Accounts []string
+	// TestKeys are keys of scripts/test-keys.txt to recover and fund in node 0's home.
+	TestKeys []string
+	// EditGenesis may change the genesis app state before the validators' gentxs.
+	EditGenesis func(appState map[string]any)
+}
+
+// StartNetwork creates a chain with opts.Validators validators of equal power ("val0", ...,
+// each key in its own node's home), starts them peered with each other and waits for blocks.
+func StartNetwork(t testing.TB, opts NetworkOptions) *Network {
+	t.Helper()
+	bin := Binary(t)
+	net := &Network{t: t}
+	root := t.TempDir()
+	for i := 0; i < opts.Validators; i++ {
+		n := &Node{t: t, Bin: bin, Home: filepath.Join(root, fmt.Sprintf("node%d", i)), P2PPort: FreePort(t)}
+		n.mustRun("init", fmt.Sprintf("node%d", i), "--chain-id", ChainID)
+		n.mustRun("keys", "add", fmt.Sprintf("val%d", i), "--keyring-backend", "test")
+		net.Nodes = append(net.Nodes, n)
+	}
+	n0 := net.Nodes[0]
+	for _, a := range opts.Accounts {
+		n0.mustRun("keys", "add", a, "--keyring-backend", "test")
+	}
+	for _, a := range opts.TestKeys {
+		n0.RecoverTestKey(a)
+		opts.Accounts = append(opts.Accounts, a)
+	}
+	for i, n := range net.Nodes {
+		addr := strings.TrimSpace(n.mustRun("keys", "show", fmt.Sprintf("val%d", i), "-a", "--keyring-backend", "test"))
+		n0.mustRun("genesis", "add-genesis-account", addr, "1000000000000stake")
+	}
+	for _, a := range opts.Accounts {
+		n0.mustRun("genesis", "add-genesis-account", a, "1000000000000stake", "--keyring-backend", "test")
+	}
+	gen := filepath.Join(n0.Home, "config", "genesis.json")
+	if opts.EditGenesis != nil {
+		editGenesis(t, gen, opts.EditGenesis)
+	}
+	gentxDir := filepath.Join(n0.Home, "config", "gentx")
+	if err := os.MkdirAll(gentxDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range net.Nodes {
+		if i > 0 {
+			copyFile(t, gen, filepath.Join(n.Home, "config", "genesis.json"))
+		}
+		out := filepath.Join(gentxDir, fmt.Sprintf("gentx-%d.json", i))
+		n.mustRun("genesis", "gentx", fmt.Sprintf("val%d", i), "100000000stake", "--chain-id", ChainID,
+			"--keyring-backend", "test", "--output-document", out)
+	}
+	n0.mustRun("genesis", "collect-gentxs", "--gentx-dir", gentxDir)
+	net.Genesis = gen
+	var peers []string
+	for _, n := range net.Nodes {
+		copyFile(t, gen, filepath.Join(n.Home, "config", "genesis.json"))
+		allowLoopbackPeers(t, n.Home)
+		id := strings.TrimSpace(n.mustRun("comet", "show-node-id"))
+		peers = append(peers, fmt.Sprintf("%s@127.0.0.1:%d", id, n.P2PPort))
+	}
+	for i, n := range net.Nodes {
+		var others []string
+		for j, p := range peers {
+			if j != i {
+				others = append(others, p)
+			}
+		}
+		n.Peers = strings.Join(others, ",")
+		n.Start()
+	}
+	for _, n := range net.Nodes {
+		if err := n.WaitForHeight(2, 90*time.Second); err != nil {
+			t.Fatalf("%v\n--- %s log tail ---\n%s", err, n.Home, n.LogTail(40))
+		}
+	}
+	return net
+}
+
+// AddFullNode starts a non-validator node on the network's genesis, peered with every node.
+func (net *Network) AddFullNode(name string) *Node {
+	t := net.t
+	t.Helper()
+	n := &Node{t: t, Bin: net.Nodes[0].Bin, Home: filepath.Join(filepath.Dir(net.Nodes[0].Home), name), P2PPort: FreePort(t)}
+	n.mustRun("init", name, "--chain-id", ChainID)
+	copyFile(t, net.Genesis, filepath.Join(n.Home, "config", "genesis.json"))
+	allowLoopbackPeers(t, n.Home)
+	var peers []string
+	for _, m := range net.Nodes {
+		id := strings.TrimSpace(m.mustRun("comet", "show-node-id"))
+		peers = append(peers, fmt.Sprintf("%s@127.0.0.1:%d", id, m.P2PPort))
+	}
+	n.Peers = strings.Join(peers, ",")
+	n.StartAndWait()
+	return n
+}
+
+// allowLoopbackPeers lets CometBFT peers share 127.0.0.1.
+func allowLoopbackPeers(t testing.TB, home string) {
+	p := filepath.Join(home, "config", "config.toml")
+	bz, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(bz), "addr_book_strict = true", "addr_book_strict = false", 1)
+	s = strings.Replace(s, "allow_duplicate_ip = false", "allow_duplicate_ip = true", 1)
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func editGenesis(t testing.TB, path string, edit func(map[string]any)) {
+	bz, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(bz, &doc); err != nil {
+		t.Fatal(err)
+	}
+	edit(doc["app_state"].(map[string]any))
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func copyFile(t testing.TB, from, to string) {
+	bz, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, bz, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ShortGovernance sets a voting period of d, a small deposit and a low quorum, for tests.
+func ShortGovernance(d time.Duration) func(map[string]any) {
+	return func(app map[string]any) {
+		params := app["gov"].(map[string]any)["params"].(map[string]any)
+		params["voting_period"] = d.String()
+		params["max_deposit_period"] = d.String()
+		params["expedited_voting_period"] = (d / 2).String()
+		params["min_deposit"] = []any{map[string]any{"denom": "stake", "amount": "1000"}}
+		params["expedited_min_deposit"] = []any{map[string]any{"denom": "stake", "amount": "2000"}}
+	}
+}
+
+// TestMnemonic returns the mnemonic of a key in scripts/test-keys.txt.
+func TestMnemonic(t testing.TB, name string) string {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bz, err := os.ReadFile(filepath.Join(root, "scripts", "test-keys.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(bz), "\n") {
+		if k, m, ok := strings.Cut(line, " "); ok && k == name {
+			return m
+		}
+	}
+	t.Fatalf("no test key %s", name)
+	return ""
+}
+
+// RecoverTestKey adds a key of scripts/test-keys.txt to the node's test keyring.
+func (n *Node) RecoverTestKey(name string) {
+	n.t.Helper()
+	cmd := exec.Command(n.Bin, "keys", "add", name, "--recover", "--keyring-backend", "test", "--home", n.Home)
+	cmd.Stdin = strings.NewReader(TestMnemonic(n.t, name) + "\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		n.t.Fatalf("recover %s: %v\n%s", name, err, out)
+	}
+}

@@ -1,0 +1,315 @@
+// Package keeper holds x/poa: admissions decided by governance on top of x/staking.
+package keeper
+
+import (
+	"context"
+
+	"cosmossdk.io/collections"
+	"cosmossdk.io/core/address"
+	corestore "cosmossdk.io/core/store"
+	errorsmod "cosmossdk.io/errors"
+	"cosmossdk.io/math"
+
+	"github.com/cosmos/cosmos-sdk/codec"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
+	stakingtypes "github.com/cosmos/cosmos-sdk/x/staking/types"
+
+	"github.com/bftlog/bftlog/x/poa/types"
+)
+
+// Keeper stores admissions and moves x/staking to match them.
+type Keeper struct {
+	authority string
+	staking   types.StakingKeeper
+	bank      types.BankKeeper
+	slashing  types.SlashingKeeper
+	valCodec  address.Codec
+
+	Schema     collections.Schema
+	Admissions collections.Map[[]byte, types.Admission]
+}
+
+// NewKeeper builds the keeper; authority is a bech32 account address (gov by default).
+func NewKeeper(cdc codec.BinaryCodec, store corestore.KVStoreService, authority string, sk types.StakingKeeper, bk types.BankKeeper, slk types.SlashingKeeper) Keeper {
+	sb := collections.NewSchemaBuilder(store)
+	k := Keeper{
+		authority: authority, staking: sk, bank: bk, slashing: slk, valCodec: sk.ValidatorAddressCodec(),
+		Admissions: collections.NewMap(sb, types.AdmissionsPrefix, "admissions", collections.BytesKey, codec.CollValue[types.Admission](cdc)),
+	}
+	schema, err := sb.Build()
+	if err != nil {
+		panic(err)
+	}
+	k.Schema = schema
+	return k
+}
+
+// Authority returns the address allowed to change the validator set.
+func (k Keeper) Authority() string { return k.authority }
+
+func (k Keeper) operator(op string) (sdk.ValAddress, error) {
+	bz, err := k.valCodec.StringToBytes(op)
+	if err != nil {
+		return nil, errorsmod.Wrapf(types.ErrInvalidAddr, "operator %q: %v", op, err)
+	}
+	return bz, nil
+}
+
+func (k Keeper) checkAuthority(signer string) error {
+	if signer != k.authority {
+		return errorsmod.Wrapf(types.ErrUnauthorized, "expected %s, got %s", k.authority, signer)
+	}
+	return nil
+}
+
+// IsAdmitted tells whether the operator holds an admission.
+func (k Keeper) IsAdmitted(ctx context.Context, op sdk.ValAddress) (types.Admission, bool, error) {
+	a, err := k.Admissions.Get(ctx, op)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return a, false, nil
+	}
+	return a, err == nil, err
+}
+
+// tokens is the stake that gives power.
+func (k Keeper) tokens(ctx context.Context, power int64) math.Int {
+	return k.staking.PowerReduction(ctx).MulRaw(power)
+}
+
+// Admit records an admission. An operator without a validator gets the stake for its
+// create-validator; an existing (removed or re-powered) validator is moved to the power and
+// unjailed, unless it double-signed.
+func (k Keeper) Admit(ctx context.Context, signer, operator string, power int64) error {
+	if err := k.checkAuthority(signer); err != nil {
+		return err
+	}
+	if err := types.ValidatePower(power); err != nil {
+		return err
+	}
+	op, err := k.operator(operator)
+	if err != nil {
+		return err
+	}
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	prev, _, err := k.IsAdmitted(ctx, op)
+	if err != nil {
+		return err
+	}
+	if err := k.Admissions.Set(ctx, op, types.Admission{Operator: operator, Power: power, AdmittedHeight: sdkCtx.BlockHeight(), AdmittedBy: signer}); err != nil {
+		return err
+	}
+	val, err := k.staking.GetValidator(ctx, op)
+	switch {
+	case errorsmod.IsOf(err, stakingtypes.ErrNoValidatorFound):
+		// The operator needs power's worth of stake for its create-validator; a repeated
+		// admission only tops up what an earlier one already gave.
+		if power <= prev.Power {
+			break
+		}
+		denom, err := k.staking.BondDenom(ctx)
+		if err != nil {
+			return err
+		}
+		coins := sdk.NewCoins(sdk.NewCoin(denom, k.tokens(ctx, power-prev.Power)))
+		if err := k.bank.MintCoins(ctx, types.ModuleName, coins); err != nil {
+			return err
+		}
+		if err := k.bank.SendCoinsFromModuleToAccount(ctx, types.ModuleName, sdk.AccAddress(op), coins); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	default:
+		consAddr, err := val.GetConsAddr()
+		if err != nil {
+			return err
+		}
+		if k.slashing.IsTombstoned(ctx, consAddr) {
+			return errorsmod.Wrapf(types.ErrTombstoned, "%s can not be admitted again", operator)
+		}
+		if err := k.setPower(ctx, val, power); err != nil {
+			return err
+		}
+		if val.IsJailed() {
+			if err := k.staking.Unjail(ctx, consAddr); err != nil {
+				return err
+			}
+		}
+	}
+	return sdkCtx.EventManager().EmitTypedEvent(&types.EventValidatorAdmitted{Operator: operator, Power: power})
+}
+
+// SetPower changes an admitted validator's power.
+func (k Keeper) SetPower(ctx context.Context, signer, operator string, power int64) error {
+	if err := k.checkAuthority(signer); err != nil {
+		return err
+	}
+	if err := types.ValidatePower(power); err != nil {
+		return err
+	}
+	op, err := k.operator(operator)
+	if err != nil {
+		return err
+	}
+	a, ok, err := k.IsAdmitted(ctx, op)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errorsmod.Wrapf(types.ErrNotAdmitted, "%s", operator)
+	}
+	val, err := k.staking.GetValidator(ctx, op)
+	if errorsmod.IsOf(err, stakingtypes.ErrNoValidatorFound) {
+		// Not created yet: the create-validator must bring the new power; top up the stake.
+		if power > a.Power {
+			denom, err := k.staking.BondDenom(ctx)
+			if err != nil {
+				return err
+			}
+			coins := sdk.NewCoins(sdk.NewCoin(denom, k.tokens(ctx, power-a.Power)))
+			if err := k.bank.MintCoins(ctx, types.ModuleName, coins); err != nil {
+				return err
+			}
+			if err := k.bank.SendCoinsFromModuleToAccount(ctx, types.ModuleName, sdk.AccAddress(op), coins); err != nil {
+				return err
+			}
+		}
+	} else if err != nil {
+		return err
+	} else if err := k.setPower(ctx, val, power); err != nil {
+		return err
+	}
+	a.Power = power
+	if err := k.Admissions.Set(ctx, op, a); err != nil {
+		return err
+	}
+	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventValidatorPowerSet{Operator: operator, Power: power})
+}
+
+// setPower moves a validator's bonded tokens to power: more stake is minted to the poa module
+// account and delegated; less is undelegated, from the module's delegation first and then
+// from the operator's self-delegation. x/staking applies the change at the end block.
+func (k Keeper) setPower(ctx context.Context, val stakingtypes.Validator, power int64) error {
+	target := k.tokens(ctx, power)
+	op, err := k.operator(val.OperatorAddress)
+	if err != nil {
+		return err
+	}
+	moduleAddr := authtypes.NewModuleAddress(types.ModuleName)
+	switch cur := val.Tokens; {
+	case target.GT(cur):
+		diff := target.Sub(cur)
+		denom, err := k.staking.BondDenom(ctx)
+		if err != nil {
+			return err
+		}
+		if err := k.bank.MintCoins(ctx, types.ModuleName, sdk.NewCoins(sdk.NewCoin(denom, diff))); err != nil {
+			return err
+		}
+		_, err = k.staking.Delegate(ctx, moduleAddr, diff, stakingtypes.Unbonded, val, true)
+		return err
+	case target.LT(cur):
+		remaining := cur.Sub(target)
+		for _, del := range []sdk.AccAddress{moduleAddr, sdk.AccAddress(op)} {
+			if !remaining.IsPositive() {
+				break
+			}
+			d, err := k.staking.GetDelegation(ctx, del, op)
+			if errorsmod.IsOf(err, stakingtypes.ErrNoDelegation) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			val, err = k.staking.GetValidator(ctx, op)
+			if err != nil {
+				return err
+			}
+			shares, err := val.SharesFromTokens(remaining)
+			if err != nil {
+				return err
+			}
+			if shares.GT(d.Shares) {
+				shares = d.Shares
+			}
+			_, amt, err := k.staking.Undelegate(ctx, del, op, shares)
+			if err != nil {
+				return err
+			}
+			remaining = remaining.Sub(amt)
+		}
+	}
+	return nil
+}
+
+// Remove revokes an admission and jails the validator, so it leaves the active set at the next
+// end block; only a new admission brings it back (MsgUnjail is refused without one).
+func (k Keeper) Remove(ctx context.Context, signer, operator string) error {
+	if err := k.checkAuthority(signer); err != nil {
+		return err
+	}
+	op, err := k.operator(operator)
+	if err != nil {
+		return err
+	}
+	if _, ok, err := k.IsAdmitted(ctx, op); err != nil {
+		return err
+	} else if !ok {
+		return errorsmod.Wrapf(types.ErrNotAdmitted, "%s", operator)
+	}
+	if err := k.Admissions.Remove(ctx, op); err != nil {
+		return err
+	}
+	val, err := k.staking.GetValidator(ctx, op)
+	if err == nil && !val.IsJailed() {
+		consAddr, err := val.GetConsAddr()
+		if err != nil {
+			return err
+		}
+		if err := k.staking.Jail(ctx, consAddr); err != nil {
+			return err
+		}
+	} else if err != nil && !errorsmod.IsOf(err, stakingtypes.ErrNoValidatorFound) {
+		return err
+	}
+	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventValidatorRemoved{Operator: operator})
+}
+
+// Status joins an admission with its validator's state.
+func (k Keeper) Status(ctx context.Context, a types.Admission) (types.AdmissionStatus, error) {
+	out := types.AdmissionStatus{Admission: &a, Status: "pending"}
+	op, err := k.operator(a.Operator)
+	if err != nil {
+		return out, err
+	}
+	val, err := k.staking.GetValidator(ctx, op)
+	if errorsmod.IsOf(err, stakingtypes.ErrNoValidatorFound) {
+		return out, nil
+	} else if err != nil {
+		return out, err
+	}
+	out.CurrentPower = val.ConsensusPower(k.staking.PowerReduction(ctx))
+	switch {
+	case val.IsJailed():
+		out.Status = "jailed"
+	case val.IsBonded():
+		out.Status = "bonded"
+	case val.IsUnbonding():
+		out.Status = "unbonding"
+	default:
+		out.Status = "unbonded"
+	}
+	return out, nil
+}
+
+// StakingValidatorAddress decodes a validator operator address.
+func (k Keeper) StakingValidatorAddress(op string) (sdk.ValAddress, error) { return k.operator(op) }
+
+// AdmittedStake is the self-delegation a create-validator must bring for power.
+func (k Keeper) AdmittedStake(ctx context.Context, power int64) (sdk.Coin, error) {
+	denom, err := k.staking.BondDenom(ctx)
+	if err != nil {
+		return sdk.Coin{}, err
+	}
+	return sdk.NewCoin(denom, k.tokens(ctx, power)), nil
+}
