@@ -61,7 +61,7 @@ func waitProposalID(t *testing.T, n *node.Node, hash string) uint64 {
 		r := n.CLI("", "query", "tx", hash, "-o", "json")
 		if r.Err == nil {
 			var tx struct {
-				Code   int `json:"code"`
+				Code   int    `json:"code"`
 				RawLog string `json:"raw_log"`
 				Events []struct {
 					Type       string `json:"type"`

@@ -25,7 +25,7 @@ func New(t *testing.T, n int) *sdknetwork.Network {
 	cfg, err := sdknetwork.DefaultConfigWithAppConfig(app.AppConfig)
 	require.NoError(t, err)
 	cfg.NumValidators = n
-	cfg.MinGasPrices = "0stake"                 // as bftlogd's default app.toml
+	cfg.MinGasPrices = "0stake"                // as bftlogd's default app.toml
 	cfg.TimeoutCommit = 200 * time.Millisecond // bftlogd's block timing
 	cfg.AppConstructor = func(val sdknetwork.ValidatorI) servertypes.Application {
 		return app.New(val.GetCtx().Logger, dbm.NewMemDB(), nil, true,

@@ -1,0 +1,68 @@
+package node
+
+import (
+	rpchttp "github.com/cometbft/cometbft/rpc/client/http"
+
+	"github.com/cosmos/cosmos-sdk/client"
+	"github.com/cosmos/cosmos-sdk/client/flags"
+	"github.com/cosmos/cosmos-sdk/client/tx"
+	"github.com/cosmos/cosmos-sdk/crypto/keyring"
+	"github.com/cosmos/cosmos-sdk/types/tx/signing"
+	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
+
+	dbm "github.com/cosmos/cosmos-db"
+
+	"cosmossdk.io/log"
+
+	simtestutil "github.com/cosmos/cosmos-sdk/testutil/sims"
+
+	"github.com/bftlog/bftlog/app"
+	"github.com/bftlog/bftlog/x/topics/client/txclient"
+)
+
+// ClientContext returns a Go client for this node that signs as key from keyHome's test
+// keyring (a node home), for tests that drive the chain through the Go clients.
+func (n *Node) ClientContext(keyHome, key string) (client.Context, *txclient.Signer) {
+	n.t.Helper()
+	enc := app.New(log.NewNopLogger(), dbm.NewMemDB(), nil, true, simtestutil.NewAppOptionsWithFlagHome(n.t.TempDir()))
+	kr, err := keyring.New("bftlog", keyring.BackendTest, keyHome, nil, enc.AppCodec())
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	rec, err := kr.Key(key)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	addr, err := rec.GetAddress()
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	rpc, err := rpchttp.New(n.RPC, "/websocket")
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	ctx := client.Context{}.
+		WithCodec(enc.AppCodec()).
+		WithInterfaceRegistry(enc.InterfaceRegistry()).
+		WithTxConfig(enc.TxConfig()).
+		WithLegacyAmino(enc.LegacyAmino()).
+		WithAccountRetriever(authtypes.AccountRetriever{}).
+		WithKeyring(kr).
+		WithClient(rpc).
+		WithNodeURI(n.RPC).
+		WithChainID(ChainID).
+		WithBroadcastMode(flags.BroadcastSync).
+		WithFromName(key).
+		WithFromAddress(addr)
+	txf := tx.Factory{}.
+		WithChainID(ChainID).
+		WithKeybase(kr).
+		WithTxConfig(enc.TxConfig()).
+		WithAccountRetriever(authtypes.AccountRetriever{}).
+		WithSignMode(signing.SignMode_SIGN_MODE_DIRECT)
+	s, err := txclient.NewSigner(ctx, txf, true)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return ctx, s
+}
