@@ -2,7 +2,7 @@
 BUILD_DIR ?= ./build
 GOTEST_FLAGS ?=
 
-.PHONY: all build install localnet test test-unit test-e2e proto-tools proto-gen lint clean
+.PHONY: all build install localnet test test-unit bench proto-tools proto-gen clean
 
 all: build
 
@@ -20,6 +20,12 @@ localnet:
 # test that builds bftlogd and drives it as a process.
 test:
 	go test $(GOTEST_FLAGS) -count=1 -timeout 30m ./...
+
+# The side-by-side benchmark (README, Performance): bftlog on 1 and 4 validator processes,
+# the one-record-per-transaction design and NATS JetStream R1/R3, in one run. Flags via BENCH_FLAGS.
+BENCH_FLAGS ?=
+bench:
+	go run ./bench/cmd/bftlogbench $(BENCH_FLAGS)
 
 test-unit:
 	go test -count=1 -short ./x/...

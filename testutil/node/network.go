@@ -7,13 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"testing"
 	"time"
 )
 
 // Network is several bftlogd validator processes on 127.0.0.1 that peer with each other.
 type Network struct {
-	t     testing.TB
+	t     T
 	Nodes []*Node
 	// Genesis is the final genesis file every node runs.
 	Genesis string
@@ -32,7 +31,7 @@ type NetworkOptions struct {
 
 // StartNetwork creates a chain with opts.Validators validators of equal power ("val0", ...,
 // each key in its own node's home), starts them peered with each other and waits for blocks.
-func StartNetwork(t testing.TB, opts NetworkOptions) *Network {
+func StartNetwork(t T, opts NetworkOptions) *Network {
 	t.Helper()
 	bin := Binary(t)
 	net := &Network{t: t}
@@ -120,7 +119,7 @@ func (net *Network) AddFullNode(name string) *Node {
 }
 
 // allowLoopbackPeers lets CometBFT peers share 127.0.0.1.
-func allowLoopbackPeers(t testing.TB, home string) {
+func allowLoopbackPeers(t T, home string) {
 	p := filepath.Join(home, "config", "config.toml")
 	bz, err := os.ReadFile(p)
 	if err != nil {
@@ -133,7 +132,7 @@ func allowLoopbackPeers(t testing.TB, home string) {
 	}
 }
 
-func editGenesis(t testing.TB, path string, edit func(map[string]any)) {
+func editGenesis(t T, path string, edit func(map[string]any)) {
 	bz, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +151,7 @@ func editGenesis(t testing.TB, path string, edit func(map[string]any)) {
 	}
 }
 
-func copyFile(t testing.TB, from, to string) {
+func copyFile(t T, from, to string) {
 	bz, err := os.ReadFile(from)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +174,7 @@ func ShortGovernance(d time.Duration) func(map[string]any) {
 }
 
 // TestMnemonic returns the mnemonic of a key in scripts/test-keys.txt.
-func TestMnemonic(t testing.TB, name string) string {
+func TestMnemonic(t T, name string) string {
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)

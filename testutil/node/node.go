@@ -17,9 +17,18 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 )
+
+// T is what the harness needs from a test (testing.TB satisfies it), so that benchmarks and
+// programs outside `go test` can run networks too.
+type T interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	TempDir() string
+	Cleanup(func())
+}
 
 // ChainID is the chain id of test networks.
 const ChainID = "bftlog-test"
@@ -31,7 +40,7 @@ var (
 )
 
 // Binary builds bftlogd once per test process and returns its path.
-func Binary(t testing.TB) string {
+func Binary(t T) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		root, err := moduleRoot()
@@ -70,7 +79,7 @@ func moduleRoot() (string, error) {
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort(t testing.TB) int {
+func FreePort(t T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -82,7 +91,7 @@ func FreePort(t testing.TB) int {
 
 // Node is one bftlogd process (validator or full node) with its own home and ports.
 type Node struct {
-	t       testing.TB
+	t       T
 	Bin     string
 	Home    string
 	RPC     string // tcp://127.0.0.1:port
@@ -99,7 +108,7 @@ type Node struct {
 
 // StartSingle initialises a one-validator chain with funded keys (the first is the validator)
 // and starts it. The node is stopped when the test ends.
-func StartSingle(t testing.TB, keys ...string) *Node {
+func StartSingle(t T, keys ...string) *Node {
 	t.Helper()
 	if len(keys) == 0 {
 		keys = []string{"alice"}
@@ -290,4 +299,42 @@ func (n *Node) mustRun(args ...string) string {
 		n.t.Fatalf("bftlogd %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.Bytes())
 	}
 	return string(out)
+}
+
+// Pid is the node process id (0 when stopped).
+func (n *Node) Pid() int {
+	if n.cmd == nil || n.cmd.Process == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
+// PeakRSS is the process's peak resident set size in bytes (VmHWM), or 0 when unknown.
+func (n *Node) PeakRSS() uint64 {
+	bz, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.Pid()))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(bz), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseUint(f[1], 10, 64)
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}
+
+// DataBytes is the size of the node's data directory (blocks, state, application store).
+func (n *Node) DataBytes() uint64 {
+	var total uint64
+	_ = filepath.Walk(filepath.Join(n.Home, "data"), func(_ string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			total += uint64(info.Size())
+		}
+		return nil
+	})
+	return total
 }

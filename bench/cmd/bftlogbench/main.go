@@ -1,0 +1,55 @@
+// Command bftlogbench measures bftlog against JetStream and the one-record-per-transaction
+// design in one run (see README, Performance). `make bench` runs it with the defaults.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bftlog/bftlog/bench"
+)
+
+func main() {
+	var (
+		validators = flag.String("validators", "1,4", "comma-separated validator counts to measure")
+		cfg        bench.Config
+	)
+	flag.IntVar(&cfg.Records, "records", 200_000, "records per bftlog run")
+	flag.IntVar(&cfg.RecordBytes, "record-bytes", 100, "record value size")
+	flag.IntVar(&cfg.Partitions, "partitions", 8, "topic partitions")
+	flag.IntVar(&cfg.Producers, "producers", 4, "concurrent producer accounts")
+	flag.IntVar(&cfg.BatchRecords, "batch-records", 5000, "records per transaction (producer batch size)")
+	flag.DurationVar(&cfg.Linger, "linger", 5*time.Millisecond, "producer linger")
+	flag.IntVar(&cfg.InFlight, "in-flight", 4, "transactions in flight per producer")
+	flag.IntVar(&cfg.PeerRecords, "peer-records", 200_000, "records for the one-record-per-tx peer (0: skip)")
+	flag.DurationVar(&cfg.PeerDuration, "peer-duration", 20*time.Second, "time cap for the one-record-per-tx peer")
+	flag.BoolVar(&cfg.JetStream, "jetstream", true, "measure NATS JetStream R1 and R3")
+	flag.IntVar(&cfg.JetRecords, "jet-records", 0, "records for JetStream (0: same as -records)")
+	flag.BoolVar(&cfg.HalfLoad, "half-load", true, "also measure latency at half the peak rate")
+	flag.IntVar(&cfg.FetchRecords, "fetch-records", 10_000, "records per fetch request")
+	flag.StringVar(&cfg.OutDir, "out", "bench/results", "where to write the JSON report")
+	flag.Parse()
+	for _, v := range strings.Split(*validators, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			log.Fatalf("-validators %q: want numbers like 1,4", *validators)
+		}
+		cfg.Validators = append(cfg.Validators, n)
+	}
+	cfg.Log = func(format string, args ...any) { log.Printf(format, args...) }
+	rep, err := bench.Run(cfg)
+	if rep != nil && len(rep.Results) > 0 {
+		rep.WriteTable(os.Stdout)
+		if name, werr := rep.WriteJSON(cfg.OutDir); werr == nil {
+			fmt.Println("wrote", name)
+		}
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+}
