@@ -121,7 +121,7 @@ func (tr *tracker) watch(ctx context.Context, rpc *rpchttp.HTTP, start int64) {
 // spread over the partitions, at most ratePerSec records/s in total (0: as fast as possible),
 // and waits until all of them are committed or failed.
 func load(ctx context.Context, cfg Config, n0 *node.Node, signers []*txclient.Signer, cctxs []client.Context, topic string,
-	records, batchRecords int, ratePerSec float64) (*tracker, time.Duration, error) {
+	records, batchRecords, inFlight int, ratePerSec float64) (*tracker, time.Duration, error) {
 	rpc, err := rpchttp.New(n0.RPC, "/websocket")
 	if err != nil {
 		return nil, 0, err
@@ -148,7 +148,7 @@ func load(ctx context.Context, cfg Config, n0 *node.Node, signers []*txclient.Si
 		wg.Add(1)
 		go func(pi int, s *txclient.Signer) {
 			defer wg.Done()
-			inflight := make(chan struct{}, cfg.InFlight)
+			inflight := make(chan struct{}, inFlight)
 			sent := 0
 			for sent < perProducer && ctx.Err() == nil {
 				n := min(batchRecords, perProducer-sent)
@@ -171,13 +171,20 @@ func load(ctx context.Context, cfg Config, n0 *node.Node, signers []*txclient.Si
 					msg.Batches = append(msg.Batches, b)
 					left -= k
 				}
-				inflight <- struct{}{}
+				select {
+				case inflight <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
 				hash, err := s.Submit(msg)
 				if err != nil {
-					if strings.Contains(err.Error(), "mempool is full") || strings.Contains(err.Error(), "sequence mismatch") {
-						<-inflight
+					<-inflight
+					if strings.Contains(err.Error(), "mempool is full") {
 						time.Sleep(50 * time.Millisecond)
 						continue
+					}
+					if ctx.Err() != nil {
+						return
 					}
 					firstErr.CompareAndSwap(nil, err)
 					return
@@ -206,9 +213,12 @@ func load(ctx context.Context, cfg Config, n0 *node.Node, signers []*txclient.Si
 		return tr, 0, e.(error)
 	}
 	total := sentTotal.Load()
-	deadline := time.Now().Add(5 * time.Minute)
+	deadline := time.Now().Add(60 * time.Second)
 	for tr.committed.Load()+tr.failed.Load() < total && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
+	}
+	if lost := total - tr.committed.Load() - tr.failed.Load(); lost > 0 {
+		cfg.Log("%d submitted records were never committed (mempool evictions)", lost)
 	}
 	tr.mu.Lock()
 	elapsed := tr.last.Sub(began)
@@ -253,7 +263,7 @@ func runChain(cfg Config, n int) (Result, *Result, error) {
 			return err
 		}
 		cfg.Log("bftlog N=%d: %d records of %d B, %d producers, %d records per tx", n, cfg.Records, cfg.RecordBytes, cfg.Producers, cfg.BatchRecords)
-		tr, elapsed, err := load(ctx, cfg, n0, signers, cctxs, "bench", cfg.Records, cfg.BatchRecords, 0)
+		tr, elapsed, err := load(ctx, cfg, n0, signers, cctxs, "bench", cfg.Records, cfg.BatchRecords, cfg.InFlight, 0)
 		if err != nil {
 			return err
 		}
@@ -279,7 +289,7 @@ func runChain(cfg Config, n int) (Result, *Result, error) {
 		var extra uint64 // records appended after the main run
 		if cfg.HalfLoad {
 			cfg.Log("bftlog N=%d: latency at half load (%.0f records/s)", n, res.RecordsPerSec/2)
-			half, _, err := load(ctx, cfg, n0, signers, cctxs, "bench", cfg.Records/2, cfg.BatchRecords, res.RecordsPerSec/2)
+			half, _, err := load(ctx, cfg, n0, signers, cctxs, "bench", cfg.Records/2, cfg.BatchRecords, cfg.InFlight, res.RecordsPerSec/2)
 			if err != nil {
 				return err
 			}
@@ -289,7 +299,7 @@ func runChain(cfg Config, n int) (Result, *Result, error) {
 		if cfg.PeerRecords > 0 {
 			cfg.Log("one record per tx on N=%d: up to %d records or %s", n, cfg.PeerRecords, cfg.PeerDuration)
 			pctx, cancel := context.WithTimeout(ctx, cfg.PeerDuration)
-			ptr, pel, err := load(pctx, cfg, n0, signers, cctxs, "bench", cfg.PeerRecords, 1, 0)
+			ptr, pel, err := load(pctx, cfg, n0, signers, cctxs, "bench", cfg.PeerRecords, 1, cfg.PeerInFlight, 0)
 			cancel()
 			if err != nil {
 				return err

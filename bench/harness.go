@@ -22,6 +22,7 @@ type Config struct {
 	BatchRecords int           // records per MsgProduce (the producer's batch.size, in records)
 	Linger       time.Duration // how long a producer waits to fill a batch
 	InFlight     int           // transactions in flight per producer
+	PeerInFlight int           // transactions in flight per producer for the one-record-per-tx peer
 	PeerDuration time.Duration // cap for the one-record-per-tx peer
 	PeerRecords  int           // records for the one-record-per-tx peer (capped by PeerDuration)
 	JetStream    bool          // run the JetStream peers

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -139,6 +140,15 @@ func runJetStream(cfg Config, replicas int) (Result, error) {
 			for i := 0; i < per; i++ {
 				at := time.Now()
 				f, err := pjs.PublishAsync(fmt.Sprintf("bench.%d", (i+p)%cfg.Partitions), value)
+				if errors.Is(err, nats.ErrTooManyStalledMsgs) {
+					// Back-pressure: let the outstanding publishes drain, then retry.
+					select {
+					case <-pjs.PublishAsyncComplete():
+					case <-time.After(30 * time.Second):
+					}
+					i--
+					continue
+				}
 				if err != nil {
 					errs <- err
 					break

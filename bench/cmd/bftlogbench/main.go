@@ -26,6 +26,7 @@ func main() {
 	flag.IntVar(&cfg.BatchRecords, "batch-records", 5000, "records per transaction (producer batch size)")
 	flag.DurationVar(&cfg.Linger, "linger", 5*time.Millisecond, "producer linger")
 	flag.IntVar(&cfg.InFlight, "in-flight", 4, "transactions in flight per producer")
+	flag.IntVar(&cfg.PeerInFlight, "peer-in-flight", 1000, "transactions in flight per producer for the one-record-per-tx peer")
 	flag.IntVar(&cfg.PeerRecords, "peer-records", 200_000, "records for the one-record-per-tx peer (0: skip)")
 	flag.DurationVar(&cfg.PeerDuration, "peer-duration", 20*time.Second, "time cap for the one-record-per-tx peer")
 	flag.BoolVar(&cfg.JetStream, "jetstream", true, "measure NATS JetStream R1 and R3")

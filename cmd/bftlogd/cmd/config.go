@@ -44,6 +44,11 @@ func initCometBFTConfig() *cmtcfg.Config {
 	// The RPC carries such a tx base64-encoded in broadcast_tx and hex-encoded in a simulate
 	// abci_query, so its request body limit must cover twice max_tx_bytes.
 	cfg.RPC.MaxBodyBytes = 20 << 20
+	// Record batches make the p2p traffic bulk data: CometBFT's 5 MB/s per-peer send and
+	// receive limits capped a 4-validator network at a few thousand 100-byte records/s.
+	cfg.P2P.SendRate = 100 << 20
+	cfg.P2P.RecvRate = 100 << 20
+	cfg.P2P.MaxPacketMsgPayloadSize = 64 << 10
 
 	return cfg
 }
