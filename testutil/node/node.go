@@ -78,15 +78,29 @@ func moduleRoot() (string, error) {
 	return filepath.Dir(gomod), nil
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+var (
+	portsMu sync.Mutex
+	given   = map[int]bool{}
+)
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago and that this process
+// has not handed out before (the kernel may offer a just-closed port again).
 func FreePort(t T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !given[port] {
+			given[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // Node is one bftlogd process (validator or full node) with its own home and ports.
@@ -151,7 +165,7 @@ func (n *Node) Start() {
 		"--p2p.persistent_peers", n.Peers,
 		"--grpc.address", n.GRPC,
 		"--api.enable", "--api.address", strings.Replace(n.API, "http://", "tcp://", 1),
-		"--rpc.pprof_laddr", "",
+		"--rpc.pprof_laddr", os.Getenv("BFTLOG_PPROF_LADDR"), // e.g. 127.0.0.1:6060 to profile a bench node
 		"--minimum-gas-prices", "0stake",
 	)
 	n.cmd.Stdout, n.cmd.Stderr = f, f

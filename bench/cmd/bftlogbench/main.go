@@ -24,7 +24,7 @@ func main() {
 	flag.IntVar(&cfg.Partitions, "partitions", 8, "topic partitions")
 	flag.IntVar(&cfg.Producers, "producers", 4, "concurrent producer accounts")
 	flag.IntVar(&cfg.BatchRecords, "batch-records", 5000, "records per transaction (producer batch size)")
-	flag.DurationVar(&cfg.Linger, "linger", 5*time.Millisecond, "producer linger")
+	flag.DurationVar(&cfg.Linger, "linger", 100*time.Millisecond, "producer linger: under paced load a batch holds the records that arrive within it")
 	flag.IntVar(&cfg.InFlight, "in-flight", 4, "transactions in flight per producer")
 	flag.IntVar(&cfg.PeerInFlight, "peer-in-flight", 1000, "transactions in flight per producer for the one-record-per-tx peer")
 	flag.IntVar(&cfg.PeerRecords, "peer-records", 200_000, "records for the one-record-per-tx peer (0: skip)")

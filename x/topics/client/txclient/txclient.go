@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/cosmos/gogoproto/proto"
+	"google.golang.org/grpc"
 
 	"github.com/cosmos/cosmos-sdk/client"
 	"github.com/cosmos/cosmos-sdk/client/tx"
 	sdk "github.com/cosmos/cosmos-sdk/types"
+	txtypes "github.com/cosmos/cosmos-sdk/types/tx"
 	authtx "github.com/cosmos/cosmos-sdk/x/auth/tx"
 )
 
@@ -26,7 +28,13 @@ type Signer struct {
 	txf       tx.Factory
 	autoGas   bool
 	fixedGas  bool
+	// txService, when set, broadcasts over the node's gRPC (binary protobuf) instead of
+	// CometBFT's JSON-RPC, which spends most of a node's CPU parsing large transactions.
+	txService txtypes.ServiceClient
 }
+
+// UseGRPC broadcasts through the node's gRPC tx service on conn.
+func (s *Signer) UseGRPC(conn grpc.ClientConnInterface) { s.txService = txtypes.NewServiceClient(conn) }
 
 // NewSigner prepares txf (account number and sequence) for clientCtx.FromName. With autoGas,
 // each transaction's gas is simulated; record batches need far more than a fixed default.
@@ -77,8 +85,14 @@ func (s *Signer) Submit(msgs ...sdk.Msg) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	res, err := s.clientCtx.BroadcastTxSync(bz)
-	if err != nil {
+	var res *sdk.TxResponse
+	if s.txService != nil {
+		out, err := s.txService.BroadcastTx(context.Background(), &txtypes.BroadcastTxRequest{TxBytes: bz, Mode: txtypes.BroadcastMode_BROADCAST_MODE_SYNC})
+		if err != nil {
+			return "", err
+		}
+		res = out.TxResponse
+	} else if res, err = s.clientCtx.BroadcastTxSync(bz); err != nil {
 		return "", err
 	}
 	if res.Code != 0 {
