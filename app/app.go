@@ -4,6 +4,7 @@ package app
 
 import (
 	"io"
+	"net/http"
 
 	dbm "github.com/cosmos/cosmos-db"
 
@@ -203,6 +204,7 @@ func (app *App) kvStoreKeys() map[string]*storetypes.KVStoreKey {
 // API server, plus the swagger UI if enabled in app.toml (api.swagger).
 func (app *App) RegisterAPIRoutes(apiSvr *api.Server, apiConfig config.APIConfig) {
 	app.App.RegisterAPIRoutes(apiSvr, apiConfig)
+	apiSvr.Router.Handle(RawTxPath, rawTxHandler(apiSvr.ClientCtx)).Methods(http.MethodPost)
 
 	if err := server.RegisterSwaggerAPI(apiSvr.ClientCtx, apiSvr.Router, apiConfig.Swagger); err != nil {
 		panic(err)

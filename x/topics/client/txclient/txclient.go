@@ -3,9 +3,13 @@
 package txclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"time"
 
 	"github.com/cosmos/gogoproto/proto"
@@ -31,7 +35,12 @@ type Signer struct {
 	// txService, when set, broadcasts over the node's gRPC (binary protobuf) instead of
 	// CometBFT's JSON-RPC, which spends most of a node's CPU parsing large transactions.
 	txService txtypes.ServiceClient
+	rawURL    string
 }
+
+// UseRawIngress broadcasts by POSTing the signed bytes to a node's binary ingress URL
+// (bftlogd serves it at /bftlog/tx/raw on its API server).
+func (s *Signer) UseRawIngress(url string) { s.rawURL = url }
 
 // UseGRPC broadcasts through the node's gRPC tx service on conn.
 func (s *Signer) UseGRPC(conn grpc.ClientConnInterface) { s.txService = txtypes.NewServiceClient(conn) }
@@ -86,7 +95,11 @@ func (s *Signer) Submit(msgs ...sdk.Msg) (string, error) {
 		return "", err
 	}
 	var res *sdk.TxResponse
-	if s.txService != nil {
+	if s.rawURL != "" {
+		if res, err = postRaw(s.rawURL, bz); err != nil {
+			return "", err
+		}
+	} else if s.txService != nil {
 		out, err := s.txService.BroadcastTx(context.Background(), &txtypes.BroadcastTxRequest{TxBytes: bz, Mode: txtypes.BroadcastMode_BROADCAST_MODE_SYNC})
 		if err != nil {
 			return "", err
@@ -162,3 +175,26 @@ func Responses[T any, PT interface {
 // transaction's size (see fixedGas), enough for x/topics messages. Load generators use it to
 // avoid a simulation round trip per batch.
 func (s *Signer) SetFixedGas() { s.autoGas, s.fixedGas = false, true }
+
+// postRaw sends tx bytes to a binary ingress and decodes its JSON answer.
+func postRaw(url string, bz []byte) (*sdk.TxResponse, error) {
+	resp, err := http.Post(url, "application/octet-stream", bytes.NewReader(bz))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(resp.Body)
+		return nil, fmt.Errorf("ingress: %s: %s", resp.Status, bytes.TrimSpace(msg))
+	}
+	var out struct {
+		TxHash    string `json:"txhash"`
+		Code      uint32 `json:"code"`
+		Codespace string `json:"codespace"`
+		RawLog    string `json:"raw_log"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, err
+	}
+	return &sdk.TxResponse{TxHash: out.TxHash, Code: out.Code, Codespace: out.Codespace, RawLog: out.RawLog}, nil
+}
