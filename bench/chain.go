@@ -257,7 +257,7 @@ func runChain(cfg Config, n int) (Result, *Result, error) {
 				err = fmt.Errorf("%v", r)
 			}
 		}()
-		accounts := make([]string, cfg.Producers)
+		accounts := make([]string, max(cfg.Producers, cfg.PeerProducers))
 		for i := range accounts {
 			accounts[i] = fmt.Sprintf("prod%d", i)
 		}
@@ -286,7 +286,8 @@ func runChain(cfg Config, n int) (Result, *Result, error) {
 			return err
 		}
 		cfg.Log("bftlog N=%d: %d records of %d B, %d producers, %d records per tx", n, cfg.Records, cfg.RecordBytes, cfg.Producers, cfg.BatchRecords)
-		tr, elapsed, err := load(ctx, cfg, n0, signers, cctxs, "bench", cfg.Records, cfg.BatchRecords, cfg.InFlight, 0)
+		main := signers[:cfg.Producers]
+		tr, elapsed, err := load(ctx, cfg, n0, main, cctxs, "bench", cfg.Records, cfg.BatchRecords, cfg.InFlight, 0)
 		if err != nil {
 			return err
 		}
@@ -312,7 +313,7 @@ func runChain(cfg Config, n int) (Result, *Result, error) {
 		var extra uint64 // records appended after the main run
 		if cfg.HalfLoad {
 			cfg.Log("bftlog N=%d: latency at half load (%.0f records/s)", n, res.RecordsPerSec/2)
-			half, _, err := load(ctx, cfg, n0, signers, cctxs, "bench", cfg.Records/2, cfg.BatchRecords, cfg.InFlight, res.RecordsPerSec/2)
+			half, _, err := load(ctx, cfg, n0, main, cctxs, "bench", cfg.Records/2, cfg.BatchRecords, cfg.InFlight, res.RecordsPerSec/2)
 			if err != nil {
 				return err
 			}
@@ -322,7 +323,7 @@ func runChain(cfg Config, n int) (Result, *Result, error) {
 		if cfg.PeerRecords > 0 {
 			cfg.Log("one record per tx on N=%d: up to %d records or %s", n, cfg.PeerRecords, cfg.PeerDuration)
 			pctx, cancel := context.WithTimeout(ctx, cfg.PeerDuration)
-			ptr, pel, err := load(pctx, cfg, n0, signers, cctxs, "bench", cfg.PeerRecords, 1, cfg.PeerInFlight, 0)
+			ptr, pel, err := load(pctx, cfg, n0, signers[:max(1, cfg.PeerProducers)], cctxs, "bench", cfg.PeerRecords, 1, cfg.PeerInFlight, 0)
 			cancel()
 			if err != nil {
 				return err

@@ -14,23 +14,24 @@ import (
 
 // Config is one harness run.
 type Config struct {
-	Validators   []int         // networks to measure, e.g. 1 and 4
-	Records      int           // records per bftlog run
-	RecordBytes  int           // value size
-	Partitions   int           // topic partitions
-	Producers    int           // concurrent producer accounts
-	BatchRecords int           // records per MsgProduce (the producer's batch.size, in records)
-	Linger       time.Duration // how long a producer waits to fill a batch
-	InFlight     int           // transactions in flight per producer
-	PeerInFlight int           // transactions in flight per producer for the one-record-per-tx peer
-	PeerDuration time.Duration // cap for the one-record-per-tx peer
-	PeerRecords  int           // records for the one-record-per-tx peer (capped by PeerDuration)
-	JetStream    bool          // run the JetStream peers
-	JetRecords   int           // records for JetStream runs (default Records)
-	HalfLoad     bool          // also measure latency at half the peak rate
-	FetchRecords int           // records per fetch request when measuring fetch
-	OutDir       string
-	Log          func(format string, args ...any) `json:"-"`
+	Validators    []int         // networks to measure, e.g. 1 and 4
+	Records       int           // records per bftlog run
+	RecordBytes   int           // value size
+	Partitions    int           // topic partitions
+	Producers     int           // concurrent producer accounts
+	BatchRecords  int           // records per MsgProduce (the producer's batch.size, in records)
+	Linger        time.Duration // how long a producer waits to fill a batch
+	InFlight      int           // transactions in flight per producer
+	PeerInFlight  int           // transactions in flight per producer for the one-record-per-tx peer
+	PeerProducers int           // producer accounts for the one-record-per-tx peer (signing is per account and sequential)
+	PeerDuration  time.Duration // cap for the one-record-per-tx peer
+	PeerRecords   int           // records for the one-record-per-tx peer (capped by PeerDuration)
+	JetStream     bool          // run the JetStream peers
+	JetRecords    int           // records for JetStream runs (default Records)
+	HalfLoad      bool          // also measure latency at half the peak rate
+	FetchRecords  int           // records per fetch request when measuring fetch
+	OutDir        string
+	Log           func(format string, args ...any) `json:"-"`
 }
 
 // Result is one measured system.

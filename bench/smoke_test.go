@@ -16,7 +16,7 @@ func TestHarnessSmoke(t *testing.T) {
 	}
 	cfg := Config{
 		Validators: []int{1}, Records: 400, RecordBytes: 100, Partitions: 2, Producers: 2, BatchRecords: 50,
-		InFlight: 2, PeerInFlight: 10, PeerRecords: 20, PeerDuration: 10 * time.Second, JetStream: true, HalfLoad: true,
+		InFlight: 2, PeerInFlight: 10, PeerProducers: 2, PeerRecords: 20, PeerDuration: 10 * time.Second, JetStream: true, HalfLoad: true,
 		FetchRecords: 100, Log: t.Logf,
 	}
 	rep, err := Run(cfg)

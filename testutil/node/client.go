@@ -25,8 +25,18 @@ import (
 func (n *Node) ClientContext(keyHome, key string) (client.Context, *txclient.Signer) {
 	n.t.Helper()
 	enc := app.New(log.NewNopLogger(), dbm.NewMemDB(), nil, true, simtestutil.NewAppOptionsWithFlagHome(n.t.TempDir()))
-	kr, err := keyring.New("bftlog", keyring.BackendTest, keyHome, nil, enc.AppCodec())
+	disk, err := keyring.New("bftlog", keyring.BackendTest, keyHome, nil, enc.AppCodec())
 	if err != nil {
+		n.t.Fatal(err)
+	}
+	// Sign from memory: the file keyring reads and decrypts the key for every signature, which
+	// would make the client, not the chain, the bottleneck of a load test.
+	armor, err := disk.ExportPrivKeyArmor(key, "bench")
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	kr := keyring.NewInMemory(enc.AppCodec())
+	if err := kr.ImportPrivKey(key, armor, "bench"); err != nil {
 		n.t.Fatal(err)
 	}
 	rec, err := kr.Key(key)
