@@ -104,19 +104,10 @@ func (k Keeper) Admit(ctx context.Context, signer, operator string, power int64)
 	case errorsmod.IsOf(err, stakingtypes.ErrNoValidatorFound):
 		// The operator needs power's worth of stake for its create-validator; a repeated
 		// admission only tops up what an earlier one already gave.
-		if power <= prev.Power {
-			break
-		}
-		denom, err := k.staking.BondDenom(ctx)
-		if err != nil {
-			return err
-		}
-		coins := sdk.NewCoins(sdk.NewCoin(denom, k.tokens(ctx, power-prev.Power)))
-		if err := k.bank.MintCoins(ctx, types.ModuleName, coins); err != nil {
-			return err
-		}
-		if err := k.bank.SendCoinsFromModuleToAccount(ctx, types.ModuleName, sdk.AccAddress(op), coins); err != nil {
-			return err
+		if power > prev.Power {
+			if err := k.grantStake(ctx, op, power-prev.Power); err != nil {
+				return err
+			}
 		}
 	case err != nil:
 		return err
@@ -163,15 +154,7 @@ func (k Keeper) SetPower(ctx context.Context, signer, operator string, power int
 	if errorsmod.IsOf(err, stakingtypes.ErrNoValidatorFound) {
 		// Not created yet: the create-validator must bring the new power; top up the stake.
 		if power > a.Power {
-			denom, err := k.staking.BondDenom(ctx)
-			if err != nil {
-				return err
-			}
-			coins := sdk.NewCoins(sdk.NewCoin(denom, k.tokens(ctx, power-a.Power)))
-			if err := k.bank.MintCoins(ctx, types.ModuleName, coins); err != nil {
-				return err
-			}
-			if err := k.bank.SendCoinsFromModuleToAccount(ctx, types.ModuleName, sdk.AccAddress(op), coins); err != nil {
+			if err := k.grantStake(ctx, op, power-a.Power); err != nil {
 				return err
 			}
 		}
@@ -312,4 +295,17 @@ func (k Keeper) AdmittedStake(ctx context.Context, power int64) (sdk.Coin, error
 		return sdk.Coin{}, err
 	}
 	return sdk.NewCoin(denom, k.tokens(ctx, power)), nil
+}
+
+// grantStake mints power's worth of stake to the operator's account for its create-validator.
+func (k Keeper) grantStake(ctx context.Context, op sdk.ValAddress, power int64) error {
+	coin, err := k.AdmittedStake(ctx, power)
+	if err != nil {
+		return err
+	}
+	coins := sdk.NewCoins(coin)
+	if err := k.bank.MintCoins(ctx, types.ModuleName, coins); err != nil {
+		return err
+	}
+	return k.bank.SendCoinsFromModuleToAccount(ctx, types.ModuleName, sdk.AccAddress(op), coins)
 }
