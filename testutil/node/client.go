@@ -76,3 +76,21 @@ func (n *Node) ClientContext(keyHome, key string) (client.Context, *txclient.Sig
 	}
 	return ctx, s
 }
+
+// MustClientCtx is a read-only Go client for this node (queries and tx decoding), signing as
+// nobody.
+func (n *Node) MustClientCtx() client.Context {
+	n.t.Helper()
+	enc := app.New(log.NewNopLogger(), dbm.NewMemDB(), nil, true, simtestutil.NewAppOptionsWithFlagHome(n.t.TempDir()))
+	rpc, err := rpchttp.New(n.RPC, "/websocket")
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return client.Context{}.
+		WithCodec(enc.AppCodec()).
+		WithInterfaceRegistry(enc.InterfaceRegistry()).
+		WithTxConfig(enc.TxConfig()).
+		WithClient(rpc).
+		WithNodeURI(n.RPC).
+		WithChainID(ChainID)
+}

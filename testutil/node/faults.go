@@ -1,0 +1,112 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Kill ends the process with SIGKILL: no shutdown, as in a crash.
+func (n *Node) Kill() {
+	if n.cmd == nil || n.cmd.Process == nil {
+		return
+	}
+	_ = n.cmd.Process.Kill()
+	<-n.exited
+	n.cmd = nil
+	if n.logFile != nil {
+		n.logFile.Close()
+	}
+}
+
+// Pause freezes the process (SIGSTOP); Resume thaws it (SIGCONT).
+func (n *Node) Pause() { _ = n.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process.
+func (n *Node) Resume() { _ = n.cmd.Process.Signal(syscall.SIGCONT) }
+
+// Running tells whether the node process is up.
+func (n *Node) Running() bool { return n.cmd != nil }
+
+// BlockHashes returns the block hash and app hash (hex) the node has for height.
+func (n *Node) BlockHashes(height int64) (blockHash, appHash string, err error) {
+	resp, err := http.Get(fmt.Sprintf("%s/block?height=%d", strings.Replace(n.RPC, "tcp://", "http://", 1), height))
+	if err != nil {
+		return "", "", err
+	}
+	defer resp.Body.Close()
+	var b struct {
+		Result struct {
+			BlockID struct {
+				Hash string `json:"hash"`
+			} `json:"block_id"`
+			Block struct {
+				Header struct {
+					AppHash string `json:"app_hash"`
+				} `json:"header"`
+			} `json:"block"`
+		} `json:"result"`
+		Error any `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&b); err != nil {
+		return "", "", err
+	}
+	if b.Error != nil {
+		return "", "", fmt.Errorf("block %d: %v", height, b.Error)
+	}
+	return b.Result.BlockID.Hash, b.Result.Block.Header.AppHash, nil
+}
+
+// CheckAgreement fails unless every running node has the same block hash and app hash at every
+// height from 1 to the lowest height they all reached.
+func (net *Network) CheckAgreement() int64 {
+	t := net.t
+	t.Helper()
+	low := int64(-1)
+	for _, n := range net.Nodes {
+		if !n.Running() {
+			continue
+		}
+		h, err := n.Height()
+		if err != nil {
+			t.Fatalf("height of %s: %v", n.Home, err)
+		}
+		if low < 0 || h < low {
+			low = h
+		}
+	}
+	for h := int64(1); h <= low; h++ {
+		var ref [2]string
+		for i, n := range net.Nodes {
+			if !n.Running() {
+				continue
+			}
+			bh, ah, err := n.BlockHashes(h)
+			if err != nil {
+				t.Fatalf("node %d height %d: %v", i, h, err)
+			}
+			if ref[0] == "" {
+				ref = [2]string{bh, ah}
+			} else if ref != [2]string{bh, ah} {
+				t.Fatalf("fork at height %d: node %d has block %s app %s, node 0.. has %s %s", h, i, bh, ah, ref[0], ref[1])
+			}
+		}
+	}
+	return low
+}
+
+// WaitAllAt waits until every running node reaches height h.
+func (net *Network) WaitAllAt(h int64, timeout time.Duration) {
+	net.t.Helper()
+	for i, n := range net.Nodes {
+		if !n.Running() {
+			continue
+		}
+		if err := n.WaitForHeight(h, timeout); err != nil {
+			net.t.Fatalf("node %d: %v\n%s", i, err, n.LogTail(30))
+		}
+	}
+}
