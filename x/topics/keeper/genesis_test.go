@@ -92,7 +92,25 @@ func TestGenesisValidateRejectsInconsistentState(t *testing.T) {
 		"empty batch":          func(gs *types.GenesisState) { gs.Batches[0].Batch.Records = nil },
 		"bad owner":            func(gs *types.GenesisState) { gs.Topics[0].Owner = "x" },
 		"cursor out of range":  func(gs *types.GenesisState) { gs.SpreadCursors = []types.SpreadCursor{{Topic: "a", NextPartition: 2}} },
-		"member without group": func(gs *types.GenesisState) { gs.Members = []types.Member{{GroupId: "nope", Member: f.alice}} },
+		"member without group": func(gs *types.GenesisState) {
+			gs.Members = []types.Member{{GroupId: "nope", Member: f.alice, ExpiresAtMs: 1}}
+		},
+		"member without expiry": func(gs *types.GenesisState) {
+			gs.Groups = []types.Group{{GroupId: "g", Admin: f.alice, SessionTimeoutMs: 10_000}}
+			gs.Members = []types.Member{{GroupId: "g", Member: f.alice}}
+		},
+		"partition assigned twice": func(gs *types.GenesisState) {
+			gs.Groups = []types.Group{{GroupId: "g", Admin: f.alice, SessionTimeoutMs: 10_000}}
+			a := []types.TopicPartitions{{Topic: "a", Partitions: []uint32{0}}}
+			gs.Members = []types.Member{{GroupId: "g", Member: f.alice, ExpiresAtMs: 1, Assignment: a}, {GroupId: "g", Member: f.bob, ExpiresAtMs: 1, Assignment: a}}
+		},
+		"append time goes back": func(gs *types.GenesisState) {
+			gs.Batches[1].Batch.LogAppendTimeMs = gs.Batches[0].Batch.LogAppendTimeMs - 1
+		},
+		"duplicate producer state": func(gs *types.GenesisState) {
+			ps := types.ProducerState{Topic: "a", Partition: 0, Producer: f.alice, LastSequence: 1, BaseOffset: 0, Count: 1}
+			gs.ProducerStates = []types.ProducerState{ps, ps}
+		},
 		"offset above watermark": func(gs *types.GenesisState) {
 			gs.Groups = []types.Group{{GroupId: "g", Admin: f.alice, SessionTimeoutMs: 10_000}}
 			gs.Offsets = []types.CommittedOffset{{GroupId: "g", Topic: "a", Partition: 0, Offset: 99}}

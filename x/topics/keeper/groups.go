@@ -39,12 +39,10 @@ func (k Keeper) getMember(ctx context.Context, group, member string) (types.Memb
 	return m, err
 }
 
-// setMemberExpiry moves a member's expiry index entry.
+// setMemberExpiry moves a member's expiry index entry (a new member has none to remove).
 func (k Keeper) setMemberExpiry(ctx context.Context, m *types.Member, expiresAt int64) error {
-	if m.ExpiresAtMs != 0 {
-		if err := k.MemberExpiry.Remove(ctx, collections.Join3(m.ExpiresAtMs, m.GroupId, m.Member)); err != nil {
-			return err
-		}
+	if err := k.MemberExpiry.Remove(ctx, collections.Join3(m.ExpiresAtMs, m.GroupId, m.Member)); err != nil {
+		return err
 	}
 	m.ExpiresAtMs = expiresAt
 	return k.MemberExpiry.Set(ctx, collections.Join3(expiresAt, m.GroupId, m.Member))
@@ -471,9 +469,19 @@ func (k Keeper) ExpireMembers(ctx context.Context) error {
 	}
 	var groups []string
 	for _, key := range due {
-		m, err := k.Members.Get(ctx, collections.Join(key.K2(), key.K3()))
-		if err != nil {
+		// Remove the due entry itself first: an entry that no longer matches its member (or a
+		// member that is gone) must not stop the EndBlocker, which would halt the chain.
+		if err := k.MemberExpiry.Remove(ctx, key); err != nil {
 			return err
+		}
+		m, err := k.Members.Get(ctx, collections.Join(key.K2(), key.K3()))
+		if isNotFound(err) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		if m.ExpiresAtMs != key.K1() {
+			continue // stale entry: the member's session was extended
 		}
 		if err := k.removeMember(ctx, m); err != nil {
 			return err

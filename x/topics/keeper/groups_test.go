@@ -305,3 +305,25 @@ func TestDeleteTopicRemovesOffsetsAndProducerState(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, res.Results[0].Duplicate)
 }
+
+// Stale or orphaned expiry entries must never make the EndBlocker fail (that would halt the
+// chain): they are dropped, and live members keep their sessions.
+func TestExpiryIgnoresStaleEntries(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("a", 1)
+	f.join(f.alice, "g", "a")
+	require.NoError(t, f.k.MemberExpiry.Set(f.ctx, collections.Join3(int64(1), "g", f.alice)))  // stale
+	require.NoError(t, f.k.MemberExpiry.Set(f.ctx, collections.Join3(int64(2), "g", "nobody"))) // orphan
+	for i := 0; i < 3; i++ {
+		f.advance(time.Second)
+		require.NoError(t, f.k.EndBlocker(f.ctx))
+	}
+	g, err := f.query.Group(f.ctx, &types.QueryGroupRequest{GroupId: "g"})
+	require.NoError(t, err)
+	require.Len(t, g.Members, 1, "a stale entry does not expire a live member")
+	f.advance(10 * time.Second)
+	require.NoError(t, f.k.EndBlocker(f.ctx))
+	g, err = f.query.Group(f.ctx, &types.QueryGroupRequest{GroupId: "g"})
+	require.NoError(t, err)
+	require.Empty(t, g.Members, "the real session still ends")
+}

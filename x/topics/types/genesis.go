@@ -74,7 +74,7 @@ func (gs GenesisState) Validate(ac address.Codec) error {
 	// Batches must be listed in store order, so each partition's batches come in offset order.
 	type tally struct {
 		next, records, bytes uint64
-		seen                 bool
+		lastTime             int64
 	}
 	tallies := make(map[partitionKey]*tally, len(parts))
 	for _, b := range gs.Batches {
@@ -104,6 +104,11 @@ func (gs GenesisState) Validate(ac address.Codec) error {
 		if _, err := ac.StringToBytes(b.Batch.Producer); err != nil {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "partition %s: batch at offset %d producer: %v", p.Label(), b.Batch.BaseOffset, err)
 		}
+		// ListOffsets' binary search and time retention rely on LogAppendTime never decreasing.
+		if b.Batch.LogAppendTimeMs < tl.lastTime {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "partition %s: batch at offset %d appended before the batch in front of it", p.Label(), b.Batch.BaseOffset)
+		}
+		tl.lastTime = b.Batch.LogAppendTimeMs
 		tl.next += uint64(len(b.Batch.Records))
 		tl.records += uint64(len(b.Batch.Records))
 		tl.bytes += size
@@ -158,7 +163,13 @@ func (gs GenesisState) validateGroups(ac address.Codec, parts map[partitionKey]P
 		groups[g.GroupId] = g
 	}
 	type memberKey struct{ group, member string }
+	type ownedKey struct {
+		group, topic string
+		partition    uint32
+	}
 	members := map[memberKey]bool{}
+	owned := map[ownedKey]string{}
+	perGroup := map[string]uint32{}
 	for _, m := range gs.Members {
 		if _, ok := groups[m.GroupId]; !ok {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "member %s of unknown group %s", m.Member, m.GroupId)
@@ -170,6 +181,22 @@ func (gs GenesisState) validateGroups(ac address.Codec, parts map[partitionKey]P
 			return errorsmod.Wrapf(ErrInvalidGenesis, "member %s of group %s appears twice", m.Member, m.GroupId)
 		}
 		members[memberKey{m.GroupId, m.Member}] = true
+		if m.ExpiresAtMs <= 0 {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "member %s of group %s has no session expiry", m.Member, m.GroupId)
+		}
+		for _, tp := range m.Assignment {
+			for _, p := range tp.Partitions {
+				k := ownedKey{m.GroupId, tp.Topic, p}
+				if owner, taken := owned[k]; taken {
+					return errorsmod.Wrapf(ErrInvalidGenesis, "group %s assigns %s/%d to both %s and %s", m.GroupId, tp.Topic, p, owner, m.Member)
+				}
+				owned[k] = m.Member
+			}
+		}
+		perGroup[m.GroupId]++
+		if perGroup[m.GroupId] > gs.Params.MaxGroupMembers {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "group %s has more than %d members", m.GroupId, gs.Params.MaxGroupMembers)
+		}
 	}
 	type offsetKey struct {
 		group, topic string
@@ -193,7 +220,18 @@ func (gs GenesisState) validateGroups(ac address.Codec, parts map[partitionKey]P
 		}
 		seen[k] = true
 	}
+	type producerKey struct {
+		topic     string
+		partition uint32
+		producer  string
+	}
+	producers := map[producerKey]bool{}
 	for _, ps := range gs.ProducerStates {
+		pk := producerKey{ps.Topic, ps.Partition, ps.Producer}
+		if producers[pk] {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "producer state of %s/%d for %s appears twice", ps.Topic, ps.Partition, ps.Producer)
+		}
+		producers[pk] = true
 		p, ok := parts[partitionKey{ps.Topic, ps.Partition}]
 		if !ok {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "producer state for unknown partition %s/%d", ps.Topic, ps.Partition)
