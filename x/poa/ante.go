@@ -33,10 +33,12 @@ func (d AnteDecorator) AnteHandle(ctx sdk.Context, tx sdk.Tx, simulate bool, nex
 	return next(ctx, tx, simulate)
 }
 
-// Check applies the rules to msgs. Genesis transactions (block height 0) create the genesis
-// validators and pass.
+// Check applies the rules to msgs. Genesis transactions, which genutil runs before x/poa's
+// genesis (whatever the chain's initial height), create the genesis validators and pass.
 func (d AnteDecorator) Check(ctx sdk.Context, msgs []sdk.Msg) error {
-	if ctx.BlockHeight() == 0 {
+	if done, err := d.k.GenesisDone.Has(ctx); err != nil {
+		return err
+	} else if !done {
 		return nil
 	}
 	for _, m := range msgs {

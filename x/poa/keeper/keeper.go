@@ -26,8 +26,9 @@ type Keeper struct {
 	slashing  types.SlashingKeeper
 	valCodec  address.Codec
 
-	Schema     collections.Schema
-	Admissions collections.Map[[]byte, types.Admission]
+	Schema      collections.Schema
+	Admissions  collections.Map[[]byte, types.Admission]
+	GenesisDone collections.Item[bool]
 }
 
 // NewKeeper builds the keeper; authority is a bech32 account address (gov by default).
@@ -35,7 +36,8 @@ func NewKeeper(cdc codec.BinaryCodec, store corestore.KVStoreService, authority 
 	sb := collections.NewSchemaBuilder(store)
 	k := Keeper{
 		authority: authority, staking: sk, bank: bk, slashing: slk, valCodec: sk.ValidatorAddressCodec(),
-		Admissions: collections.NewMap(sb, types.AdmissionsPrefix, "admissions", collections.BytesKey, codec.CollValue[types.Admission](cdc)),
+		Admissions:  collections.NewMap(sb, types.AdmissionsPrefix, "admissions", collections.BytesKey, codec.CollValue[types.Admission](cdc)),
+		GenesisDone: collections.NewItem(sb, types.GenesisDonePrefix, "genesis_done", collections.BoolValue),
 	}
 	schema, err := sb.Build()
 	if err != nil {

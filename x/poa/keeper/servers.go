@@ -70,8 +70,15 @@ func (q queryServer) Admission(ctx context.Context, req *types.QueryAdmissionReq
 }
 
 // InitGenesis stores the admissions; with none listed, every validator the genesis
-// transactions created is admitted at its genesis power.
+// transactions created is admitted at its genesis power. From then on the ante decorator applies.
 func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
+	if err := k.initAdmissions(ctx, gs); err != nil {
+		return err
+	}
+	return k.GenesisDone.Set(ctx, true)
+}
+
+func (k Keeper) initAdmissions(ctx context.Context, gs *types.GenesisState) error {
 	for _, a := range gs.Admissions {
 		op, err := k.operator(a.Operator)
 		if err != nil {

@@ -23,8 +23,14 @@ const (
 	StoreKey   = ModuleName
 )
 
-// AdmissionsPrefix keys admissions by operator address bytes.
-var AdmissionsPrefix = collections.NewPrefix(0)
+// Store prefixes.
+var (
+	// AdmissionsPrefix keys admissions by operator address bytes.
+	AdmissionsPrefix = collections.NewPrefix(0)
+	// GenesisDonePrefix marks that x/poa's genesis ran: before it, the genesis transactions
+	// create the genesis validators and pass the ante decorator.
+	GenesisDonePrefix = collections.NewPrefix(1)
+)
 
 // Registered errors of x/poa. Codes are stable.
 var (

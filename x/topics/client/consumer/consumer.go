@@ -39,6 +39,8 @@ type GroupConsumer struct {
 	positions  map[tp]uint64
 	// dirty are the partitions whose position moved since the last commit.
 	dirty map[tp]bool
+	// polls rotates the partition each poll starts with.
+	polls int
 }
 
 // Join joins group as the signer's account, subscribed to topics, and loads the committed
@@ -62,12 +64,10 @@ func Join(ctx context.Context, clientCtx client.Context, signer *txclient.Signer
 // adopt takes a generation's assignment and positions from the committed offsets. A
 // partition this member keeps across a single generation step was never owned by anyone else
 // in between, so its local position (with any uncommitted progress) stays; every other
-// partition starts from the committed offset.
+// partition starts from the committed offset. Nothing changes unless every query succeeds.
 func (c *GroupConsumer) adopt(ctx context.Context, generation uint64, assignment []types.TopicPartitions) error {
-	oldPositions, oldDirty := c.positions, c.dirty
 	keep := c.generation != 0 && generation == c.generation+1
-	c.generation, c.assignment = generation, assignment
-	c.positions, c.dirty = map[tp]uint64{}, map[tp]bool{}
+	positions, dirty := map[tp]uint64{}, map[tp]bool{}
 	committed := map[tp]uint64{}
 	offs, err := c.query.GroupOffsets(ctx, &types.QueryGroupOffsetsRequest{GroupId: c.group})
 	if err != nil {
@@ -83,8 +83,8 @@ func (c *GroupConsumer) adopt(ctx context.Context, generation uint64, assignment
 		}
 		for _, p := range a.Partitions {
 			key := tp{a.Topic, p}
-			if old, retained := oldPositions[key]; keep && retained {
-				c.positions[key], c.dirty[key] = old, oldDirty[key]
+			if old, retained := c.positions[key]; keep && retained {
+				positions[key], dirty[key] = old, c.dirty[key]
 				continue
 			}
 			pos, ok := committed[key]
@@ -93,9 +93,10 @@ func (c *GroupConsumer) adopt(ctx context.Context, generation uint64, assignment
 				// auto.offset.reset=earliest).
 				pos = parts.Partitions[p].LogStartOffset
 			}
-			c.positions[key] = pos
+			positions[key] = pos
 		}
 	}
+	c.generation, c.assignment, c.positions, c.dirty = generation, assignment, positions, dirty
 	return nil
 }
 
@@ -105,29 +106,54 @@ func (c *GroupConsumer) Generation() uint64 { return c.generation }
 // Assignment is this member's partitions in the current generation.
 func (c *GroupConsumer) Assignment() []types.TopicPartitions { return c.assignment }
 
-// Poll fetches up to maxRecords from the assigned partitions, in assignment order, from the
-// current positions, and advances them. It returns no records when every partition is at its
-// high watermark.
+// Poll fetches up to maxRecords from the assigned partitions from the current positions and
+// advances them. Each poll starts one partition further along, so a backlog on one partition
+// does not starve the others. Positions move only when the poll succeeds, so a caller that drops
+// the records of a failed poll never commits past them. A position that retention has passed
+// jumps to the log start offset (Kafka's auto.offset.reset=earliest). It returns no records when
+// every partition is at its high watermark.
 func (c *GroupConsumer) Poll(ctx context.Context, maxRecords uint32) ([]Record, error) {
-	var out []Record
+	var keys []tp
 	for _, a := range c.assignment {
 		for _, p := range a.Partitions {
-			if uint32(len(out)) >= maxRecords {
-				return out, nil
+			keys = append(keys, tp{a.Topic, p})
+		}
+	}
+	var out []Record
+	moved := map[tp]uint64{}
+	for i := range keys {
+		if uint32(len(out)) >= maxRecords {
+			break
+		}
+		key := keys[(c.polls+i)%len(keys)]
+		pos := c.positions[key]
+		res, err := c.query.Fetch(ctx, &types.QueryFetchRequest{Topic: key.topic, Partition: key.partition, Offset: pos, MaxRecords: maxRecords - uint32(len(out))})
+		if err != nil && strings.Contains(err.Error(), types.ErrOffsetOutOfRange.Error()) {
+			parts, perr := c.query.Partitions(ctx, &types.QueryPartitionsRequest{Name: key.topic})
+			if perr != nil || int(key.partition) >= len(parts.Partitions) {
+				return nil, err
 			}
-			key := tp{a.Topic, p}
-			res, err := c.query.Fetch(ctx, &types.QueryFetchRequest{Topic: a.Topic, Partition: p, Offset: c.positions[key], MaxRecords: maxRecords - uint32(len(out))})
-			if err != nil {
-				return out, err
-			}
-			for _, r := range res.Records {
-				out = append(out, Record{Topic: a.Topic, Partition: p, Record: r})
-			}
-			if res.NextOffset != c.positions[key] {
-				c.positions[key] = res.NextOffset
-				c.dirty[key] = true
+			if start := parts.Partitions[key.partition].LogStartOffset; pos < start {
+				pos = start
+				moved[key] = pos
+				res, err = c.query.Fetch(ctx, &types.QueryFetchRequest{Topic: key.topic, Partition: key.partition, Offset: pos, MaxRecords: maxRecords - uint32(len(out))})
 			}
 		}
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range res.Records {
+			out = append(out, Record{Topic: key.topic, Partition: key.partition, Record: r})
+		}
+		if res.NextOffset != pos {
+			moved[key] = res.NextOffset
+		}
+	}
+	if len(keys) > 0 {
+		c.polls++
+	}
+	for key, pos := range moved {
+		c.positions[key], c.dirty[key] = pos, true
 	}
 	return out, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/client"
 	"github.com/cosmos/cosmos-sdk/client/tx"
 	sdk "github.com/cosmos/cosmos-sdk/types"
+	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
 	txtypes "github.com/cosmos/cosmos-sdk/types/tx"
 	authtx "github.com/cosmos/cosmos-sdk/x/auth/tx"
 )
@@ -109,6 +110,13 @@ func (s *Signer) Submit(msgs ...sdk.Msg) (string, error) {
 		return "", err
 	}
 	if res.Code != 0 {
+		if res.Codespace == sdkerrors.ErrWrongSequence.Codespace() && res.Code == sdkerrors.ErrWrongSequence.ABCICode() {
+			// The local sequence drifted (a tx accepted but lost, or one whose answer was lost):
+			// re-read the account so the next submission can succeed.
+			if txf, err := s.txf.WithAccountNumber(0).WithSequence(0).Prepare(s.clientCtx); err == nil {
+				s.txf = txf
+			}
+		}
 		return "", fmt.Errorf("transaction rejected: %s (codespace %s, code %d)", res.RawLog, res.Codespace, res.Code)
 	}
 	s.txf = s.txf.WithSequence(s.txf.Sequence() + 1)
