@@ -2,7 +2,7 @@
 BUILD_DIR ?= ./build
 GOTEST_FLAGS ?=
 
-.PHONY: all build install localnet test test-unit bench proto-tools proto-gen clean
+.PHONY: all build install localnet test fuzz-smoke test-unit bench proto-tools proto-gen clean
 
 all: build
 
@@ -20,6 +20,15 @@ localnet:
 # test that builds bftlogd and drives it as a process.
 test:
 	go test $(GOTEST_FLAGS) -count=1 -timeout 30m ./...
+	$(MAKE) fuzz-smoke
+
+# A few seconds of each fuzz target (the seed corpus runs in every go test anyway).
+FUZZTIME ?= 5s
+fuzz-smoke:
+	go test -run '^$$' -fuzz '^FuzzValidateTopicName$$' -fuzztime $(FUZZTIME) ./x/topics/types/
+	go test -run '^$$' -fuzz '^FuzzRecordBatchDecoding$$' -fuzztime $(FUZZTIME) ./x/topics/types/
+	go test -run '^$$' -fuzz '^FuzzKeyPartition$$' -fuzztime $(FUZZTIME) ./x/topics/types/
+	go test -run '^$$' -fuzz '^FuzzProduce$$' -fuzztime $(FUZZTIME) ./x/topics/keeper/
 
 # The side-by-side benchmark (README, Performance): bftlog on 1 and 4 validator processes,
 # the one-record-per-transaction design and NATS JetStream R1/R3, in one run. Flags via BENCH_FLAGS.
