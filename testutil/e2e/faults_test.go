@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -216,3 +218,5 @@ func TestCrashFaults(t *testing.T) {
 		t.Logf("scenario 6: node %d verified %d acknowledged records (retried submissions: %d, losses: 0)", i, verified, p.faults)
 	}
 }
+
+func jsonDecode(resp *http.Response, v any) error { return json.NewDecoder(resp.Body).Decode(v) }
