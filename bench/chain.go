@@ -292,7 +292,11 @@ func runChain(cfg Config, n int) (Result, *Result, error) {
 			return err
 		}
 		committed := int(tr.committed.Load())
-		// Cross-check against chain state: the high watermarks must add up.
+		// Cross-check against chain state: the high watermarks must add up. A block's results
+		// are visible before the app has committed it, so read the state one block later.
+		if h, err := n0.Height(); err == nil {
+			_ = n0.WaitForHeight(h+1, 30*time.Second)
+		}
 		var hwm uint64
 		parts, err := types.NewQueryClient(cctxs[0]).Partitions(ctx, &types.QueryPartitionsRequest{Name: "bench"})
 		if err != nil {

@@ -120,7 +120,8 @@ func (p *ackedProducer) verify(t *testing.T, n *node.Node) int {
 			}
 		}
 	}
-	require.NoError(t, n.WaitForHeight(top, 60*time.Second))
+	// +1: a block is in the block store before the app has committed its state.
+	require.NoError(t, n.WaitForHeight(top+1, 60*time.Second))
 	cctx := n.MustClientCtx()
 	q := types.NewQueryClient(cctx)
 	parts, err := q.Partitions(context.Background(), &types.QueryPartitionsRequest{Name: p.topic})
