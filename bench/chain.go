@@ -55,7 +55,8 @@ func (r *runT) close() {
 // pending is a submitted transaction waiting for its block.
 type pending struct {
 	records  int
-	enqueued time.Time // when its first record was handed to the producer
+	enqueued time.Time     // when its first record was handed to the producer
+	done     chan struct{} // closed when the tx's block is seen
 }
 
 // tracker matches committed transactions (from block results) to what producers submitted.
@@ -105,6 +106,7 @@ func (tr *tracker) watch(ctx context.Context, rpc *rpchttp.HTTP, blocks cmtservi
 				if !ok {
 					continue
 				}
+				close(p.done)
 				if results.TxsResults[i].Code != 0 {
 					tr.failed.Add(int64(p.records))
 					continue
@@ -201,22 +203,18 @@ func load(ctx context.Context, cfg Config, n0 *node.Node, signers []*txclient.Si
 					firstErr.CompareAndSwap(nil, err)
 					return
 				}
-				tr.submitted(hash, pending{records: n, enqueued: enq})
+				done := make(chan struct{})
+				tr.submitted(hash, pending{records: n, enqueued: enq, done: done})
 				sent += n
 				sentTotal.Add(int64(n))
-				// Release the in-flight slot when the tx leaves the tracker (committed or failed).
-				go func(hash string) {
-					for {
-						tr.mu.Lock()
-						_, open := tr.byHash[hash]
-						tr.mu.Unlock()
-						if !open || wctx.Err() != nil {
-							<-inflight
-							return
-						}
-						time.Sleep(20 * time.Millisecond)
+				// Release the in-flight slot when the tx's block is seen (committed or failed).
+				go func() {
+					select {
+					case <-done:
+					case <-wctx.Done():
 					}
-				}(hash)
+					<-inflight
+				}()
 			}
 		}(pi, s)
 	}

@@ -1,6 +1,9 @@
 package node
 
 import (
+	"os"
+	"sync"
+
 	rpchttp "github.com/cometbft/cometbft/rpc/client/http"
 
 	"github.com/cosmos/cosmos-sdk/client"
@@ -24,7 +27,7 @@ import (
 // keyring (a node home), for tests that drive the chain through the Go clients.
 func (n *Node) ClientContext(keyHome, key string) (client.Context, *txclient.Signer) {
 	n.t.Helper()
-	enc := app.New(log.NewNopLogger(), dbm.NewMemDB(), nil, true, simtestutil.NewAppOptionsWithFlagHome(n.t.TempDir()))
+	enc := encoding(n.t)
 	disk, err := keyring.New("bftlog", keyring.BackendTest, keyHome, nil, enc.AppCodec())
 	if err != nil {
 		n.t.Fatal(err)
@@ -81,7 +84,7 @@ func (n *Node) ClientContext(keyHome, key string) (client.Context, *txclient.Sig
 // nobody.
 func (n *Node) MustClientCtx() client.Context {
 	n.t.Helper()
-	enc := app.New(log.NewNopLogger(), dbm.NewMemDB(), nil, true, simtestutil.NewAppOptionsWithFlagHome(n.t.TempDir()))
+	enc := encoding(n.t)
 	rpc, err := rpchttp.New(n.RPC, "/websocket")
 	if err != nil {
 		n.t.Fatal(err)
@@ -93,4 +96,22 @@ func (n *Node) MustClientCtx() client.Context {
 		WithClient(rpc).
 		WithNodeURI(n.RPC).
 		WithChainID(ChainID)
+}
+
+var (
+	encOnce sync.Once
+	encApp  *app.App
+)
+
+// encoding returns an app instance built once per process, used only for its codecs and tx
+// config: building the app for every client would repeat the whole depinject wiring.
+func encoding(t T) *app.App {
+	encOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "bftlog-enc-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		encApp = app.New(log.NewNopLogger(), dbm.NewMemDB(), nil, true, simtestutil.NewAppOptionsWithFlagHome(dir))
+	})
+	return encApp
 }
