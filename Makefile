@@ -2,7 +2,7 @@
 BUILD_DIR ?= ./build
 GOTEST_FLAGS ?=
 
-.PHONY: all build install localnet test fuzz-smoke test-unit bench proto-tools proto-gen clean
+.PHONY: all build install localnet test test-faults fuzz-smoke test-unit bench proto-tools proto-gen clean
 
 all: build
 
@@ -21,6 +21,13 @@ localnet:
 test:
 	go test $(GOTEST_FLAGS) -count=1 -timeout 30m ./...
 	$(MAKE) fuzz-smoke
+
+# Every fault scenario of the README's Reliability section (1-6 on four validator processes),
+# the hostile-input tables and the flood, with their figures in the log. make test runs all of
+# them except scenarios 3 and 5.
+FAULT_TESTS = TestCrashFaults|TestNetworkPartition|TestDoubleSign|TestTamperedState|TestFloodOfInvalidTransactions|TestHostileInput|TestPoaHostileInput
+test-faults:
+	BFTLOG_ALL_FAULTS=1 go test $(GOTEST_FLAGS) -count=1 -timeout 30m -v -run '$(FAULT_TESTS)' ./testutil/e2e/ ./app/ ./x/topics/keeper/
 
 # A few seconds of each fuzz target (the seed corpus runs in every go test anyway).
 FUZZTIME ?= 5s

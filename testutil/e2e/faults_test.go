@@ -31,12 +31,33 @@ type ackedProducer struct {
 	mu         sync.Mutex
 	acked      map[ackKey]string
 	faults     int // submissions that failed and were retried
+	t          *testing.T
 }
 
 func (p *ackedProducer) count() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.acked)
+}
+
+// startProducer creates topic (4 partitions) and starts an ackedProducer on it, submitting to
+// node 1 first; stop ends it and waits for it.
+func startProducer(t *testing.T, net *node.Network, topic string) (p *ackedProducer, stop func()) {
+	net.Nodes[0].MustCLI("", "tx", "topics", "create-topic", topic, "--partitions", "4", "--from", "producer")
+	p = &ackedProducer{net: net, topic: topic, partitions: 4, acked: map[ackKey]string{}, t: t}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); p.run(ctx, t, 1) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return p, stop
+}
+
+// waitAcks waits until more records than now have been acknowledged.
+func (p *ackedProducer) waitAcks(more int, d time.Duration, what string) {
+	target := p.count() + more
+	eventually(p.t, what, d, func() bool { return p.count() >= target })
 }
 
 func (p *ackedProducer) run(ctx context.Context, t *testing.T, firstNode int) {
@@ -161,16 +182,8 @@ func TestCrashFaults(t *testing.T) {
 	}
 	net := node.StartNetwork(t, node.NetworkOptions{Validators: 4, Accounts: []string{"producer"}})
 	n0 := net.Nodes[0]
-	n0.MustCLI("", "tx", "topics", "create-topic", "faults", "--partitions", "4", "--from", "producer")
-	p := &ackedProducer{net: net, topic: "faults", partitions: 4, acked: map[ackKey]string{}}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); p.run(ctx, t, 1) }()
-	waitAcks := func(more int, d time.Duration, what string) {
-		t.Helper()
-		target := p.count() + more
-		eventually(t, what, d, func() bool { return p.count() >= target })
-	}
+	p, stop := startProducer(t, net, "faults")
+	waitAcks := p.waitAcks
 	waitAcks(50, 60*time.Second, "first acknowledgements")
 
 	// Scenario 1: one validator crashes; 3 of 4 keep committing.
@@ -209,7 +222,6 @@ func TestCrashFaults(t *testing.T) {
 	}
 	waitAcks(50, 120*time.Second, "commits after a full restart")
 	stop()
-	<-done
 	h, err = n0.Height()
 	require.NoError(t, err)
 	net.WaitAllAt(h, 60*time.Second)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -109,4 +111,49 @@ func (net *Network) WaitAllAt(h int64, timeout time.Duration) {
 			net.t.Fatalf("node %d: %v\n%s", i, err, n.LogTail(30))
 		}
 	}
+}
+
+// StartTwin starts a second process that signs with validator i's consensus key (its own home,
+// node key and empty sign state): a double-signing validator, as when an operator runs a
+// "backup" copy of a live validator. The twin peers directly with every node.
+func (net *Network) StartTwin(i int) *Node {
+	t := net.t
+	t.Helper()
+	orig := net.Nodes[i]
+	twin := &Node{t: t, Bin: orig.Bin, Home: orig.Home + "-twin"}
+	twin.mustRun("init", fmt.Sprintf("node%d-twin", i), "--chain-id", ChainID)
+	copyFile(t, net.Genesis, filepath.Join(twin.Home, "config", "genesis.json"))
+	copyFile(t, filepath.Join(orig.Home, "config", "priv_validator_key.json"), filepath.Join(twin.Home, "config", "priv_validator_key.json"))
+	allowLoopbackPeers(t, twin.Home)
+	var peers []string
+	for j, m := range net.Nodes {
+		peers = append(peers, fmt.Sprintf("%s@127.0.0.1:%d", net.ids[j], m.P2PPort))
+	}
+	twin.Peers = strings.Join(peers, ",")
+	twin.StartAndWait()
+	return twin
+}
+
+// WaitExit waits for the node process to end by itself and reports how it ended; ok is false
+// if it is still running after timeout.
+func (n *Node) WaitExit(timeout time.Duration) (exitErr error, ok bool) {
+	if n.cmd == nil {
+		return nil, true
+	}
+	select {
+	case exitErr = <-n.exited:
+	case <-time.After(timeout):
+		return nil, false
+	}
+	n.cmd = nil
+	if n.logFile != nil {
+		n.logFile.Close()
+	}
+	return exitErr, true
+}
+
+// Log returns the whole node log.
+func (n *Node) Log() string {
+	bz, _ := os.ReadFile(filepath.Join(n.Home, "node.log"))
+	return string(bz)
 }

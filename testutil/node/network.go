@@ -16,6 +16,9 @@ type Network struct {
 	Nodes []*Node
 	// Genesis is the final genesis file every node runs.
 	Genesis string
+	// Links are the peer-connection proxies of a Proxied network.
+	Links []*Link
+	ids   []string
 }
 
 // NetworkOptions shape a test network.
@@ -27,6 +30,9 @@ type NetworkOptions struct {
 	TestKeys []string
 	// EditGenesis may change the genesis app state before the validators' gentxs.
 	EditGenesis func(appState map[string]any)
+	// Proxied routes every peer connection through a Link (see Isolate) and turns off peer
+	// exchange so that nodes cannot learn each other's direct addresses.
+	Proxied bool
 }
 
 // StartNetwork creates a chain with opts.Validators validators of equal power ("val0", ...,
@@ -75,21 +81,29 @@ func StartNetwork(t T, opts NetworkOptions) *Network {
 	}
 	n0.mustRun("genesis", "collect-gentxs", "--gentx-dir", gentxDir)
 	net.Genesis = gen
-	var peers []string
 	for _, n := range net.Nodes {
 		copyFile(t, gen, filepath.Join(n.Home, "config", "genesis.json"))
 		allowLoopbackPeers(t, n.Home)
-		id := strings.TrimSpace(n.mustRun("comet", "show-node-id"))
-		peers = append(peers, fmt.Sprintf("%s@127.0.0.1:%d", id, n.P2PPort))
+		if opts.Proxied {
+			setConfig(t, n.Home, "pex = true", "pex = false")
+		}
+		net.ids = append(net.ids, strings.TrimSpace(n.mustRun("comet", "show-node-id")))
 	}
 	for i, n := range net.Nodes {
-		var others []string
-		for j, p := range peers {
-			if j != i {
-				others = append(others, p)
+		var peers []string
+		for j, m := range net.Nodes {
+			if j == i {
+				continue
 			}
+			port := m.P2PPort
+			if opts.Proxied {
+				l := newLink(t, i, j, m.P2PPort)
+				net.Links = append(net.Links, l)
+				port = l.Port
+			}
+			peers = append(peers, fmt.Sprintf("%s@127.0.0.1:%d", net.ids[j], port))
 		}
-		n.Peers = strings.Join(others, ",")
+		n.Peers = strings.Join(peers, ",")
 		n.Start()
 	}
 	for _, n := range net.Nodes {
@@ -120,13 +134,23 @@ func (net *Network) AddFullNode(name string) *Node {
 
 // allowLoopbackPeers lets CometBFT peers share 127.0.0.1.
 func allowLoopbackPeers(t T, home string) {
+	setConfig(t, home, "addr_book_strict = true", "addr_book_strict = false", "allow_duplicate_ip = false", "allow_duplicate_ip = true")
+}
+
+// setConfig replaces lines of config.toml (old, new, old, new, ...), failing if one is missing.
+func setConfig(t T, home string, oldNew ...string) {
 	p := filepath.Join(home, "config", "config.toml")
 	bz, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := strings.Replace(string(bz), "addr_book_strict = true", "addr_book_strict = false", 1)
-	s = strings.Replace(s, "allow_duplicate_ip = false", "allow_duplicate_ip = true", 1)
+	s := string(bz)
+	for i := 0; i+1 < len(oldNew); i += 2 {
+		if !strings.Contains(s, oldNew[i]) {
+			t.Fatalf("%s has no line %q", p, oldNew[i])
+		}
+		s = strings.Replace(s, oldNew[i], oldNew[i+1], 1)
+	}
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}

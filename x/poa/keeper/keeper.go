@@ -98,12 +98,25 @@ func (k Keeper) Admit(ctx context.Context, signer, operator string, power int64)
 	if err != nil {
 		return err
 	}
+	// Every check comes before the first write, so a refused admission changes nothing.
+	val, err := k.staking.GetValidator(ctx, op)
+	exists := err == nil
+	if err != nil && !errorsmod.IsOf(err, stakingtypes.ErrNoValidatorFound) {
+		return err
+	}
+	var consAddr sdk.ConsAddress
+	if exists {
+		if consAddr, err = val.GetConsAddr(); err != nil {
+			return err
+		}
+		if k.slashing.IsTombstoned(ctx, consAddr) {
+			return errorsmod.Wrapf(types.ErrTombstoned, "%s can not be admitted again", operator)
+		}
+	}
 	if err := k.Admissions.Set(ctx, op, types.Admission{Operator: operator, Power: power, AdmittedHeight: sdkCtx.BlockHeight(), AdmittedBy: signer}); err != nil {
 		return err
 	}
-	val, err := k.staking.GetValidator(ctx, op)
-	switch {
-	case errorsmod.IsOf(err, stakingtypes.ErrNoValidatorFound):
+	if !exists {
 		// The operator needs power's worth of stake for its create-validator; a repeated
 		// admission only tops up what an earlier one already gave.
 		if power > prev.Power {
@@ -111,16 +124,7 @@ func (k Keeper) Admit(ctx context.Context, signer, operator string, power int64)
 				return err
 			}
 		}
-	case err != nil:
-		return err
-	default:
-		consAddr, err := val.GetConsAddr()
-		if err != nil {
-			return err
-		}
-		if k.slashing.IsTombstoned(ctx, consAddr) {
-			return errorsmod.Wrapf(types.ErrTombstoned, "%s can not be admitted again", operator)
-		}
+	} else {
 		if err := k.setPower(ctx, val, power); err != nil {
 			return err
 		}
