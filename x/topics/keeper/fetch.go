@@ -77,7 +77,7 @@ func (k Keeper) Fetch(ctx context.Context, topic string, partition uint32, offse
 			if len(res.Records) > 0 && (uint32(len(res.Records)) >= maxRecords || bytes+size > maxBytes) {
 				return res, nil
 			}
-			res.Records = append(res.Records, recordAt(b, i))
+			res.Records = append(res.Records, b.Record(i))
 			bytes += size
 			res.NextOffset = off + 1
 		}
@@ -96,18 +96,4 @@ func (k Keeper) GetRecord(ctx context.Context, topic string, partition uint32, o
 			"offset %d of %s is at the high watermark; no record there yet", offset, res.Partition.Label())
 	}
 	return res.Records[0], nil
-}
-
-func recordAt(b types.RecordBatch, i int) types.Record {
-	r := b.Records[i]
-	return types.Record{
-		Offset:          b.BaseOffset + uint64(i),
-		Key:             r.Key,
-		Value:           r.Value,
-		Headers:         r.Headers,
-		CreateTimeMs:    r.CreateTimeMs,
-		LogAppendTimeMs: b.LogAppendTimeMs,
-		Producer:        b.Producer,
-		Height:          b.Height,
-	}
 }

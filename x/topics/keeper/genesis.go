@@ -46,7 +46,7 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		if err := k.Members.Set(ctx, collections.Join(m.GroupId, m.Member), m); err != nil {
 			return err
 		}
-		if err := k.MemberExpiry.Set(ctx, collections.Join3(m.ExpiresAtMs, m.GroupId, m.Member)); err != nil {
+		if err := k.MemberExpiry.Set(ctx, collections.Join3(m.ExpiresAtMs, m.GroupId, m.Member), true); err != nil {
 			return err
 		}
 	}
@@ -54,7 +54,7 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		if err := k.Offsets.Set(ctx, collections.Join3(o.GroupId, o.Topic, o.Partition), o); err != nil {
 			return err
 		}
-		if err := k.GroupTopics.Set(ctx, collections.Join(o.Topic, o.GroupId)); err != nil {
+		if err := k.GroupTopics.Set(ctx, collections.Join(o.Topic, o.GroupId), true); err != nil {
 			return err
 		}
 	}

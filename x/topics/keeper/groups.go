@@ -45,7 +45,7 @@ func (k Keeper) setMemberExpiry(ctx context.Context, m *types.Member, expiresAt 
 		return err
 	}
 	m.ExpiresAtMs = expiresAt
-	return k.MemberExpiry.Set(ctx, collections.Join3(expiresAt, m.GroupId, m.Member))
+	return k.MemberExpiry.Set(ctx, collections.Join3(expiresAt, m.GroupId, m.Member), true)
 }
 
 func (k Keeper) removeMember(ctx context.Context, m types.Member) error {
@@ -307,7 +307,7 @@ func (k Keeper) writeOffsets(ctx context.Context, committer string, offsets []ty
 		if err := k.Offsets.Set(ctx, collections.Join3(o.GroupId, o.Topic, o.Partition), *o); err != nil {
 			return err
 		}
-		if err := k.GroupTopics.Set(ctx, collections.Join(o.Topic, o.GroupId)); err != nil {
+		if err := k.GroupTopics.Set(ctx, collections.Join(o.Topic, o.GroupId), true); err != nil {
 			return err
 		}
 	}
@@ -460,7 +460,7 @@ func (k Keeper) ExpireMembers(ctx context.Context) error {
 	rng := new(collections.Range[collections.Triple[int64, string, string]]).
 		EndExclusive(collections.Join3(now+1, "", ""))
 	var due []collections.Triple[int64, string, string]
-	err = k.MemberExpiry.Walk(ctx, rng, func(key collections.Triple[int64, string, string]) (bool, error) {
+	err = k.MemberExpiry.Walk(ctx, rng, func(key collections.Triple[int64, string, string], _ bool) (bool, error) {
 		due = append(due, key)
 		return uint32(len(due)) >= params.MaxExpiriesPerBlock, nil
 	})

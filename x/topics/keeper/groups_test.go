@@ -312,8 +312,8 @@ func TestExpiryIgnoresStaleEntries(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("a", 1)
 	f.join(f.alice, "g", "a")
-	require.NoError(t, f.k.MemberExpiry.Set(f.ctx, collections.Join3(int64(1), "g", f.alice)))  // stale
-	require.NoError(t, f.k.MemberExpiry.Set(f.ctx, collections.Join3(int64(2), "g", "nobody"))) // orphan
+	require.NoError(t, f.k.MemberExpiry.Set(f.ctx, collections.Join3(int64(1), "g", f.alice), true))  // stale
+	require.NoError(t, f.k.MemberExpiry.Set(f.ctx, collections.Join3(int64(2), "g", "nobody"), true)) // orphan
 	for i := 0; i < 3; i++ {
 		f.advance(time.Second)
 		require.NoError(t, f.k.EndBlocker(f.ctx))

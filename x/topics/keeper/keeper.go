@@ -32,12 +32,13 @@ type Keeper struct {
 	// Members is keyed by (group, member address).
 	Members collections.Map[collections.Pair[string, string], types.Member]
 	// MemberExpiry indexes members by (expires_at_ms, group, member) so the EndBlocker reads
-	// only the members that are due.
-	MemberExpiry collections.KeySet[collections.Triple[int64, string, string]]
+	// only the members that are due. Index maps store true rather than being KeySets: an empty
+	// store value leaves ics23 unable to prove the absence of a key next to it (client/verify).
+	MemberExpiry collections.Map[collections.Triple[int64, string, string], bool]
 	// Offsets is keyed by (group, topic, partition).
 	Offsets collections.Map[collections.Triple[string, string, uint32], types.CommittedOffset]
 	// GroupTopics indexes (topic, group) pairs that have offsets, for topic deletion.
-	GroupTopics collections.KeySet[collections.Pair[string, string]]
+	GroupTopics collections.Map[collections.Pair[string, string], bool]
 	// ProducerStates is keyed by (topic, partition, producer).
 	ProducerStates  collections.Map[collections.Triple[string, uint32, string], types.ProducerState]
 	RetentionCursor collections.Item[types.RetentionCursor]
@@ -56,19 +57,19 @@ func NewKeeper(cdc codec.BinaryCodec, addressCodec address.Codec, storeService c
 		Params:       collections.NewItem(sb, types.ParamsKey, "params", codec.CollValue[types.Params](cdc)),
 		Topics:       collections.NewMap(sb, types.TopicsPrefix, "topics", collections.StringKey, codec.CollValue[types.Topic](cdc)),
 		Partitions: collections.NewMap(sb, types.PartitionsPrefix, "partitions",
-			collections.PairKeyCodec(collections.StringKey, collections.Uint32Key), codec.CollValue[types.Partition](cdc)),
+			types.PartitionKeyCodec, codec.CollValue[types.Partition](cdc)),
 		Batches: collections.NewMap(sb, types.BatchesPrefix, "batches",
-			collections.TripleKeyCodec(collections.StringKey, collections.Uint32Key, collections.Uint64Key), codec.CollValue[types.RecordBatch](cdc)),
+			types.BatchKeyCodec, codec.CollValue[types.RecordBatch](cdc)),
 		SpreadCursors: collections.NewMap(sb, types.SpreadCursorsPrefix, "spread_cursors", collections.StringKey, collections.Uint32Value),
 		Groups:        collections.NewMap(sb, types.GroupsPrefix, "groups", collections.StringKey, codec.CollValue[types.Group](cdc)),
 		Members: collections.NewMap(sb, types.MembersPrefix, "members",
 			collections.PairKeyCodec(collections.StringKey, collections.StringKey), codec.CollValue[types.Member](cdc)),
-		MemberExpiry: collections.NewKeySet(sb, types.MemberExpiryPrefix, "member_expiry",
-			collections.TripleKeyCodec(collections.Int64Key, collections.StringKey, collections.StringKey)),
+		MemberExpiry: collections.NewMap(sb, types.MemberExpiryPrefix, "member_expiry",
+			collections.TripleKeyCodec(collections.Int64Key, collections.StringKey, collections.StringKey), collections.BoolValue),
 		Offsets: collections.NewMap(sb, types.OffsetsPrefix, "offsets",
-			collections.TripleKeyCodec(collections.StringKey, collections.StringKey, collections.Uint32Key), codec.CollValue[types.CommittedOffset](cdc)),
-		GroupTopics: collections.NewKeySet(sb, types.GroupTopicsPrefix, "group_topics",
-			collections.PairKeyCodec(collections.StringKey, collections.StringKey)),
+			types.OffsetKeyCodec, codec.CollValue[types.CommittedOffset](cdc)),
+		GroupTopics: collections.NewMap(sb, types.GroupTopicsPrefix, "group_topics",
+			collections.PairKeyCodec(collections.StringKey, collections.StringKey), collections.BoolValue),
 		ProducerStates: collections.NewMap(sb, types.ProducerStatesPrefix, "producer_states",
 			collections.TripleKeyCodec(collections.StringKey, collections.Uint32Key, collections.StringKey), codec.CollValue[types.ProducerState](cdc)),
 		RetentionCursor: collections.NewItem(sb, types.RetentionCursorPrefix, "retention_cursor", codec.CollValue[types.RetentionCursor](cdc)),

@@ -160,7 +160,7 @@ func (k Keeper) DeleteTopic(ctx context.Context, signer, name string) error {
 	}
 	// Committed offsets of every group that read the topic go too.
 	var groups []string
-	err = k.GroupTopics.Walk(ctx, collections.NewPrefixedPairRange[string, string](name), func(key collections.Pair[string, string]) (bool, error) {
+	err = k.GroupTopics.Walk(ctx, collections.NewPrefixedPairRange[string, string](name), func(key collections.Pair[string, string], _ bool) (bool, error) {
 		groups = append(groups, key.K2())
 		return false, nil
 	})

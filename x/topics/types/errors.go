@@ -34,4 +34,7 @@ var (
 	ErrInvalidSessionTimeout = errorsmod.Register(ModuleName, 29, "invalid session timeout")
 	ErrOutOfOrderSequence    = errorsmod.Register(ModuleName, 30, "out of order sequence number")
 	ErrInvalidOffset         = errorsmod.Register(ModuleName, 31, "invalid offset")
+	// ErrNotVerified is a read whose proof did not check out against a validator-signed header
+	// (client/verify): the node answered something the chain did not commit.
+	ErrNotVerified = errorsmod.Register(ModuleName, 32, "read not verified")
 )

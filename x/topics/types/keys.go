@@ -28,3 +28,51 @@ var (
 	ProducerStatesPrefix  = collections.NewPrefix(10)
 	RetentionCursorPrefix = collections.NewPrefix(11)
 )
+
+// Key codecs of the collections whose entries a verifying client proves: the keeper stores with
+// them and client/verify rebuilds the same raw store keys with them.
+var (
+	PartitionKeyCodec = collections.PairKeyCodec(collections.StringKey, collections.Uint32Key)
+	BatchKeyCodec     = collections.TripleKeyCodec(collections.StringKey, collections.Uint32Key, collections.Uint64Key)
+	OffsetKeyCodec    = collections.TripleKeyCodec(collections.StringKey, collections.StringKey, collections.Uint32Key)
+)
+
+// TopicStoreKey is the raw store key of a topic.
+func TopicStoreKey(name string) []byte {
+	return mustKey(collections.EncodeKeyWithPrefix(TopicsPrefix.Bytes(), collections.StringKey, name))
+}
+
+// PartitionStoreKey is the raw store key of a partition's metadata.
+func PartitionStoreKey(topic string, partition uint32) []byte {
+	return mustKey(collections.EncodeKeyWithPrefix(PartitionsPrefix.Bytes(), PartitionKeyCodec, collections.Join(topic, partition)))
+}
+
+// BatchStoreKey is the raw store key of the batch whose last offset is lastOffset.
+func BatchStoreKey(topic string, partition uint32, lastOffset uint64) []byte {
+	return mustKey(collections.EncodeKeyWithPrefix(BatchesPrefix.Bytes(), BatchKeyCodec, collections.Join3(topic, partition, lastOffset)))
+}
+
+// OffsetStoreKey is the raw store key of a group's committed offset for a partition.
+func OffsetStoreKey(group, topic string, partition uint32) []byte {
+	return mustKey(collections.EncodeKeyWithPrefix(OffsetsPrefix.Bytes(), OffsetKeyCodec, collections.Join3(group, topic, partition)))
+}
+
+// ParseBatchStoreKey decodes a raw batch store key; ok is false for any other key.
+func ParseBatchStoreKey(key []byte) (topic string, partition uint32, lastOffset uint64, ok bool) {
+	p := BatchesPrefix.Bytes()
+	if len(key) <= len(p) || string(key[:len(p)]) != string(p) {
+		return "", 0, 0, false
+	}
+	n, k, err := BatchKeyCodec.Decode(key[len(p):])
+	if err != nil || n != len(key)-len(p) {
+		return "", 0, 0, false
+	}
+	return k.K1(), k.K2(), k.K3(), true
+}
+
+func mustKey(bz []byte, err error) []byte {
+	if err != nil {
+		panic(err) // string and integer keys always encode
+	}
+	return bz
+}

@@ -1,0 +1,293 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	rpchttp "github.com/cometbft/cometbft/rpc/client/http"
+	ics23 "github.com/cosmos/ics23/go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bftlog/bftlog/testutil/node"
+	"github.com/bftlog/bftlog/x/topics/client/verify"
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// lie is what the lying proxy does to every answer about the log that passes through it.
+type lie int
+
+const (
+	honest lie = iota
+	alterValue
+	dropRecord
+	reorderRecords
+	wrongWatermark
+)
+
+func (l lie) String() string {
+	return [...]string{"honest", "alter a record value", "drop a record", "reorder two records", "report a wrong high watermark"}[l]
+}
+
+// The records of the test topic: values v-0 .. v-14 in three batches of five.
+const victim = "v-7"
+
+func (l lie) records(recs []types.Record) []types.Record {
+	for i := range recs {
+		if recs[i].Value == nil || string(recs[i].Value.Data) != victim {
+			continue
+		}
+		switch l {
+		case alterValue:
+			recs[i].Value = &types.Bytes{Data: []byte("X-7")}
+		case dropRecord: // and renumber the rest, as a careful liar would
+			for j := i + 1; j < len(recs); j++ {
+				recs[j].Offset--
+			}
+			return append(recs[:i], recs[i+1:]...)
+		case reorderRecords:
+			if i > 0 {
+				recs[i-1].Value, recs[i].Value = recs[i].Value, recs[i-1].Value
+			}
+		}
+		return recs
+	}
+	return recs
+}
+
+func (l lie) batch(b *types.RecordBatch) {
+	for i, r := range b.Records {
+		if r.Value == nil || string(r.Value.Data) != victim {
+			continue
+		}
+		switch l {
+		case alterValue:
+			b.Records[i].Value = &types.Bytes{Data: []byte("X-7")}
+		case dropRecord:
+			b.Records = append(b.Records[:i], b.Records[i+1:]...)
+		case reorderRecords:
+			if i > 0 {
+				b.Records[i-1], b.Records[i] = b.Records[i], b.Records[i-1]
+			}
+		}
+		return
+	}
+}
+
+// lyingProxy sits between clients and a real node's CometBFT RPC and rewrites ABCI query answers
+// about the log according to the current lie. Headers and commits pass untouched: it cannot
+// forge validator signatures.
+type lyingProxy struct {
+	target string
+	lie    atomic.Int32
+}
+
+func (p *lyingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	req, _ := http.NewRequest(r.Method, p.target+r.URL.RequestURI(), bytes.NewReader(body))
+	req.Header = r.Header
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	var call struct {
+		Method string `json:"method"`
+		Params struct {
+			Path string `json:"path"`
+			Data string `json:"data"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &call) == nil && call.Method == "abci_query" {
+		out = p.rewrite(call.Params.Path, out)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(out)
+}
+
+func (p *lyingProxy) rewrite(path string, out []byte) []byte {
+	l := lie(p.lie.Load())
+	if l == honest {
+		return out
+	}
+	var msg map[string]any
+	if json.Unmarshal(out, &msg) != nil {
+		return out
+	}
+	res, _ := msg["result"].(map[string]any)
+	resp, _ := res["response"].(map[string]any)
+	if resp == nil {
+		return out
+	}
+	value, _ := base64.StdEncoding.DecodeString(fmt.Sprint(resp["value"]))
+	switch {
+	case strings.HasSuffix(path, "/Fetch"):
+		var f types.QueryFetchResponse
+		if f.Unmarshal(value) == nil {
+			f.Records = l.records(f.Records)
+			if l == wrongWatermark {
+				f.HighWatermark += 5
+			}
+			value, _ = f.Marshal()
+		}
+	case strings.HasSuffix(path, "/Partitions"):
+		var ps types.QueryPartitionsResponse
+		if ps.Unmarshal(value) == nil && l == wrongWatermark {
+			for i := range ps.Partitions {
+				ps.Partitions[i].HighWatermark += 5
+			}
+			value, _ = ps.Marshal()
+		}
+	case path == "/store/topics/key":
+		value = l.storeValue(value)
+		// The value of an absent key's right neighbour travels inside the proof.
+		if po, ok := resp["proofOps"].(map[string]any); ok {
+			ops, _ := po["ops"].([]any)
+			if len(ops) > 0 {
+				op := ops[0].(map[string]any)
+				data, _ := base64.StdEncoding.DecodeString(fmt.Sprint(op["data"]))
+				var cp ics23.CommitmentProof
+				if cp.Unmarshal(data) == nil {
+					if ex := cp.GetExist(); ex != nil {
+						ex.Value = l.storeValue(ex.Value)
+					}
+					if ne := cp.GetNonexist(); ne != nil && ne.Right != nil {
+						ne.Right.Value = l.storeValue(ne.Right.Value)
+					}
+					data, _ = cp.Marshal()
+					op["data"] = base64.StdEncoding.EncodeToString(data)
+				}
+			}
+		}
+	}
+	if len(value) > 0 {
+		resp["value"] = base64.StdEncoding.EncodeToString(value)
+	}
+	bz, _ := json.Marshal(msg)
+	return bz
+}
+
+// storeValue lies about a raw x/topics store value: a record batch or a partition.
+func (l lie) storeValue(v []byte) []byte {
+	var b types.RecordBatch
+	if b.Unmarshal(v) == nil && len(b.Records) > 0 && b.Producer != "" {
+		l.batch(&b)
+		bz, _ := b.Marshal()
+		return bz
+	}
+	var p types.Partition
+	if l == wrongWatermark && p.Unmarshal(v) == nil && p.Topic != "" && p.HighWatermark > 0 {
+		p.HighWatermark += 5
+		bz, _ := p.Marshal()
+		return bz
+	}
+	return v
+}
+
+// TestVerifiedReadsRejectALyingNode puts a proxy that lies between the clients and a real node:
+// it alters a record value, drops a record, reorders two records or inflates the high
+// watermark. The plain gRPC-over-RPC client accepts every lie; the verifying client rejects
+// every one, and with an honest proxy returns exactly what was produced.
+func TestVerifiedReadsRejectALyingNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node")
+	}
+	n := node.StartSingle(t, "alice")
+	n.MustCLI("", "tx", "topics", "create-topic", "audit", "--partitions", "1", "--from", "alice")
+	cctx, signer := n.ClientContext(n.Home, "alice")
+	for b := 0; b < 3; b++ {
+		msg := &types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{{Topic: "audit"}}}
+		for i := 0; i < 5; i++ {
+			msg.Batches[0].Records = append(msg.Batches[0].Records, types.BatchRecord{Value: &types.Bytes{Data: []byte(fmt.Sprintf("v-%d", b*5+i))}})
+		}
+		_, err := signer.SubmitAndWait(msg)
+		require.NoError(t, err)
+	}
+	n.MustCLI("", "query", "topics", "consume", "audit", "--group", "auditors", "--from", "alice", "--stay", "--max", "8")
+	h, err := n.Height()
+	require.NoError(t, err)
+	require.NoError(t, n.WaitForHeight(h+3, 30*time.Second)) // the commit is in a block, and provable
+
+	proxy := &lyingProxy{target: strings.Replace(n.RPC, "tcp://", "http://", 1)}
+	srv := httptest.NewServer(proxy)
+	defer srv.Close()
+	viaProxy, err := rpchttp.New(srv.URL, "/websocket")
+	require.NoError(t, err)
+	plain := types.NewQueryClient(cctx.WithClient(viaProxy).WithNodeURI(srv.URL))
+
+	// The trust anchor comes straight from the node, not through the proxy.
+	hash1, _, err := n.BlockHashes(1)
+	require.NoError(t, err)
+	anchor, err := hex.DecodeString(hash1)
+	require.NoError(t, err)
+	ctx := context.Background()
+	vc, err := verify.New(ctx, verify.Config{ChainID: node.ChainID, Node: srv.URL, Witnesses: []string{n.RPC}, TrustHeight: 1, TrustHash: anchor})
+	require.NoError(t, err)
+
+	// Honest: both paths agree and the verified one returns exactly what was produced.
+	got, err := vc.Fetch(ctx, 0, "audit", 0, 0, 100)
+	require.NoError(t, err)
+	require.Len(t, got.Records, 15)
+	for i, r := range got.Records {
+		require.Equal(t, uint64(i), r.Offset)
+		require.Equal(t, fmt.Sprintf("v-%d", i), string(r.Value.Data))
+	}
+	require.Equal(t, 3, got.Batches)
+	require.EqualValues(t, 15, got.Partition.HighWatermark)
+	mid, err := vc.Fetch(ctx, got.Height, "audit", 0, 7, 4) // from inside a batch, across batches
+	require.NoError(t, err)
+	require.Equal(t, []string{"v-7", "v-8", "v-9", "v-10"}, values(mid.Records))
+	require.EqualValues(t, 11, mid.NextOffset)
+	off, found, _, err := vc.CommittedOffset(ctx, got.Height, "auditors", "audit", 0)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.EqualValues(t, 8, off.Offset)
+	_, found, _, err = vc.CommittedOffset(ctx, got.Height, "nobody", "audit", 0)
+	require.NoError(t, err)
+	require.False(t, found, "an absent commit is proven absent")
+	_, _, err = vc.Topic(ctx, got.Height, "no-such-topic")
+	require.ErrorIs(t, err, types.ErrUnknownTopic)
+
+	for _, l := range []lie{alterValue, dropRecord, reorderRecords, wrongWatermark} {
+		proxy.lie.Store(int32(l))
+		// The unverified path believes the node.
+		res, err := plain.Fetch(ctx, &types.QueryFetchRequest{Topic: "audit", Partition: 0, Offset: 0, MaxRecords: 100})
+		require.NoError(t, err, l.String())
+		switch l {
+		case alterValue:
+			require.Contains(t, values(res.Records), "X-7", "unverified path: %s", l)
+		case dropRecord:
+			require.Len(t, res.Records, 14, "unverified path: %s", l)
+			require.NotContains(t, values(res.Records), victim)
+		case reorderRecords:
+			require.Equal(t, victim, string(res.Records[6].Value.Data), "unverified path: %s", l)
+		case wrongWatermark:
+			require.EqualValues(t, 20, res.HighWatermark, "unverified path: %s", l)
+		}
+		// The verified path refuses it, naming what did not verify.
+		_, err = vc.Fetch(ctx, 0, "audit", 0, 0, 100)
+		require.ErrorIs(t, err, verify.ErrNotVerified, l.String())
+		require.ErrorIs(t, err, types.ErrNotVerified)
+		t.Logf("%s: unverified read accepted it; verified read: %v", l, err)
+	}
+}
+
+func values(recs []types.Record) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = string(r.Value.Data)
+	}
+	return out
+}

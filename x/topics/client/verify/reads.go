@@ -1,0 +1,140 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// Topic returns the proven topic at height (0: latest provable) and the height used.
+func (c *Client) Topic(ctx context.Context, height int64, name string) (types.Topic, int64, error) {
+	h, appHash, err := c.at(ctx, height)
+	if err != nil {
+		return types.Topic{}, h, err
+	}
+	what := fmt.Sprintf("topic %s", name)
+	p, err := c.get(ctx, h, appHash, types.TopicStoreKey(name), what)
+	if err != nil {
+		return types.Topic{}, h, err
+	}
+	if !p.exists {
+		return types.Topic{}, h, fmt.Errorf("%w: %s (proven absent at height %d)", types.ErrUnknownTopic, name, h)
+	}
+	var t types.Topic
+	if err := t.Unmarshal(p.value); err != nil || t.Name != name {
+		return types.Topic{}, h, &Error{What: what, Height: h, Err: fmt.Errorf("proven value is not topic %s (%v)", name, err)}
+	}
+	return t, h, nil
+}
+
+// Partition returns a partition's proven high watermark, log start offset and counts.
+func (c *Client) Partition(ctx context.Context, height int64, topic string, partition uint32) (types.Partition, int64, error) {
+	h, appHash, err := c.at(ctx, height)
+	if err != nil {
+		return types.Partition{}, h, err
+	}
+	p, err := c.partition(ctx, h, appHash, topic, partition)
+	return p, h, err
+}
+
+func (c *Client) partition(ctx context.Context, h int64, appHash []byte, topic string, partition uint32) (types.Partition, error) {
+	what := fmt.Sprintf("partition %s/%d", topic, partition)
+	pr, err := c.get(ctx, h, appHash, types.PartitionStoreKey(topic, partition), what)
+	if err != nil {
+		return types.Partition{}, err
+	}
+	if !pr.exists {
+		return types.Partition{}, fmt.Errorf("%w: %s (proven absent at height %d)", types.ErrInvalidPartition, what, h)
+	}
+	var p types.Partition
+	if err := p.Unmarshal(pr.value); err != nil || p.Topic != topic || p.Partition != partition {
+		return types.Partition{}, &Error{What: what, Height: h, Err: fmt.Errorf("proven value is not %s (%v)", what, err)}
+	}
+	return p, nil
+}
+
+// FetchResult is a proven fetch: Records are exactly the records stored at offsets
+// [first requested offset, NextOffset), in order, with nothing left out.
+type FetchResult struct {
+	Height     int64
+	Partition  types.Partition
+	Records    []types.Record
+	NextOffset uint64
+	// Batches is how many stored batches were proven.
+	Batches int
+}
+
+// Fetch reads up to maxRecords records of one partition from offset, all proven at one height.
+// Batches are stored under their last offset, so the batch holding offset N is the first key at
+// or after (topic, partition, N): the node proves either that key or its absence together with
+// its right neighbour, which is that batch. Each batch must start at or before the offset asked
+// for, so no offset in the range can be skipped, and the proven high watermark says where the
+// log ends.
+func (c *Client) Fetch(ctx context.Context, height int64, topic string, partition uint32, offset uint64, maxRecords uint32) (FetchResult, error) {
+	h, appHash, err := c.at(ctx, height)
+	if err != nil {
+		return FetchResult{Height: h}, err
+	}
+	p, err := c.partition(ctx, h, appHash, topic, partition)
+	if err != nil {
+		return FetchResult{Height: h}, err
+	}
+	res := FetchResult{Height: h, Partition: p, NextOffset: offset}
+	if offset < p.LogStartOffset || offset > p.HighWatermark {
+		return res, fmt.Errorf("%w: offset %d of %s is outside [log start offset %d, high watermark %d] (proven at height %d)",
+			types.ErrOffsetOutOfRange, offset, p.Label(), p.LogStartOffset, p.HighWatermark, h)
+	}
+	if maxRecords == 0 {
+		maxRecords = 500
+	}
+	next := offset
+	for next < p.HighWatermark && uint32(len(res.Records)) < maxRecords {
+		what := fmt.Sprintf("batch holding offset %d of %s", next, p.Label())
+		pr, err := c.get(ctx, h, appHash, types.BatchStoreKey(topic, partition, next), what)
+		if err != nil {
+			return res, err
+		}
+		key, value := types.BatchStoreKey(topic, partition, next), pr.value
+		if !pr.exists {
+			key, value = pr.nextKey, pr.nextValue
+		}
+		t, part, last, ok := types.ParseBatchStoreKey(key)
+		if !ok || t != topic || part != partition {
+			return res, &Error{What: what, Height: h, Err: fmt.Errorf("no batch holds it, yet the proven high watermark is %d", p.HighWatermark)}
+		}
+		var b types.RecordBatch
+		if err := b.Unmarshal(value); err != nil || len(b.Records) == 0 || b.LastOffset() != last {
+			return res, &Error{What: what, Height: h, Err: fmt.Errorf("stored batch under last offset %d does not decode to one ending there (%v)", last, err)}
+		}
+		if b.BaseOffset > next {
+			return res, &Error{What: what, Height: h, Err: fmt.Errorf("offsets %d..%d are missing: the next batch starts at %d", next, b.BaseOffset-1, b.BaseOffset)}
+		}
+		res.Batches++
+		for i := next - b.BaseOffset; i < uint64(len(b.Records)) && uint32(len(res.Records)) < maxRecords; i++ {
+			res.Records = append(res.Records, b.Record(int(i)))
+			next = b.BaseOffset + i + 1
+		}
+	}
+	res.NextOffset = next
+	return res, nil
+}
+
+// CommittedOffset returns a group's proven committed offset for a partition; found is false
+// when the proof shows there is none.
+func (c *Client) CommittedOffset(ctx context.Context, height int64, group, topic string, partition uint32) (types.CommittedOffset, bool, int64, error) {
+	h, appHash, err := c.at(ctx, height)
+	if err != nil {
+		return types.CommittedOffset{}, false, h, err
+	}
+	what := fmt.Sprintf("committed offset of group %s for %s/%d", group, topic, partition)
+	pr, err := c.get(ctx, h, appHash, types.OffsetStoreKey(group, topic, partition), what)
+	if err != nil || !pr.exists {
+		return types.CommittedOffset{}, false, h, err
+	}
+	var o types.CommittedOffset
+	if err := o.Unmarshal(pr.value); err != nil || o.GroupId != group || o.Topic != topic || o.Partition != partition {
+		return types.CommittedOffset{}, false, h, &Error{What: what, Height: h, Err: fmt.Errorf("proven value is not that offset (%v)", err)}
+	}
+	return o, true, h, nil
+}

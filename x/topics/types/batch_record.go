@@ -1,0 +1,19 @@
+package types
+
+// Record returns the i-th record of the batch as a consumer reads it.
+func (b RecordBatch) Record(i int) Record {
+	r := b.Records[i]
+	return Record{
+		Offset:          b.BaseOffset + uint64(i),
+		Key:             r.Key,
+		Value:           r.Value,
+		Headers:         r.Headers,
+		CreateTimeMs:    r.CreateTimeMs,
+		LogAppendTimeMs: b.LogAppendTimeMs,
+		Producer:        b.Producer,
+		Height:          b.Height,
+	}
+}
+
+// LastOffset is the offset of the batch's last record (its store key).
+func (b RecordBatch) LastOffset() uint64 { return b.BaseOffset + uint64(len(b.Records)) - 1 }
