@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -260,6 +262,14 @@ func TestVerifiedReadsRejectALyingNode(t *testing.T) {
 	_, _, err = vc.Topic(ctx, got.Height, "no-such-topic")
 	require.ErrorIs(t, err, types.ErrUnknownTopic)
 
+	// The CLI: a report of the whole range, and group offsets proven for every partition.
+	trust := []string{"--trust-height", "1", "--trust-hash", hash1, "--witness", n.RPC}
+	report := n.MustCLI("", append([]string{"query", "topics", "verify", "audit", "--node", srv.URL}, trust...)...)
+	require.Contains(t, report, "partition 0: log start 0, high watermark 15; offsets [0, 15): 15 records in 3 batches verified, no gaps")
+	require.Contains(t, report, "verified: 15 records in 3 batches, 0 failures")
+	offsets := n.MustCLI("", append([]string{"query", "topics", "group-offsets", "auditors", "--topic", "audit", "--verify", "-o", "json", "--node", srv.URL}, trust...)...)
+	require.Contains(t, offsets, `"offset":"8"`)
+
 	for _, l := range []lie{alterValue, dropRecord, reorderRecords, wrongWatermark} {
 		proxy.lie.Store(int32(l))
 		// The unverified path believes the node.
@@ -281,6 +291,10 @@ func TestVerifiedReadsRejectALyingNode(t *testing.T) {
 		require.ErrorIs(t, err, verify.ErrNotVerified, l.String())
 		require.ErrorIs(t, err, types.ErrNotVerified)
 		t.Logf("%s: unverified read accepted it; verified read: %v", l, err)
+		cli := n.CLI("", append([]string{"query", "topics", "consume", "audit", "--verify", "--node", srv.URL}, trust...)...)
+		require.Error(t, cli.Err, l.String())
+		require.Contains(t, cli.Stderr, "read not verified")
+		require.Contains(t, cli.Stderr, "(codespace topics, code 32)")
 	}
 }
 
@@ -290,4 +304,82 @@ func values(recs []types.Record) []string {
 		out[i] = string(r.Value.Data)
 	}
 	return out
+}
+
+// TestConsumeFollow starts `consume --follow` (plain, then verified), then produces more records
+// to both partitions: the consumer prints every one, in offset order per partition, none missing.
+func TestConsumeFollow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node")
+	}
+	n := node.StartSingle(t, "alice")
+	n.MustCLI("", "tx", "topics", "create-topic", "live", "--partitions", "2", "--from", "alice")
+	_, signer := n.ClientContext(n.Home, "alice")
+	produced := 0
+	produce := func(count int) error {
+		for i := 0; i < count; i++ {
+			p := int32(produced % 2)
+			msg := &types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{{Topic: "live", Partition: p,
+				Records: []types.BatchRecord{{Value: &types.Bytes{Data: []byte(fmt.Sprintf("rec-%d", produced))}}}}}}
+			if _, err := signer.SubmitAndWait(msg); err != nil {
+				return err
+			}
+			produced++
+		}
+		return nil
+	}
+	require.NoError(t, produce(4))
+	hash1, _, err := n.BlockHashes(1)
+	require.NoError(t, err)
+
+	for _, mode := range [][]string{nil, {"--verify", "--trust-height", "1", "--trust-hash", hash1}} {
+		backlog, want := produced, produced+6
+		producing := make(chan error, 1)
+		args := append([]string{"query", "topics", "consume", "live", "--follow", "-o", "json", "--max", fmt.Sprint(want), "--home", n.Home, "--node", n.RPC}, mode...)
+		cmd := exec.Command(n.Bin, args...)
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		require.NoError(t, cmd.Start())
+		lines := bufio.NewScanner(stdout)
+		var got []ConsumedLine
+		for lines.Scan() {
+			var rec ConsumedLine
+			require.NoError(t, json.Unmarshal(lines.Bytes(), &rec), lines.Text())
+			got = append(got, rec)
+			if len(got) == backlog { // caught up with the backlog: produce while it follows
+				go func() { producing <- produce(6) }()
+			}
+		}
+		require.NoError(t, cmd.Wait(), stderr.String())
+		require.NoError(t, <-producing)
+		require.Len(t, got, want, "mode %v", mode)
+		seen := map[string]bool{}
+		nextOffset := map[uint32]uint64{}
+		for _, r := range got {
+			require.Equal(t, nextOffset[r.Partition], r.Offset, "partition %d out of order or with a gap", r.Partition)
+			nextOffset[r.Partition]++
+			seen[r.Value] = true
+		}
+		for i := 0; i < want; i++ {
+			require.True(t, seen[fmt.Sprintf("rec-%d", i)], "rec-%d missing", i)
+		}
+		if mode != nil {
+			require.Contains(t, stderr.String(), fmt.Sprintf("verified %d records at height", want))
+		}
+		t.Logf("follow %v: %d records, %d of them produced after it started", mode, len(got), 6)
+	}
+
+	// A group member with --verify checks what it consumed against proofs before committing.
+	out := n.MustCLI("", "query", "topics", "consume", "live", "--group", "verified-readers", "--from", "alice",
+		"--verify", "--trust-height", "1", "--trust-hash", hash1, "-o", "json")
+	require.Len(t, strings.Split(strings.TrimSpace(out), "\n"), produced)
+}
+
+// ConsumedLine is the part of consume's JSON output the tests check.
+type ConsumedLine struct {
+	Partition uint32 `json:"partition"`
+	Offset    uint64 `json:"offset"`
+	Value     string `json:"value"`
 }

@@ -265,7 +265,7 @@ type Result struct {
 func (n *Node) CLI(stdin string, args ...string) Result {
 	n.t.Helper()
 	args = append(args, "--home", n.Home)
-	if len(args) > 0 && (args[0] == "tx" || args[0] == "query" || args[0] == "q") {
+	if len(args) > 0 && (args[0] == "tx" || args[0] == "query" || args[0] == "q") && !slices.Contains(args, "--node") {
 		args = append(args, "--node", n.RPC)
 	}
 	if len(args) > 0 && args[0] == "tx" {

@@ -14,6 +14,7 @@ var registeredErrors = []*errorsmod.Error{
 	ErrInvalidAddress, ErrTooManyHeaders, ErrInvalidPartitionCount, ErrInvalidGenesis, ErrInvalidRequest,
 	ErrInvalidGroupID, ErrUnknownGroup, ErrUnknownMember, ErrIllegalGeneration, ErrPartitionNotAssigned,
 	ErrGroupNotEmpty, ErrGroupFull, ErrInvalidSessionTimeout, ErrOutOfOrderSequence, ErrInvalidOffset,
+	ErrNotVerified,
 }
 
 // FindError recovers the registered x/topics error named in a message that crossed a gRPC or

@@ -32,6 +32,7 @@ const (
 	flagFetchRecords   = "fetch-records"
 	flagGroup          = "group"
 	flagStay           = "stay"
+	flagFollow         = "follow"
 )
 
 // NewQueryCmd is the root of `bftlogd query topics`.
@@ -43,7 +44,7 @@ func NewQueryCmd() *cobra.Command {
 		SuggestionsMinimumDistance: 2,
 		RunE:                       client.ValidateCmd,
 	}
-	cmd.AddCommand(newConsumeCmd())
+	cmd.AddCommand(newConsumeCmd(), newFetchCmd(), newPartitionsCmd(), newGroupOffsetsCmd(), newVerifyCmd())
 	return cmd
 }
 
@@ -52,11 +53,15 @@ func newConsumeCmd() *cobra.Command {
 		Use:   "consume [topic]",
 		Short: "Print records of a topic from an offset, like kafka-console-consumer",
 		Long: `Print the records of one partition (--partition) or of every partition in turn, from
---offset, or from the log start offset (--from-beginning, the default while there is no follow
-mode), up to the high watermark or --max records. Text output prints one value per line
-(with the --print-* flags adding fields); --output json prints one JSON object per record.`,
+--offset, or from the log start offset (--from-beginning, the default), up to the high watermark
+or --max records; with --follow, keep tailing as blocks commit (websocket subscription to new
+blocks, polling if that fails) until interrupted or --max. With --group, read the partitions the
+group assigns from its committed offsets. --verify checks every record against a header signed
+by the validators (see --trust-height). Text output prints one value per line (with the --print-*
+flags adding fields); --output json prints one JSON object per record.`,
 		Example: `bftlogd query topics consume orders --from-beginning --print-key
-bftlogd query topics consume orders --partition 2 --offset 100 --max 10 -o json`,
+bftlogd query topics consume orders --partition 2 --offset 100 --max 10 -o json
+bftlogd query topics consume orders --follow --verify --trust-height 1 --trust-hash 4F2A...`,
 		Args: cobra.ExactArgs(1),
 		RunE: runConsume,
 	}
@@ -73,6 +78,8 @@ bftlogd query topics consume orders --partition 2 --offset 100 --max 10 -o json`
 	cmd.Flags().Uint32(flagFetchRecords, 1000, "records per fetch request")
 	cmd.Flags().String(flagGroup, "", "consume as a member of this consumer group (signs with --from): join, read the assigned partitions from the committed offsets, commit as it goes")
 	cmd.Flags().Bool(flagStay, false, "with --group: stay in the group when done instead of leaving it")
+	cmd.Flags().Bool(flagFollow, false, "keep reading new records as blocks commit (Ctrl-C to stop)")
+	addVerifyFlags(cmd)
 	// Tx flags give --from, keyring and gas for --group; reads need only --node.
 	flags.AddTxFlagsToCmd(cmd)
 	out := cmd.Flags().Lookup(flags.FlagOutput)
@@ -132,47 +139,83 @@ func runConsume(cmd *cobra.Command, args []string) error {
 	fromBeginning, _ := fs.GetBool(flagFromBeginning)
 	maxTotal, _ := fs.GetUint64(flagMax)
 	fetchRecords, _ := fs.GetUint32(flagFetchRecords)
+	follow, _ := fs.GetBool(flagFollow)
 	if fromBeginning && offset >= 0 {
 		return fmt.Errorf("--from-beginning and --offset exclude each other")
 	}
-	qc := types.NewQueryClient(clientCtx)
-	parts, err := qc.Partitions(cmd.Context(), &types.QueryPartitionsRequest{Name: topic})
+	vc, err := verifier(cmd, clientCtx, false)
 	if err != nil {
 		return PlainError(err)
 	}
-	if partition >= int32(len(parts.Partitions)) {
-		return fmt.Errorf("partition out of range: topic %q has %d partitions, asked for %d", topic, len(parts.Partitions), partition)
+	var r logReader = plainReader{types.NewQueryClient(clientCtx)}
+	if vc != nil {
+		r = &verifiedReader{vc: vc}
+	}
+	ctx := cmd.Context()
+	parts, err := r.partitions(ctx, topic)
+	if err != nil {
+		return PlainError(err)
+	}
+	if partition >= int32(len(parts)) {
+		return fmt.Errorf("partition out of range: topic %q has %d partitions, asked for %d", topic, len(parts), partition)
+	}
+	next := map[uint32]uint64{}
+	for _, p := range parts {
+		next[p.Partition] = p.LogStartOffset
+		if offset >= 0 {
+			next[p.Partition] = uint64(offset)
+		}
+	}
+	var waiter *blockWaiter
+	if follow {
+		waiter = newBlockWaiter(ctx, clientCtx)
+		defer waiter.close()
 	}
 	w := cmd.OutOrStdout()
 	var printed uint64
-	for _, p := range parts.Partitions {
-		if partition >= 0 && p.Partition != uint32(partition) {
-			continue
-		}
-		next := p.LogStartOffset
-		if offset >= 0 {
-			next = uint64(offset)
-		}
-		for maxTotal == 0 || printed < maxTotal {
-			want := fetchRecords
-			if maxTotal > 0 && maxTotal-printed < uint64(want) {
-				want = uint32(maxTotal - printed)
+	for {
+		for _, p := range parts {
+			if partition >= 0 && p.Partition != uint32(partition) {
+				continue
 			}
-			res, err := qc.Fetch(cmd.Context(), &types.QueryFetchRequest{Topic: topic, Partition: p.Partition, Offset: next, MaxRecords: want})
-			if err != nil {
-				return PlainError(err)
-			}
-			for _, r := range res.Records {
-				if err := printRecord(w, cmd, clientCtx.OutputFormat, topic, p.Partition, r); err != nil {
-					return err
+			for next[p.Partition] < p.HighWatermark && (maxTotal == 0 || printed < maxTotal) {
+				want := fetchRecords
+				if maxTotal > 0 && maxTotal-printed < uint64(want) {
+					want = uint32(maxTotal - printed)
 				}
-				printed++
-			}
-			next = res.NextOffset
-			if len(res.Records) == 0 || next >= res.HighWatermark {
-				break
+				recs, nextOffset, err := r.fetch(ctx, topic, p.Partition, next[p.Partition], want)
+				if err != nil {
+					return PlainError(err)
+				}
+				for _, rec := range recs {
+					if err := printRecord(w, cmd, clientCtx.OutputFormat, topic, p.Partition, rec); err != nil {
+						return err
+					}
+					printed++
+				}
+				next[p.Partition] = nextOffset
+				if len(recs) == 0 {
+					break
+				}
 			}
 		}
+		if !follow || (maxTotal > 0 && printed >= maxTotal) {
+			break
+		}
+		if err := waiter.wait(ctx); err != nil {
+			return err
+		}
+		if parts, err = r.partitions(ctx, topic); err != nil {
+			return PlainError(err)
+		}
+		for _, p := range parts {
+			if _, ok := next[p.Partition]; !ok { // a partition added while following
+				next[p.Partition] = p.LogStartOffset
+			}
+		}
+	}
+	if v, ok := r.(*verifiedReader); ok {
+		verifiedNote(cmd, v.height, fmt.Sprintf("%d records", printed))
 	}
 	return nil
 }
@@ -248,11 +291,22 @@ func runGroupConsume(cmd *cobra.Command, topic, group string) error {
 	maxTotal, _ := fs.GetUint64(flagMax)
 	fetchRecords, _ := fs.GetUint32(flagFetchRecords)
 	stay, _ := fs.GetBool(flagStay)
+	follow, _ := fs.GetBool(flagFollow)
+	vc, err := verifier(cmd, clientCtx, false)
+	if err != nil {
+		return PlainError(err)
+	}
 	signer, err := newSigner(clientCtx, fs)
 	if err != nil {
 		return err
 	}
 	ctx := cmd.Context()
+	var waiter *blockWaiter
+	if follow {
+		waiter = newBlockWaiter(ctx, clientCtx)
+		defer waiter.close()
+	}
+	lastBeat := time.Now()
 	c, err := consumer.Join(ctx, clientCtx, signer, group, []string{topic})
 	if err != nil {
 		return PlainError(err)
@@ -268,6 +322,22 @@ func runGroupConsume(cmd *cobra.Command, topic, group string) error {
 		if err != nil {
 			return PlainError(err)
 		}
+		if vc != nil && len(recs) > 0 {
+			if err := verifyConsumed(ctx, vc, recs); err != nil {
+				return PlainError(err)
+			}
+		}
+		if len(recs) == 0 && follow {
+			// Nothing new: wait for a block, and keep the membership alive every few seconds
+			// rather than with a transaction per block.
+			if err := waiter.wait(ctx); err != nil {
+				break
+			}
+			if time.Since(lastBeat) < 3*time.Second {
+				continue
+			}
+			lastBeat = time.Now()
+		}
 		for _, r := range recs {
 			if err := printRecord(cmd.OutOrStdout(), cmd, clientCtx.OutputFormat, r.Topic, r.Partition, r.Record); err != nil {
 				return err
@@ -280,7 +350,7 @@ func runGroupConsume(cmd *cobra.Command, topic, group string) error {
 		} else if err != nil {
 			return PlainError(err)
 		}
-		if len(recs) == 0 {
+		if len(recs) == 0 && !follow {
 			break
 		}
 	}
