@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	errorsmod "cosmossdk.io/errors"
+
 	"github.com/cosmos/cosmos-sdk/client"
 	"github.com/cosmos/cosmos-sdk/client/flags"
 
@@ -164,6 +166,10 @@ func runConsume(cmd *cobra.Command, args []string) error {
 		next[p.Partition] = p.LogStartOffset
 		if offset >= 0 {
 			next[p.Partition] = uint64(offset)
+		}
+		if (partition < 0 || p.Partition == uint32(partition)) && (next[p.Partition] < p.LogStartOffset || next[p.Partition] > p.HighWatermark) {
+			return PlainError(errorsmod.Wrapf(types.ErrOffsetOutOfRange, "offset %d of %s is outside [log start offset %d, high watermark %d]",
+				next[p.Partition], p.Label(), p.LogStartOffset, p.HighWatermark))
 		}
 	}
 	var waiter *blockWaiter
