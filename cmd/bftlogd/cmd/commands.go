@@ -25,6 +25,7 @@ import (
 	genutilcli "github.com/cosmos/cosmos-sdk/x/genutil/client/cli"
 
 	"github.com/bftlog/bftlog/app"
+	topicscli "github.com/bftlog/bftlog/x/topics/client/cli"
 )
 
 func initRootCmd(rootCmd *cobra.Command, txConfig client.TxConfig, basicManager module.BasicManager) {
@@ -46,6 +47,7 @@ func initRootCmd(rootCmd *cobra.Command, txConfig client.TxConfig, basicManager 
 		queryCommand(),
 		txCommand(),
 		keys.Commands(),
+		topicscli.NewKafkaCmd(),
 	)
 }
 

@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cosmos/cosmos-sdk/client"
+	"github.com/cosmos/cosmos-sdk/client/flags"
+
+	"github.com/bftlog/bftlog/x/topics/client/kafka"
+)
+
+// NewKafkaCmd is `bftlogd kafka`: the Kafka wire-protocol gateway.
+func NewKafkaCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "kafka",
+		Short: "Kafka wire-protocol gateway: existing Kafka clients on bftlog",
+		RunE:  client.ValidateCmd,
+	}
+	serve := &cobra.Command{
+		Use:   "serve",
+		Short: "Listen for Kafka clients and serve them from a bftlog node, signing appends with --from",
+		Long: `Kafka clients (franz-go, librdkafka/kcat, the Java client) connect to --listen as to a
+single broker that leads every partition. Metadata, ListOffsets and Fetch read chain state from
+--node (or --grpc-addr); Produce, CreateTopics, DeleteTopics and CreatePartitions become
+transactions signed by --from, with produce requests from all clients coalesced into few large
+MsgProduce transactions. Produce answers once the records are in a block (acks=1 and acks=-1
+alike; acks=0 is not answered).`,
+		Example: `bftlogd kafka serve --listen 127.0.0.1:9092 --from gateway --node tcp://127.0.0.1:26657
+kcat -b 127.0.0.1:9092 -L`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SilenceUsage = true
+			clientCtx, err := client.GetClientTxContext(cmd)
+			if err != nil {
+				return err
+			}
+			signer, err := newSigner(clientCtx, cmd.Flags())
+			if err != nil {
+				return err
+			}
+			addr, _ := cmd.Flags().GetString("listen")
+			gw, err := kafka.Listen(kafka.Config{Addr: addr, ClientCtx: clientCtx, Signer: signer})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "kafka gateway listening on %s, signing as %s\n", gw.Addr(), signer.Address())
+			stop := make(chan os.Signal, 1)
+			signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+			go func() { <-stop; _ = gw.Close() }()
+			return gw.Serve()
+		},
+	}
+	serve.Flags().String("listen", "127.0.0.1:9092", "address Kafka clients connect to")
+	flags.AddTxFlagsToCmd(serve)
+	cmd.AddCommand(serve)
+	return cmd
+}

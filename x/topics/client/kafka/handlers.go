@@ -1,0 +1,294 @@
+package kafka
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cosmos/cosmos-sdk/types/query"
+
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// The gateway is the only broker: node 0, leader of every partition.
+const brokerID = 0
+
+func (s *Server) metadata(ctx context.Context, r *kmsg.MetadataRequest) kmsg.Response {
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.SetVersion(r.Version)
+	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: brokerID, Host: s.host, Port: s.port}}
+	cluster := "bftlog"
+	resp.ClusterID = &cluster
+	resp.ControllerID = brokerID
+	var names []string
+	if r.Topics == nil {
+		res, err := s.query.Topics(ctx, &types.QueryTopicsRequest{Pagination: &query.PageRequest{Limit: 10_000}})
+		if err == nil {
+			for _, t := range res.Topics {
+				names = append(names, t.Name)
+			}
+		}
+	}
+	for _, t := range r.Topics {
+		if t.Topic != nil {
+			names = append(names, *t.Topic)
+		}
+	}
+	for _, name := range names {
+		mt := kmsg.MetadataResponseTopic{Topic: kmsg.StringPtr(name)}
+		res, err := s.query.Topic(ctx, &types.QueryTopicRequest{Name: name})
+		if err != nil {
+			mt.ErrorCode = kafkaCode(err)
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		for p := uint32(0); p < res.Topic.Partitions; p++ {
+			mt.Partitions = append(mt.Partitions, kmsg.MetadataResponseTopicPartition{
+				Partition: int32(p), Leader: brokerID, Replicas: []int32{brokerID}, ISR: []int32{brokerID},
+			})
+		}
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return resp
+}
+
+func (s *Server) findCoordinator(r *kmsg.FindCoordinatorRequest) kmsg.Response {
+	resp := kmsg.NewPtrFindCoordinatorResponse()
+	resp.SetVersion(r.Version)
+	resp.NodeID, resp.Host, resp.Port = brokerID, s.host, s.port
+	return resp
+}
+
+// initProducerID hands out producer IDs for idempotent Kafka producers; the gateway checks their
+// sequences (see producer) and is itself an idempotent producer on chain.
+func (s *Server) initProducerID(r *kmsg.InitProducerIDRequest) kmsg.Response {
+	resp := kmsg.NewPtrInitProducerIDResponse()
+	resp.SetVersion(r.Version)
+	if r.TransactionalID != nil {
+		resp.ErrorCode = errInvalidRequest // transactions are not offered
+		return resp
+	}
+	resp.ProducerID = time.Now().UnixNano()/1000 + atomic.AddInt64(&s.idSeq, 1)
+	return resp
+}
+
+func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) kmsg.Response {
+	resp := kmsg.NewPtrListOffsetsResponse()
+	resp.SetVersion(r.Version)
+	for _, t := range r.Topics {
+		rt := kmsg.ListOffsetsResponseTopic{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			rp := kmsg.ListOffsetsResponseTopicPartition{Partition: p.Partition, Timestamp: -1, Offset: -1}
+			req := &types.QueryListOffsetsRequest{Topic: t.Topic, Partition: uint32(p.Partition)}
+			switch p.Timestamp {
+			case -2:
+				req.Spec = types.OFFSET_SPEC_EARLIEST
+			case -1, -3: // latest; max timestamp is answered with the latest offset
+				req.Spec = types.OFFSET_SPEC_LATEST
+			default:
+				req.Spec, req.TimestampMs = types.OFFSET_SPEC_TIMESTAMP, p.Timestamp
+			}
+			if p.Partition < 0 {
+				rp.ErrorCode = errUnknownTopicOrPart
+			} else if res, err := s.query.ListOffsets(ctx, req); err != nil {
+				rp.ErrorCode = kafkaCode(err)
+			} else {
+				rp.Offset = res.Offset
+				if req.Spec == types.OFFSET_SPEC_TIMESTAMP && res.Offset >= 0 {
+					rp.Timestamp = res.TimestampMs
+				}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// fetch reads each requested partition from chain state and, while fewer than MinBytes are
+// ready, waits for new blocks up to MaxWaitMillis, as a broker waits for new appends.
+func (s *Server) fetch(ctx context.Context, r *kmsg.FetchRequest) kmsg.Response {
+	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	for {
+		resp, bytes := s.fetchOnce(ctx, r)
+		if bytes >= int(max(r.MinBytes, 1)) || r.MinBytes <= 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
+			return resp
+		}
+		select {
+		case <-ctx.Done():
+			return resp
+		case <-time.After(min(100*time.Millisecond, time.Until(deadline))):
+		}
+	}
+}
+
+func (s *Server) fetchOnce(ctx context.Context, r *kmsg.FetchRequest) (*kmsg.FetchResponse, int) {
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SetVersion(r.Version)
+	total := 0
+	budget := int(r.MaxBytes)
+	if budget <= 0 {
+		budget = 50 << 20
+	}
+	for _, t := range r.Topics {
+		rt := kmsg.FetchResponseTopic{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			// An empty record set, not a null one: librdkafka rejects null.
+			rp := kmsg.FetchResponseTopicPartition{Partition: p.Partition, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, PreferredReadReplica: -1, RecordBatches: []byte{}}
+			maxBytes := min(int(p.PartitionMaxBytes), budget-total)
+			if p.Partition < 0 || p.FetchOffset < 0 {
+				rp.ErrorCode = errOffsetOutOfRange
+			} else if maxBytes > 0 {
+				res, err := s.query.Fetch(ctx, &types.QueryFetchRequest{Topic: t.Topic, Partition: uint32(p.Partition), Offset: uint64(p.FetchOffset), MaxBytes: uint64(maxBytes), MaxRecords: 10_000})
+				if err != nil {
+					rp.ErrorCode = kafkaCode(err)
+				} else {
+					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = int64(res.HighWatermark), int64(res.HighWatermark), int64(res.LogStartOffset)
+					if len(res.Records) > 0 {
+						rp.RecordBatches = encodeBatch(res.Records)
+						total += len(rp.RecordBatches)
+					}
+				}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, total
+}
+
+func (s *Server) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) kmsg.Response {
+	resp := kmsg.NewPtrCreateTopicsResponse()
+	resp.SetVersion(r.Version)
+	for _, t := range r.Topics {
+		rt := kmsg.CreateTopicsResponseTopic{Topic: t.Topic, NumPartitions: t.NumPartitions, ReplicationFactor: 1}
+		cfg, err := topicConfig(t.Configs)
+		switch {
+		case err != nil:
+			rt.ErrorCode, rt.ErrorMessage = errInvalidConfig, kmsg.StringPtr(err.Error())
+		case t.NumPartitions == -1:
+			rt.ErrorCode, rt.ErrorMessage = errInvalidPartitions, kmsg.StringPtr("set the number of partitions; bftlog has no broker default")
+		case t.ReplicationFactor > 1:
+			// Every validator stores every partition; a replication factor means nothing here.
+			rt.ErrorCode, rt.ErrorMessage = errInvalidReplication, kmsg.StringPtr("replication is by consensus: use -1 or 1")
+		case r.ValidateOnly:
+		default:
+			msg := &types.MsgCreateTopic{Owner: s.cfg.Signer.Address(), Name: t.Topic, Partitions: uint32(max(t.NumPartitions, 0)), Config: cfg}
+			if _, err := s.cfg.Signer.SubmitAndWait(msg); err != nil {
+				rt.ErrorCode, rt.ErrorMessage = kafkaCode(err), kmsg.StringPtr(err.Error())
+			}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// topicConfig maps the Kafka topic configs bftlog knows; any other is refused.
+func topicConfig(configs []kmsg.CreateTopicsRequestTopicConfig) (types.TopicConfig, error) {
+	cfg := types.TopicConfig{}
+	for _, c := range configs {
+		if c.Value == nil {
+			continue
+		}
+		v, err := strconv.ParseInt(*c.Value, 10, 64)
+		if err != nil {
+			return cfg, err
+		}
+		switch c.Name {
+		case "retention.ms":
+			cfg.RetentionMs = v
+		case "retention.bytes":
+			cfg.RetentionBytes = v
+		case "max.message.bytes":
+			cfg.MaxRecordBytes = uint64(max(v, 0))
+		default:
+			return cfg, &configError{c.Name}
+		}
+	}
+	return cfg, nil
+}
+
+type configError struct{ name string }
+
+func (e *configError) Error() string { return "unsupported topic config " + e.name }
+
+func (s *Server) deleteTopics(ctx context.Context, r *kmsg.DeleteTopicsRequest) kmsg.Response {
+	resp := kmsg.NewPtrDeleteTopicsResponse()
+	resp.SetVersion(r.Version)
+	names := r.TopicNames
+	for _, t := range r.Topics {
+		if t.Topic != nil {
+			names = append(names, *t.Topic)
+		}
+	}
+	for _, name := range names {
+		rt := kmsg.DeleteTopicsResponseTopic{Topic: kmsg.StringPtr(name)}
+		if _, err := s.cfg.Signer.SubmitAndWait(&types.MsgDeleteTopic{Authority: s.cfg.Signer.Address(), Name: name}); err != nil {
+			rt.ErrorCode, rt.ErrorMessage = kafkaCode(err), kmsg.StringPtr(err.Error())
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func (s *Server) createPartitions(ctx context.Context, r *kmsg.CreatePartitionsRequest) kmsg.Response {
+	resp := kmsg.NewPtrCreatePartitionsResponse()
+	resp.SetVersion(r.Version)
+	for _, t := range r.Topics {
+		rt := kmsg.CreatePartitionsResponseTopic{Topic: t.Topic}
+		if !r.ValidateOnly {
+			if _, err := s.cfg.Signer.SubmitAndWait(&types.MsgAddPartitions{Authority: s.cfg.Signer.Address(), Name: t.Topic, Partitions: uint32(max(t.Count, 0))}); err != nil {
+				rt.ErrorCode, rt.ErrorMessage = kafkaCode(err), kmsg.StringPtr(err.Error())
+			}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func (s *Server) describeConfigs(ctx context.Context, r *kmsg.DescribeConfigsRequest) kmsg.Response {
+	resp := kmsg.NewPtrDescribeConfigsResponse()
+	resp.SetVersion(r.Version)
+	for _, res := range r.Resources {
+		rr := kmsg.DescribeConfigsResponseResource{ResourceType: res.ResourceType, ResourceName: res.ResourceName}
+		if res.ResourceType != kmsg.ConfigResourceTypeTopic {
+			rr.ErrorCode, rr.ErrorMessage = errInvalidRequest, kmsg.StringPtr("only topic configs are described")
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
+		t, err := s.query.Topic(ctx, &types.QueryTopicRequest{Name: res.ResourceName})
+		if err != nil {
+			rr.ErrorCode = kafkaCode(err)
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
+		c := t.Topic.Config
+		all := []struct {
+			name  string
+			value int64
+		}{{"retention.ms", c.RetentionMs}, {"retention.bytes", c.RetentionBytes}, {"max.message.bytes", int64(c.MaxRecordBytes)}}
+		for _, kv := range all {
+			if len(res.ConfigNames) > 0 && !contains(res.ConfigNames, kv.name) {
+				continue
+			}
+			rr.Configs = append(rr.Configs, kmsg.DescribeConfigsResponseResourceConfig{
+				Name: kv.name, Value: kmsg.StringPtr(strconv.FormatInt(kv.value, 10)),
+				Source: kmsg.ConfigSourceDynamicTopicConfig, ConfigType: kmsg.ConfigTypeLong,
+			})
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,264 @@
+package kafka
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cosmos/cosmos-sdk/client"
+
+	"github.com/bftlog/bftlog/x/topics/client/txclient"
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// Coalescing: the producer gathers what arrives within lingerFor (or up to maxTxBytes) from
+// every client into one MsgProduce, so a block carries few large transactions, not many small.
+const (
+	lingerFor  = 20 * time.Millisecond
+	maxTxBytes = 4 << 20
+)
+
+type partitionKey struct {
+	topic     string
+	partition int32
+}
+
+// appendReq is one Kafka batch waiting to be appended.
+type appendReq struct {
+	key     partitionKey
+	records []types.BatchRecord
+	bytes   int
+	done    chan appendRes
+}
+
+type appendRes struct {
+	baseOffset uint64
+	err        error
+}
+
+// producer appends through the gateway's account as an idempotent producer on chain: every
+// (topic, partition) carries the next sequence, so a transaction retried after a lost answer
+// is recognised by the chain as a duplicate instead of being appended twice.
+type producer struct {
+	clientCtx client.Context
+	signer    *txclient.Signer
+	in        chan *appendReq
+	stop      chan struct{}
+	done      chan struct{}
+	seq       map[partitionKey]uint64
+
+	// Kafka idempotent producers: the last batch appended per (producer id, partition).
+	mu   sync.Mutex
+	last map[kafkaSeqKey]kafkaSeq
+}
+
+type kafkaSeqKey struct {
+	producerID int64
+	partitionKey
+}
+
+type kafkaSeq struct {
+	firstSequence int32
+	count         int32
+	baseOffset    uint64
+}
+
+func newProducer(clientCtx client.Context, signer *txclient.Signer) *producer {
+	p := &producer{clientCtx: clientCtx, signer: signer, in: make(chan *appendReq, 1024), stop: make(chan struct{}), done: make(chan struct{}),
+		seq: map[partitionKey]uint64{}, last: map[kafkaSeqKey]kafkaSeq{}}
+	go p.loop()
+	return p
+}
+
+func (p *producer) close() {
+	close(p.stop)
+	<-p.done
+}
+
+func (p *producer) loop() {
+	defer close(p.done)
+	for {
+		var reqs []*appendReq
+		select {
+		case <-p.stop:
+			return
+		case r := <-p.in:
+			reqs = append(reqs, r)
+		}
+		size := reqs[0].bytes
+		timer := time.NewTimer(lingerFor)
+	gather:
+		for size < maxTxBytes {
+			select {
+			case r := <-p.in:
+				reqs, size = append(reqs, r), size+r.bytes
+			case <-timer.C:
+				break gather
+			}
+		}
+		timer.Stop()
+		p.append(reqs)
+	}
+}
+
+// append submits reqs as one transaction, one batch per partition in arrival order. If the
+// chain refuses it, each partition is tried alone so one bad batch fails only its own senders.
+func (p *producer) append(reqs []*appendReq) {
+	var order []partitionKey
+	groups := map[partitionKey][]*appendReq{}
+	for _, r := range reqs {
+		if _, ok := groups[r.key]; !ok {
+			order = append(order, r.key)
+		}
+		groups[r.key] = append(groups[r.key], r)
+	}
+	msg := &types.MsgProduce{Producer: p.signer.Address()}
+	for _, k := range order {
+		b := types.ProduceBatch{Topic: k.topic, Partition: k.partition, Sequence: p.seq[k] + 1}
+		for _, r := range groups[k] {
+			b.Records = append(b.Records, r.records...)
+		}
+		msg.Batches = append(msg.Batches, b)
+	}
+	for attempt := 0; ; attempt++ {
+		res, err := p.signer.SubmitAndWait(msg)
+		if err == nil {
+			out, rerr := txclient.Responses[types.MsgProduceResponse](p.clientCtx, res)
+			if rerr != nil || len(out) != 1 || len(out[0].Results) != len(order) {
+				p.fail(reqs, rerr)
+				return
+			}
+			for i, k := range order {
+				p.seq[k]++
+				next := out[0].Results[i].BaseOffset
+				for _, r := range groups[k] {
+					r.done <- appendRes{baseOffset: next}
+					next += uint64(len(r.records))
+				}
+			}
+			return
+		}
+		if _, code := types.FindError(err.Error()); code != 0 || !retryable(err) || attempt >= 30 {
+			if len(order) > 1 && code != 0 {
+				for _, k := range order {
+					p.append(groups[k])
+				}
+				return
+			}
+			p.fail(reqs, err)
+			return
+		}
+		// The outcome is unknown (timeout, node restarting): resend the same batches; the
+		// sequences make a resend of an appended batch a duplicate, answered with its offsets.
+		select {
+		case <-p.stop:
+			p.fail(reqs, err)
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func retryable(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "timed out") || strings.Contains(s, "connection refused") || strings.Contains(s, "Unavailable") || strings.Contains(s, "EOF")
+}
+
+func (p *producer) fail(reqs []*appendReq, err error) {
+	for _, r := range reqs {
+		r.done <- appendRes{err: err}
+	}
+}
+
+// produce enqueues every partition's batches in request order (so appends keep the order
+// the client sent them in) and returns a function that waits for the outcome.
+func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kmsg.Response {
+	resp := kmsg.NewPtrProduceResponse()
+	resp.SetVersion(r.Version)
+	type waiting struct {
+		topic, part int
+		reqs        []*appendReq
+		dedup       *kafkaSeq
+		seqKey      kafkaSeqKey
+		batch       producedBatch
+	}
+	var waits []waiting
+	if r.TransactionID != nil {
+		for _, t := range r.Topics {
+			rt := kmsg.ProduceResponseTopic{Topic: t.Topic}
+			for _, pt := range t.Partitions {
+				rt.Partitions = append(rt.Partitions, kmsg.ProduceResponseTopicPartition{Partition: pt.Partition, ErrorCode: errInvalidRequest, BaseOffset: -1})
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return func() kmsg.Response { return resp }
+	}
+	for ti, t := range r.Topics {
+		rt := kmsg.ProduceResponseTopic{Topic: t.Topic}
+		for pi, pt := range t.Partitions {
+			rp := kmsg.ProduceResponseTopicPartition{Partition: pt.Partition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+			batches, code, err := decodeBatches(pt.Records)
+			if err != nil {
+				rp.ErrorCode, rp.ErrorMessage = code, kmsg.StringPtr(err.Error())
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			key := partitionKey{t.Topic, pt.Partition}
+			for _, b := range batches {
+				w := waiting{topic: ti, part: pi, batch: b}
+				if b.producerID >= 0 {
+					w.seqKey = kafkaSeqKey{b.producerID, key}
+					s.producer.mu.Lock()
+					last, seen := s.producer.last[w.seqKey]
+					s.producer.mu.Unlock()
+					if seen && last.firstSequence == b.firstSequence && last.count == int32(len(b.records)) {
+						w.dedup = &last // a retry of a batch already appended
+						waits = append(waits, w)
+						continue
+					}
+				}
+				size := 0
+				for _, rec := range b.records {
+					size += int(rec.RecordSize())
+				}
+				ar := &appendReq{key: key, records: b.records, bytes: size, done: make(chan appendRes, 1)}
+				s.producer.in <- ar
+				w.reqs = append(w.reqs, ar)
+				waits = append(waits, w)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if r.Acks == 0 {
+		return nil
+	}
+	return func() kmsg.Response {
+		for _, w := range waits {
+			rp := &resp.Topics[w.topic].Partitions[w.part]
+			if w.dedup != nil {
+				if rp.BaseOffset < 0 {
+					rp.BaseOffset = int64(w.dedup.baseOffset)
+				}
+				continue
+			}
+			res := <-w.reqs[0].done
+			if res.err != nil {
+				rp.ErrorCode, rp.ErrorMessage = kafkaCode(res.err), kmsg.StringPtr(res.err.Error())
+				continue
+			}
+			if rp.BaseOffset < 0 {
+				rp.BaseOffset = int64(res.baseOffset)
+			}
+			if w.batch.producerID >= 0 {
+				s.producer.mu.Lock()
+				s.producer.last[w.seqKey] = kafkaSeq{firstSequence: w.batch.firstSequence, count: int32(len(w.batch.records)), baseOffset: res.baseOffset}
+				s.producer.mu.Unlock()
+			}
+		}
+		return resp
+	}
+}

@@ -1,0 +1,270 @@
+// Package kafka is a Kafka wire-protocol gateway in front of bftlog: existing Kafka clients
+// connect to it as to a broker, and it turns their requests into x/topics queries and signed
+// transactions (franz-go's kmsg does every encoding). An organisation runs its own gateway near
+// its clients, with its own key; every append is still ordered by consensus.
+package kafka
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cosmos/cosmos-sdk/client"
+
+	"github.com/bftlog/bftlog/x/topics/client/txclient"
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// Config configures a gateway.
+type Config struct {
+	// Addr is the listen address (default 127.0.0.1:9092).
+	Addr string
+	// ClientCtx reaches a bftlog node (gRPC or RPC) for queries.
+	ClientCtx client.Context
+	// Signer signs the gateway's transactions (produce, create topics, ...).
+	Signer *txclient.Signer
+	// MaxRequestBytes bounds one request frame (default 100 MiB, Kafka's socket.request.max.bytes).
+	MaxRequestBytes int32
+}
+
+// Server is a running gateway.
+type Server struct {
+	cfg      Config
+	ln       net.Listener
+	query    types.QueryClient
+	producer *producer
+	host     string
+	port     int32
+	mu       sync.Mutex
+	conns    map[net.Conn]struct{}
+	wg       sync.WaitGroup
+	idSeq    int64
+}
+
+// Listen opens the listener; Serve (in a goroutine) accepts clients.
+func Listen(cfg Config) (*Server, error) {
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:9092"
+	}
+	if cfg.MaxRequestBytes == 0 {
+		cfg.MaxRequestBytes = 100 << 20
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, err
+	}
+	host, portS, _ := net.SplitHostPort(ln.Addr().String())
+	port, _ := strconv.Atoi(portS)
+	s := &Server{cfg: cfg, ln: ln, query: types.NewQueryClient(cfg.ClientCtx), host: host, port: int32(port), conns: map[net.Conn]struct{}{}}
+	s.producer = newProducer(cfg.ClientCtx, cfg.Signer)
+	return s, nil
+}
+
+// Addr is where the gateway listens.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Serve accepts connections until Close.
+func (s *Server) Serve() error {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		s.mu.Lock()
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.serveConn(c)
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+			c.Close()
+		}()
+	}
+}
+
+// Close stops accepting, closes every connection and stops the producer.
+func (s *Server) Close() error {
+	err := s.ln.Close()
+	s.mu.Lock()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	s.producer.close()
+	return err
+}
+
+// pending is a response in the making: produce requests answer once their records are in a
+// block, so a connection keeps reading (clients pipeline produce requests) while a writer sends
+// the answers in request order, as a broker must.
+type pending struct {
+	corr int32
+	key  int16
+	wait func() kmsg.Response
+}
+
+// serveConn answers one client's requests in order.
+func (s *Server) serveConn(c net.Conn) {
+	r := bufio.NewReaderSize(c, 64<<10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	queue := make(chan pending, 64)
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		w := bufio.NewWriterSize(c, 64<<10)
+		for p := range queue {
+			resp := p.wait()
+			if resp == nil {
+				continue
+			}
+			if _, err := w.Write(frameResponse(p.corr, p.key, resp)); err != nil {
+				c.Close()
+				continue // drain: the reader stops on the closed connection
+			}
+			if len(queue) == 0 {
+				if err := w.Flush(); err != nil {
+					c.Close()
+				}
+			}
+		}
+	}()
+	defer func() { close(queue); <-writerDone }()
+	for {
+		var size int32
+		if err := binary.Read(r, binary.BigEndian, &size); err != nil {
+			return
+		}
+		if size < 10 || size > s.cfg.MaxRequestBytes {
+			return // not a Kafka frame: nothing sensible to answer
+		}
+		frame := make([]byte, size)
+		if _, err := io.ReadFull(r, frame); err != nil {
+			return
+		}
+		p, err := s.handleFrame(ctx, frame)
+		if err != nil {
+			return
+		}
+		if p.wait != nil {
+			queue <- p
+		}
+	}
+}
+
+// handleFrame decodes a request header and body and dispatches it.
+func (s *Server) handleFrame(ctx context.Context, frame []byte) (pending, error) {
+	key := int16(binary.BigEndian.Uint16(frame[0:2]))
+	version := int16(binary.BigEndian.Uint16(frame[2:4]))
+	p := pending{corr: int32(binary.BigEndian.Uint32(frame[4:8])), key: key}
+	body := frame[8:]
+	// client id: a nullable string with an int16 length, in every request header version >= 1
+	n := int16(binary.BigEndian.Uint16(body))
+	body = body[2:]
+	if n > 0 {
+		if int(n) > len(body) {
+			return p, fmt.Errorf("short client id")
+		}
+		body = body[n:]
+	}
+	req := kmsg.RequestForKey(key)
+	if req == nil || !supported(key, version) {
+		resp := unsupported(key, version)
+		p.wait = func() kmsg.Response { return resp }
+		return p, nil
+	}
+	req.SetVersion(version)
+	if req.IsFlexible() { // request header v2: tagged fields after the client id
+		var err error
+		if body, err = skipTags(body); err != nil {
+			return p, err
+		}
+	}
+	if err := req.ReadFrom(body); err != nil {
+		resp := invalidRequest(req)
+		p.wait = func() kmsg.Response { return resp }
+		return p, nil
+	}
+	if pr, ok := req.(*kmsg.ProduceRequest); ok {
+		p.wait = s.produce(ctx, pr)
+		return p, nil
+	}
+	resp := s.dispatch(ctx, req)
+	p.wait = func() kmsg.Response { return resp }
+	return p, nil
+}
+
+// frameResponse adds the size and response header; ApiVersions always answers with header v0.
+func frameResponse(corr int32, key int16, resp kmsg.Response) []byte {
+	out := make([]byte, 4, 64)
+	out = binary.BigEndian.AppendUint32(out, uint32(corr))
+	if resp.IsFlexible() && key != 18 {
+		out = append(out, 0)
+	}
+	out = resp.AppendTo(out)
+	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+	return out
+}
+
+// skipTags skips a flexible request header's tagged fields.
+func skipTags(b []byte) ([]byte, error) {
+	count, n := binary.Uvarint(b)
+	if n <= 0 {
+		return nil, fmt.Errorf("bad tagged fields")
+	}
+	b = b[n:]
+	for i := uint64(0); i < count; i++ {
+		_, n := binary.Uvarint(b)
+		if n <= 0 {
+			return nil, fmt.Errorf("bad tag")
+		}
+		b = b[n:]
+		size, n := binary.Uvarint(b)
+		if n <= 0 || uint64(len(b)-n) < size {
+			return nil, fmt.Errorf("bad tag size")
+		}
+		b = b[n+int(size):]
+	}
+	return b, nil
+}
+
+func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
+	switch r := req.(type) {
+	case *kmsg.ApiVersionsRequest:
+		return apiVersions(r)
+	case *kmsg.MetadataRequest:
+		return s.metadata(ctx, r)
+	case *kmsg.InitProducerIDRequest:
+		return s.initProducerID(r)
+	case *kmsg.FetchRequest:
+		return s.fetch(ctx, r)
+	case *kmsg.ListOffsetsRequest:
+		return s.listOffsets(ctx, r)
+	case *kmsg.CreateTopicsRequest:
+		return s.createTopics(ctx, r)
+	case *kmsg.DeleteTopicsRequest:
+		return s.deleteTopics(ctx, r)
+	case *kmsg.CreatePartitionsRequest:
+		return s.createPartitions(ctx, r)
+	case *kmsg.DescribeConfigsRequest:
+		return s.describeConfigs(ctx, r)
+	case *kmsg.FindCoordinatorRequest:
+		return s.findCoordinator(r)
+	}
+	return unsupported(req.Key(), req.GetVersion())
+}
