@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,4 +155,146 @@ func TestKafkaClientsThroughGateway(t *testing.T) {
 	cli := n.MustCLI("", "query", "topics", "consume", "orders", "--partition", "1", "--print-key", "--key-separator", "=")
 	require.Contains(t, cli, "kcat-key=kcat-value-2")
 	t.Logf("kgo produced and consumed %d records; CLI read them at the same offsets; kcat listed, produced 2 and consumed %d lines", len(produced), strings.Count(string(cons), "\n"))
+}
+
+// TestKafkaConsumerGroupThroughGateway runs kgo group consumers through the gateway: one member
+// consumes and commits (the offsets land on chain), a second member joins and the partitions are
+// split between them with every new record consumed exactly once, and after both leave a new
+// member resumes from the committed offsets; kcat -G consumes the topic as another group.
+func TestKafkaConsumerGroupThroughGateway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node")
+	}
+	n := node.StartSingle(t, "alice")
+	gw := startGateway(t, n, "alice")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	producer, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr()), kgo.DefaultProduceTopic("events"), kgo.AllowAutoTopicCreation())
+	require.NoError(t, err)
+	defer producer.Close()
+	create := kmsg.NewPtrCreateTopicsRequest()
+	create.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "events", NumPartitions: 4, ReplicationFactor: -1}}
+	_, err = create.RequestWith(ctx, producer)
+	require.NoError(t, err)
+	next := 0
+	produce := func(count int) {
+		var recs []*kgo.Record
+		for i := 0; i < count; i++ {
+			recs = append(recs, &kgo.Record{Key: []byte(fmt.Sprintf("k%d", next)), Value: []byte(fmt.Sprintf("e-%d", next))})
+			next++
+		}
+		require.NoError(t, producer.ProduceSync(ctx, recs...).FirstErr())
+	}
+	member := func(assigned *atomic.Int32) *kgo.Client {
+		opts := []kgo.Opt{kgo.SeedBrokers(gw.Addr()), kgo.ConsumerGroup("g1"), kgo.ConsumeTopics("events"), kgo.DisableAutoCommit(),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond)}
+		if assigned != nil {
+			opts = append(opts, kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+				assigned.Add(int32(len(m["events"])))
+			}))
+		}
+		cl, err := kgo.NewClient(opts...)
+		require.NoError(t, err)
+		return cl
+	}
+	seen := map[string]int{}
+	var mu sync.Mutex
+	pollInto := func(cl *kgo.Client, until func() bool) {
+		for !until() {
+			pctx, pcancel := context.WithTimeout(ctx, time.Second)
+			fs := cl.PollFetches(pctx)
+			pcancel()
+			require.NoError(t, ctx.Err(), "timed out")
+			fs.EachRecord(func(r *kgo.Record) {
+				mu.Lock()
+				seen[string(r.Value)]++
+				mu.Unlock()
+			})
+		}
+	}
+	count := func(from, to int) (distinct, total int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for i := from; i < to; i++ {
+			if c := seen[fmt.Sprintf("e-%d", i)]; c > 0 {
+				distinct, total = distinct+1, total+c
+			}
+		}
+		return
+	}
+
+	// One member reads everything and commits.
+	produce(40)
+	a := member(nil)
+	defer a.Close()
+	pollInto(a, func() bool { d, _ := count(0, 40); return d == 40 })
+	require.NoError(t, a.CommitUncommittedOffsets(ctx))
+	var committed struct {
+		Offsets []struct {
+			Committed struct {
+				Partition uint32 `json:"partition"`
+				Offset    string `json:"offset"`
+			} `json:"committed"`
+		} `json:"offsets"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(n.MustCLI("", "query", "topics", "group-offsets", "g1", "-o", "json")), &committed))
+	sum := 0
+	for _, o := range committed.Offsets {
+		v, err := strconv.Atoi(o.Committed.Offset)
+		require.NoError(t, err)
+		sum += v
+	}
+	require.Len(t, committed.Offsets, 4, "one committed offset per partition, on chain")
+	require.Equal(t, 40, sum, "committed offsets cover the 40 records read")
+
+	// A second member joins: the partitions are split, new records are read exactly once.
+	var bAssigned atomic.Int32
+	b := member(&bAssigned)
+	defer b.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pollInto(a, func() bool { d, _ := count(40, 80); return d == 40 })
+	}()
+	for bAssigned.Load() == 0 { // b's first poll drives its join
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		fs := b.PollFetches(pctx)
+		pcancel()
+		require.NoError(t, ctx.Err(), "b never got partitions")
+		fs.EachRecord(func(r *kgo.Record) { mu.Lock(); seen[string(r.Value)]++; mu.Unlock() })
+	}
+	produce(40)
+	pollInto(b, func() bool { d, _ := count(40, 80); return d == 40 })
+	<-done
+	distinct, total := count(40, 80)
+	require.Equal(t, 40, distinct)
+	require.Equal(t, 40, total, "a new record was read twice")
+	require.NoError(t, a.CommitUncommittedOffsets(ctx))
+	require.NoError(t, b.CommitUncommittedOffsets(ctx))
+	a.Close()
+	b.Close()
+
+	// A new member resumes from the committed offsets.
+	produce(10)
+	c := member(nil)
+	defer c.Close()
+	pollInto(c, func() bool { d, _ := count(80, 90); return d == 10 })
+	_, totalOld := count(0, 80)
+	require.Equal(t, 80, totalOld, "the resumed member re-read committed records")
+
+	// kcat's balanced consumer reads the whole topic as another group.
+	kcat, err := exec.LookPath("kcat")
+	require.NoError(t, err)
+	kctx, kcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer kcancel()
+	out, err := exec.CommandContext(kctx, kcat, "-b", gw.Addr(), "-G", "kcat-group", "events", "-X", "auto.offset.reset=earliest", "-e", "-f", "%s\n").CombinedOutput()
+	require.NoError(t, err, string(out))
+	got := 0
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "e-") {
+			got++
+		}
+	}
+	require.Equal(t, 90, got, string(out))
+	t.Logf("group g1: 40 read by one member and committed; 40 split over two members after a rebalance (b had %d partitions), each read once; 10 read by a resumed member; kcat -G read %d", bAssigned.Load(), got)
 }

@@ -164,7 +164,7 @@ func (p *producer) append(reqs []*appendReq) {
 
 func retryable(err error) bool {
 	s := err.Error()
-	return strings.Contains(s, "timed out") || strings.Contains(s, "connection refused") || strings.Contains(s, "Unavailable") || strings.Contains(s, "EOF")
+	return strings.Contains(s, "timed out") || strings.Contains(s, "incorrect account sequence") || strings.Contains(s, "connection refused") || strings.Contains(s, "Unavailable") || strings.Contains(s, "EOF")
 }
 
 func (p *producer) fail(reqs []*appendReq, err error) {

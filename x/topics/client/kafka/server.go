@@ -41,6 +41,7 @@ type Server struct {
 	ln       net.Listener
 	query    types.QueryClient
 	producer *producer
+	groups   *coordinator
 	host     string
 	port     int32
 	mu       sync.Mutex
@@ -65,6 +66,7 @@ func Listen(cfg Config) (*Server, error) {
 	port, _ := strconv.Atoi(portS)
 	s := &Server{cfg: cfg, ln: ln, query: types.NewQueryClient(cfg.ClientCtx), host: host, port: int32(port), conns: map[net.Conn]struct{}{}}
 	s.producer = newProducer(cfg.ClientCtx, cfg.Signer)
+	s.groups = newCoordinator(s)
 	return s, nil
 }
 
@@ -106,6 +108,7 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.wg.Wait()
 	s.producer.close()
+	s.groups.close()
 	return err
 }
 
@@ -265,6 +268,18 @@ func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
 		return s.describeConfigs(ctx, r)
 	case *kmsg.FindCoordinatorRequest:
 		return s.findCoordinator(r)
+	case *kmsg.JoinGroupRequest:
+		return s.groups.joinGroup(ctx, r)
+	case *kmsg.SyncGroupRequest:
+		return s.groups.syncGroup(ctx, r)
+	case *kmsg.HeartbeatRequest:
+		return s.groups.heartbeat(r)
+	case *kmsg.LeaveGroupRequest:
+		return s.groups.leaveGroup(r)
+	case *kmsg.OffsetCommitRequest:
+		return s.groups.offsetCommit(ctx, r)
+	case *kmsg.OffsetFetchRequest:
+		return s.groups.offsetFetch(ctx, r)
 	}
 	return unsupported(req.Key(), req.GetVersion())
 }

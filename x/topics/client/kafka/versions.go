@@ -16,7 +16,13 @@ var versions = map[int16][2]int16{
 	1:  {4, 12}, // Fetch
 	2:  {1, 7},  // ListOffsets
 	3:  {1, 9},  // Metadata
+	8:  {2, 7},  // OffsetCommit
+	9:  {1, 7},  // OffsetFetch
 	10: {0, 3},  // FindCoordinator
+	11: {0, 5},  // JoinGroup
+	12: {0, 3},  // Heartbeat
+	13: {0, 3},  // LeaveGroup
+	14: {0, 3},  // SyncGroup
 	18: {0, 3},  // ApiVersions
 	19: {0, 5},  // CreateTopics
 	20: {0, 5},  // DeleteTopics
@@ -94,7 +100,7 @@ func kafkaCode(err error) int16 {
 func apiVersions(r *kmsg.ApiVersionsRequest) kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(r.Version)
-	for _, key := range []int16{0, 1, 2, 3, 10, 18, 19, 20, 22, 32, 37} {
+	for _, key := range []int16{0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 18, 19, 20, 22, 32, 37} {
 		v := versions[key]
 		resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: key, MinVersion: v[0], MaxVersion: v[1]})
 	}

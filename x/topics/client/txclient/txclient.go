@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/cosmos/gogoproto/proto"
@@ -29,6 +30,8 @@ const CommitTimeout = 60 * time.Second
 // Signer signs and broadcasts transactions of one account. It keeps the account sequence
 // itself so that several transactions can be in flight at once.
 type Signer struct {
+	// mu serialises signing: the account sequence is shared by every caller.
+	mu        sync.Mutex
 	clientCtx client.Context
 	txf       tx.Factory
 	autoGas   bool
@@ -65,6 +68,8 @@ func (s *Signer) Address() string { return s.clientCtx.GetFromAddress().String()
 // Submit signs msgs as one transaction and broadcasts it in sync mode (it returns once the
 // mempool accepted it) and returns its hash.
 func (s *Signer) Submit(msgs ...sdk.Msg) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	txf := s.txf
 	if s.autoGas {
 		_, gas, err := tx.CalculateGas(s.clientCtx, txf, msgs...)

@@ -1,0 +1,556 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/bftlog/bftlog/x/topics/client/consumer"
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// Kafka's group protocol lets the clients assign partitions (the leader's SyncGroup carries the
+// assignment), so the gateway coordinates its Kafka members itself, as a broker's group
+// coordinator does, and holds the group's on-chain membership with its own account: it commits
+// the members' offsets on chain, fenced by both the Kafka generation (checked here) and the
+// on-chain generation (checked by the chain). A Kafka group is therefore served by one gateway.
+
+const (
+	errCoordinatorNotAvailable int16 = 15
+	errIllegalGeneration       int16 = 22
+	errInconsistentProtocol    int16 = 23
+	errInvalidGroupID          int16 = 24
+	errUnknownMemberID         int16 = 25
+	errInvalidSessionTimeout   int16 = 26
+	errRebalanceInProgress     int16 = 27
+	errMemberIDRequired        int16 = 79
+)
+
+// initialRebalanceDelay lets the members of a new group that start together join one
+// generation (Kafka's group.initial.rebalance.delay.ms, shortened).
+const initialRebalanceDelay = time.Second
+
+type groupState int
+
+const (
+	groupEmpty groupState = iota
+	groupPreparing
+	groupCompleting
+	groupStable
+)
+
+type kgroup struct {
+	name         string
+	state        groupState
+	generation   int32
+	protocolType string
+	protocol     string
+	leader       string
+	members      map[string]*kmember
+	order        []string
+	notBefore    time.Time // earliest completion of the current join phase
+	deadline     time.Time // members that have not rejoined by then are dropped
+	timer        *time.Timer
+}
+
+type kmember struct {
+	id         string
+	protocols  []kmsg.JoinGroupRequestProtocol
+	session    time.Duration
+	rebalance  time.Duration
+	lastSeen   time.Time
+	join       chan *kmsg.JoinGroupResponse
+	joinVer    int16
+	sync       chan *kmsg.SyncGroupResponse
+	assignment []byte
+}
+
+type coordinator struct {
+	s      *Server
+	mu     sync.Mutex
+	groups map[string]*kgroup
+	nextID int64
+
+	chainMu sync.Mutex
+	chain   map[string]*consumer.GroupConsumer
+	stop    chan struct{}
+}
+
+func newCoordinator(s *Server) *coordinator {
+	c := &coordinator{s: s, groups: map[string]*kgroup{}, chain: map[string]*consumer.GroupConsumer{}, stop: make(chan struct{})}
+	go c.janitor()
+	return c
+}
+
+func (c *coordinator) close() { close(c.stop) }
+
+func (c *coordinator) group(name string) *kgroup {
+	g := c.groups[name]
+	if g == nil {
+		g = &kgroup{name: name, members: map[string]*kmember{}}
+		c.groups[name] = g
+	}
+	return g
+}
+
+func (c *coordinator) joinGroup(ctx context.Context, r *kmsg.JoinGroupRequest) kmsg.Response {
+	resp := kmsg.NewPtrJoinGroupResponse()
+	resp.SetVersion(r.Version)
+	resp.Generation = -1
+	if r.Group == "" {
+		resp.ErrorCode = errInvalidGroupID
+		return resp
+	}
+	if r.SessionTimeoutMillis < 1000 || r.SessionTimeoutMillis > 300_000 {
+		resp.ErrorCode = errInvalidSessionTimeout
+		return resp
+	}
+	c.mu.Lock()
+	g := c.group(r.Group)
+	if len(g.members) > 0 && r.ProtocolType != g.protocolType {
+		c.mu.Unlock()
+		resp.ErrorCode = errInconsistentProtocol
+		return resp
+	}
+	id := r.MemberID
+	if id == "" {
+		c.nextID++
+		id = fmt.Sprintf("bftlog-%d-%d", time.Now().UnixNano(), c.nextID)
+		if r.Version >= 4 { // the client must come back with the id (KIP-394)
+			c.mu.Unlock()
+			resp.ErrorCode, resp.MemberID = errMemberIDRequired, id
+			return resp
+		}
+	}
+	m := g.members[id]
+	if m == nil {
+		m = &kmember{id: id}
+		g.members[id] = m
+		g.order = append(g.order, id)
+	}
+	m.protocols, m.joinVer, m.lastSeen = r.Protocols, r.Version, time.Now()
+	m.session = time.Duration(r.SessionTimeoutMillis) * time.Millisecond
+	m.rebalance = time.Duration(max(r.RebalanceTimeoutMillis, r.SessionTimeoutMillis)) * time.Millisecond
+	ch := make(chan *kmsg.JoinGroupResponse, 1) // taken before completion may clear m.join
+	m.join = ch
+	g.protocolType = r.ProtocolType
+	if g.state != groupPreparing {
+		c.prepareRebalance(g, len(g.members) == 1)
+	}
+	c.maybeCompleteJoin(g)
+	c.mu.Unlock()
+	select {
+	case out := <-ch:
+		out.SetVersion(r.Version)
+		return out
+	case <-ctx.Done():
+		resp.ErrorCode = errCoordinatorNotAvailable
+		return resp
+	}
+}
+
+// prepareRebalance starts a join phase: members learn of it from their heartbeats and rejoin.
+func (c *coordinator) prepareRebalance(g *kgroup, fresh bool) {
+	g.state = groupPreparing
+	now := time.Now()
+	g.notBefore = now
+	if fresh {
+		g.notBefore = now.Add(initialRebalanceDelay)
+	}
+	longest := time.Duration(0)
+	for _, m := range g.members {
+		longest = max(longest, m.rebalance)
+		if m.sync != nil {
+			m.sync <- &kmsg.SyncGroupResponse{ErrorCode: errRebalanceInProgress}
+			m.sync = nil
+		}
+	}
+	g.deadline = now.Add(min(longest, 30*time.Second))
+	c.arm(g, g.notBefore)
+}
+
+func (c *coordinator) arm(g *kgroup, at time.Time) {
+	if g.timer != nil {
+		g.timer.Stop()
+	}
+	g.timer = time.AfterFunc(time.Until(at), func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if g.state != groupPreparing {
+			return
+		}
+		if !time.Now().Before(g.deadline) { // drop whoever did not rejoin in time
+			for id, m := range g.members {
+				if m.join == nil {
+					c.remove(g, id)
+				}
+			}
+		}
+		c.maybeCompleteJoin(g)
+		if g.state == groupPreparing && len(g.members) > 0 {
+			c.arm(g, g.deadline)
+		}
+	})
+}
+
+// maybeCompleteJoin ends the join phase once every member has rejoined: a new generation, a
+// protocol every member supports, and the member list for the leader.
+func (c *coordinator) maybeCompleteJoin(g *kgroup) {
+	if g.state != groupPreparing || time.Now().Before(g.notBefore) || len(g.members) == 0 {
+		return
+	}
+	for _, m := range g.members {
+		if m.join == nil {
+			return
+		}
+	}
+	if g.members[g.leader] == nil {
+		g.leader = g.order[0]
+	}
+	g.protocol = ""
+	for _, p := range g.members[g.leader].protocols {
+		all := true
+		for _, m := range g.members {
+			found := false
+			for _, q := range m.protocols {
+				found = found || q.Name == p.Name
+			}
+			all = all && found
+		}
+		if all {
+			g.protocol = p.Name
+			break
+		}
+	}
+	g.generation++
+	g.state = groupCompleting
+	for _, id := range g.order {
+		m := g.members[id]
+		out := &kmsg.JoinGroupResponse{Generation: g.generation, Protocol: kmsg.StringPtr(g.protocol), ProtocolType: kmsg.StringPtr(g.protocolType), LeaderID: g.leader, MemberID: id}
+		if g.protocol == "" {
+			out.ErrorCode = errInconsistentProtocol
+		}
+		if id == g.leader {
+			for _, oid := range g.order {
+				for _, p := range g.members[oid].protocols {
+					if p.Name == g.protocol {
+						out.Members = append(out.Members, kmsg.JoinGroupResponseMember{MemberID: oid, ProtocolMetadata: p.Metadata})
+					}
+				}
+			}
+		}
+		m.join <- out
+		m.join = nil
+		m.lastSeen = time.Now()
+	}
+}
+
+func (c *coordinator) remove(g *kgroup, id string) {
+	delete(g.members, id)
+	for i, x := range g.order {
+		if x == id {
+			g.order = append(g.order[:i:i], g.order[i+1:]...)
+			break
+		}
+	}
+	if len(g.members) == 0 {
+		g.state = groupEmpty
+	}
+}
+
+func (c *coordinator) syncGroup(ctx context.Context, r *kmsg.SyncGroupRequest) kmsg.Response {
+	resp := kmsg.NewPtrSyncGroupResponse()
+	resp.SetVersion(r.Version)
+	c.mu.Lock()
+	g := c.groups[r.Group]
+	var m *kmember
+	if g != nil {
+		m = g.members[r.MemberID]
+	}
+	switch {
+	case m == nil:
+		c.mu.Unlock()
+		resp.ErrorCode = errUnknownMemberID
+		return resp
+	case r.Generation != g.generation:
+		c.mu.Unlock()
+		resp.ErrorCode = errIllegalGeneration
+		return resp
+	case g.state == groupPreparing:
+		c.mu.Unlock()
+		resp.ErrorCode = errRebalanceInProgress
+		return resp
+	}
+	m.lastSeen = time.Now()
+	resp.Protocol, resp.ProtocolType = kmsg.StringPtr(g.protocol), kmsg.StringPtr(g.protocolType)
+	if g.state == groupCompleting && r.MemberID == g.leader {
+		given := map[string][]byte{}
+		for _, a := range r.GroupAssignment {
+			given[a.MemberID] = a.MemberAssignment
+		}
+		for id, om := range g.members {
+			om.assignment = given[id]
+			if om.sync != nil && id != r.MemberID {
+				om.sync <- &kmsg.SyncGroupResponse{MemberAssignment: om.assignment, Protocol: resp.Protocol, ProtocolType: resp.ProtocolType}
+				om.sync = nil
+			}
+		}
+		g.state = groupStable
+	}
+	if g.state == groupStable {
+		resp.MemberAssignment = m.assignment
+		c.mu.Unlock()
+		return resp
+	}
+	ch := make(chan *kmsg.SyncGroupResponse, 1)
+	m.sync = ch
+	c.mu.Unlock()
+	select {
+	case out := <-ch:
+		out.SetVersion(r.Version)
+		return out
+	case <-ctx.Done():
+		resp.ErrorCode = errCoordinatorNotAvailable
+		return resp
+	}
+}
+
+func (c *coordinator) heartbeat(r *kmsg.HeartbeatRequest) kmsg.Response {
+	resp := kmsg.NewPtrHeartbeatResponse()
+	resp.SetVersion(r.Version)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	resp.ErrorCode = c.check(r.Group, r.MemberID, r.Generation)
+	if resp.ErrorCode == 0 && c.groups[r.Group].state == groupPreparing {
+		resp.ErrorCode = errRebalanceInProgress
+	}
+	return resp
+}
+
+// check fences a member's request by group membership and generation, and counts as a sign
+// of life.
+func (c *coordinator) check(group, member string, generation int32) int16 {
+	g := c.groups[group]
+	if g == nil || g.members[member] == nil {
+		return errUnknownMemberID
+	}
+	if generation != g.generation {
+		return errIllegalGeneration
+	}
+	g.members[member].lastSeen = time.Now()
+	return 0
+}
+
+func (c *coordinator) leaveGroup(r *kmsg.LeaveGroupRequest) kmsg.Response {
+	resp := kmsg.NewPtrLeaveGroupResponse()
+	resp.SetVersion(r.Version)
+	ids := []string{r.MemberID}
+	if r.Version >= 3 {
+		ids = nil
+		for _, m := range r.Members {
+			ids = append(ids, m.MemberID)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[r.Group]
+	for _, id := range ids {
+		out := kmsg.LeaveGroupResponseMember{MemberID: id}
+		if g == nil || g.members[id] == nil {
+			out.ErrorCode = errUnknownMemberID
+			if r.Version < 3 {
+				resp.ErrorCode = errUnknownMemberID
+			}
+		} else {
+			c.remove(g, id)
+		}
+		resp.Members = append(resp.Members, out)
+	}
+	if g != nil && len(g.members) > 0 {
+		c.prepareRebalance(g, false)
+	}
+	return resp
+}
+
+// janitor drops members whose session expired, which starts a rebalance for the rest.
+func (c *coordinator) janitor() {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		for _, g := range c.groups {
+			expired := false
+			for id, m := range g.members {
+				if m.join == nil && m.sync == nil && time.Since(m.lastSeen) > m.session {
+					c.remove(g, id)
+					expired = true
+				}
+			}
+			if expired && len(g.members) > 0 && g.state != groupPreparing {
+				c.prepareRebalance(g, false)
+			}
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *coordinator) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequest) kmsg.Response {
+	resp := kmsg.NewPtrOffsetCommitResponse()
+	resp.SetVersion(r.Version)
+	code := int16(0)
+	c.mu.Lock()
+	if g := c.groups[r.Group]; r.Generation >= 0 || r.MemberID != "" || (g != nil && len(g.members) > 0) {
+		code = c.check(r.Group, r.MemberID, r.Generation)
+	}
+	c.mu.Unlock()
+	var offsets []types.OffsetCommit
+	var topics []string
+	if code == 0 {
+		for _, t := range r.Topics {
+			topics = append(topics, t.Topic)
+			for _, p := range t.Partitions {
+				if p.Partition < 0 || p.Offset < 0 {
+					continue
+				}
+				md := ""
+				if p.Metadata != nil {
+					md = *p.Metadata
+				}
+				offsets = append(offsets, types.OffsetCommit{Topic: t.Topic, Partition: uint32(p.Partition), Offset: uint64(p.Offset), Metadata: md})
+			}
+		}
+		if err := c.commitOnChain(ctx, r.Group, topics, offsets); err != nil {
+			code = kafkaCode(err)
+			if code == errUnknownServer && strings.Contains(err.Error(), types.ErrInvalidGroupID.Error()) {
+				code = errInvalidGroupID
+			}
+		}
+	}
+	for _, t := range r.Topics {
+		rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// commitOnChain commits as the gateway's on-chain membership of group, joining (or widening
+// its subscription) first; a fenced commit is retried once after adopting the new generation.
+func (c *coordinator) commitOnChain(ctx context.Context, group string, topics []string, offsets []types.OffsetCommit) error {
+	if len(offsets) == 0 {
+		return nil
+	}
+	c.chainMu.Lock()
+	defer c.chainMu.Unlock()
+	gc := c.chain[group]
+	if gc == nil || !covers(gc, topics) {
+		if gc != nil {
+			topics = union(topics, subscribed(gc))
+		}
+		var err error
+		if gc, err = consumer.Join(ctx, c.s.cfg.ClientCtx, c.s.cfg.Signer, group, topics); err != nil {
+			return err
+		}
+		c.chain[group] = gc
+	}
+	for attempt := 0; ; attempt++ {
+		_, err := c.s.cfg.Signer.SubmitAndWait(&types.MsgCommitOffsets{Member: c.s.cfg.Signer.Address(), GroupId: group, Generation: gc.Generation(), Offsets: offsets})
+		if err == nil || attempt > 0 {
+			return err
+		}
+		if !strings.Contains(err.Error(), types.ErrIllegalGeneration.Error()) && !strings.Contains(err.Error(), types.ErrUnknownMember.Error()) {
+			return err
+		}
+		if herr := gc.Heartbeat(ctx); herr != nil && !errors.Is(herr, consumer.ErrRebalanced) {
+			// The on-chain membership expired: join again.
+			if gc, err = consumer.Join(ctx, c.s.cfg.ClientCtx, c.s.cfg.Signer, group, union(topics, subscribed(gc))); err != nil {
+				return err
+			}
+			c.chain[group] = gc
+		}
+	}
+}
+
+func subscribed(gc *consumer.GroupConsumer) []string {
+	var out []string
+	for _, a := range gc.Assignment() {
+		out = append(out, a.Topic)
+	}
+	return out
+}
+
+func covers(gc *consumer.GroupConsumer, topics []string) bool {
+	have := subscribed(gc)
+	for _, t := range topics {
+		if !contains(have, t) {
+			return false
+		}
+	}
+	return true
+}
+
+func union(a, b []string) []string {
+	out := append([]string(nil), a...)
+	for _, x := range b {
+		if !contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func (c *coordinator) offsetFetch(ctx context.Context, r *kmsg.OffsetFetchRequest) kmsg.Response {
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	resp.SetVersion(r.Version)
+	committed := map[partitionKey]types.CommittedOffset{}
+	res, err := c.s.query.GroupOffsets(ctx, &types.QueryGroupOffsetsRequest{GroupId: r.Group})
+	if err == nil {
+		for _, o := range res.Offsets {
+			committed[partitionKey{o.Committed.Topic, int32(o.Committed.Partition)}] = o.Committed
+		}
+	} else if !strings.Contains(err.Error(), types.ErrUnknownGroup.Error()) {
+		resp.ErrorCode = errCoordinatorNotAvailable
+		return resp
+	}
+	topics := r.Topics
+	if topics == nil { // all committed partitions
+		byTopic := map[string]*kmsg.OffsetFetchRequestTopic{}
+		for k := range committed {
+			if byTopic[k.topic] == nil {
+				topics = append(topics, kmsg.OffsetFetchRequestTopic{Topic: k.topic})
+				byTopic[k.topic] = &topics[len(topics)-1]
+			}
+		}
+		for i := range topics {
+			for k := range committed {
+				if k.topic == topics[i].Topic {
+					topics[i].Partitions = append(topics[i].Partitions, k.partition)
+				}
+			}
+		}
+	}
+	for _, t := range topics {
+		rt := kmsg.OffsetFetchResponseTopic{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			rp := kmsg.OffsetFetchResponseTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1}
+			if o, ok := committed[partitionKey{t.Topic, p}]; ok {
+				rp.Offset, rp.Metadata = int64(o.Offset), kmsg.StringPtr(o.Metadata)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
