@@ -1,6 +1,6 @@
 // Package bench measures bftlog against its peers in one run on one machine: bftlog with
-// batched produce, the same chain with one record per transaction, and NATS JetStream (R1 and
-// R3). Only committed records count: bftlog's from the committed blocks' transaction results,
+// batched produce, the same chain with one record per transaction, an unchanged Kafka client
+// through the gateway, and NATS JetStream (R1 and R3). Only committed records count: bftlog's from the committed blocks' transaction results,
 // JetStream's from publish acknowledgements.
 package bench
 
@@ -30,6 +30,7 @@ type Config struct {
 	JetRecords    int           // records for JetStream runs (default Records)
 	HalfLoad      bool          // also measure latency at half the peak rate
 	FetchRecords  int           // records per fetch request when measuring fetch
+	KafkaRecords  int           // records for the Kafka-client-through-the-gateway run (0: skip)
 	OutDir        string
 	Log           func(format string, args ...any) `json:"-"`
 }
@@ -102,6 +103,13 @@ func Run(cfg Config) (*Report, error) {
 		if peer != nil {
 			rep.Results = append(rep.Results, *peer)
 		}
+	}
+	if cfg.KafkaRecords > 0 {
+		r, err := runKafka(cfg)
+		if err != nil {
+			return rep, fmt.Errorf("kafka client via gateway: %w", err)
+		}
+		rep.Results = append(rep.Results, r)
 	}
 	if cfg.JetStream {
 		for _, replicas := range []int{1, 3} {

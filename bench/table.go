@@ -12,7 +12,7 @@ import (
 
 // WriteTable prints the results with the ratios the README tracks.
 func (r *Report) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "\n%-20s %4s %10s %12s %8s %9s %9s %9s %10s %12s %10s %s\n",
+	fmt.Fprintf(w, "\n%-26s %4s %10s %12s %8s %9s %9s %9s %10s %12s %10s %s\n",
 		"system", "N", "records", "records/s", "MB/s", "p50 ms", "p95 ms", "p99 ms", "½load p99", "fetch rec/s", "disk B/rec", "peak RSS MiB")
 	for _, x := range r.Results {
 		n := "-"
@@ -23,7 +23,7 @@ func (r *Report) WriteTable(w io.Writer) {
 		for i, v := range x.PeakRSSMiB {
 			rss[i] = fmt.Sprint(v)
 		}
-		fmt.Fprintf(w, "%-20s %4s %10d %12.0f %8.2f %9.1f %9.1f %9.1f %10s %12s %10s %s\n",
+		fmt.Fprintf(w, "%-26s %4s %10d %12.0f %8.2f %9.1f %9.1f %9.1f %10s %12s %10s %s\n",
 			x.System, n, x.Records, x.RecordsPerSec, x.MBPerSec, x.LatencyP50Ms, x.LatencyP95Ms, x.LatencyP99Ms,
 			opt(x.HalfLoadP99Ms, "%.1f"), opt(x.FetchPerSec, "%.0f"), opt(x.DiskBytesPerRec, "%.0f"), strings.Join(rss, "/"))
 	}
@@ -45,6 +45,9 @@ func (r *Report) WriteTable(w io.Writer) {
 		}
 		if p := find("one record per tx", x.Validators); p != nil && p.RecordsPerSec > 0 {
 			fmt.Fprintf(w, "bftlog N=%d / one record per tx: %.1fx\n", x.Validators, x.RecordsPerSec/p.RecordsPerSec)
+		}
+		if k := find("Kafka client via gateway", x.Validators); k != nil && k.RecordsPerSec > 0 {
+			fmt.Fprintf(w, "Kafka client via gateway / native client, N=%d: %.2fx\n", x.Validators, k.RecordsPerSec/x.RecordsPerSec)
 		}
 		if x.DiskBytesPerRec > 0 {
 			fmt.Fprintf(w, "bftlog N=%d disk / payload: %.1fx\n", x.Validators, x.DiskBytesPerRec/float64(r.Config.RecordBytes))

@@ -34,6 +34,7 @@ func main() {
 	flag.IntVar(&cfg.JetRecords, "jet-records", 0, "records for JetStream (0: same as -records)")
 	flag.BoolVar(&cfg.HalfLoad, "half-load", true, "also measure latency at half the peak rate")
 	flag.IntVar(&cfg.FetchRecords, "fetch-records", 10_000, "records per fetch request")
+	flag.IntVar(&cfg.KafkaRecords, "kafka-records", 100_000, "records for the franz-go producer through the Kafka gateway (0: skip)")
 	flag.StringVar(&cfg.OutDir, "out", "bench/results", "where to write the JSON report")
 	flag.Parse()
 	for _, v := range strings.Split(*validators, ",") {

@@ -68,6 +68,9 @@ func initAppConfig() (string, interface{}) {
 	// Default to zero fees in the bond denom: fine for local/dev networks;
 	// operators of public nodes should set a real price to deter spam.
 	srvCfg.MinGasPrices = "0" + sdk.DefaultBondDenom
+	// The API server limits every request body, the binary produce ingress (/bftlog/tx/raw)
+	// included, to this; match mempool.max_tx_bytes rather than the SDK's 1 MB.
+	srvCfg.API.RPCMaxBodyBytes = 8 << 20
 
 	customAppConfig := CustomAppConfig{Config: *srvCfg}
 	return serverconfig.DefaultConfigTemplate, customAppConfig

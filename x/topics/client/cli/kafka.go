@@ -44,7 +44,8 @@ kcat -b 127.0.0.1:9092 -L`,
 				return err
 			}
 			addr, _ := cmd.Flags().GetString("listen")
-			gw, err := kafka.Listen(kafka.Config{Addr: addr, ClientCtx: clientCtx, Signer: signer})
+			logf := func(format string, args ...any) { fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...) }
+			gw, err := kafka.Listen(kafka.Config{Addr: addr, ClientCtx: clientCtx, Signer: signer, Log: logf})
 			if err != nil {
 				return err
 			}

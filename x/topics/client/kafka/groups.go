@@ -144,13 +144,18 @@ func (c *coordinator) joinGroup(ctx context.Context, r *kmsg.JoinGroupRequest) k
 	}
 	c.maybeCompleteJoin(g)
 	c.mu.Unlock()
+	resp.ErrorCode = errCoordinatorNotAvailable
+	return await(ctx, ch, resp, r.Version)
+}
+
+// await waits for the join or sync phase to answer; if the connection goes first, fallback.
+func await[R kmsg.Response](ctx context.Context, ch <-chan R, fallback R, version int16) kmsg.Response {
 	select {
 	case out := <-ch:
-		out.SetVersion(r.Version)
+		out.SetVersion(version)
 		return out
 	case <-ctx.Done():
-		resp.ErrorCode = errCoordinatorNotAvailable
-		return resp
+		return fallback
 	}
 }
 
@@ -310,14 +315,8 @@ func (c *coordinator) syncGroup(ctx context.Context, r *kmsg.SyncGroupRequest) k
 	ch := make(chan *kmsg.SyncGroupResponse, 1)
 	m.sync = ch
 	c.mu.Unlock()
-	select {
-	case out := <-ch:
-		out.SetVersion(r.Version)
-		return out
-	case <-ctx.Done():
-		resp.ErrorCode = errCoordinatorNotAvailable
-		return resp
-	}
+	resp.ErrorCode = errCoordinatorNotAvailable
+	return await(ctx, ch, resp, r.Version)
 }
 
 func (c *coordinator) heartbeat(r *kmsg.HeartbeatRequest) kmsg.Response {

@@ -45,6 +45,7 @@ type appendRes struct {
 type producer struct {
 	clientCtx client.Context
 	signer    *txclient.Signer
+	log       func(format string, args ...any)
 	in        chan *appendReq
 	stop      chan struct{}
 	done      chan struct{}
@@ -66,8 +67,8 @@ type kafkaSeq struct {
 	baseOffset    uint64
 }
 
-func newProducer(clientCtx client.Context, signer *txclient.Signer) *producer {
-	p := &producer{clientCtx: clientCtx, signer: signer, in: make(chan *appendReq, 1024), stop: make(chan struct{}), done: make(chan struct{}),
+func newProducer(clientCtx client.Context, signer *txclient.Signer, log func(string, ...any)) *producer {
+	p := &producer{clientCtx: clientCtx, signer: signer, log: log, in: make(chan *appendReq, 1024), stop: make(chan struct{}), done: make(chan struct{}),
 		seq: map[partitionKey]uint64{}, last: map[kafkaSeqKey]kafkaSeq{}}
 	go p.loop()
 	return p
@@ -168,6 +169,7 @@ func retryable(err error) bool {
 }
 
 func (p *producer) fail(reqs []*appendReq, err error) {
+	p.log("append of %d batches failed: %v", len(reqs), err)
 	for _, r := range reqs {
 		r.done <- appendRes{err: err}
 	}

@@ -33,6 +33,8 @@ type Config struct {
 	Signer *txclient.Signer
 	// MaxRequestBytes bounds one request frame (default 100 MiB, Kafka's socket.request.max.bytes).
 	MaxRequestBytes int32
+	// Log receives the errors the gateway answers clients with (default: discarded).
+	Log func(format string, args ...any)
 }
 
 // Server is a running gateway.
@@ -58,6 +60,9 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.MaxRequestBytes == 0 {
 		cfg.MaxRequestBytes = 100 << 20
 	}
+	if cfg.Log == nil {
+		cfg.Log = func(string, ...any) {}
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, err
@@ -65,7 +70,7 @@ func Listen(cfg Config) (*Server, error) {
 	host, portS, _ := net.SplitHostPort(ln.Addr().String())
 	port, _ := strconv.Atoi(portS)
 	s := &Server{cfg: cfg, ln: ln, query: types.NewQueryClient(cfg.ClientCtx), host: host, port: int32(port), conns: map[net.Conn]struct{}{}}
-	s.producer = newProducer(cfg.ClientCtx, cfg.Signer)
+	s.producer = newProducer(cfg.ClientCtx, cfg.Signer, cfg.Log)
 	s.groups = newCoordinator(s)
 	return s, nil
 }

@@ -1,0 +1,121 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/bftlog/bftlog/app"
+	"github.com/bftlog/bftlog/testutil/node"
+	"github.com/bftlog/bftlog/x/topics/client/kafka"
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// runKafka measures an unchanged Kafka client (franz-go, idempotent, acks=all) producing through
+// the gateway to one validator: the gateway coalesces the client's produce requests into
+// MsgProduce transactions signed with its own key. Latency is from Produce to acknowledgement.
+func runKafka(cfg Config) (Result, error) {
+	dir, err := os.MkdirTemp("", "bftlogbench-kafka-")
+	if err != nil {
+		return Result{}, err
+	}
+	t := &runT{dir: dir}
+	defer t.close()
+	var res Result
+	err = func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("%v", r)
+			}
+		}()
+		net := node.StartNetwork(t, node.NetworkOptions{Validators: 1, Accounts: []string{"gateway"}})
+		n0 := net.Nodes[0]
+		conn, err := grpc.NewClient(n0.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		cctx, signer := n0.ClientContext(n0.Home, "gateway")
+		cctx = cctx.WithGRPCClient(conn)
+		signer.SetFixedGas()
+		signer.UseRawIngress(n0.API + app.RawTxPath)
+		gw, err := kafka.Listen(kafka.Config{Addr: "127.0.0.1:0", ClientCtx: cctx, Signer: signer, Log: cfg.Log})
+		if err != nil {
+			return err
+		}
+		go func() { _ = gw.Serve() }()
+		defer gw.Close()
+		ctx := context.Background()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr()), kgo.DefaultProduceTopic("bench"),
+			kgo.ProducerLinger(cfg.Linger), kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(1<<20),
+			kgo.ProducerBatchCompression(kgo.NoCompression()))
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		create := kmsg.NewPtrCreateTopicsRequest()
+		create.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "bench", NumPartitions: int32(cfg.Partitions), ReplicationFactor: -1}}
+		if _, err := create.RequestWith(ctx, cl); err != nil {
+			return err
+		}
+		cfg.Log("Kafka client via gateway: %d records of %d B through franz-go", cfg.KafkaRecords, cfg.RecordBytes)
+		value := make([]byte, cfg.RecordBytes)
+		lat := &latencies{}
+		var acked atomic.Int64
+		var firstErr error
+		var once sync.Once
+		var wg sync.WaitGroup
+		start := time.Now()
+		for i := 0; i < cfg.KafkaRecords; i++ {
+			wg.Add(1)
+			sent := time.Now()
+			cl.Produce(ctx, &kgo.Record{Key: []byte(fmt.Sprint(i)), Value: value}, func(_ *kgo.Record, err error) {
+				defer wg.Done()
+				if err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+				acked.Add(1)
+				lat.add(time.Since(sent))
+			})
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		if firstErr != nil {
+			return firstErr
+		}
+		if h, err := n0.Height(); err == nil {
+			_ = n0.WaitForHeight(h+1, 30*time.Second)
+		}
+		parts, err := types.NewQueryClient(cctx).Partitions(ctx, &types.QueryPartitionsRequest{Name: "bench"})
+		if err != nil {
+			return err
+		}
+		var hwm uint64
+		for _, p := range parts.Partitions {
+			hwm += p.HighWatermark
+		}
+		if hwm != uint64(acked.Load()) {
+			return fmt.Errorf("the client saw %d acknowledgements, but high watermarks add to %d", acked.Load(), hwm)
+		}
+		secs := elapsed.Seconds()
+		res = Result{
+			System: "Kafka client via gateway", Validators: 1, Records: int(acked.Load()), Seconds: secs,
+			RecordsPerSec: float64(acked.Load()) / secs, MBPerSec: float64(acked.Load()*int64(cfg.RecordBytes)) / secs / 1e6,
+			LatencyP50Ms: lat.pct(50), LatencyP95Ms: lat.pct(95), LatencyP99Ms: lat.pct(99),
+			PeakRSSMiB: []int{int(n0.PeakRSS() >> 20)},
+			Note:       "franz-go producer (idempotent, acks=all, no compression) through bftlogd kafka serve to one validator",
+		}
+		return nil
+	}()
+	return res, err
+}
