@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"hash/fnv"
 	"strings"
 	"sync"
 	"time"
@@ -41,15 +42,16 @@ type appendRes struct {
 
 // producer appends through the gateway's account as an idempotent producer on chain: every
 // (topic, partition) carries the next sequence, so a transaction retried after a lost answer
-// is recognised by the chain as a duplicate instead of being appended twice.
+// is recognised by the chain as a duplicate instead of being appended twice. Partitions are
+// spread over lanes; each lane keeps one transaction in flight, so a partition's appends stay
+// in order and its sequences never run ahead of what the chain accepted, while lanes overlap.
 type producer struct {
 	clientCtx client.Context
 	signer    *txclient.Signer
 	log       func(format string, args ...any)
-	in        chan *appendReq
+	lanes     []*lane
 	stop      chan struct{}
-	done      chan struct{}
-	seq       map[partitionKey]uint64
+	wg        sync.WaitGroup
 
 	// Kafka idempotent producers: the last batch appended per (producer id, partition).
 	mu   sync.Mutex
@@ -67,26 +69,48 @@ type kafkaSeq struct {
 	baseOffset    uint64
 }
 
+// lane is one sequential appender: its own queue and its partitions' sequences.
+type lane struct {
+	p   *producer
+	in  chan *appendReq
+	seq map[partitionKey]uint64
+}
+
+// lanes is how many transactions the gateway keeps in flight at once.
+const lanes = 4
+
 func newProducer(clientCtx client.Context, signer *txclient.Signer, log func(string, ...any)) *producer {
-	p := &producer{clientCtx: clientCtx, signer: signer, log: log, in: make(chan *appendReq, 1024), stop: make(chan struct{}), done: make(chan struct{}),
-		seq: map[partitionKey]uint64{}, last: map[kafkaSeqKey]kafkaSeq{}}
-	go p.loop()
+	p := &producer{clientCtx: clientCtx, signer: signer, log: log, stop: make(chan struct{}), last: map[kafkaSeqKey]kafkaSeq{}}
+	for i := 0; i < lanes; i++ {
+		l := &lane{p: p, in: make(chan *appendReq, 1024), seq: map[partitionKey]uint64{}}
+		p.lanes = append(p.lanes, l)
+		p.wg.Add(1)
+		go func() { defer p.wg.Done(); l.loop() }()
+	}
 	return p
+}
+
+// enqueue hands a batch to its partition's lane.
+func (p *producer) enqueue(r *appendReq) {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(r.key.topic))
+	_, _ = h.Write([]byte{byte(r.key.partition >> 24), byte(r.key.partition >> 16), byte(r.key.partition >> 8), byte(r.key.partition)})
+	p.lanes[h.Sum32()%uint32(len(p.lanes))].in <- r
 }
 
 func (p *producer) close() {
 	close(p.stop)
-	<-p.done
+	p.wg.Wait()
 }
 
-func (p *producer) loop() {
-	defer close(p.done)
+func (l *lane) loop() {
+	p := l.p
 	for {
 		var reqs []*appendReq
 		select {
 		case <-p.stop:
 			return
-		case r := <-p.in:
+		case r := <-l.in:
 			reqs = append(reqs, r)
 		}
 		size := reqs[0].bytes
@@ -94,20 +118,21 @@ func (p *producer) loop() {
 	gather:
 		for size < maxTxBytes {
 			select {
-			case r := <-p.in:
+			case r := <-l.in:
 				reqs, size = append(reqs, r), size+r.bytes
 			case <-timer.C:
 				break gather
 			}
 		}
 		timer.Stop()
-		p.append(reqs)
+		l.append(reqs)
 	}
 }
 
 // append submits reqs as one transaction, one batch per partition in arrival order. If the
 // chain refuses it, each partition is tried alone so one bad batch fails only its own senders.
-func (p *producer) append(reqs []*appendReq) {
+func (l *lane) append(reqs []*appendReq) {
+	p := l.p
 	var order []partitionKey
 	groups := map[partitionKey][]*appendReq{}
 	for _, r := range reqs {
@@ -118,7 +143,7 @@ func (p *producer) append(reqs []*appendReq) {
 	}
 	msg := &types.MsgProduce{Producer: p.signer.Address()}
 	for _, k := range order {
-		b := types.ProduceBatch{Topic: k.topic, Partition: k.partition, Sequence: p.seq[k] + 1}
+		b := types.ProduceBatch{Topic: k.topic, Partition: k.partition, Sequence: l.seq[k] + 1}
 		for _, r := range groups[k] {
 			b.Records = append(b.Records, r.records...)
 		}
@@ -133,7 +158,7 @@ func (p *producer) append(reqs []*appendReq) {
 				return
 			}
 			for i, k := range order {
-				p.seq[k]++
+				l.seq[k]++
 				next := out[0].Results[i].BaseOffset
 				for _, r := range groups[k] {
 					r.done <- appendRes{baseOffset: next}
@@ -145,7 +170,7 @@ func (p *producer) append(reqs []*appendReq) {
 		if _, code := types.FindError(err.Error()); code != 0 || !retryable(err) || attempt >= 30 {
 			if len(order) > 1 && code != 0 {
 				for _, k := range order {
-					p.append(groups[k])
+					l.append(groups[k])
 				}
 				return
 			}
@@ -227,7 +252,7 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kms
 					size += int(rec.RecordSize())
 				}
 				ar := &appendReq{key: key, records: b.records, bytes: size, done: make(chan appendRes, 1)}
-				s.producer.in <- ar
+				s.producer.enqueue(ar)
 				w.reqs = append(w.reqs, ar)
 				waits = append(waits, w)
 			}
