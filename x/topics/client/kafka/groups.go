@@ -136,6 +136,9 @@ func (c *coordinator) joinGroup(ctx context.Context, r *kmsg.JoinGroupRequest) k
 	m.protocols, m.joinVer, m.lastSeen = r.Protocols, r.Version, time.Now()
 	m.session = time.Duration(r.SessionTimeoutMillis) * time.Millisecond
 	m.rebalance = time.Duration(max(r.RebalanceTimeoutMillis, r.SessionTimeoutMillis)) * time.Millisecond
+	if m.join != nil { // a repeated join supersedes the one still waiting
+		m.join <- &kmsg.JoinGroupResponse{ErrorCode: errRebalanceInProgress, Generation: -1, MemberID: id}
+	}
 	ch := make(chan *kmsg.JoinGroupResponse, 1) // taken before completion may clear m.join
 	m.join = ch
 	g.protocolType = r.ProtocolType

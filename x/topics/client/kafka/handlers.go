@@ -46,9 +46,9 @@ func (s *Server) metadata(ctx context.Context, r *kmsg.MetadataRequest) kmsg.Res
 			continue
 		}
 		for p := uint32(0); p < res.Topic.Partitions; p++ {
-			mt.Partitions = append(mt.Partitions, kmsg.MetadataResponseTopicPartition{
-				Partition: int32(p), Leader: brokerID, Replicas: []int32{brokerID}, ISR: []int32{brokerID},
-			})
+			mp := kmsg.NewMetadataResponseTopicPartition()
+			mp.Partition, mp.Leader, mp.Replicas, mp.ISR = int32(p), brokerID, []int32{brokerID}, []int32{brokerID}
+			mt.Partitions = append(mt.Partitions, mp)
 		}
 		resp.Topics = append(resp.Topics, mt)
 	}
@@ -81,7 +81,8 @@ func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) km
 	for _, t := range r.Topics {
 		rt := kmsg.ListOffsetsResponseTopic{Topic: t.Topic}
 		for _, p := range t.Partitions {
-			rp := kmsg.ListOffsetsResponseTopicPartition{Partition: p.Partition, Timestamp: -1, Offset: -1}
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition = p.Partition
 			req := &types.QueryListOffsetsRequest{Topic: t.Topic, Partition: uint32(p.Partition)}
 			switch p.Timestamp {
 			case -2:
@@ -137,7 +138,10 @@ func (s *Server) fetchOnce(ctx context.Context, r *kmsg.FetchRequest) (*kmsg.Fet
 		rt := kmsg.FetchResponseTopic{Topic: t.Topic}
 		for _, p := range t.Partitions {
 			// An empty record set, not a null one: librdkafka rejects null.
-			rp := kmsg.FetchResponseTopicPartition{Partition: p.Partition, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, PreferredReadReplica: -1, RecordBatches: []byte{}}
+			// From the constructor: its -1 defaults keep the v12 tagged fields (diverging epoch,
+			// current leader, snapshot) out of the response.
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition, rp.RecordBatches = p.Partition, []byte{}
 			maxBytes := min(int(p.PartitionMaxBytes), budget-total)
 			if p.Partition < 0 || p.FetchOffset < 0 {
 				rp.ErrorCode = errOffsetOutOfRange

@@ -2,7 +2,10 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 	"hash/fnv"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -55,7 +58,7 @@ type producer struct {
 
 	// Kafka idempotent producers: the last batch appended per (producer id, partition).
 	mu   sync.Mutex
-	last map[kafkaSeqKey]kafkaSeq
+	last map[kafkaSeqKey]*kafkaSeq
 }
 
 type kafkaSeqKey struct {
@@ -63,10 +66,41 @@ type kafkaSeqKey struct {
 	partitionKey
 }
 
+// outcome is a queued batch's result, readable by every request that waits for it (the
+// original and any retry of it) once done is closed.
+type outcome struct {
+	done       chan struct{}
+	baseOffset uint64
+	err        error
+}
+
+// watch turns a queued batch's single result into an outcome many waiters can read.
+func watch(ar *appendReq) *outcome {
+	o := &outcome{done: make(chan struct{})}
+	go func() {
+		res := <-ar.done
+		o.baseOffset, o.err = res.baseOffset, res.err
+		close(o.done)
+	}()
+	return o
+}
+
+// kafkaSeq is the last batch a Kafka idempotent producer sent to a partition, recorded when it
+// is queued, so that a retry arriving while it is still in flight waits for its outcome.
 type kafkaSeq struct {
 	firstSequence int32
 	count         int32
-	baseOffset    uint64
+	*outcome
+}
+
+// failed tells whether the batch is known to have failed (a retry must then be appended).
+func (k *kafkaSeq) failed() bool {
+	select {
+	case <-k.done:
+		return k.err != nil
+	default:
+		return false
+	}
 }
 
 // lane is one sequential appender: its own queue and its partitions' sequences.
@@ -80,7 +114,7 @@ type lane struct {
 const lanes = 4
 
 func newProducer(clientCtx client.Context, signer *txclient.Signer, log func(string, ...any)) *producer {
-	p := &producer{clientCtx: clientCtx, signer: signer, log: log, stop: make(chan struct{}), last: map[kafkaSeqKey]kafkaSeq{}}
+	p := &producer{clientCtx: clientCtx, signer: signer, log: log, stop: make(chan struct{}), last: map[kafkaSeqKey]*kafkaSeq{}}
 	for i := 0; i < lanes; i++ {
 		l := &lane{p: p, in: make(chan *appendReq, 1024), seq: map[partitionKey]uint64{}}
 		p.lanes = append(p.lanes, l)
@@ -105,33 +139,69 @@ func (p *producer) close() {
 
 func (l *lane) loop() {
 	p := l.p
+	var carry *appendReq // the request that did not fit the previous transaction
 	for {
-		var reqs []*appendReq
-		select {
-		case <-p.stop:
-			return
-		case r := <-l.in:
-			reqs = append(reqs, r)
+		var first *appendReq
+		if carry != nil {
+			first, carry = carry, nil
+		} else {
+			select {
+			case <-p.stop:
+				return
+			case first = <-l.in:
+			}
 		}
-		size := reqs[0].bytes
+		reqs := []*appendReq{first}
+		size := first.bytes
+		// Per partition, a merged batch stays within the chain's default batch limits, so
+		// client batches that are valid alone stay valid together.
+		perBytes := map[partitionKey]int{first.key: first.bytes}
+		perRecs := map[partitionKey]int{first.key: len(first.records)}
 		timer := time.NewTimer(lingerFor)
 	gather:
 		for size < maxTxBytes {
 			select {
 			case r := <-l.in:
+				if size+r.bytes > maxTxBytes || perBytes[r.key]+r.bytes > types.DefaultMaxBatchBytes ||
+					perRecs[r.key]+len(r.records) > types.DefaultMaxRecordsPerBatch {
+					carry = r
+					break gather
+				}
 				reqs, size = append(reqs, r), size+r.bytes
+				perBytes[r.key] += r.bytes
+				perRecs[r.key] += len(r.records)
 			case <-timer.C:
 				break gather
 			}
 		}
 		timer.Stop()
-		l.append(reqs)
+		l.append(reqs, false)
 	}
+}
+
+// expectsSequence reads the sequence the chain wants next from its out-of-order error.
+var expectsSequence = regexp.MustCompile(`expects sequence (\d+) from|sequence (\d+) for \S+ was accepted`)
+
+// resync moves a partition's sequence to what the chain reported (after a restart of the
+// gateway, or after a transaction whose outcome was lost); it reports whether it moved.
+func (l *lane) resync(k partitionKey, err error) bool {
+	m := expectsSequence.FindStringSubmatch(err.Error())
+	if m == nil {
+		return false
+	}
+	if m[1] != "" {
+		n, _ := strconv.ParseUint(m[1], 10, 64)
+		l.seq[k] = n - 1
+	} else {
+		n, _ := strconv.ParseUint(m[2], 10, 64)
+		l.seq[k] = n
+	}
+	return true
 }
 
 // append submits reqs as one transaction, one batch per partition in arrival order. If the
 // chain refuses it, each partition is tried alone so one bad batch fails only its own senders.
-func (l *lane) append(reqs []*appendReq) {
+func (l *lane) append(reqs []*appendReq, resynced bool) {
 	p := l.p
 	var order []partitionKey
 	groups := map[partitionKey][]*appendReq{}
@@ -153,12 +223,22 @@ func (l *lane) append(reqs []*appendReq) {
 		res, err := p.signer.SubmitAndWait(msg)
 		if err == nil {
 			out, rerr := txclient.Responses[types.MsgProduceResponse](p.clientCtx, res)
-			if rerr != nil || len(out) != 1 || len(out[0].Results) != len(order) {
+			if rerr == nil && (len(out) != 1 || len(out[0].Results) != len(order)) {
+				rerr = fmt.Errorf("produce response with %d results for %d batches", len(out), len(order))
+			}
+			if rerr != nil {
 				p.fail(reqs, rerr)
 				return
 			}
 			for i, k := range order {
-				l.seq[k]++
+				if out[0].Results[i].Duplicate && attempt == 0 && !resynced {
+					// A first send answered as a duplicate: the sequence was stale (an earlier
+					// batch with it was appended). Take the next one and send these records.
+					l.seq[k] = msg.Batches[i].Sequence
+					l.append(groups[k], true)
+					continue
+				}
+				l.seq[k] = msg.Batches[i].Sequence
 				next := out[0].Results[i].BaseOffset
 				for _, r := range groups[k] {
 					r.done <- appendRes{baseOffset: next}
@@ -167,10 +247,15 @@ func (l *lane) append(reqs []*appendReq) {
 			}
 			return
 		}
-		if _, code := types.FindError(err.Error()); code != 0 || !retryable(err) || attempt >= 30 {
+		_, code := types.FindError(err.Error())
+		if code == types.ErrOutOfOrderSequence.ABCICode() && len(order) == 1 && !resynced && l.resync(order[0], err) {
+			l.append(reqs, true)
+			return
+		}
+		if code != 0 || !retryable(err) || attempt >= 30 {
 			if len(order) > 1 && code != 0 {
 				for _, k := range order {
-					l.append(groups[k])
+					l.append(groups[k], resynced)
 				}
 				return
 			}
@@ -190,7 +275,7 @@ func (l *lane) append(reqs []*appendReq) {
 
 func retryable(err error) bool {
 	s := err.Error()
-	return strings.Contains(s, "timed out") || strings.Contains(s, "incorrect account sequence") || strings.Contains(s, "connection refused") || strings.Contains(s, "Unavailable") || strings.Contains(s, "EOF")
+	return strings.Contains(s, "timed out") || strings.Contains(s, "not committed after") || strings.Contains(s, "incorrect account sequence") || strings.Contains(s, "connection refused") || strings.Contains(s, "Unavailable") || strings.Contains(s, "EOF")
 }
 
 func (p *producer) fail(reqs []*appendReq, err error) {
@@ -207,10 +292,8 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kms
 	resp.SetVersion(r.Version)
 	type waiting struct {
 		topic, part int
-		reqs        []*appendReq
-		dedup       *kafkaSeq
-		seqKey      kafkaSeqKey
-		batch       producedBatch
+		result      *outcome
+		code        int16 // refused before queueing
 	}
 	var waits []waiting
 	if r.TransactionID != nil {
@@ -226,7 +309,8 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kms
 	for ti, t := range r.Topics {
 		rt := kmsg.ProduceResponseTopic{Topic: t.Topic}
 		for pi, pt := range t.Partitions {
-			rp := kmsg.ProduceResponseTopicPartition{Partition: pt.Partition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition, rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = pt.Partition, -1, -1, -1
 			batches, code, err := decodeBatches(pt.Records)
 			if err != nil {
 				rp.ErrorCode, rp.ErrorMessage = code, kmsg.StringPtr(err.Error())
@@ -235,25 +319,36 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kms
 			}
 			key := partitionKey{t.Topic, pt.Partition}
 			for _, b := range batches {
-				w := waiting{topic: ti, part: pi, batch: b}
-				if b.producerID >= 0 {
-					w.seqKey = kafkaSeqKey{b.producerID, key}
-					s.producer.mu.Lock()
-					last, seen := s.producer.last[w.seqKey]
-					s.producer.mu.Unlock()
-					if seen && last.firstSequence == b.firstSequence && last.count == int32(len(b.records)) {
-						w.dedup = &last // a retry of a batch already appended
-						waits = append(waits, w)
-						continue
-					}
-				}
+				w := waiting{topic: ti, part: pi}
 				size := 0
 				for _, rec := range b.records {
 					size += int(rec.RecordSize())
 				}
 				ar := &appendReq{key: key, records: b.records, bytes: size, done: make(chan appendRes, 1)}
-				s.producer.enqueue(ar)
-				w.reqs = append(w.reqs, ar)
+				if b.producerID < 0 {
+					s.producer.enqueue(ar)
+					w.result = watch(ar)
+					waits = append(waits, w)
+					continue
+				}
+				// Kafka's idempotent producer: a resend of the last batch gets that batch's
+				// outcome (waiting for it if still in flight); a gap in sequences is refused.
+				seqKey := kafkaSeqKey{b.producerID, key}
+				count := int32(len(b.records))
+				s.producer.mu.Lock()
+				last := s.producer.last[seqKey]
+				switch {
+				case last != nil && last.firstSequence == b.firstSequence && last.count == count && !last.failed():
+					w.result = last.outcome
+				case last != nil && !last.failed() && b.firstSequence != last.firstSequence+last.count,
+					last != nil && last.failed() && b.firstSequence != last.firstSequence:
+					w.code = errOutOfOrderSequence
+				default:
+					s.producer.enqueue(ar)
+					w.result = watch(ar)
+					s.producer.last[seqKey] = &kafkaSeq{firstSequence: b.firstSequence, count: count, outcome: w.result}
+				}
+				s.producer.mu.Unlock()
 				waits = append(waits, w)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
@@ -266,24 +361,17 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kms
 	return func() kmsg.Response {
 		for _, w := range waits {
 			rp := &resp.Topics[w.topic].Partitions[w.part]
-			if w.dedup != nil {
-				if rp.BaseOffset < 0 {
-					rp.BaseOffset = int64(w.dedup.baseOffset)
-				}
+			if w.code != 0 {
+				rp.ErrorCode = w.code
 				continue
 			}
-			res := <-w.reqs[0].done
-			if res.err != nil {
-				rp.ErrorCode, rp.ErrorMessage = kafkaCode(res.err), kmsg.StringPtr(res.err.Error())
+			<-w.result.done
+			if w.result.err != nil {
+				rp.ErrorCode, rp.ErrorMessage = kafkaCode(w.result.err), kmsg.StringPtr(w.result.err.Error())
 				continue
 			}
 			if rp.BaseOffset < 0 {
-				rp.BaseOffset = int64(res.baseOffset)
-			}
-			if w.batch.producerID >= 0 {
-				s.producer.mu.Lock()
-				s.producer.last[w.seqKey] = kafkaSeq{firstSequence: w.batch.firstSequence, count: int32(len(w.batch.records)), baseOffset: res.baseOffset}
-				s.producer.mu.Unlock()
+				rp.BaseOffset = int64(w.result.baseOffset)
 			}
 		}
 		return resp

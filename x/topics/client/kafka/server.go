@@ -39,17 +39,18 @@ type Config struct {
 
 // Server is a running gateway.
 type Server struct {
-	cfg      Config
-	ln       net.Listener
-	query    types.QueryClient
-	producer *producer
-	groups   *coordinator
-	host     string
-	port     int32
-	mu       sync.Mutex
-	conns    map[net.Conn]struct{}
-	wg       sync.WaitGroup
-	idSeq    int64
+	cfg       Config
+	ln        net.Listener
+	query     types.QueryClient
+	producer  *producer
+	groups    *coordinator
+	host      string
+	port      int32
+	mu        sync.Mutex
+	conns     map[net.Conn]context.CancelFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	idSeq     int64
 }
 
 // Listen opens the listener; Serve (in a goroutine) accepts clients.
@@ -69,7 +70,7 @@ func Listen(cfg Config) (*Server, error) {
 	}
 	host, portS, _ := net.SplitHostPort(ln.Addr().String())
 	port, _ := strconv.Atoi(portS)
-	s := &Server{cfg: cfg, ln: ln, query: types.NewQueryClient(cfg.ClientCtx), host: host, port: int32(port), conns: map[net.Conn]struct{}{}}
+	s := &Server{cfg: cfg, ln: ln, query: types.NewQueryClient(cfg.ClientCtx), host: host, port: int32(port), conns: map[net.Conn]context.CancelFunc{}}
 	s.producer = newProducer(cfg.ClientCtx, cfg.Signer, cfg.Log)
 	s.groups = newCoordinator(s)
 	return s, nil
@@ -88,13 +89,15 @@ func (s *Server) Serve() error {
 			}
 			return err
 		}
+		ctx, cancel := context.WithCancel(context.Background())
 		s.mu.Lock()
-		s.conns[c] = struct{}{}
+		s.conns[c] = cancel
 		s.mu.Unlock()
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.serveConn(c)
+			defer cancel()
+			s.serveConn(ctx, c)
 			s.mu.Lock()
 			delete(s.conns, c)
 			s.mu.Unlock()
@@ -103,17 +106,22 @@ func (s *Server) Serve() error {
 	}
 }
 
-// Close stops accepting, closes every connection and stops the producer.
+// Close stops accepting, closes every connection and stops the producer; later calls do
+// nothing.
 func (s *Server) Close() error {
-	err := s.ln.Close()
-	s.mu.Lock()
-	for c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-	s.producer.close()
-	s.groups.close()
+	var err error
+	s.closeOnce.Do(func() {
+		err = s.ln.Close()
+		s.mu.Lock()
+		for c, cancel := range s.conns {
+			cancel() // wakes requests waiting in a join, sync or fetch
+			c.Close()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
+		s.producer.close()
+		s.groups.close()
+	})
 	return err
 }
 
@@ -127,10 +135,8 @@ type pending struct {
 }
 
 // serveConn answers one client's requests in order.
-func (s *Server) serveConn(c net.Conn) {
+func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	r := bufio.NewReaderSize(c, 64<<10)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	queue := make(chan pending, 64)
 	writerDone := make(chan struct{})
 	go func() {
@@ -145,10 +151,9 @@ func (s *Server) serveConn(c net.Conn) {
 				c.Close()
 				continue // drain: the reader stops on the closed connection
 			}
-			if len(queue) == 0 {
-				if err := w.Flush(); err != nil {
-					c.Close()
-				}
+			// Flush every answer: the next one may wait for a block.
+			if err := w.Flush(); err != nil {
+				c.Close()
 			}
 		}
 	}()
@@ -191,7 +196,10 @@ func (s *Server) handleFrame(ctx context.Context, frame []byte) (pending, error)
 		body = body[n:]
 	}
 	req := kmsg.RequestForKey(key)
-	if req == nil || !supported(key, version) {
+	if req == nil {
+		return p, fmt.Errorf("unknown API key %d", key) // no response shape exists: close, as Kafka does
+	}
+	if !supported(key, version) {
 		resp := unsupported(key, version)
 		p.wait = func() kmsg.Response { return resp }
 		return p, nil
