@@ -433,9 +433,6 @@ func (c *coordinator) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequ
 		}
 		if err := c.commitOnChain(ctx, r.Group, topics, offsets); err != nil {
 			code = kafkaCode(err)
-			if code == errUnknownServer && strings.Contains(err.Error(), types.ErrInvalidGroupID.Error()) {
-				code = errInvalidGroupID
-			}
 		}
 	}
 	for _, t := range r.Topics {

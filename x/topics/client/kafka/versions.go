@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -90,6 +91,12 @@ func kafkaCode(err error) int16 {
 		return errOutOfOrderSequence
 	case types.ErrInvalidRequest.ABCICode():
 		return errInvalidRequest
+	case types.ErrInvalidGroupID.ABCICode():
+		return errInvalidGroupID
+	case types.ErrIllegalGeneration.ABCICode():
+		return errIllegalGeneration
+	case types.ErrUnknownMember.ABCICode():
+		return errUnknownMemberID
 	}
 	if strings.Contains(err.Error(), "timed out") {
 		return errRequestTimedOut
@@ -100,7 +107,12 @@ func kafkaCode(err error) int16 {
 func apiVersions(r *kmsg.ApiVersionsRequest) kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(r.Version)
-	for _, key := range []int16{0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 18, 19, 20, 22, 32, 37} {
+	keys := make([]int16, 0, len(versions))
+	for key := range versions {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
 		v := versions[key]
 		resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: key, MinVersion: v[0], MaxVersion: v[1]})
 	}
