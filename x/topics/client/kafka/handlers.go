@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/query"
 
 	"github.com/bftlog/bftlog/x/topics/types"
@@ -181,9 +182,7 @@ func (s *Server) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) 
 		case r.ValidateOnly:
 		default:
 			msg := &types.MsgCreateTopic{Owner: s.cfg.Signer.Address(), Name: t.Topic, Partitions: uint32(max(t.NumPartitions, 0)), Config: cfg}
-			if _, err := s.cfg.Signer.SubmitAndWait(msg); err != nil {
-				rt.ErrorCode, rt.ErrorMessage = kafkaCode(err), kmsg.StringPtr(err.Error())
-			}
+			rt.ErrorCode, rt.ErrorMessage = s.submit(msg)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
@@ -219,6 +218,15 @@ type configError struct{ name string }
 
 func (e *configError) Error() string { return "unsupported topic config " + e.name }
 
+// submit sends an admin message signed by the gateway and answers with Kafka's error code and
+// the chain's message (0 and nil when it was committed).
+func (s *Server) submit(msg sdk.Msg) (int16, *string) {
+	if _, err := s.cfg.Signer.SubmitAndWait(msg); err != nil {
+		return kafkaCode(err), kmsg.StringPtr(err.Error())
+	}
+	return 0, nil
+}
+
 func (s *Server) deleteTopics(ctx context.Context, r *kmsg.DeleteTopicsRequest) kmsg.Response {
 	resp := kmsg.NewPtrDeleteTopicsResponse()
 	resp.SetVersion(r.Version)
@@ -230,9 +238,7 @@ func (s *Server) deleteTopics(ctx context.Context, r *kmsg.DeleteTopicsRequest) 
 	}
 	for _, name := range names {
 		rt := kmsg.DeleteTopicsResponseTopic{Topic: kmsg.StringPtr(name)}
-		if _, err := s.cfg.Signer.SubmitAndWait(&types.MsgDeleteTopic{Authority: s.cfg.Signer.Address(), Name: name}); err != nil {
-			rt.ErrorCode, rt.ErrorMessage = kafkaCode(err), kmsg.StringPtr(err.Error())
-		}
+		rt.ErrorCode, rt.ErrorMessage = s.submit(&types.MsgDeleteTopic{Authority: s.cfg.Signer.Address(), Name: name})
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
@@ -244,9 +250,7 @@ func (s *Server) createPartitions(ctx context.Context, r *kmsg.CreatePartitionsR
 	for _, t := range r.Topics {
 		rt := kmsg.CreatePartitionsResponseTopic{Topic: t.Topic}
 		if !r.ValidateOnly {
-			if _, err := s.cfg.Signer.SubmitAndWait(&types.MsgAddPartitions{Authority: s.cfg.Signer.Address(), Name: t.Topic, Partitions: uint32(max(t.Count, 0))}); err != nil {
-				rt.ErrorCode, rt.ErrorMessage = kafkaCode(err), kmsg.StringPtr(err.Error())
-			}
+			rt.ErrorCode, rt.ErrorMessage = s.submit(&types.MsgAddPartitions{Authority: s.cfg.Signer.Address(), Name: t.Topic, Partitions: uint32(max(t.Count, 0))})
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
