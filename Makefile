@@ -29,8 +29,10 @@ FAULT_TESTS = TestCrashFaults|TestNetworkPartition|TestDoubleSign|TestTamperedSt
 test-faults:
 	BFTLOG_ALL_FAULTS=1 go test $(GOTEST_FLAGS) -count=1 -timeout 30m -v -run '$(FAULT_TESTS)' ./testutil/e2e/ ./app/ ./x/topics/keeper/
 
-# A few seconds of each fuzz target (the seed corpus runs in every go test anyway).
-FUZZTIME ?= 5s
+# A few thousand executions of each fuzz target (the seed corpus runs in every go test anyway).
+# A count, not a duration: with a duration Go's fuzzer can fail with "context deadline
+# exceeded" when the deadline lands while it minimises a new input (seen in CI).
+FUZZTIME ?= 10000x
 fuzz-smoke:
 	go test -run '^$$' -fuzz '^FuzzValidateTopicName$$' -fuzztime $(FUZZTIME) ./x/topics/types/
 	go test -run '^$$' -fuzz '^FuzzRecordBatchDecoding$$' -fuzztime $(FUZZTIME) ./x/topics/types/
