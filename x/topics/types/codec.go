@@ -16,6 +16,12 @@ func RegisterLegacyAminoCodec(cdc *codec.LegacyAmino) {
 	legacy.RegisterAminoMsg(cdc, &MsgDeleteTopic{}, "bftlog/topics/MsgDeleteTopic")
 	legacy.RegisterAminoMsg(cdc, &MsgProduce{}, "bftlog/topics/MsgProduce")
 	legacy.RegisterAminoMsg(cdc, &MsgUpdateParams{}, "bftlog/topics/MsgUpdateParams")
+	legacy.RegisterAminoMsg(cdc, &MsgJoinGroup{}, "bftlog/topics/MsgJoinGroup")
+	legacy.RegisterAminoMsg(cdc, &MsgLeaveGroup{}, "bftlog/topics/MsgLeaveGroup")
+	legacy.RegisterAminoMsg(cdc, &MsgHeartbeat{}, "bftlog/topics/MsgHeartbeat")
+	legacy.RegisterAminoMsg(cdc, &MsgCommitOffsets{}, "bftlog/topics/MsgCommitOffsets")
+	legacy.RegisterAminoMsg(cdc, &MsgResetOffsets{}, "bftlog/topics/MsgResetOffsets")
+	legacy.RegisterAminoMsg(cdc, &MsgDeleteGroup{}, "bftlog/topics/MsgDeleteGroup")
 	cdc.RegisterConcrete(&Params{}, "bftlog/x/topics/Params", nil)
 }
 
@@ -28,6 +34,12 @@ func RegisterInterfaces(registry codectypes.InterfaceRegistry) {
 		&MsgDeleteTopic{},
 		&MsgProduce{},
 		&MsgUpdateParams{},
+		&MsgJoinGroup{},
+		&MsgLeaveGroup{},
+		&MsgHeartbeat{},
+		&MsgCommitOffsets{},
+		&MsgResetOffsets{},
+		&MsgDeleteGroup{},
 	)
 	msgservice.RegisterMsgServiceDesc(registry, &_Msg_serviceDesc)
 }

@@ -1,0 +1,56 @@
+// Package sample holds one filled-in instance of every bftlog message, for the tests that prove
+// each one encodes (amino JSON, proto JSON) and decodes through the node's REST API.
+package sample
+
+import (
+	"github.com/cosmos/cosmos-sdk/types/bech32"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	poatypes "github.com/bftlog/bftlog/x/poa/types"
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// Messages returns every x/topics and x/poa message with signer as its signer field (for a
+// governance proposal, the gov module account). The validator operator of the x/poa messages is
+// the signer's own address under the valoper prefix, so no global bech32 config is needed.
+func Messages(signer string) []sdk.Msg {
+	hrp, bz, err := bech32.DecodeAndConvert(signer)
+	if err != nil {
+		panic(err)
+	}
+	operator, err := bech32.ConvertAndEncode(hrp+"valoper", bz)
+	if err != nil {
+		panic(err)
+	}
+	params := types.DefaultParams()
+	return []sdk.Msg{
+		&types.MsgCreateTopic{Owner: signer, Name: "orders", Partitions: 3,
+			Config: types.TopicConfig{RetentionMs: 86_400_000, RetentionBytes: -1}},
+		&types.MsgUpdateTopicConfig{Authority: signer, Name: "orders",
+			Config: types.TopicConfig{MaxRecordBytes: 1024, RetentionMs: 3_600_000, RetentionBytes: 1 << 20,
+				ProducerPolicy: types.PRODUCER_POLICY_ALLOWLIST, AllowedProducers: []string{signer}}},
+		&types.MsgAddPartitions{Authority: signer, Name: "orders", Partitions: 4},
+		&types.MsgDeleteTopic{Authority: signer, Name: "orders"},
+		&types.MsgProduce{Producer: signer, Batches: []types.ProduceBatch{{
+			Topic: "orders", Partition: 2, Sequence: 1,
+			Records: []types.BatchRecord{
+				{Key: &types.Bytes{Data: []byte("customer-7")}, Value: &types.Bytes{Data: []byte(`{"total":42}`)},
+					Headers: []types.Header{{Key: "source", Value: []byte("pos")}}, CreateTimeMs: 1_764_000_000_000},
+				{Value: &types.Bytes{Data: []byte("no key")}},
+			},
+		}}},
+		&types.MsgUpdateParams{Authority: signer, Params: params},
+		&types.MsgJoinGroup{Member: signer, GroupId: "billing", Topics: []string{"orders"},
+			Assignor: types.ASSIGNOR_RANGE, SessionTimeoutMs: 30_000},
+		&types.MsgLeaveGroup{Member: signer, GroupId: "billing"},
+		&types.MsgHeartbeat{Member: signer, GroupId: "billing"},
+		&types.MsgCommitOffsets{Member: signer, GroupId: "billing", Generation: 1,
+			Offsets: []types.OffsetCommit{{Topic: "orders", Partition: 2, Offset: 2, Metadata: "batch 1"}}},
+		&types.MsgResetOffsets{Authority: signer, GroupId: "billing", Topic: "orders", Partitions: []uint32{0, 2},
+			To: types.OFFSET_SPEC_EARLIEST},
+		&types.MsgDeleteGroup{Authority: signer, GroupId: "billing"},
+		&poatypes.MsgAdmitValidator{Authority: signer, Operator: operator, Power: 50},
+		&poatypes.MsgSetValidatorPower{Authority: signer, Operator: operator, Power: 80},
+		&poatypes.MsgRemoveValidator{Authority: signer, Operator: operator},
+	}
+}
