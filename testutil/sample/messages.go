@@ -3,8 +3,8 @@
 package sample
 
 import (
-	"github.com/cosmos/cosmos-sdk/types/bech32"
 	sdk "github.com/cosmos/cosmos-sdk/types"
+	"github.com/cosmos/cosmos-sdk/types/bech32"
 
 	poatypes "github.com/bftlog/bftlog/x/poa/types"
 	"github.com/bftlog/bftlog/x/topics/types"
