@@ -51,9 +51,11 @@ test-unit:
 proto-tools:
 	go install github.com/cosmos/gogoproto/protoc-gen-gocosmos@v1.7.2
 	go install github.com/grpc-ecosystem/grpc-gateway/protoc-gen-grpc-gateway@v1.16.0
+	go install github.com/grpc-ecosystem/grpc-gateway/protoc-gen-swagger@v1.16.0
 	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install protobuf-compiler" >&2; exit 1; }
+	@command -v jq >/dev/null || { echo "jq missing: apt-get install jq" >&2; exit 1; }
 
-# Regenerates the committed *.pb.go and *.pb.gw.go from proto/ exactly.
+# Regenerates the committed *.pb.go, *.pb.gw.go and x/topics/client/docs/openapi.json from proto/ exactly.
 proto-gen: proto-tools
 	./scripts/protocgen.sh
 

@@ -35,6 +35,8 @@ import (
 
 	"github.com/bftlog/bftlog/x/poa"
 	poakeeper "github.com/bftlog/bftlog/x/poa/keeper"
+	"github.com/bftlog/bftlog/x/topics/client/console"
+	topicsdocs "github.com/bftlog/bftlog/x/topics/client/docs"
 	topicskeeper "github.com/bftlog/bftlog/x/topics/keeper"
 )
 
@@ -205,6 +207,10 @@ func (app *App) kvStoreKeys() map[string]*storetypes.KVStoreKey {
 func (app *App) RegisterAPIRoutes(apiSvr *api.Server, apiConfig config.APIConfig) {
 	app.App.RegisterAPIRoutes(apiSvr, apiConfig)
 	apiSvr.Router.Handle(RawTxPath, rawTxHandler(apiSvr.ClientCtx)).Methods(http.MethodPost)
+	// The OpenAPI description of x/topics' REST routes (generated from the protos) and the
+	// read-only topic console; both only read what the REST routes already serve.
+	apiSvr.Router.Handle(topicsdocs.Path, topicsdocs.Handler())
+	console.Register(apiSvr.Router)
 
 	if err := server.RegisterSwaggerAPI(apiSvr.ClientCtx, apiSvr.Router, apiConfig.Swagger); err != nil {
 		panic(err)

@@ -23,3 +23,17 @@ for dir in $(find proto -name '*.proto' -exec dirname {} \; | sort -u); do
     "$dir"/*.proto
 done
 cp -r "$out"/github.com/bftlog/bftlog/* ./
+# The OpenAPI (Swagger 2.0) description of the x/topics REST routes that the node serves
+# (x/topics/client/docs embeds it). Only the info block is set by jq: the openapiv2_swagger file
+# option needs grpc-gateway's root as an include path, on which protoc-gen-gocosmos panics.
+# fqn names keep definitions unambiguous; one service, so operation ids need no service prefix.
+protoc "${INCLUDES[@]}" \
+  --swagger_out=logtostderr=true,fqn_for_swagger_name=true,simple_operation_ids=true:"$out" \
+  proto/bftlog/topics/v1/query.proto
+mkdir -p x/topics/client/docs
+jq --indent 2 '.info = {
+    title: "bftlog x/topics REST API",
+    description: "gRPC-gateway routes of the bftlog.topics.v1.Query service, generated from proto/bftlog/topics/v1/query.proto. As in proto3 JSON, 64-bit integers are strings and bytes are base64.",
+    version: "v1"
+  }' "$out"/bftlog/topics/v1/query.swagger.json >"$out"/openapi.json
+cp "$out"/openapi.json x/topics/client/docs/openapi.json
