@@ -1,15 +1,23 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/getkin/kin-openapi/openapi2"
+	"github.com/getkin/kin-openapi/openapi2conv"
 
 	"github.com/stretchr/testify/require"
 
@@ -23,6 +31,7 @@ import (
 	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/testutil/sample"
 	poatypes "github.com/bftlog/bftlog/x/poa/types"
+	"github.com/bftlog/bftlog/x/topics/client/docs"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -166,6 +175,163 @@ func TestExplorerDecodesEveryMessage(t *testing.T) {
 		require.Equal(t, n.Address("alice"), signerOf(back), "tx %s", hash)
 	}
 	fmt.Printf("explorer: %d messages in a proposal and %d transactions decoded through REST\n", len(msgs), len(direct))
+
+	checkPingPub(t, n, produced.TxHashes[0])
+	checkOpenAPIServed(t, n)
+}
+
+// pingPubChain is the part of ping.pub's chain JSON that must match the chain.
+type pingPubChain struct {
+	ChainName  string `json:"chain_name"`
+	SDKVersion string `json:"sdk_version"`
+	AddrPrefix string `json:"addr_prefix"`
+	API        []struct {
+		Address string `json:"address"`
+	} `json:"api"`
+	Assets []struct {
+		Base string `json:"base"`
+	} `json:"assets"`
+}
+
+// checkPingPub checks the shipped ping.pub chain JSON against the running chain and requests
+// every REST route ping.pub's pages read (dashboard, blocks, transactions, validators,
+// governance, parameters, accounts) from a browser origin: each must answer 200 with CORS.
+func checkPingPub(t *testing.T, n *node.Node, txHash string) {
+	t.Helper()
+	bz, err := os.ReadFile(filepath.Join("..", "..", "scripts", "explorer", "bftlog-local.json"))
+	require.NoError(t, err)
+	var chain pingPubChain
+	require.NoError(t, json.Unmarshal(bz, &chain))
+	require.Equal(t, "bftlog-local", chain.ChainName) // make localnet's chain id
+	require.Equal(t, "http://127.0.0.1:1317", chain.API[0].Address)
+	require.True(t, strings.HasPrefix(n.Address("alice"), chain.AddrPrefix+"1"))
+	info, ok := debug.ReadBuildInfo()
+	require.True(t, ok)
+	for _, dep := range info.Deps {
+		if dep.Path == "github.com/cosmos/cosmos-sdk" {
+			require.Equal(t, "v"+chain.SDKVersion, dep.Version, "sdk_version in the ping.pub chain JSON")
+		}
+	}
+
+	var staking struct {
+		Params struct {
+			BondDenom string `json:"bond_denom"`
+		} `json:"params"`
+	}
+	restJSON(t, n, "/cosmos/staking/v1beta1/params", &staking)
+	require.Equal(t, staking.Params.BondDenom, chain.Assets[0].Base)
+	var vals struct {
+		Validators []struct {
+			OperatorAddress string `json:"operator_address"`
+		} `json:"validators"`
+	}
+	restJSON(t, n, "/cosmos/staking/v1beta1/validators?pagination.limit=200&status=BOND_STATUS_BONDED", &vals)
+	require.Len(t, vals.Validators, 1)
+	valoper, alice := vals.Validators[0].OperatorAddress, n.Address("alice")
+	var tx restTx
+	restJSON(t, n, "/cosmos/tx/v1beta1/txs/"+txHash, &tx)
+	height := tx.TxResponse.Height
+
+	routes := []string{
+		"/cosmos/base/tendermint/v1beta1/node_info",
+		"/cosmos/base/tendermint/v1beta1/blocks/latest",
+		"/cosmos/base/tendermint/v1beta1/blocks/" + height,
+		"/cosmos/base/tendermint/v1beta1/validatorsets/latest",
+		"/cosmos/base/tendermint/v1beta1/validatorsets/" + height,
+		"/cosmos/tx/v1beta1/txs/block/" + height,
+		"/cosmos/tx/v1beta1/txs?query=" + url.QueryEscape("tx.height="+height),
+		"/cosmos/tx/v1beta1/txs?query=" + url.QueryEscape("message.sender='"+alice+"'"),
+		"/cosmos/staking/v1beta1/pool",
+		"/cosmos/staking/v1beta1/params",
+		"/cosmos/staking/v1beta1/validators/" + valoper,
+		"/cosmos/staking/v1beta1/validators/" + valoper + "/delegations",
+		"/cosmos/staking/v1beta1/delegations/" + alice,
+		"/cosmos/distribution/v1beta1/params",
+		"/cosmos/distribution/v1beta1/community_pool",
+		"/cosmos/distribution/v1beta1/validators/" + valoper + "/commission",
+		"/cosmos/distribution/v1beta1/validators/" + valoper + "/outstanding_rewards",
+		"/cosmos/distribution/v1beta1/delegators/" + alice + "/rewards",
+		"/cosmos/slashing/v1beta1/params",
+		"/cosmos/slashing/v1beta1/signing_infos",
+		"/cosmos/gov/v1/params/voting",
+		"/cosmos/gov/v1/params/tallying",
+		"/cosmos/gov/v1/params/deposit",
+		"/cosmos/gov/v1/proposals",
+		"/cosmos/gov/v1/proposals/1",
+		"/cosmos/gov/v1/proposals/1/tally",
+		"/cosmos/gov/v1/proposals/1/deposits",
+		"/cosmos/gov/v1/proposals/1/votes",
+		"/cosmos/bank/v1beta1/params",
+		"/cosmos/bank/v1beta1/supply",
+		"/cosmos/bank/v1beta1/denoms_metadata",
+		"/cosmos/bank/v1beta1/balances/" + alice,
+		"/cosmos/auth/v1beta1/params",
+		"/cosmos/auth/v1beta1/accounts/" + alice,
+	}
+	for _, route := range routes {
+		req, err := http.NewRequest(http.MethodGet, n.API+route, nil)
+		require.NoError(t, err)
+		req.Header.Set("Origin", "http://localhost:5173") // ping.pub's dev server
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", route, body)
+		require.NotEmpty(t, resp.Header.Get("Access-Control-Allow-Origin"), "%s has no CORS header", route)
+		require.True(t, json.Valid(body), route)
+	}
+}
+
+func restJSON(t *testing.T, n *node.Node, route string, v any) {
+	t.Helper()
+	resp, err := http.Get(n.API + route)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", route, body)
+	require.NoError(t, json.Unmarshal(body, v), route)
+}
+
+// checkOpenAPIServed fetches the OpenAPI description from the node, checks it is a valid
+// document, and requests every path it describes from the node (with the topic, group and a
+// record that exist): each must answer 200, so the description matches what the node serves.
+func checkOpenAPIServed(t *testing.T, n *node.Node) {
+	t.Helper()
+	resp, err := http.Get(n.API + docs.Path)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	var v2 openapi2.T
+	require.NoError(t, json.Unmarshal(body, &v2))
+	v3, err := openapi2conv.ToV3(&v2)
+	require.NoError(t, err)
+	require.NoError(t, v3.Validate(context.Background()))
+
+	// A partition of "orders" holding a record, for the record routes.
+	var parts partitionsJSON
+	restJSON(t, n, "/bftlog/topics/v1/topics/orders/partitions", &parts)
+	partition := ""
+	for _, p := range parts.Partitions {
+		if p.HighWatermark != "0" {
+			partition = strconv.FormatUint(uint64(p.Partition), 10)
+		}
+	}
+	require.NotEmpty(t, partition)
+	values := strings.NewReplacer("{name}", "orders", "{topic}", "orders", "{partition}", partition,
+		"{offset}", "0", "{group_id}", "billing")
+	require.NotEmpty(t, v2.Paths)
+	for path := range v2.Paths {
+		route := values.Replace(path)
+		if strings.HasSuffix(path, "/offsets") && strings.Contains(path, "{partition}") {
+			route += "?spec=2" // LATEST; the gateway parses gogoproto enums in a query string by number only
+		}
+		require.NotContains(t, route, "{", "a path parameter the test does not fill: %s", path)
+		var out map[string]any
+		restJSON(t, n, route, &out)
+	}
+	t.Logf("openapi: %d paths served and answered", len(v2.Paths))
 }
 
 func signerOf(m sdk.Msg) string {

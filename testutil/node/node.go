@@ -165,6 +165,7 @@ func (n *Node) Start() {
 		"--p2p.persistent_peers", n.Peers,
 		"--grpc.address", n.GRPC,
 		"--api.enable", "--api.address", strings.Replace(n.API, "http://", "tcp://", 1),
+		"--api.enabled-unsafe-cors", // as make localnet: browser explorers read the REST API
 		"--rpc.pprof_laddr", os.Getenv("BFTLOG_PPROF_LADDR"), // e.g. 127.0.0.1:6060 to profile a bench node
 		"--minimum-gas-prices", "0stake",
 	)
