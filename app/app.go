@@ -152,6 +152,7 @@ func New(
 	if err := app.RegisterStreamingServices(appOpts, app.kvStoreKeys()); err != nil {
 		panic(err)
 	}
+	app.registerTopicsMetrics(appOpts)
 
 	// Upgrade handlers would be registered here:
 	//   app.UpgradeKeeper.SetUpgradeHandler(name, handler)

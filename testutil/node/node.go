@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,13 +106,15 @@ func FreePort(t T) int {
 
 // Node is one bftlogd process (validator or full node) with its own home and ports.
 type Node struct {
-	t       T
-	Bin     string
-	Home    string
-	RPC     string // tcp://127.0.0.1:port
-	GRPC    string // 127.0.0.1:port
-	API     string // http://127.0.0.1:port
-	P2PPort int
+	t    T
+	Bin  string
+	Home string
+	RPC  string // tcp://127.0.0.1:port
+	GRPC string // 127.0.0.1:port
+	API  string // http://127.0.0.1:port
+	// Prometheus is CometBFT's instrumentation endpoint, which serves /metrics.
+	Prometheus string // http://127.0.0.1:port
+	P2PPort    int
 	// Peers is the persistent_peers list the node starts with (id@127.0.0.1:port,...).
 	Peers   string
 	rpcPort int
@@ -149,10 +152,12 @@ func (n *Node) Start() {
 		n.RPC = "tcp://127.0.0.1:" + strconv.Itoa(n.rpcPort)
 		n.GRPC = "127.0.0.1:" + strconv.Itoa(FreePort(t))
 		n.API = "http://127.0.0.1:" + strconv.Itoa(FreePort(t))
+		n.Prometheus = "http://127.0.0.1:" + strconv.Itoa(FreePort(t))
 		if n.P2PPort == 0 {
 			n.P2PPort = FreePort(t)
 		}
 	}
+	setPrometheusAddr(t, n.Home, strings.TrimPrefix(n.Prometheus, "http://"))
 	logPath := filepath.Join(n.Home, "node.log")
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -165,7 +170,7 @@ func (n *Node) Start() {
 		"--p2p.persistent_peers", n.Peers,
 		"--grpc.address", n.GRPC,
 		"--api.enable", "--api.address", strings.Replace(n.API, "http://", "tcp://", 1),
-		"--api.enabled-unsafe-cors", // as make localnet: browser explorers read the REST API
+		"--api.enabled-unsafe-cors",                          // as make localnet: browser explorers read the REST API
 		"--rpc.pprof_laddr", os.Getenv("BFTLOG_PPROF_LADDR"), // e.g. 127.0.0.1:6060 to profile a bench node
 		"--minimum-gas-prices", "0stake",
 	)
@@ -176,6 +181,23 @@ func (n *Node) Start() {
 	n.exited = make(chan error, 1)
 	go func() { n.exited <- n.cmd.Wait() }()
 	t.Cleanup(n.Stop)
+}
+
+// setPrometheusAddr gives the node its own instrumentation port: `start` has no flag for it, and
+// nodes on one host would otherwise all ask for the same default port.
+func setPrometheusAddr(t T, home, addr string) {
+	p := filepath.Join(home, "config", "config.toml")
+	bz, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^prometheus_listen_addr = ".*"$`)
+	if !re.Match(bz) {
+		t.Fatalf("%s has no prometheus_listen_addr", p)
+	}
+	if err := os.WriteFile(p, re.ReplaceAllLiteral(bz, []byte(`prometheus_listen_addr = "`+addr+`"`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // StartAndWait starts the node and waits for height 2.

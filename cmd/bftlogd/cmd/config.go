@@ -7,6 +7,8 @@ import (
 
 	serverconfig "github.com/cosmos/cosmos-sdk/server/config"
 	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/bftlog/bftlog/x/topics/metrics"
 )
 
 // Block timing used for new homes (written to config/config.toml by
@@ -50,14 +52,55 @@ func initCometBFTConfig() *cmtcfg.Config {
 	cfg.P2P.RecvRate = 100 << 20
 	cfg.P2P.MaxPacketMsgPayloadSize = 64 << 10
 
+	// Serve Prometheus metrics (CometBFT's, the SDK's telemetry and x/topics' bftlog_topics_*,
+	// all in one registry) by default. On loopback, like the RPC: a node should not publish an
+	// endpoint whose scrapes read state (group lag) until its operator chooses to.
+	cfg.Instrumentation.Prometheus = true
+	cfg.Instrumentation.PrometheusListenAddr = "127.0.0.1:26660"
+
 	return cfg
 }
 
-// CustomAppConfig is the app.toml configuration of bftlogd. It is the SDK
-// server config; application specific sections can be added here later.
+// CustomAppConfig is the app.toml configuration of bftlogd: the SDK server
+// config and the [topics-metrics] section.
 type CustomAppConfig struct {
 	serverconfig.Config `mapstructure:",squash"`
+
+	TopicsMetrics TopicsMetricsConfig `mapstructure:"topics-metrics"`
 }
+
+// TopicsMetricsConfig is the [topics-metrics] section, read by app.New.
+type TopicsMetricsConfig struct {
+	Enabled        bool `mapstructure:"enabled"`
+	metrics.Config `mapstructure:",squash"`
+}
+
+// topicsMetricsTemplate is appended to the SDK's app.toml template. Group ids are
+// [a-zA-Z0-9._-] (validated when the node starts), so quoting them is enough.
+const topicsMetricsTemplate = `
+###############################################################################
+###                         x/topics Metrics                                ###
+###############################################################################
+
+[topics-metrics]
+
+# Enabled registers the bftlog_topics_* Prometheus metrics. They are served with CometBFT's
+# (config.toml instrumentation.prometheus, prometheus_listen_addr, path /metrics) and with the
+# SDK's telemetry (API /metrics?format=prometheus when [telemetry] enabled = true and
+# prometheus-retention-time > 0).
+enabled = {{ .TopicsMetrics.Enabled }}
+
+# The first max-topic-series topics get their own topic label on the append counters; later
+# ones are counted under topic="_other". 0 counts every topic under "_other".
+max-topic-series = {{ .TopicsMetrics.MaxTopicSeries }}
+
+# At most this many (group, topic, partition) series of bftlog_topics_group_lag, in that order;
+# bftlog_topics_group_lag_series_dropped counts the rest. 0 disables the lag gauge.
+max-lag-series = {{ .TopicsMetrics.MaxLagSeries }}
+
+# Only these consumer groups get lag series, e.g. ["billing", "audit"]; empty means all.
+lag-groups = [{{ range $i, $g := .TopicsMetrics.LagGroups }}{{ if $i }}, {{ end }}"{{ $g }}"{{ end }}]
+`
 
 // initAppConfig returns the app.toml template and default values of bftlogd.
 func initAppConfig() (string, interface{}) {
@@ -71,7 +114,14 @@ func initAppConfig() (string, interface{}) {
 	// The API server limits every request body, the binary produce ingress (/bftlog/tx/raw)
 	// included, to this; match mempool.max_tx_bytes rather than the SDK's 1 MB.
 	srvCfg.API.RPCMaxBodyBytes = 8 << 20
+	// Telemetry on with a Prometheus sink, so the SDK's metrics join CometBFT's and x/topics'
+	// in the default registry (and the API serves /metrics?format=prometheus when enabled).
+	srvCfg.Telemetry.Enabled = true
+	srvCfg.Telemetry.PrometheusRetentionTime = 60
 
-	customAppConfig := CustomAppConfig{Config: *srvCfg}
-	return serverconfig.DefaultConfigTemplate, customAppConfig
+	customAppConfig := CustomAppConfig{
+		Config:        *srvCfg,
+		TopicsMetrics: TopicsMetricsConfig{Enabled: true, Config: metrics.DefaultConfig()},
+	}
+	return serverconfig.DefaultConfigTemplate + topicsMetricsTemplate, customAppConfig
 }

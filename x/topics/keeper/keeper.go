@@ -42,6 +42,9 @@ type Keeper struct {
 	// ProducerStates is keyed by (topic, partition, producer).
 	ProducerStates  collections.Map[collections.Triple[string, uint32, string], types.ProducerState]
 	RetentionCursor collections.Item[types.RetentionCursor]
+
+	// fetchObs is the optional FetchObserver (metrics); not state.
+	fetchObs *fetchObserverSlot
 }
 
 // NewKeeper builds a Keeper. authority is a bech32 account address.
@@ -73,6 +76,7 @@ func NewKeeper(cdc codec.BinaryCodec, addressCodec address.Codec, storeService c
 		ProducerStates: collections.NewMap(sb, types.ProducerStatesPrefix, "producer_states",
 			collections.TripleKeyCodec(collections.StringKey, collections.Uint32Key, collections.StringKey), codec.CollValue[types.ProducerState](cdc)),
 		RetentionCursor: collections.NewItem(sb, types.RetentionCursorPrefix, "retention_cursor", codec.CollValue[types.RetentionCursor](cdc)),
+		fetchObs:        new(fetchObserverSlot),
 	}
 	schema, err := sb.Build()
 	if err != nil {

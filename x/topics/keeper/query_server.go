@@ -81,6 +81,9 @@ func (q queryServer) Fetch(ctx context.Context, req *types.QueryFetchRequest) (*
 	if err != nil {
 		return nil, err
 	}
+	if o := q.k.fetchObserver(); o != nil {
+		o.ObserveFetch(len(res.Records))
+	}
 	return &types.QueryFetchResponse{
 		Records:        res.Records,
 		HighWatermark:  res.Partition.HighWatermark,
@@ -96,6 +99,9 @@ func (q queryServer) Record(ctx context.Context, req *types.QueryRecordRequest) 
 	r, err := q.k.GetRecord(ctx, req.Topic, req.Partition, req.Offset)
 	if err != nil {
 		return nil, err
+	}
+	if o := q.k.fetchObserver(); o != nil {
+		o.ObserveRecord()
 	}
 	return &types.QueryRecordResponse{Record: r}, nil
 }
