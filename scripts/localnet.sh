@@ -54,6 +54,9 @@ From a second terminal:
   $BIN query topics partitions demo --home $HOME_DIR
   curl -s 127.0.0.1:1317/bftlog/topics/v1/topics/demo/partitions/0/records
 
+In a browser: console http://127.0.0.1:1317/console/ · metrics http://127.0.0.1:26660/metrics
+REST description http://127.0.0.1:1317/bftlog/topics/v1/openapi.json · ping.pub: scripts/explorer/bftlog-local.json
+
 Starting the node (Ctrl-C stops it)...
 MSG
 exec "$BIN" start --home "$HOME_DIR"
