@@ -21,6 +21,7 @@ const (
 	topicsMetricsMaxTopicSeriesKey = "topics-metrics.max-topic-series"
 	topicsMetricsMaxLagSeriesKey   = "topics-metrics.max-lag-series"
 	topicsMetricsLagGroupsKey      = "topics-metrics.lag-groups"
+	topicsMetricsLabelTopicsKey    = "topics-metrics.label-topics"
 )
 
 // topicsMetrics is the process's one set of x/topics metrics. They live in Prometheus' default
@@ -91,17 +92,30 @@ func topicsMetricsConfig(appOpts servertypes.AppOptions) (enabled bool, cfg metr
 			return false, cfg, fmt.Errorf("max-lag-series: %w", err)
 		}
 	}
-	if v := appOpts.Get(topicsMetricsLagGroupsKey); v != nil {
-		if s, ok := v.(string); ok { // from a flag or an environment variable: "a,b"
-			cfg.LagGroups = nil
-			for _, g := range strings.Split(s, ",") {
-				if g = strings.TrimSpace(g); g != "" {
-					cfg.LagGroups = append(cfg.LagGroups, g)
-				}
-			}
-		} else if cfg.LagGroups, err = cast.ToStringSliceE(v); err != nil {
-			return false, cfg, fmt.Errorf("lag-groups: %w", err)
-		}
+	if cfg.LagGroups, err = stringList(appOpts.Get(topicsMetricsLagGroupsKey)); err != nil {
+		return false, cfg, fmt.Errorf("lag-groups: %w", err)
+	}
+	if cfg.LabelTopics, err = stringList(appOpts.Get(topicsMetricsLabelTopicsKey)); err != nil {
+		return false, cfg, fmt.Errorf("label-topics: %w", err)
 	}
 	return enabled, cfg, cfg.Validate()
+}
+
+// stringList reads a list from app.toml (a TOML array) or from a flag or environment variable
+// ("a,b"); nil when unset.
+func stringList(v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return cast.ToStringSliceE(v)
+	}
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out, nil
 }

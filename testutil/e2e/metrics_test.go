@@ -118,7 +118,7 @@ func TestMetrics(t *testing.T) {
 		"group=" + group + ",partition=0,topic=" + topic: float64(len(records) - committed),
 		"group=" + group + ",partition=1,topic=" + topic: 0,
 	}, series(fams, "bftlog_topics_group_lag"))
-	require.Equal(t, map[string]float64{"": 0}, series(fams, "bftlog_topics_group_lag_series_dropped"))
+	require.Equal(t, map[string]float64{"": 0}, series(fams, "bftlog_topics_group_lag_truncated"))
 
 	// The SDK's API serves the same registry once telemetry is on (the default of new homes).
 	api := scrape(t, n.API+"/metrics?format=prometheus")

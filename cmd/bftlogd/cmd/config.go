@@ -91,15 +91,21 @@ const topicsMetricsTemplate = `
 enabled = {{ .TopicsMetrics.Enabled }}
 
 # The first max-topic-series topics get their own topic label on the append counters; later
-# ones are counted under topic="_other". 0 counts every topic under "_other".
+# ones are counted under topic="_other" (slots are never freed while the node runs). 0 counts
+# every topic under "_other".
 max-topic-series = {{ .TopicsMetrics.MaxTopicSeries }}
 
 # At most this many (group, topic, partition) series of bftlog_topics_group_lag, in that order;
-# bftlog_topics_group_lag_series_dropped counts the rest. 0 disables the lag gauge.
+# scraping stops there and bftlog_topics_group_lag_truncated is 1. 0 disables the lag gauge.
 max-lag-series = {{ .TopicsMetrics.MaxLagSeries }}
 
 # Only these consumer groups get lag series, e.g. ["billing", "audit"]; empty means all.
 lag-groups = [{{ range $i, $g := .TopicsMetrics.LagGroups }}{{ if $i }}, {{ end }}"{{ $g }}"{{ end }}]
+
+# When set, only these topics get their own topic label (all others are "_other"), e.g.
+# ["orders", "payments"]: anyone may create topics, so max-topic-series alone is first come,
+# first served.
+label-topics = [{{ range $i, $t := .TopicsMetrics.LabelTopics }}{{ if $i }}, {{ end }}"{{ $t }}"{{ end }}]
 `
 
 // initAppConfig returns the app.toml template and default values of bftlogd.

@@ -1,7 +1,7 @@
 package metrics
 
 import (
-	"context"
+	"errors"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,9 +18,9 @@ import (
 // with committed offsets, lag = high watermark - committed offset (- log start offset where
 // nothing is committed).
 type lagCollector struct {
-	m       *Metrics
-	lag     *prometheus.Desc
-	dropped *prometheus.Desc
+	m         *Metrics
+	lag       *prometheus.Desc
+	truncated *prometheus.Desc
 }
 
 func newLagCollector(m *Metrics) *lagCollector {
@@ -29,8 +29,8 @@ func newLagCollector(m *Metrics) *lagCollector {
 		lag: prometheus.NewDesc(prometheus.BuildFQName(namespace, subsystem, "group_lag"),
 			"Records of a partition not yet consumed by a consumer group: high watermark minus committed offset (log start offset where nothing is committed), from the latest committed state.",
 			[]string{"group", "topic", "partition"}, nil),
-		dropped: prometheus.NewDesc(prometheus.BuildFQName(namespace, subsystem, "group_lag_series_dropped"),
-			"Group lag series left out at the last scrape because of max-lag-series.",
+		truncated: prometheus.NewDesc(prometheus.BuildFQName(namespace, subsystem, "group_lag_truncated"),
+			"1 when the last scrape stopped at max-lag-series and left group lag series out, else 0.",
 			nil, nil),
 	}
 }
@@ -38,13 +38,17 @@ func newLagCollector(m *Metrics) *lagCollector {
 // Describe implements prometheus.Collector.
 func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.lag
-	ch <- c.dropped
+	ch <- c.truncated
 }
 
+// errLimit stops the walk over groups once max-lag-series series are out.
+var errLimit = errors.New("max-lag-series reached")
+
 // Collect implements prometheus.Collector. Series come in (group, topic, partition) order and
-// the first MaxLagSeries are kept, so the same state always gives the same series. Nothing is
-// sent when the state cannot be read: an invalid metric would fail the whole scrape, CometBFT's
-// and the SDK's metrics included.
+// the walk stops after the first MaxLagSeries, so the same state always gives the same series
+// and a scrape's work is bounded by the limit, not by the number of groups anyone created (the
+// SDK API serves these metrics too). Nothing is sent when the state cannot be read: an invalid
+// metric would fail the whole scrape, CometBFT's and the SDK's metrics included.
 func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	b := c.m.active.Load()
 	if b == nil || b.src.State == nil {
@@ -61,42 +65,38 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 		logger.Debug("x/topics metrics: no committed state for group lag", "err", err)
 		return
 	}
-	groups := c.m.cfg.LagGroups
-	if len(groups) == 0 {
-		if groups, err = allGroups(ctx, b.src.Keeper); err != nil {
-			logger.Error("x/topics metrics: listing groups", "err", err)
-			return
-		}
-	}
 	q := keeper.NewQueryServer(b.src.Keeper)
-	limit, emitted, dropped := c.m.cfg.MaxLagSeries, 0, 0
-	for _, g := range groups {
+	limit, emitted, truncated := c.m.cfg.MaxLagSeries, 0, 0
+	visit := func(g string) error {
 		res, err := q.Lag(ctx, &types.QueryLagRequest{GroupId: g})
 		if errorsmod.IsOf(err, types.ErrUnknownGroup) {
-			continue // a configured group that does not exist (yet)
+			return nil // a configured group that does not exist (yet)
 		}
 		if err != nil {
 			logger.Error("x/topics metrics: group lag", "group", g, "err", err)
-			continue
+			return nil
 		}
 		for _, l := range res.Lags {
 			if emitted >= limit {
-				dropped++
-				continue
+				truncated = 1
+				return errLimit
 			}
 			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(l.Lag),
 				g, l.Topic, strconv.FormatUint(uint64(l.Partition), 10))
 			emitted++
 		}
+		return nil
 	}
-	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.GaugeValue, float64(dropped))
-}
-
-// allGroups lists group ids in key order, decoding no group.
-func allGroups(ctx context.Context, k keeper.Keeper) ([]string, error) {
-	iter, err := k.Groups.Iterate(ctx, nil)
-	if err != nil {
-		return nil, err
+	if groups := c.m.cfg.LagGroups; len(groups) > 0 {
+		for _, g := range groups {
+			if visit(g) != nil {
+				break
+			}
+		}
+	} else if err := b.src.Keeper.Groups.Walk(ctx, nil, func(g string, _ types.Group) (bool, error) {
+		return visit(g) != nil, nil
+	}); err != nil {
+		logger.Error("x/topics metrics: listing groups", "err", err)
 	}
-	return iter.Keys()
+	ch <- prometheus.MustNewConstMetric(c.truncated, prometheus.GaugeValue, float64(truncated))
 }

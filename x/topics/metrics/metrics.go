@@ -38,6 +38,10 @@ type Config struct {
 	MaxLagSeries int `mapstructure:"max-lag-series"`
 	// LagGroups limits the lag gauge to these groups; empty means every group.
 	LagGroups []string `mapstructure:"lag-groups"`
+	// LabelTopics, when set, are the only topics with their own topic label (everything else is
+	// "_other"): anyone may create topics, so first come first served lets a spammer take the
+	// MaxTopicSeries slots; a fixed list also names the same topics on every node.
+	LabelTopics []string `mapstructure:"label-topics"`
 }
 
 // DefaultConfig is 100 topic series, 500 lag series, every group.
@@ -52,6 +56,11 @@ func (c Config) Validate() error {
 	}
 	if c.MaxLagSeries < 0 {
 		return fmt.Errorf("max-lag-series must not be negative, got %d", c.MaxLagSeries)
+	}
+	for _, t := range c.LabelTopics {
+		if err := types.ValidateTopicName(t); err != nil {
+			return fmt.Errorf("label-topics: %w", err)
+		}
 	}
 	for _, g := range c.LagGroups {
 		if err := types.ValidateGroupID(g); err != nil {
@@ -135,6 +144,9 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 			return nil, fmt.Errorf("x/topics metrics: %w", err)
 		}
 	}
+	for _, t := range cfg.LabelTopics {
+		m.topics[t] = true
+	}
 	return m, nil
 }
 
@@ -145,6 +157,9 @@ func (m *Metrics) topicLabel(topic string) string {
 	defer m.mu.Unlock()
 	if m.topics[topic] {
 		return topic
+	}
+	if len(m.cfg.LabelTopics) > 0 {
+		return OtherTopic // the listed topics are in m.topics from the start
 	}
 	if len(m.topics) < m.cfg.MaxTopicSeries {
 		m.topics[topic] = true

@@ -155,11 +155,29 @@ func TestZeroTopicSeriesPutsAllUnderOther(t *testing.T) {
 		withPrefix(gathered(t, reg), "bftlog_topics_records_appended_total"))
 }
 
+// With label-topics only the listed topics are named, even when they append last, so spam
+// topics cannot take the slots.
+func TestLabelTopicsAreTheOnlyNamedTopics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, metrics.Config{MaxTopicSeries: 100, LabelTopics: []string{"orders"}})
+	require.NoError(t, err)
+	l := m.Bind(metrics.Source{})
+	require.NoError(t, l.ListenFinalizeBlock(context.Background(), abci.RequestFinalizeBlock{},
+		abci.ResponseFinalizeBlock{TxResults: []*abci.ExecTxResult{{Events: []abci.Event{
+			appended(t, "spam-1", 1, 1), appended(t, "spam-2", 2, 2), appended(t, "orders", 4, 40),
+		}}}}))
+	require.Equal(t, map[string]float64{
+		"bftlog_topics_records_appended_total{topic=_other}": 3,
+		"bftlog_topics_records_appended_total{topic=orders}": 4,
+	}, withPrefix(gathered(t, reg), "bftlog_topics_records_appended_total"))
+}
+
 func TestConfigValidate(t *testing.T) {
 	require.NoError(t, metrics.DefaultConfig().Validate())
 	require.Error(t, metrics.Config{MaxTopicSeries: -1}.Validate())
 	require.Error(t, metrics.Config{MaxLagSeries: -1}.Validate())
 	require.Error(t, metrics.Config{LagGroups: []string{"bad group"}}.Validate())
+	require.Error(t, metrics.Config{LabelTopics: []string{"bad topic"}}.Validate())
 	_, err := metrics.New(prometheus.NewRegistry(), metrics.Config{LagGroups: []string{"a/b"}})
 	require.Error(t, err)
 }
@@ -208,7 +226,7 @@ func TestGroupLagSeriesLimitAndFilter(t *testing.T) {
 		return fmt.Sprintf("bftlog_topics_group_lag{group=%s,partition=%d,topic=t}", g, p)
 	}
 
-	// The first 4 of 9 series in (group, topic, partition) order; 5 dropped.
+	// The first 4 of 9 series in (group, topic, partition) order; truncated.
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg, metrics.Config{MaxTopicSeries: 10, MaxLagSeries: 4})
 	require.NoError(t, err)
@@ -216,8 +234,8 @@ func TestGroupLagSeriesLimitAndFilter(t *testing.T) {
 	for range 2 { // the same state gives the same series
 		require.Equal(t, map[string]float64{
 			lagKey("g1", 0): 9, lagKey("g1", 1): 9, lagKey("g1", 2): 9,
-			lagKey("g2", 0): 8,
-			"bftlog_topics_group_lag_series_dropped{}": 5,
+			lagKey("g2", 0):                       8,
+			"bftlog_topics_group_lag_truncated{}": 1,
 		}, withPrefix(gathered(t, reg), "bftlog_topics_group_lag"))
 	}
 
@@ -229,7 +247,7 @@ func TestGroupLagSeriesLimitAndFilter(t *testing.T) {
 	require.Equal(t, map[string]float64{
 		lagKey("g2", 0): 8, lagKey("g2", 1): 8, lagKey("g2", 2): 8,
 		lagKey("g3", 0): 7, lagKey("g3", 1): 7, lagKey("g3", 2): 7,
-		"bftlog_topics_group_lag_series_dropped{}": 0,
+		"bftlog_topics_group_lag_truncated{}": 0,
 	}, withPrefix(gathered(t, reg), "bftlog_topics_group_lag"))
 
 	// Unreadable state (no block committed yet) gives no series and does not fail the scrape.

@@ -26,9 +26,16 @@ func PlainError(err error) error {
 	msg = strings.TrimPrefix(msg, "failed to execute message; ")
 	msg = stackRef.ReplaceAllString(msg, "")
 	msg = gasUsed.ReplaceAllString(msg, "")
-	// The SDK appends the generic ABCI error of the query/simulate path; the module's own
-	// error is the more precise one.
-	msg = strings.TrimSuffix(strings.TrimSpace(msg), ": unknown request")
+	// The SDK appends the generic ABCI error of the query/simulate path, chosen by the gRPC
+	// code of the module's error (NotFound: key not found, InvalidArgument: invalid request,
+	// others: unknown request); the module's own error is the more precise one.
+	msg = strings.TrimSpace(msg)
+	for _, generic := range []string{": unknown request", ": key not found", ": invalid request"} {
+		if strings.HasSuffix(msg, generic) {
+			msg = strings.TrimSuffix(msg, generic)
+			break
+		}
+	}
 	if cs, code := types.FindError(msg); code != 0 {
 		return fmt.Errorf("%s (codespace %s, code %d)", msg, cs, code)
 	}

@@ -147,7 +147,8 @@ async function updateRate(height, topics, parts) {
     if (!sums.has(h)) sums.set(h, new Map());
     const known = sums.get(h);
     for (const t of chosen) {
-      if (!known.has(t)) jobs.push(async () => { known.set(t, await sumAt(t, h)); });
+      // null (pruned or a failed request) is asked again next time, not kept as a gap.
+      if (known.get(t) == null) jobs.push(async () => { known.set(t, await sumAt(t, h)); });
     }
   }
   await inParallel(jobs, 6);
@@ -201,7 +202,9 @@ function drawRate(from, to, chosen) {
 
 // ---- live tail --------------------------------------------------------------------------------
 
-const tail = { running: false, topic: '', partition: 0, next: 0 };
+// gen changes whenever a tail starts or stops, so a fetch still in flight for an earlier tail
+// is dropped instead of landing in (or moving the offset of) the new one.
+const tail = { running: false, topic: '', partition: 0, next: 0, gen: 0 };
 let partitionsByID = new Map();
 
 function updateTailOptions(topics, parts) {
@@ -229,6 +232,7 @@ function startTail(ev) {
   tail.partition = p.partition;
   tail.next = raw === '' ? Math.max(p.logStart, p.hw - 20) : Number(raw);
   tail.running = true;
+  tail.gen++;
   $('#tail tbody').replaceChildren();
   $('#tail-state').textContent = `tailing ${p.topic}/${p.partition} from offset ${tail.next}`;
   tailStep();
@@ -236,6 +240,7 @@ function startTail(ev) {
 
 function stopTail() {
   tail.running = false;
+  tail.gen++;
   $('#tail-state').textContent = 'stopped';
 }
 
@@ -243,9 +248,13 @@ let tailBusy = false;
 async function tailStep() {
   if (!tail.running || tailBusy) return;
   tailBusy = true;
+  const gen = tail.gen;
   try {
     for (let i = 0; i < 5 && tail.running; i++) {
+      const p = partitionsByID.get(`${tail.topic}/${tail.partition}`);
+      if (p && tail.next < p.logStart) tail.next = p.logStart; // retention deleted what was next
       const r = await get(`/bftlog/topics/v1/topics/${enc(tail.topic)}/partitions/${tail.partition}/records?offset=${tail.next}&max_records=${TAIL_BATCH}`);
+      if (gen !== tail.gen) return; // a new tail started meanwhile
       const rows = (r.records || []).map((rec) => el('tr', { 'data-offset': rec.offset },
         el('td', { class: 'num' }, rec.offset),
         el('td', { class: 'num', 'data-block': '' }, rec.height),
@@ -260,44 +269,48 @@ async function tailStep() {
       if (rows.length < TAIL_BATCH) break;
     }
   } catch (e) {
-    $('#tail-state').textContent = `tail ${tail.topic}/${tail.partition}: ${e.message}`;
+    if (gen === tail.gen) $('#tail-state').textContent = `tail ${tail.topic}/${tail.partition}: ${e.message}`;
   } finally {
     tailBusy = false;
   }
+  if (gen !== tail.gen) tailStep(); // start the new tail now rather than at the next refresh
 }
 
 // ---- consumer groups --------------------------------------------------------------------------
 
 async function renderGroups(height) {
   const groups = (await get(`/bftlog/topics/v1/groups?pagination.limit=${LIST_LIMIT}`, height)).groups || [];
-  const views = await Promise.all(groups.map(async (g) => {
-    const id = enc(g.group_id);
-    const [detail, lag] = await Promise.all([
-      get(`/bftlog/topics/v1/groups/${id}`, height),
-      get(`/bftlog/topics/v1/groups/${id}/lag`, height),
-    ]);
-    const members = detail.members || [];
-    const lags = lag.lags || [];
-    const total = lags.reduce((n, l) => n + Number(l.lag), 0);
-    const memberList = el('ul', {}, ...members.map((m) => el('li', {},
-      el('span', { class: 'mono', title: m.member }, short(m.member)), ': ',
-      (m.assignment || []).map((a) => `${a.topic}[${(a.partitions || []).join(',')}]`).join(' ') || 'no partitions')));
-    const table = el('table', {},
-      el('thead', {}, el('tr', {}, ...['Topic', 'Partition', 'Member', 'Committed', 'High watermark', 'Lag'].map((h) => el('th', {}, h)))),
-      el('tbody', {}, ...lags.map((l) => el('tr', {},
-        el('td', {}, l.topic),
-        el('td', { class: 'num' }, l.partition),
-        el('td', { class: 'mono', title: l.member || '' }, short(l.member) || '–'),
-        el('td', { class: 'num' }, Number(l.committed) < 0 ? 'none' : l.committed),
-        el('td', { class: 'num' }, l.high_watermark),
-        el('td', { class: Number(l.lag) > 0 ? 'num lag-high' : 'num', 'data-lag': `${g.group_id}/${l.topic}/${l.partition}` }, l.lag)))));
-    return el('div', { class: 'group', 'data-group': g.group_id },
-      el('h3', {}, `${g.group_id} — generation ${g.generation}, ${members.length} member${members.length === 1 ? '' : 's'}, lag `,
-        el('span', { 'data-total-lag': g.group_id }, total)),
-      memberList, table);
-  }));
+  const views = new Array(groups.length);
+  await inParallel(groups.map((g, i) => async () => { views[i] = await groupView(g, height); }), 6);
   if (views.length === 0) views.push(el('p', { class: 'hint' }, 'No consumer groups yet.'));
   $('#groups').replaceChildren(...views);
+}
+
+async function groupView(g, height) {
+  const id = enc(g.group_id);
+  const [detail, lag] = await Promise.all([
+    get(`/bftlog/topics/v1/groups/${id}`, height),
+    get(`/bftlog/topics/v1/groups/${id}/lag`, height),
+  ]);
+  const members = detail.members || [];
+  const lags = lag.lags || [];
+  const total = lags.reduce((n, l) => n + Number(l.lag), 0);
+  const memberList = el('ul', {}, ...members.map((m) => el('li', {},
+    el('span', { class: 'mono', title: m.member }, short(m.member)), ': ',
+    (m.assignment || []).map((a) => `${a.topic}[${(a.partitions || []).join(',')}]`).join(' ') || 'no partitions')));
+  const table = el('table', {},
+    el('thead', {}, el('tr', {}, ...['Topic', 'Partition', 'Member', 'Committed', 'High watermark', 'Lag'].map((h) => el('th', {}, h)))),
+    el('tbody', {}, ...lags.map((l) => el('tr', {},
+      el('td', {}, l.topic),
+      el('td', { class: 'num' }, l.partition),
+      el('td', { class: 'mono', title: l.member || '' }, short(l.member) || '–'),
+      el('td', { class: 'num' }, Number(l.committed) < 0 ? 'none' : l.committed),
+      el('td', { class: 'num' }, l.high_watermark),
+      el('td', { class: Number(l.lag) > 0 ? 'num lag-high' : 'num', 'data-lag': `${g.group_id}/${l.topic}/${l.partition}` }, l.lag)))));
+  return el('div', { class: 'group', 'data-group': g.group_id },
+    el('h3', {}, `${g.group_id} — generation ${g.generation}, ${members.length} member${members.length === 1 ? '' : 's'}, lag `,
+      el('span', { 'data-total-lag': g.group_id }, total)),
+    memberList, table);
 }
 
 // ---- validators -------------------------------------------------------------------------------
@@ -333,6 +346,7 @@ async function renderValidators(height) {
 
 let chainID = '';
 let refreshing = false;
+let lastHeight = 0;
 
 async function section(name, fn) {
   try {
@@ -353,13 +367,20 @@ async function refresh() {
       $('#chain').textContent = `chain ${chainID}`;
     }
     const latest = await get('/cosmos/base/tendermint/v1beta1/blocks/latest');
-    const height = Number(latest.block.header.height);
-    $('#height').textContent = `block ${height} · ${latest.block.header.time}`;
+    // CometBFT stores block H before the app has committed it, so queries at H can fail for a
+    // moment ("height in the future"); H-1 is always committed.
+    const height = Number(latest.block.header.height) - 1;
+    if (height < 1) return;
+    $('#height').textContent = `block ${height + 1} · ${latest.block.header.time} · state at ${height}`;
     $('#height').dataset.height = String(height);
+    if (height === lastHeight) return; // no new block: nothing new to show
+    lastHeight = height;
 
     const topics = (await get(`/bftlog/topics/v1/topics?pagination.limit=${LIST_LIMIT}`, height)).topics || [];
-    const parts = await Promise.all(topics.map(async (t) =>
-      (await get(`/bftlog/topics/v1/topics/${enc(t.name)}/partitions`, height)).partitions || []));
+    const parts = new Array(topics.length);
+    await inParallel(topics.map((t, i) => async () => {
+      parts[i] = (await get(`/bftlog/topics/v1/topics/${enc(t.name)}/partitions`, height)).partitions || [];
+    }), 6);
     renderTopics(topics, parts);
     updateTailOptions(topics, parts);
     const errors = (await Promise.all([
