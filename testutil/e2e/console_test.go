@@ -176,7 +176,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.waitText(t, `[data-total-lag="billing"]`, "11")
 	b.waitCount(t, "#tail tbody tr", 15)
 	require.Equal(t, "v-14", b.text(t, `#tail tr[data-offset="14"] [data-value]`))
-	b.waitText(t, "#status", "")                                    // no error left on the page
+	// No error left on the page.
+	b.waitText(t, "#status", "")
 	if path := os.Getenv("BFTLOG_CONSOLE_SCREENSHOT"); path != "" { // to look at the page
 		png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
 		require.NoError(t, err)
