@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"strconv"
 	"sync"
 	"time"
 
@@ -73,6 +75,13 @@ func (s *Signer) Submit(msgs ...sdk.Msg) (string, error) {
 	txf := s.txf
 	if s.autoGas {
 		_, gas, err := tx.CalculateGas(s.clientCtx, txf, msgs...)
+		for wait := 50 * time.Millisecond; s.aheadOfNode(err) && wait <= time.Second; wait *= 2 {
+			// A simulation is a query: it does not wait for the mempool, and right after a
+			// commit it can run on the new state before the node has re-applied our pending
+			// transactions, so it expects the sequence of one of them (seen in CI). Ask again.
+			time.Sleep(wait)
+			_, gas, err = tx.CalculateGas(s.clientCtx, txf, msgs...)
+		}
 		if err != nil {
 			return "", err
 		}
@@ -126,6 +135,23 @@ func (s *Signer) Submit(msgs ...sdk.Msg) (string, error) {
 	}
 	s.txf = s.txf.WithSequence(s.txf.Sequence() + 1)
 	return res.TxHash, nil
+}
+
+var wrongSequence = regexp.MustCompile(`account sequence mismatch, expected (\d+), got (\d+)`)
+
+// aheadOfNode tells whether err refused this signer's next sequence as too high: the node
+// expects a sequence of a transaction already accepted from it.
+func (s *Signer) aheadOfNode(err error) bool {
+	if err == nil {
+		return false
+	}
+	m := wrongSequence.FindStringSubmatch(err.Error())
+	if m == nil {
+		return false
+	}
+	expected, err1 := strconv.ParseUint(m[1], 10, 64)
+	got, err2 := strconv.ParseUint(m[2], 10, 64)
+	return err1 == nil && err2 == nil && got == s.txf.Sequence() && expected < got
 }
 
 // SubmitAndWait submits msgs and waits until they are committed.
