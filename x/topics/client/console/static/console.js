@@ -279,10 +279,12 @@ async function tailStep() {
 // ---- consumer groups --------------------------------------------------------------------------
 
 async function renderGroups(height) {
-  const groups = (await get(`/bftlog/topics/v1/groups?pagination.limit=${LIST_LIMIT}`, height)).groups || [];
+  const page = await get(`/bftlog/topics/v1/groups?pagination.limit=${LIST_LIMIT}`, height);
+  const groups = page.groups || [];
   const views = new Array(groups.length);
   await inParallel(groups.map((g, i) => async () => { views[i] = await groupView(g, height); }), 6);
   if (views.length === 0) views.push(el('p', { class: 'hint' }, 'No consumer groups yet.'));
+  if (page.pagination?.next_key) views.push(el('p', { class: 'hint' }, `Only the first ${LIST_LIMIT} groups are shown.`));
   $('#groups').replaceChildren(...views);
 }
 
@@ -376,7 +378,9 @@ async function refresh() {
     if (height === lastHeight) return; // no new block: nothing new to show
     lastHeight = height;
 
-    const topics = (await get(`/bftlog/topics/v1/topics?pagination.limit=${LIST_LIMIT}`, height)).topics || [];
+    const page = await get(`/bftlog/topics/v1/topics?pagination.limit=${LIST_LIMIT}`, height);
+    const topics = page.topics || [];
+    $('#topics-more').textContent = page.pagination?.next_key ? `Only the first ${LIST_LIMIT} topics are shown.` : '';
     const parts = new Array(topics.length);
     await inParallel(topics.map((t, i) => async () => {
       parts[i] = (await get(`/bftlog/topics/v1/topics/${enc(t.name)}/partitions`, height)).partitions || [];
