@@ -15,7 +15,7 @@ import (
 
 	"github.com/bftlog/bftlog/app"
 	"github.com/bftlog/bftlog/testutil/node"
-	"github.com/bftlog/bftlog/x/topics/client/kafka"
+	"github.com/bftlog/bftlog/gateway/kafka"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/bftlog/bftlog/testutil/node"
-	"github.com/bftlog/bftlog/x/topics/client/kafka"
+	"github.com/bftlog/bftlog/gateway/kafka"
 )
 
 // startGateway runs a Kafka gateway on a free port in front of n, signing as key.

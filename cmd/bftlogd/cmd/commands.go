@@ -25,7 +25,6 @@ import (
 	genutilcli "github.com/cosmos/cosmos-sdk/x/genutil/client/cli"
 
 	"github.com/bftlog/bftlog/app"
-	topicscli "github.com/bftlog/bftlog/x/topics/client/cli"
 )
 
 func initRootCmd(rootCmd *cobra.Command, txConfig client.TxConfig, basicManager module.BasicManager) {
@@ -47,7 +46,7 @@ func initRootCmd(rootCmd *cobra.Command, txConfig client.TxConfig, basicManager 
 		queryCommand(),
 		txCommand(),
 		keys.Commands(),
-		topicscli.NewKafkaCmd(),
+		newKafkaCmd(),
 	)
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/client/flags"
 
 	"github.com/bftlog/bftlog/x/topics/client/consumer"
+	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -302,7 +303,7 @@ func runGroupConsume(cmd *cobra.Command, topic, group string) error {
 	if err != nil {
 		return PlainError(err)
 	}
-	signer, err := newSigner(clientCtx, fs)
+	signer, err := txclient.NewSignerFromFlags(clientCtx, fs)
 	if err != nil {
 		return err
 	}

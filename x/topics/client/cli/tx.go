@@ -264,7 +264,7 @@ func runProduce(cmd *cobra.Command, args []string) error {
 	}
 	batches := splitBatches(records, maxRecords, params.Params.MaxBatchBytes)
 
-	s, err := newSigner(clientCtx, fs)
+	s, err := txclient.NewSignerFromFlags(clientCtx, fs)
 	if err != nil {
 		return err
 	}

@@ -16,9 +16,11 @@ import (
 	"time"
 
 	"github.com/cosmos/gogoproto/proto"
+	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 
 	"github.com/cosmos/cosmos-sdk/client"
+	"github.com/cosmos/cosmos-sdk/client/flags"
 	"github.com/cosmos/cosmos-sdk/client/tx"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
@@ -50,6 +52,16 @@ func (s *Signer) UseRawIngress(url string) { s.rawURL = url }
 
 // UseGRPC broadcasts through the node's gRPC tx service on conn.
 func (s *Signer) UseGRPC(conn grpc.ClientConnInterface) { s.txService = txtypes.NewServiceClient(conn) }
+
+// NewSignerFromFlags builds a signer from a command's standard tx flags; gas is simulated
+// unless --gas is set.
+func NewSignerFromFlags(clientCtx client.Context, fs *pflag.FlagSet) (*Signer, error) {
+	txf, err := tx.NewFactoryCLI(clientCtx, fs)
+	if err != nil {
+		return nil, err
+	}
+	return NewSigner(clientCtx, txf, txf.SimulateAndExecute() || !fs.Changed(flags.FlagGas))
+}
 
 // NewSigner prepares txf (account number and sequence) for clientCtx.FromName. With autoGas,
 // each transaction's gas is simulated; record batches need far more than a fixed default.

@@ -1,4 +1,4 @@
-package cli
+package cmd
 
 import (
 	"fmt"
@@ -11,11 +11,12 @@ import (
 	"github.com/cosmos/cosmos-sdk/client"
 	"github.com/cosmos/cosmos-sdk/client/flags"
 
-	"github.com/bftlog/bftlog/x/topics/client/kafka"
+	"github.com/bftlog/bftlog/gateway/kafka"
+	"github.com/bftlog/bftlog/x/topics/client/txclient"
 )
 
-// NewKafkaCmd is `bftlogd kafka`: the Kafka wire-protocol gateway.
-func NewKafkaCmd() *cobra.Command {
+// newKafkaCmd is `bftlogd kafka`: the Kafka wire-protocol gateway.
+func newKafkaCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kafka",
 		Short: "Kafka wire-protocol gateway: existing Kafka clients on bftlog",
@@ -39,7 +40,7 @@ kcat -b 127.0.0.1:9092 -L`,
 			if err != nil {
 				return err
 			}
-			signer, err := newSigner(clientCtx, cmd.Flags())
+			signer, err := txclient.NewSignerFromFlags(clientCtx, cmd.Flags())
 			if err != nil {
 				return err
 			}
