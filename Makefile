@@ -27,7 +27,7 @@ test:
 # them except scenarios 3 and 5.
 FAULT_TESTS = TestCrashFaults|TestNetworkPartition|TestDoubleSign|TestTamperedState|TestFloodOfInvalidTransactions|TestHostileInput|TestPoaHostileInput
 test-faults:
-	BFTLOG_ALL_FAULTS=1 go test $(GOTEST_FLAGS) -count=1 -timeout 30m -v -run '$(FAULT_TESTS)' ./testutil/e2e/ ./app/ ./x/topics/keeper/
+	BFTLOG_ALL_FAULTS=1 go test $(GOTEST_FLAGS) -count=1 -timeout 30m -v -run '$(FAULT_TESTS)' ./tests/e2e/ ./app/ ./x/topics/keeper/
 
 # A few thousand executions of each fuzz target (the seed corpus runs in every go test anyway).
 # A count, not a duration: with a duration Go's fuzzer can fail with "context deadline
