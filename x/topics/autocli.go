@@ -18,7 +18,7 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "name"}},
 				},
 				{RpcMethod: "Topics", Use: "topics", Short: "List topics"},
-				// Hand-written in client/cli because they take --verify.
+				// Hand-written in client/cli because bftlogd gives them --verify (client/verifycli).
 				{RpcMethod: "Partitions", Skip: true},
 				{RpcMethod: "Fetch", Skip: true},
 				{RpcMethod: "GroupOffsets", Skip: true},

@@ -21,6 +21,9 @@ import (
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
 
 	"github.com/bftlog/bftlog/app"
+	"github.com/bftlog/bftlog/x/topics"
+	"github.com/bftlog/bftlog/x/topics/client/verifycli"
+	topicstypes "github.com/bftlog/bftlog/x/topics/types"
 )
 
 // NewRootCmd creates the root command of bftlogd. Module query and tx
@@ -96,6 +99,12 @@ func NewRootCmd() *cobra.Command {
 
 	initRootCmd(rootCmd, clientCtx.TxConfig, moduleBasicManager)
 
+	// The binary, not the module, gives the topics read commands --verify: the light client
+	// stays out of what a chain importing x/topics links.
+	if m, ok := autoCliOpts.Modules[topicstypes.ModuleName].(topics.AppModule); ok {
+		autoCliOpts.Modules[topicstypes.ModuleName] = verifiedTopicsCLI{m}
+	}
+
 	// autocli fills in (only) the query/tx sub-commands that are not already
 	// present, from the modules' AutoCLIOptions / gRPC services.
 	autoCliOpts.ClientCtx = clientCtx
@@ -105,6 +114,11 @@ func NewRootCmd() *cobra.Command {
 
 	return rootCmd
 }
+
+// verifiedTopicsCLI is x/topics with bftlogd's query commands, which can verify reads.
+type verifiedTopicsCLI struct{ topics.AppModule }
+
+func (verifiedTopicsCLI) GetQueryCmd() *cobra.Command { return verifycli.NewQueryCmd() }
 
 // ProvideClientContext builds the base client.Context from the app's codecs.
 // It is provided to depinject when building the root command.

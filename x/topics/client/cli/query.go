@@ -38,8 +38,13 @@ const (
 	flagFollow         = "follow"
 )
 
-// NewQueryCmd is the root of `bftlogd query topics`.
-func NewQueryCmd() *cobra.Command {
+// NewQueryCmd is the root of `bftlogd query topics` as the module provides it: plain reads,
+// without --verify.
+func NewQueryCmd() *cobra.Command { return NewQueryCmdWithVerifier(nil) }
+
+// NewQueryCmdWithVerifier is the root of `bftlogd query topics` whose read commands take
+// --verify and read through v.
+func NewQueryCmdWithVerifier(v Verifier) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:                        types.ModuleName,
 		Short:                      "Read topics, partitions and records",
@@ -47,11 +52,11 @@ func NewQueryCmd() *cobra.Command {
 		SuggestionsMinimumDistance: 2,
 		RunE:                       client.ValidateCmd,
 	}
-	cmd.AddCommand(newConsumeCmd(), newFetchCmd(), newPartitionsCmd(), newGroupOffsetsCmd(), newVerifyCmd())
+	cmd.AddCommand(newConsumeCmd(v), newFetchCmd(v), newPartitionsCmd(v), newGroupOffsetsCmd(v))
 	return cmd
 }
 
-func newConsumeCmd() *cobra.Command {
+func newConsumeCmd(v Verifier) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "consume [topic]",
 		Short: "Print records of a topic from an offset, like kafka-console-consumer",
@@ -66,7 +71,7 @@ flags adding fields); --output json prints one JSON object per record.`,
 bftlogd query topics consume orders --partition 2 --offset 100 --max 10 -o json
 bftlogd query topics consume orders --follow --verify --trust-height 1 --trust-hash 4F2A...`,
 		Args: cobra.ExactArgs(1),
-		RunE: runConsume,
+		RunE: func(cmd *cobra.Command, args []string) error { return runConsume(cmd, args, v) },
 	}
 	cmd.Flags().Int32(flagPartition, -1, "partition to read (-1: all, in partition order)")
 	cmd.Flags().Int64(flagOffset, -1, "first offset to read (needs --partition unless all partitions should start there)")
@@ -82,7 +87,9 @@ bftlogd query topics consume orders --follow --verify --trust-height 1 --trust-h
 	cmd.Flags().String(flagGroup, "", "consume as a member of this consumer group (signs with --from): join, read the assigned partitions from the committed offsets, commit as it goes")
 	cmd.Flags().Bool(flagStay, false, "with --group: stay in the group when done instead of leaving it")
 	cmd.Flags().Bool(flagFollow, false, "keep reading new records as blocks commit (Ctrl-C to stop)")
-	addVerifyFlags(cmd)
+	if v != nil {
+		v.AddFlags(cmd)
+	}
 	// Tx flags give --from, keyring and gas for --group; reads need only --node.
 	flags.AddTxFlagsToCmd(cmd)
 	out := cmd.Flags().Lookup(flags.FlagOutput)
@@ -126,10 +133,10 @@ func encodeBytes(b *types.Bytes) (*string, string) {
 	return &s, "base64"
 }
 
-func runConsume(cmd *cobra.Command, args []string) error {
+func runConsume(cmd *cobra.Command, args []string, v Verifier) error {
 	cmd.SilenceUsage = true
 	if group, _ := cmd.Flags().GetString(flagGroup); group != "" {
-		return runGroupConsume(cmd, args[0], group)
+		return runGroupConsume(cmd, args[0], group, v)
 	}
 	clientCtx, err := client.GetClientQueryContext(cmd)
 	if err != nil {
@@ -146,16 +153,12 @@ func runConsume(cmd *cobra.Command, args []string) error {
 	if fromBeginning && offset >= 0 {
 		return fmt.Errorf("--from-beginning and --offset exclude each other")
 	}
-	vc, err := verifier(cmd, clientCtx, false)
+	r, err := reader(cmd, clientCtx, v)
 	if err != nil {
 		return PlainError(err)
 	}
-	var r logReader = plainReader{types.NewQueryClient(clientCtx)}
-	if vc != nil {
-		r = &verifiedReader{vc: vc}
-	}
 	ctx := cmd.Context()
-	parts, err := r.partitions(ctx, topic)
+	parts, err := r.Partitions(ctx, topic)
 	if err != nil {
 		return PlainError(err)
 	}
@@ -190,18 +193,18 @@ func runConsume(cmd *cobra.Command, args []string) error {
 				if maxTotal > 0 && maxTotal-printed < uint64(want) {
 					want = uint32(maxTotal - printed)
 				}
-				recs, nextOffset, err := r.fetch(ctx, topic, p.Partition, next[p.Partition], want)
+				res, err := r.Fetch(ctx, &types.QueryFetchRequest{Topic: topic, Partition: p.Partition, Offset: next[p.Partition], MaxRecords: want})
 				if err != nil {
 					return PlainError(err)
 				}
-				for _, rec := range recs {
+				for _, rec := range res.Records {
 					if err := printRecord(w, cmd, clientCtx.OutputFormat, topic, p.Partition, rec); err != nil {
 						return err
 					}
 					printed++
 				}
-				next[p.Partition] = nextOffset
-				if len(recs) == 0 {
+				next[p.Partition] = res.NextOffset
+				if len(res.Records) == 0 {
 					break
 				}
 			}
@@ -212,7 +215,7 @@ func runConsume(cmd *cobra.Command, args []string) error {
 		if err := waiter.wait(ctx); err != nil {
 			return err
 		}
-		if parts, err = r.partitions(ctx, topic); err != nil {
+		if parts, err = r.Partitions(ctx, topic); err != nil {
 			return PlainError(err)
 		}
 		for _, p := range parts {
@@ -221,9 +224,7 @@ func runConsume(cmd *cobra.Command, args []string) error {
 			}
 		}
 	}
-	if v, ok := r.(*verifiedReader); ok {
-		verifiedNote(cmd, v.height, fmt.Sprintf("%d records", printed))
-	}
+	provenNote(cmd, r, fmt.Sprintf("%d records", printed))
 	return nil
 }
 
@@ -286,7 +287,7 @@ func nullable(b *types.Bytes) string {
 
 // runGroupConsume consumes the partitions the group assigns to the --from account, from the
 // committed offsets up to the high watermarks, committing after each poll.
-func runGroupConsume(cmd *cobra.Command, topic, group string) error {
+func runGroupConsume(cmd *cobra.Command, topic, group string, v Verifier) error {
 	clientCtx, err := client.GetClientTxContext(cmd)
 	if err != nil {
 		return err
@@ -299,7 +300,7 @@ func runGroupConsume(cmd *cobra.Command, topic, group string) error {
 	fetchRecords, _ := fs.GetUint32(flagFetchRecords)
 	stay, _ := fs.GetBool(flagStay)
 	follow, _ := fs.GetBool(flagFollow)
-	vc, err := verifier(cmd, clientCtx, false)
+	r, err := reader(cmd, clientCtx, v)
 	if err != nil {
 		return PlainError(err)
 	}
@@ -329,10 +330,8 @@ func runGroupConsume(cmd *cobra.Command, topic, group string) error {
 		if err != nil {
 			return PlainError(err)
 		}
-		if vc != nil && len(recs) > 0 {
-			if err := verifyConsumed(ctx, vc, recs); err != nil {
-				return PlainError(err)
-			}
+		if err := r.CheckConsumed(ctx, recs); err != nil {
+			return PlainError(err)
 		}
 		if len(recs) == 0 && follow {
 			// Nothing new: wait for a block, and keep the membership alive every few seconds

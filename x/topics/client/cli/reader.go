@@ -8,60 +8,76 @@ import (
 
 	rpchttp "github.com/cometbft/cometbft/rpc/client/http"
 	coretypes "github.com/cometbft/cometbft/rpc/core/types"
+	"github.com/spf13/cobra"
 
 	"github.com/cosmos/cosmos-sdk/client"
 
-	"github.com/bftlog/bftlog/x/topics/client/verify"
+	"github.com/bftlog/bftlog/x/topics/client/consumer"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-// logReader is where consume reads partitions and records from: the node's query service, or
-// the verifying client.
-type logReader interface {
-	partitions(ctx context.Context, topic string) ([]types.Partition, error)
-	fetch(ctx context.Context, topic string, partition uint32, offset uint64, maxRecords uint32) ([]types.Record, uint64, error)
+// Reader is where the read commands (consume, fetch, partitions, group-offsets) get their
+// answers: the node's query service, or a reader that proves every answer.
+type Reader interface {
+	Partitions(ctx context.Context, topic string) ([]types.Partition, error)
+	Fetch(ctx context.Context, req *types.QueryFetchRequest) (*types.QueryFetchResponse, error)
+	GroupOffsets(ctx context.Context, group, topic string) (*types.QueryGroupOffsetsResponse, error)
+	// CheckConsumed checks records a group consumer fetched from the node.
+	CheckConsumed(ctx context.Context, recs []consumer.Record) error
+	// Proven tells the height the answers so far were proven at and how many record batches
+	// were proven; ok is false for a reader that proves nothing.
+	Proven() (height int64, batches int, ok bool)
 }
 
-type plainReader struct{ qc types.QueryClient }
+// Verifier adds --verify to the read commands. The module's own commands have none, so that a
+// chain importing x/topics does not link CometBFT's light client; bftlogd builds its query
+// commands with one (package verifycli).
+type Verifier interface {
+	// AddFlags adds --verify and the trust anchor flags to a read command.
+	AddFlags(cmd *cobra.Command)
+	// Reader returns a proving reader, or nil when the command's --verify is off.
+	Reader(cmd *cobra.Command, clientCtx client.Context) (Reader, error)
+}
 
-func (r plainReader) partitions(ctx context.Context, topic string) ([]types.Partition, error) {
-	res, err := r.qc.Partitions(ctx, &types.QueryPartitionsRequest{Name: topic})
+// NodeReader reads from the node's query service and proves nothing.
+type NodeReader struct{ QC types.QueryClient }
+
+func (r NodeReader) Partitions(ctx context.Context, topic string) ([]types.Partition, error) {
+	res, err := r.QC.Partitions(ctx, &types.QueryPartitionsRequest{Name: topic})
 	if err != nil {
 		return nil, err
 	}
 	return res.Partitions, nil
 }
 
-func (r plainReader) fetch(ctx context.Context, topic string, partition uint32, offset uint64, maxRecords uint32) ([]types.Record, uint64, error) {
-	res, err := r.qc.Fetch(ctx, &types.QueryFetchRequest{Topic: topic, Partition: partition, Offset: offset, MaxRecords: maxRecords})
-	if err != nil {
-		return nil, offset, err
-	}
-	return res.Records, res.NextOffset, nil
+func (r NodeReader) Fetch(ctx context.Context, req *types.QueryFetchRequest) (*types.QueryFetchResponse, error) {
+	return r.QC.Fetch(ctx, req)
 }
 
-// verifiedReader proves everything at one height, chosen when the partitions are read, so the
-// watermarks and the records it serves belong to the same state.
-type verifiedReader struct {
-	vc     *verify.Client
-	height int64
+func (r NodeReader) GroupOffsets(ctx context.Context, group, topic string) (*types.QueryGroupOffsetsResponse, error) {
+	return r.QC.GroupOffsets(ctx, &types.QueryGroupOffsetsRequest{GroupId: group, Topic: topic})
 }
 
-func (r *verifiedReader) partitions(ctx context.Context, topic string) ([]types.Partition, error) {
-	parts, h, err := verifiedPartitions(ctx, r.vc, 0, topic)
-	if err != nil {
-		return nil, err
+func (NodeReader) CheckConsumed(context.Context, []consumer.Record) error { return nil }
+
+func (NodeReader) Proven() (int64, int, bool) { return 0, 0, false }
+
+// reader picks the proving reader when v is set and the command asks for it.
+func reader(cmd *cobra.Command, clientCtx client.Context, v Verifier) (Reader, error) {
+	if v != nil {
+		r, err := v.Reader(cmd, clientCtx)
+		if err != nil || r != nil {
+			return r, err
+		}
 	}
-	r.height = h
-	return parts, nil
+	return NodeReader{types.NewQueryClient(clientCtx)}, nil
 }
 
-func (r *verifiedReader) fetch(ctx context.Context, topic string, partition uint32, offset uint64, maxRecords uint32) ([]types.Record, uint64, error) {
-	res, err := r.vc.Fetch(ctx, r.height, topic, partition, offset, maxRecords)
-	if err != nil {
-		return nil, offset, err
+// provenNote tells the user, on stderr, what r proved.
+func provenNote(cmd *cobra.Command, r Reader, what string) {
+	if height, _, ok := r.Proven(); ok {
+		fmt.Fprintf(cmd.ErrOrStderr(), "verified %s at height %d against header %d signed by the validators\n", what, height, height+1)
 	}
-	return res.Records, res.NextOffset, nil
 }
 
 // blockWaiter waits for the next block: by a websocket subscription to NewBlock events, or by

@@ -7,35 +7,85 @@ import (
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-// Topic returns the proven topic at height (0: latest provable) and the height used.
-func (c *Client) Topic(ctx context.Context, height int64, name string) (types.Topic, int64, error) {
+// Every read returns a result that carries the height it was proven at (the state after block
+// Height, committed to by the app hash in header Height+1), set even when the read fails after
+// choosing a height, so a caller can prove further reads at the same height.
+
+// TopicResult is a proven topic.
+type TopicResult struct {
+	Height int64
+	Topic  types.Topic
+}
+
+// Topic returns the proven topic at height (0: latest provable).
+func (c *Client) Topic(ctx context.Context, height int64, name string) (TopicResult, error) {
 	h, appHash, err := c.at(ctx, height)
 	if err != nil {
-		return types.Topic{}, h, err
+		return TopicResult{Height: h}, err
 	}
+	t, err := c.topic(ctx, h, appHash, name)
+	return TopicResult{Height: h, Topic: t}, err
+}
+
+func (c *Client) topic(ctx context.Context, h int64, appHash []byte, name string) (types.Topic, error) {
 	what := fmt.Sprintf("topic %s", name)
 	p, err := c.get(ctx, h, appHash, types.TopicStoreKey(name), what)
 	if err != nil {
-		return types.Topic{}, h, err
+		return types.Topic{}, err
 	}
 	if !p.exists {
-		return types.Topic{}, h, fmt.Errorf("%w: %s (proven absent at height %d)", types.ErrUnknownTopic, name, h)
+		return types.Topic{}, fmt.Errorf("%w: %s (proven absent at height %d)", types.ErrUnknownTopic, name, h)
 	}
 	var t types.Topic
 	if err := t.Unmarshal(p.value); err != nil || t.Name != name {
-		return types.Topic{}, h, &Error{What: what, Height: h, Err: fmt.Errorf("proven value is not topic %s (%v)", name, err)}
+		return types.Topic{}, &Error{What: what, Height: h, Err: fmt.Errorf("proven value is not topic %s (%v)", name, err)}
 	}
-	return t, h, nil
+	return t, nil
 }
 
-// Partition returns a partition's proven high watermark, log start offset and counts.
-func (c *Client) Partition(ctx context.Context, height int64, topic string, partition uint32) (types.Partition, int64, error) {
+// PartitionResult is a proven partition: high watermark, log start offset and counts.
+type PartitionResult struct {
+	Height    int64
+	Partition types.Partition
+}
+
+// Partition returns one proven partition.
+func (c *Client) Partition(ctx context.Context, height int64, topic string, partition uint32) (PartitionResult, error) {
 	h, appHash, err := c.at(ctx, height)
 	if err != nil {
-		return types.Partition{}, h, err
+		return PartitionResult{Height: h}, err
 	}
 	p, err := c.partition(ctx, h, appHash, topic, partition)
-	return p, h, err
+	return PartitionResult{Height: h, Partition: p}, err
+}
+
+// PartitionsResult is a proven topic with every one of its partitions, all at one height.
+type PartitionsResult struct {
+	Height     int64
+	Topic      types.Topic
+	Partitions []types.Partition
+}
+
+// Partitions proves the topic (so its partition count) and then each partition at the same
+// height: a node cannot hide a partition by leaving it out.
+func (c *Client) Partitions(ctx context.Context, height int64, topic string) (PartitionsResult, error) {
+	h, appHash, err := c.at(ctx, height)
+	if err != nil {
+		return PartitionsResult{Height: h}, err
+	}
+	t, err := c.topic(ctx, h, appHash, topic)
+	if err != nil {
+		return PartitionsResult{Height: h}, err
+	}
+	res := PartitionsResult{Height: h, Topic: t, Partitions: make([]types.Partition, 0, t.Partitions)}
+	for i := uint32(0); i < t.Partitions; i++ {
+		p, err := c.partition(ctx, h, appHash, topic, i)
+		if err != nil {
+			return PartitionsResult{Height: h, Topic: t}, err
+		}
+		res.Partitions = append(res.Partitions, p)
+	}
+	return res, nil
 }
 
 func (c *Client) partition(ctx context.Context, h int64, appHash []byte, topic string, partition uint32) (types.Partition, error) {
@@ -120,21 +170,28 @@ func (c *Client) Fetch(ctx context.Context, height int64, topic string, partitio
 	return res, nil
 }
 
-// CommittedOffset returns a group's proven committed offset for a partition; found is false
+// CommittedOffsetResult is a group's proven committed offset for one partition; Found is false
 // when the proof shows there is none.
-func (c *Client) CommittedOffset(ctx context.Context, height int64, group, topic string, partition uint32) (types.CommittedOffset, bool, int64, error) {
+type CommittedOffsetResult struct {
+	Height int64
+	Offset types.CommittedOffset
+	Found  bool
+}
+
+// CommittedOffset proves a group's committed offset for a partition, or its absence.
+func (c *Client) CommittedOffset(ctx context.Context, height int64, group, topic string, partition uint32) (CommittedOffsetResult, error) {
 	h, appHash, err := c.at(ctx, height)
 	if err != nil {
-		return types.CommittedOffset{}, false, h, err
+		return CommittedOffsetResult{Height: h}, err
 	}
 	what := fmt.Sprintf("committed offset of group %s for %s/%d", group, topic, partition)
 	pr, err := c.get(ctx, h, appHash, types.OffsetStoreKey(group, topic, partition), what)
 	if err != nil || !pr.exists {
-		return types.CommittedOffset{}, false, h, err
+		return CommittedOffsetResult{Height: h}, err
 	}
 	var o types.CommittedOffset
 	if err := o.Unmarshal(pr.value); err != nil || o.GroupId != group || o.Topic != topic || o.Partition != partition {
-		return types.CommittedOffset{}, false, h, &Error{What: what, Height: h, Err: fmt.Errorf("proven value is not that offset (%v)", err)}
+		return CommittedOffsetResult{Height: h}, &Error{What: what, Height: h, Err: fmt.Errorf("proven value is not that offset (%v)", err)}
 	}
-	return o, true, h, nil
+	return CommittedOffsetResult{Height: h, Offset: o, Found: true}, nil
 }
