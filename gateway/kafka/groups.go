@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/bftlog/bftlog/x/topics/client/consumer"
@@ -19,17 +21,6 @@ import (
 // coordinator does, and holds the group's on-chain membership with its own account: it commits
 // the members' offsets on chain, fenced by both the Kafka generation (checked here) and the
 // on-chain generation (checked by the chain). A Kafka group is therefore served by one gateway.
-
-const (
-	errCoordinatorNotAvailable int16 = 15
-	errIllegalGeneration       int16 = 22
-	errInconsistentProtocol    int16 = 23
-	errInvalidGroupID          int16 = 24
-	errUnknownMemberID         int16 = 25
-	errInvalidSessionTimeout   int16 = 26
-	errRebalanceInProgress     int16 = 27
-	errMemberIDRequired        int16 = 79
-)
 
 // initialRebalanceDelay lets the members of a new group that start together join one
 // generation (Kafka's group.initial.rebalance.delay.ms, shortened).
@@ -103,18 +94,18 @@ func (c *coordinator) joinGroup(ctx context.Context, r *kmsg.JoinGroupRequest) k
 	resp.SetVersion(r.Version)
 	resp.Generation = -1
 	if r.Group == "" {
-		resp.ErrorCode = errInvalidGroupID
+		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp
 	}
 	if r.SessionTimeoutMillis < 1000 || r.SessionTimeoutMillis > 300_000 {
-		resp.ErrorCode = errInvalidSessionTimeout
+		resp.ErrorCode = kerr.InvalidSessionTimeout.Code
 		return resp
 	}
 	c.mu.Lock()
 	g := c.group(r.Group)
 	if len(g.members) > 0 && r.ProtocolType != g.protocolType {
 		c.mu.Unlock()
-		resp.ErrorCode = errInconsistentProtocol
+		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
 		return resp
 	}
 	id := r.MemberID
@@ -123,7 +114,7 @@ func (c *coordinator) joinGroup(ctx context.Context, r *kmsg.JoinGroupRequest) k
 		id = fmt.Sprintf("bftlog-%d-%d", time.Now().UnixNano(), c.nextID)
 		if r.Version >= 4 { // the client must come back with the id (KIP-394)
 			c.mu.Unlock()
-			resp.ErrorCode, resp.MemberID = errMemberIDRequired, id
+			resp.ErrorCode, resp.MemberID = kerr.MemberIDRequired.Code, id
 			return resp
 		}
 	}
@@ -137,7 +128,9 @@ func (c *coordinator) joinGroup(ctx context.Context, r *kmsg.JoinGroupRequest) k
 	m.session = time.Duration(r.SessionTimeoutMillis) * time.Millisecond
 	m.rebalance = time.Duration(max(r.RebalanceTimeoutMillis, r.SessionTimeoutMillis)) * time.Millisecond
 	if m.join != nil { // a repeated join supersedes the one still waiting
-		m.join <- &kmsg.JoinGroupResponse{ErrorCode: errRebalanceInProgress, Generation: -1, MemberID: id}
+		superseded := kmsg.NewPtrJoinGroupResponse()
+		superseded.ErrorCode, superseded.MemberID = kerr.RebalanceInProgress.Code, id
+		m.join <- superseded
 	}
 	ch := make(chan *kmsg.JoinGroupResponse, 1) // taken before completion may clear m.join
 	m.join = ch
@@ -147,7 +140,7 @@ func (c *coordinator) joinGroup(ctx context.Context, r *kmsg.JoinGroupRequest) k
 	}
 	c.maybeCompleteJoin(g)
 	c.mu.Unlock()
-	resp.ErrorCode = errCoordinatorNotAvailable
+	resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 	return await(ctx, ch, resp, r.Version)
 }
 
@@ -174,7 +167,9 @@ func (c *coordinator) prepareRebalance(g *kgroup, fresh bool) {
 	for _, m := range g.members {
 		longest = max(longest, m.rebalance)
 		if m.sync != nil {
-			m.sync <- &kmsg.SyncGroupResponse{ErrorCode: errRebalanceInProgress}
+			out := kmsg.NewPtrSyncGroupResponse()
+			out.ErrorCode = kerr.RebalanceInProgress.Code
+			m.sync <- out
 			m.sync = nil
 		}
 	}
@@ -239,15 +234,19 @@ func (c *coordinator) maybeCompleteJoin(g *kgroup) {
 	g.state = groupCompleting
 	for _, id := range g.order {
 		m := g.members[id]
-		out := &kmsg.JoinGroupResponse{Generation: g.generation, Protocol: kmsg.StringPtr(g.protocol), ProtocolType: kmsg.StringPtr(g.protocolType), LeaderID: g.leader, MemberID: id}
+		out := kmsg.NewPtrJoinGroupResponse()
+		out.Generation, out.LeaderID, out.MemberID = g.generation, g.leader, id
+		out.Protocol, out.ProtocolType = kmsg.StringPtr(g.protocol), kmsg.StringPtr(g.protocolType)
 		if g.protocol == "" {
-			out.ErrorCode = errInconsistentProtocol
+			out.ErrorCode = kerr.InconsistentGroupProtocol.Code
 		}
 		if id == g.leader {
 			for _, oid := range g.order {
 				for _, p := range g.members[oid].protocols {
 					if p.Name == g.protocol {
-						out.Members = append(out.Members, kmsg.JoinGroupResponseMember{MemberID: oid, ProtocolMetadata: p.Metadata})
+						jm := kmsg.NewJoinGroupResponseMember()
+						jm.MemberID, jm.ProtocolMetadata = oid, p.Metadata
+						out.Members = append(out.Members, jm)
 					}
 				}
 			}
@@ -283,15 +282,15 @@ func (c *coordinator) syncGroup(ctx context.Context, r *kmsg.SyncGroupRequest) k
 	switch {
 	case m == nil:
 		c.mu.Unlock()
-		resp.ErrorCode = errUnknownMemberID
+		resp.ErrorCode = kerr.UnknownMemberID.Code
 		return resp
 	case r.Generation != g.generation:
 		c.mu.Unlock()
-		resp.ErrorCode = errIllegalGeneration
+		resp.ErrorCode = kerr.IllegalGeneration.Code
 		return resp
 	case g.state == groupPreparing:
 		c.mu.Unlock()
-		resp.ErrorCode = errRebalanceInProgress
+		resp.ErrorCode = kerr.RebalanceInProgress.Code
 		return resp
 	}
 	m.lastSeen = time.Now()
@@ -304,7 +303,9 @@ func (c *coordinator) syncGroup(ctx context.Context, r *kmsg.SyncGroupRequest) k
 		for id, om := range g.members {
 			om.assignment = given[id]
 			if om.sync != nil && id != r.MemberID {
-				om.sync <- &kmsg.SyncGroupResponse{MemberAssignment: om.assignment, Protocol: resp.Protocol, ProtocolType: resp.ProtocolType}
+				out := kmsg.NewPtrSyncGroupResponse()
+				out.MemberAssignment, out.Protocol, out.ProtocolType = om.assignment, resp.Protocol, resp.ProtocolType
+				om.sync <- out
 				om.sync = nil
 			}
 		}
@@ -318,7 +319,7 @@ func (c *coordinator) syncGroup(ctx context.Context, r *kmsg.SyncGroupRequest) k
 	ch := make(chan *kmsg.SyncGroupResponse, 1)
 	m.sync = ch
 	c.mu.Unlock()
-	resp.ErrorCode = errCoordinatorNotAvailable
+	resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 	return await(ctx, ch, resp, r.Version)
 }
 
@@ -329,7 +330,7 @@ func (c *coordinator) heartbeat(r *kmsg.HeartbeatRequest) kmsg.Response {
 	defer c.mu.Unlock()
 	resp.ErrorCode = c.check(r.Group, r.MemberID, r.Generation)
 	if resp.ErrorCode == 0 && c.groups[r.Group].state == groupPreparing {
-		resp.ErrorCode = errRebalanceInProgress
+		resp.ErrorCode = kerr.RebalanceInProgress.Code
 	}
 	return resp
 }
@@ -339,10 +340,10 @@ func (c *coordinator) heartbeat(r *kmsg.HeartbeatRequest) kmsg.Response {
 func (c *coordinator) check(group, member string, generation int32) int16 {
 	g := c.groups[group]
 	if g == nil || g.members[member] == nil {
-		return errUnknownMemberID
+		return kerr.UnknownMemberID.Code
 	}
 	if generation != g.generation {
-		return errIllegalGeneration
+		return kerr.IllegalGeneration.Code
 	}
 	g.members[member].lastSeen = time.Now()
 	return 0
@@ -362,11 +363,12 @@ func (c *coordinator) leaveGroup(r *kmsg.LeaveGroupRequest) kmsg.Response {
 	defer c.mu.Unlock()
 	g := c.groups[r.Group]
 	for _, id := range ids {
-		out := kmsg.LeaveGroupResponseMember{MemberID: id}
+		out := kmsg.NewLeaveGroupResponseMember()
+		out.MemberID = id
 		if g == nil || g.members[id] == nil {
-			out.ErrorCode = errUnknownMemberID
+			out.ErrorCode = kerr.UnknownMemberID.Code
 			if r.Version < 3 {
-				resp.ErrorCode = errUnknownMemberID
+				resp.ErrorCode = kerr.UnknownMemberID.Code
 			}
 		} else {
 			c.remove(g, id)
@@ -436,9 +438,12 @@ func (c *coordinator) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequ
 		}
 	}
 	for _, t := range r.Topics {
-		rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic}
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
-			rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
@@ -493,7 +498,7 @@ func subscribed(gc *consumer.GroupConsumer) []string {
 func covers(gc *consumer.GroupConsumer, topics []string) bool {
 	have := subscribed(gc)
 	for _, t := range topics {
-		if !contains(have, t) {
+		if !slices.Contains(have, t) {
 			return false
 		}
 	}
@@ -503,7 +508,7 @@ func covers(gc *consumer.GroupConsumer, topics []string) bool {
 func union(a, b []string) []string {
 	out := append([]string(nil), a...)
 	for _, x := range b {
-		if !contains(out, x) {
+		if !slices.Contains(out, x) {
 			out = append(out, x)
 		}
 	}
@@ -520,7 +525,7 @@ func (c *coordinator) offsetFetch(ctx context.Context, r *kmsg.OffsetFetchReques
 			committed[partitionKey{o.Committed.Topic, int32(o.Committed.Partition)}] = o.Committed
 		}
 	} else if !strings.Contains(err.Error(), types.ErrUnknownGroup.Error()) {
-		resp.ErrorCode = errCoordinatorNotAvailable
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
 	topics := r.Topics
@@ -528,7 +533,9 @@ func (c *coordinator) offsetFetch(ctx context.Context, r *kmsg.OffsetFetchReques
 		byTopic := map[string]*kmsg.OffsetFetchRequestTopic{}
 		for k := range committed {
 			if byTopic[k.topic] == nil {
-				topics = append(topics, kmsg.OffsetFetchRequestTopic{Topic: k.topic})
+				rt := kmsg.NewOffsetFetchRequestTopic()
+				rt.Topic = k.topic
+				topics = append(topics, rt)
 				byTopic[k.topic] = &topics[len(topics)-1]
 			}
 		}
@@ -541,9 +548,11 @@ func (c *coordinator) offsetFetch(ctx context.Context, r *kmsg.OffsetFetchReques
 		}
 	}
 	for _, t := range topics {
-		rt := kmsg.OffsetFetchResponseTopic{Topic: t.Topic}
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
-			rp := kmsg.OffsetFetchResponseTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1}
+			rp := kmsg.NewOffsetFetchResponseTopicPartition() // LeaderEpoch -1
+			rp.Partition, rp.Offset = p, -1
 			if o, ok := committed[partitionKey{t.Topic, p}]; ok {
 				rp.Offset, rp.Metadata = int64(o.Offset), kmsg.StringPtr(o.Metadata)
 			}

@@ -2,10 +2,12 @@ package kafka
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
@@ -20,7 +22,9 @@ const brokerID = 0
 func (s *Server) metadata(ctx context.Context, r *kmsg.MetadataRequest) kmsg.Response {
 	resp := kmsg.NewPtrMetadataResponse()
 	resp.SetVersion(r.Version)
-	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: brokerID, Host: s.host, Port: s.port}}
+	broker := kmsg.NewMetadataResponseBroker()
+	broker.NodeID, broker.Host, broker.Port = brokerID, s.host, s.port
+	resp.Brokers = []kmsg.MetadataResponseBroker{broker}
 	cluster := "bftlog"
 	resp.ClusterID = &cluster
 	resp.ControllerID = brokerID
@@ -69,7 +73,7 @@ func (s *Server) initProducerID(r *kmsg.InitProducerIDRequest) kmsg.Response {
 	resp := kmsg.NewPtrInitProducerIDResponse()
 	resp.SetVersion(r.Version)
 	if r.TransactionalID != nil {
-		resp.ErrorCode = errInvalidRequest // transactions are not offered
+		resp.ErrorCode = kerr.InvalidRequest.Code // transactions are not offered
 		return resp
 	}
 	resp.ProducerID = time.Now().UnixNano()/1000 + atomic.AddInt64(&s.idSeq, 1)
@@ -80,7 +84,8 @@ func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) km
 	resp := kmsg.NewPtrListOffsetsResponse()
 	resp.SetVersion(r.Version)
 	for _, t := range r.Topics {
-		rt := kmsg.ListOffsetsResponseTopic{Topic: t.Topic}
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -94,7 +99,7 @@ func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) km
 				req.Spec, req.TimestampMs = types.OFFSET_SPEC_TIMESTAMP, p.Timestamp
 			}
 			if p.Partition < 0 {
-				rp.ErrorCode = errUnknownTopicOrPart
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else if res, err := s.query.ListOffsets(ctx, req); err != nil {
 				rp.ErrorCode = kafkaCode(err)
 			} else {
@@ -136,7 +141,8 @@ func (s *Server) fetchOnce(ctx context.Context, r *kmsg.FetchRequest) (*kmsg.Fet
 		budget = 50 << 20
 	}
 	for _, t := range r.Topics {
-		rt := kmsg.FetchResponseTopic{Topic: t.Topic}
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
 			// An empty record set, not a null one: librdkafka rejects null.
 			// From the constructor: its -1 defaults keep the v12 tagged fields (diverging epoch,
@@ -145,7 +151,7 @@ func (s *Server) fetchOnce(ctx context.Context, r *kmsg.FetchRequest) (*kmsg.Fet
 			rp.Partition, rp.RecordBatches = p.Partition, []byte{}
 			maxBytes := min(int(p.PartitionMaxBytes), budget-total)
 			if p.Partition < 0 || p.FetchOffset < 0 {
-				rp.ErrorCode = errOffsetOutOfRange
+				rp.ErrorCode = kerr.OffsetOutOfRange.Code
 			} else if maxBytes > 0 {
 				res, err := s.query.Fetch(ctx, &types.QueryFetchRequest{Topic: t.Topic, Partition: uint32(p.Partition), Offset: uint64(p.FetchOffset), MaxBytes: uint64(maxBytes), MaxRecords: 10_000})
 				if err != nil {
@@ -169,16 +175,17 @@ func (s *Server) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) 
 	resp := kmsg.NewPtrCreateTopicsResponse()
 	resp.SetVersion(r.Version)
 	for _, t := range r.Topics {
-		rt := kmsg.CreateTopicsResponseTopic{Topic: t.Topic, NumPartitions: t.NumPartitions, ReplicationFactor: 1}
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Topic, t.NumPartitions, 1
 		cfg, err := topicConfig(t.Configs)
 		switch {
 		case err != nil:
-			rt.ErrorCode, rt.ErrorMessage = errInvalidConfig, kmsg.StringPtr(err.Error())
+			rt.ErrorCode, rt.ErrorMessage = kerr.InvalidConfig.Code, kmsg.StringPtr(err.Error())
 		case t.NumPartitions == -1:
-			rt.ErrorCode, rt.ErrorMessage = errInvalidPartitions, kmsg.StringPtr("set the number of partitions; bftlog has no broker default")
+			rt.ErrorCode, rt.ErrorMessage = kerr.InvalidPartitions.Code, kmsg.StringPtr("set the number of partitions; bftlog has no broker default")
 		case t.ReplicationFactor > 1:
 			// Every validator stores every partition; a replication factor means nothing here.
-			rt.ErrorCode, rt.ErrorMessage = errInvalidReplication, kmsg.StringPtr("replication is by consensus: use -1 or 1")
+			rt.ErrorCode, rt.ErrorMessage = kerr.InvalidReplicationFactor.Code, kmsg.StringPtr("replication is by consensus: use -1 or 1")
 		case r.ValidateOnly:
 		default:
 			msg := &types.MsgCreateTopic{Owner: s.cfg.Signer.Address(), Name: t.Topic, Partitions: uint32(max(t.NumPartitions, 0)), Config: cfg}
@@ -237,7 +244,8 @@ func (s *Server) deleteTopics(ctx context.Context, r *kmsg.DeleteTopicsRequest) 
 		}
 	}
 	for _, name := range names {
-		rt := kmsg.DeleteTopicsResponseTopic{Topic: kmsg.StringPtr(name)}
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic = kmsg.StringPtr(name)
 		rt.ErrorCode, rt.ErrorMessage = s.submit(&types.MsgDeleteTopic{Authority: s.cfg.Signer.Address(), Name: name})
 		resp.Topics = append(resp.Topics, rt)
 	}
@@ -248,7 +256,8 @@ func (s *Server) createPartitions(ctx context.Context, r *kmsg.CreatePartitionsR
 	resp := kmsg.NewPtrCreatePartitionsResponse()
 	resp.SetVersion(r.Version)
 	for _, t := range r.Topics {
-		rt := kmsg.CreatePartitionsResponseTopic{Topic: t.Topic}
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic = t.Topic
 		if !r.ValidateOnly {
 			rt.ErrorCode, rt.ErrorMessage = s.submit(&types.MsgAddPartitions{Authority: s.cfg.Signer.Address(), Name: t.Topic, Partitions: uint32(max(t.Count, 0))})
 		}
@@ -261,9 +270,10 @@ func (s *Server) describeConfigs(ctx context.Context, r *kmsg.DescribeConfigsReq
 	resp := kmsg.NewPtrDescribeConfigsResponse()
 	resp.SetVersion(r.Version)
 	for _, res := range r.Resources {
-		rr := kmsg.DescribeConfigsResponseResource{ResourceType: res.ResourceType, ResourceName: res.ResourceName}
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
 		if res.ResourceType != kmsg.ConfigResourceTypeTopic {
-			rr.ErrorCode, rr.ErrorMessage = errInvalidRequest, kmsg.StringPtr("only topic configs are described")
+			rr.ErrorCode, rr.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("only topic configs are described")
 			resp.Resources = append(resp.Resources, rr)
 			continue
 		}
@@ -279,24 +289,15 @@ func (s *Server) describeConfigs(ctx context.Context, r *kmsg.DescribeConfigsReq
 			value int64
 		}{{"retention.ms", c.RetentionMs}, {"retention.bytes", c.RetentionBytes}, {"max.message.bytes", int64(c.MaxRecordBytes)}}
 		for _, kv := range all {
-			if len(res.ConfigNames) > 0 && !contains(res.ConfigNames, kv.name) {
+			if len(res.ConfigNames) > 0 && !slices.Contains(res.ConfigNames, kv.name) {
 				continue
 			}
-			rr.Configs = append(rr.Configs, kmsg.DescribeConfigsResponseResourceConfig{
-				Name: kv.name, Value: kmsg.StringPtr(strconv.FormatInt(kv.value, 10)),
-				Source: kmsg.ConfigSourceDynamicTopicConfig, ConfigType: kmsg.ConfigTypeLong,
-			})
+			rc := kmsg.NewDescribeConfigsResponseResourceConfig()
+			rc.Name, rc.Value = kv.name, kmsg.StringPtr(strconv.FormatInt(kv.value, 10))
+			rc.Source, rc.ConfigType = kmsg.ConfigSourceDynamicTopicConfig, kmsg.ConfigTypeLong
+			rr.Configs = append(rr.Configs, rc)
 		}
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cosmos/cosmos-sdk/client"
@@ -300,7 +301,7 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kms
 		for _, t := range r.Topics {
 			rt := kmsg.ProduceResponseTopic{Topic: t.Topic}
 			for _, pt := range t.Partitions {
-				rt.Partitions = append(rt.Partitions, kmsg.ProduceResponseTopicPartition{Partition: pt.Partition, ErrorCode: errInvalidRequest, BaseOffset: -1})
+				rt.Partitions = append(rt.Partitions, kmsg.ProduceResponseTopicPartition{Partition: pt.Partition, ErrorCode: kerr.InvalidRequest.Code, BaseOffset: -1})
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
@@ -342,7 +343,7 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kms
 					w.result = last.outcome
 				case last != nil && !last.failed() && b.firstSequence != last.firstSequence+last.count,
 					last != nil && last.failed() && b.firstSequence != last.firstSequence:
-					w.code = errOutOfOrderSequence
+					w.code = kerr.OutOfOrderSequenceNumber.Code
 				default:
 					s.producer.enqueue(ar)
 					w.result = watch(ar)

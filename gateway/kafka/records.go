@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/crc32"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -28,42 +29,42 @@ func decodeBatches(b []byte) ([]producedBatch, int16, error) {
 	var out []producedBatch
 	for len(b) > 0 {
 		if len(b) < 61 {
-			return nil, errCorruptMessage, errors.New("truncated record batch")
+			return nil, kerr.CorruptMessage.Code, errors.New("truncated record batch")
 		}
 		size := int(int32(binary.BigEndian.Uint32(b[8:12]))) + 12
 		if size < 61 || size > len(b) {
-			return nil, errCorruptMessage, errors.New("record batch length out of range")
+			return nil, kerr.CorruptMessage.Code, errors.New("record batch length out of range")
 		}
 		var rb kmsg.RecordBatch
 		if err := rb.ReadFrom(b[:size]); err != nil {
-			return nil, errCorruptMessage, err
+			return nil, kerr.CorruptMessage.Code, err
 		}
 		if rb.Magic != 2 {
-			return nil, errUnsupportedVersion, errors.New("only record batches of magic 2 are accepted")
+			return nil, kerr.UnsupportedVersion.Code, errors.New("only record batches of magic 2 are accepted")
 		}
 		if uint32(rb.CRC) != crc32.Checksum(b[21:size], crc32c) {
-			return nil, errCorruptMessage, errors.New("record batch CRC mismatch")
+			return nil, kerr.CorruptMessage.Code, errors.New("record batch CRC mismatch")
 		}
 		if rb.Attributes&0x10 != 0 || rb.Attributes&0x20 != 0 {
-			return nil, errInvalidRecord, errors.New("transactional and control batches are not accepted")
+			return nil, kerr.InvalidRecord.Code, errors.New("transactional and control batches are not accepted")
 		}
 		raw, err := decompressor.Decompress(rb.Records, kgo.CompressionCodecType(rb.Attributes&0x07))
 		if err != nil {
-			return nil, errUnsupportedCompression, err
+			return nil, kerr.UnsupportedCompressionType.Code, err
 		}
 		pb := producedBatch{producerID: rb.ProducerID, firstSequence: rb.FirstSequence}
 		for i := int32(0); i < rb.NumRecords; i++ {
 			l, n := binary.Varint(raw)
 			if n <= 0 || l < 0 || int(l) > len(raw)-n {
-				return nil, errCorruptMessage, errors.New("record length out of range")
+				return nil, kerr.CorruptMessage.Code, errors.New("record length out of range")
 			}
 			var r kmsg.Record
 			if err := r.ReadFrom(raw[:n+int(l)]); err != nil {
-				return nil, errCorruptMessage, err
+				return nil, kerr.CorruptMessage.Code, err
 			}
 			raw = raw[n+int(l):]
 			ts := rb.FirstTimestamp + r.TimestampDelta64
-			br := types.BatchRecord{Key: wrap(r.Key), Value: wrap(r.Value), CreateTimeMs: ts}
+			br := types.BatchRecord{Key: types.NewBytes(r.Key), Value: types.NewBytes(r.Value), CreateTimeMs: ts}
 			for _, h := range r.Headers {
 				br.Headers = append(br.Headers, types.Header{Key: h.Key, Value: h.Value})
 			}
@@ -73,13 +74,6 @@ func decodeBatches(b []byte) ([]producedBatch, int16, error) {
 		b = b[size:]
 	}
 	return out, 0, nil
-}
-
-func wrap(b []byte) *types.Bytes {
-	if b == nil {
-		return nil // Kafka's null key or value
-	}
-	return &types.Bytes{Data: b}
 }
 
 func unwrap(b *types.Bytes) []byte {

@@ -229,7 +229,7 @@ func (s *Server) handleFrame(ctx context.Context, frame []byte) (pending, error)
 func frameResponse(corr int32, key int16, resp kmsg.Response) []byte {
 	out := make([]byte, 4, 64)
 	out = binary.BigEndian.AppendUint32(out, uint32(corr))
-	if resp.IsFlexible() && key != 18 {
+	if resp.IsFlexible() && key != kmsg.ApiVersions.Int16() {
 		out = append(out, 0)
 	}
 	out = resp.AppendTo(out)

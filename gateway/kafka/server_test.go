@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/bftlog/bftlog/x/topics/types"
@@ -37,7 +38,7 @@ func roundTrip(t *testing.T, c net.Conn, corr int32, req kmsg.Request) kmsg.Resp
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
 	rest := frame[4:]
-	if resp.IsFlexible() && req.Key() != 18 {
+	if resp.IsFlexible() && req.Key() != kmsg.ApiVersions.Int16() {
 		rest = rest[1:]
 	}
 	require.NoError(t, resp.ReadFrom(rest))
@@ -57,18 +58,18 @@ func TestUnsupportedRequestsGetAnErrorNotAHangup(t *testing.T) {
 	acl := kmsg.NewPtrDescribeACLsRequest()
 	acl.SetVersion(1)
 	resp := roundTrip(t, c, 7, acl).(*kmsg.DescribeACLsResponse)
-	require.Equal(t, errUnsupportedVersion, resp.ErrorCode)
+	require.Equal(t, kerr.UnsupportedVersion.Code, resp.ErrorCode)
 
 	high := kmsg.NewPtrApiVersionsRequest()
 	high.SetVersion(3)
 	av := roundTrip(t, c, 8, high).(*kmsg.ApiVersionsResponse)
 	require.Zero(t, av.ErrorCode)
-	keys := map[int16]bool{}
+	keys := map[kmsg.Key]bool{}
 	for _, k := range av.ApiKeys {
-		keys[k.ApiKey] = true
+		keys[kmsg.Key(k.ApiKey)] = true
 	}
-	require.True(t, keys[0] && keys[1] && keys[3], "produce, fetch, metadata advertised")
-	require.False(t, keys[29], "DescribeACLs not advertised")
+	require.True(t, keys[kmsg.Produce] && keys[kmsg.Fetch] && keys[kmsg.Metadata], "produce, fetch, metadata advertised")
+	require.False(t, keys[kmsg.DescribeACLs], "DescribeACLs not advertised")
 }
 
 // Records survive the trip through Kafka's batch encoding: keys, values, headers, null versus
@@ -99,5 +100,5 @@ func TestRecordBatchRoundTrip(t *testing.T) {
 	corrupt[len(corrupt)-1] ^= 0xff
 	_, code, err = decodeBatches(corrupt)
 	require.Error(t, err)
-	require.Equal(t, errCorruptMessage, code)
+	require.Equal(t, kerr.CorruptMessage.Code, code)
 }

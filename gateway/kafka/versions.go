@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/bftlog/bftlog/x/topics/types"
@@ -12,53 +13,30 @@ import (
 
 // versions are the request versions the gateway answers, by API key: ranges whose fields it
 // fills correctly (no topic IDs; record batches of magic 2).
-var versions = map[int16][2]int16{
-	0:  {3, 9},  // Produce
-	1:  {4, 12}, // Fetch
-	2:  {1, 7},  // ListOffsets
-	3:  {1, 9},  // Metadata
-	8:  {2, 7},  // OffsetCommit
-	9:  {1, 7},  // OffsetFetch
-	10: {0, 3},  // FindCoordinator
-	11: {0, 5},  // JoinGroup
-	12: {0, 3},  // Heartbeat
-	13: {0, 3},  // LeaveGroup
-	14: {0, 3},  // SyncGroup
-	18: {0, 3},  // ApiVersions
-	19: {0, 5},  // CreateTopics
-	20: {0, 5},  // DeleteTopics
-	22: {0, 4},  // InitProducerID
-	32: {0, 4},  // DescribeConfigs
-	37: {0, 3},  // CreatePartitions
+var versions = map[kmsg.Key][2]int16{
+	kmsg.Produce:          {3, 9},
+	kmsg.Fetch:            {4, 12},
+	kmsg.ListOffsets:      {1, 7},
+	kmsg.Metadata:         {1, 9},
+	kmsg.OffsetCommit:     {2, 7},
+	kmsg.OffsetFetch:      {1, 7},
+	kmsg.FindCoordinator:  {0, 3},
+	kmsg.JoinGroup:        {0, 5},
+	kmsg.Heartbeat:        {0, 3},
+	kmsg.LeaveGroup:       {0, 3},
+	kmsg.SyncGroup:        {0, 3},
+	kmsg.ApiVersions:      {0, 3},
+	kmsg.CreateTopics:     {0, 5},
+	kmsg.DeleteTopics:     {0, 5},
+	kmsg.InitProducerID:   {0, 4},
+	kmsg.DescribeConfigs:  {0, 4},
+	kmsg.CreatePartitions: {0, 3},
 }
 
 func supported(key, version int16) bool {
-	v, ok := versions[key]
+	v, ok := versions[kmsg.Key(key)]
 	return ok && version >= v[0] && version <= v[1]
 }
-
-// Kafka error codes the gateway answers with.
-const (
-	errUnknownServer          int16 = -1
-	errOffsetOutOfRange       int16 = 1
-	errCorruptMessage         int16 = 2
-	errUnknownTopicOrPart     int16 = 3
-	errRequestTimedOut        int16 = 7
-	errMessageTooLarge        int16 = 10
-	errInvalidTopic           int16 = 17
-	errRecordListTooLarge     int16 = 18
-	errTopicAuthorization     int16 = 29
-	errUnsupportedVersion     int16 = 35
-	errTopicAlreadyExists     int16 = 36
-	errInvalidPartitions      int16 = 37
-	errInvalidReplication     int16 = 38
-	errInvalidConfig          int16 = 40
-	errInvalidRequest         int16 = 42
-	errPolicyViolation        int16 = 44
-	errOutOfOrderSequence     int16 = 45
-	errUnsupportedCompression int16 = 76
-	errInvalidRecord          int16 = 87
-)
 
 // kafkaCode maps an error from the chain (its text carries the x/topics error) to Kafka's code.
 func kafkaCode(err error) int16 {
@@ -68,53 +46,55 @@ func kafkaCode(err error) int16 {
 	_, code := types.FindError(err.Error())
 	switch code {
 	case types.ErrInvalidTopicName.ABCICode():
-		return errInvalidTopic
+		return kerr.InvalidTopicException.Code
 	case types.ErrTopicExists.ABCICode():
-		return errTopicAlreadyExists
+		return kerr.TopicAlreadyExists.Code
 	case types.ErrUnknownTopic.ABCICode(), types.ErrInvalidPartition.ABCICode():
-		return errUnknownTopicOrPart
+		return kerr.UnknownTopicOrPartition.Code
 	case types.ErrRecordTooLarge.ABCICode():
-		return errMessageTooLarge
+		return kerr.MessageTooLarge.Code
 	case types.ErrBatchTooLarge.ABCICode(), types.ErrTooManyRecords.ABCICode():
-		return errRecordListTooLarge
+		return kerr.RecordListTooLarge.Code
 	case types.ErrTooManyPartitions.ABCICode(), types.ErrPartitionsNotIncrease.ABCICode(), types.ErrInvalidPartitionCount.ABCICode():
-		return errInvalidPartitions
+		return kerr.InvalidPartitions.Code
 	case types.ErrUnauthorizedProducer.ABCICode(), types.ErrUnauthorized.ABCICode():
-		return errTopicAuthorization
+		return kerr.TopicAuthorizationFailed.Code
 	case types.ErrOffsetOutOfRange.ABCICode():
-		return errOffsetOutOfRange
+		return kerr.OffsetOutOfRange.Code
 	case types.ErrInvalidConfig.ABCICode():
-		return errInvalidConfig
+		return kerr.InvalidConfig.Code
 	case types.ErrEmptyBatch.ABCICode(), types.ErrTooManyHeaders.ABCICode():
-		return errInvalidRecord
+		return kerr.InvalidRecord.Code
 	case types.ErrOutOfOrderSequence.ABCICode():
-		return errOutOfOrderSequence
+		return kerr.OutOfOrderSequenceNumber.Code
 	case types.ErrInvalidRequest.ABCICode():
-		return errInvalidRequest
+		return kerr.InvalidRequest.Code
 	case types.ErrInvalidGroupID.ABCICode():
-		return errInvalidGroupID
+		return kerr.InvalidGroupID.Code
 	case types.ErrIllegalGeneration.ABCICode():
-		return errIllegalGeneration
+		return kerr.IllegalGeneration.Code
 	case types.ErrUnknownMember.ABCICode():
-		return errUnknownMemberID
+		return kerr.UnknownMemberID.Code
 	}
 	if strings.Contains(err.Error(), "timed out") {
-		return errRequestTimedOut
+		return kerr.RequestTimedOut.Code
 	}
-	return errUnknownServer
+	return kerr.UnknownServerError.Code
 }
 
 func apiVersions(r *kmsg.ApiVersionsRequest) kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(r.Version)
-	keys := make([]int16, 0, len(versions))
+	keys := make([]kmsg.Key, 0, len(versions))
 	for key := range versions {
 		keys = append(keys, key)
 	}
 	slices.Sort(keys)
 	for _, key := range keys {
 		v := versions[key]
-		resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: key, MinVersion: v[0], MaxVersion: v[1]})
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = key.Int16(), v[0], v[1]
+		resp.ApiKeys = append(resp.ApiKeys, k)
 	}
 	return resp
 }
@@ -126,9 +106,9 @@ func unsupported(key, version int16) kmsg.Response {
 	if resp == nil {
 		return nil
 	}
-	if key == 18 { // ApiVersions: answer v0 with the supported list, as brokers do
-		out := apiVersions(&kmsg.ApiVersionsRequest{Version: 0}).(*kmsg.ApiVersionsResponse)
-		out.ErrorCode = errUnsupportedVersion
+	if key == kmsg.ApiVersions.Int16() { // answer v0 with the supported list, as brokers do
+		out := apiVersions(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse)
+		out.ErrorCode = kerr.UnsupportedVersion.Code
 		return out
 	}
 	v := version
@@ -136,14 +116,14 @@ func unsupported(key, version int16) kmsg.Response {
 		v = resp.MaxVersion()
 	}
 	resp.SetVersion(v)
-	setErrorCode(resp, errUnsupportedVersion)
+	setErrorCode(resp, kerr.UnsupportedVersion.Code)
 	return resp
 }
 
 func invalidRequest(req kmsg.Request) kmsg.Response {
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
-	setErrorCode(resp, errInvalidRequest)
+	setErrorCode(resp, kerr.InvalidRequest.Code)
 	return resp
 }
 
