@@ -92,6 +92,9 @@ func (l lie) batch(b *types.RecordBatch) {
 type lyingProxy struct {
 	target string
 	lie    atomic.Int32
+	// staleHeight, when set, is the latest height the proxy announces in /status: a node hiding
+	// every block after it.
+	staleHeight atomic.Int64
 }
 
 func (p *lyingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -114,6 +117,9 @@ func (p *lyingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if json.Unmarshal(body, &call) == nil && call.Method == "abci_query" {
 		out = p.rewrite(call.Params.Path, out)
+	}
+	if h := p.staleHeight.Load(); h > 0 && (call.Method == "status" || r.URL.Path == "/status") {
+		out = bytes.Replace(out, []byte(`"latest_block_height":"`), []byte(fmt.Sprintf(`"latest_block_height":"%d","real_latest_height":"`, h)), 1)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)
@@ -301,6 +307,29 @@ func TestVerifiedReadsRejectALyingNode(t *testing.T) {
 		require.Contains(t, cli.Stderr, "read not verified")
 		require.Contains(t, cli.Stderr, "(codespace topics, code 32)")
 	}
+
+	// A node that stops announcing new blocks would pin readers to an old, authentic state (a
+	// follower would silently stop): the age of the newest header it offers gives it away.
+	proxy.lie.Store(int32(honest))
+	proxy.staleHeight.Store(got.Height)
+	stale, err := verify.New(ctx, verify.Config{ChainID: node.ChainID, Node: srv.URL, Witnesses: []string{n.RPC}, TrustHeight: 1, TrustHash: anchor, MaxStaleness: 2 * time.Second})
+	require.NoError(t, err)
+	start := time.Now()
+	for {
+		_, err = stale.Partitions(ctx, 0, "audit")
+		if err != nil || time.Since(start) > 20*time.Second {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.ErrorIs(t, err, verify.ErrNotVerified)
+	require.Contains(t, err.Error(), "stale")
+	t.Logf("node pinned at height %d: accepted for %s (max staleness 2s), then refused: %v", got.Height, time.Since(start).Round(100*time.Millisecond), err)
+	cli := n.CLI("", append([]string{"query", "topics", "consume", "audit", "--verify", "--max-staleness", "2s", "--node", srv.URL}, trust...)...)
+	require.Error(t, cli.Err)
+	require.Contains(t, cli.Stderr, "stale")
+	require.Contains(t, cli.Stderr, "(codespace topics, code 32)")
+	proxy.staleHeight.Store(0)
 }
 
 func values(recs []types.Record) []string {

@@ -24,6 +24,7 @@ import (
 	cmtcrypto "github.com/cometbft/cometbft/proto/tendermint/crypto"
 	rpcclient "github.com/cometbft/cometbft/rpc/client"
 	rpchttp "github.com/cometbft/cometbft/rpc/client/http"
+	cmttypes "github.com/cometbft/cometbft/types"
 	ics23 "github.com/cosmos/ics23/go"
 
 	"cosmossdk.io/store/rootmulti"
@@ -72,13 +73,23 @@ type Config struct {
 	// TrustPeriod bounds how old the anchor may be (default 168h); keep it below the unbonding
 	// time.
 	TrustPeriod time.Duration
+	// MaxStaleness bounds how old, by the local clock, the newest header may be when a read
+	// asks for the latest state (height 0; default DefaultMaxStaleness; negative: unbounded).
+	// The node names the latest height, so without it a node could pin a reader to an old,
+	// authentic state and hide everything appended since.
+	MaxStaleness time.Duration
 }
+
+// DefaultMaxStaleness is generous against block times of a second or less (blocks come even
+// when idle) while catching a node that hides new blocks for longer.
+const DefaultMaxStaleness = time.Minute
 
 // Client reads proven x/topics state.
 type Client struct {
-	rpc *rpchttp.HTTP
-	lc  *light.Client
-	prt *merkle.ProofRuntime
+	rpc          *rpchttp.HTTP
+	lc           *light.Client
+	prt          *merkle.ProofRuntime
+	maxStaleness time.Duration
 }
 
 // New connects to cfg.Node and initialises the light client at the trust anchor.
@@ -88,6 +99,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	if cfg.TrustPeriod == 0 {
 		cfg.TrustPeriod = 168 * time.Hour
+	}
+	if cfg.MaxStaleness == 0 {
+		cfg.MaxStaleness = DefaultMaxStaleness
 	}
 	rpc, err := rpchttp.New(cfg.Node, "/websocket")
 	if err != nil {
@@ -116,7 +130,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, &Error{What: "trust anchor", Height: cfg.TrustHeight, Err: err}
 	}
-	return &Client{rpc: rpc, lc: lc, prt: rootmulti.DefaultProofRuntime()}, nil
+	return &Client{rpc: rpc, lc: lc, prt: rootmulti.DefaultProofRuntime(), maxStaleness: cfg.MaxStaleness}, nil
 }
 
 // LatestHeight is the newest height whose state can be proven now: the state after block H is
@@ -129,13 +143,13 @@ func (c *Client) LatestHeight(ctx context.Context) (int64, error) {
 	return st.SyncInfo.LatestBlockHeight - 1, nil
 }
 
-// appHash returns the verified app hash of the state at height h (from header h+1).
-func (c *Client) appHash(ctx context.Context, h int64) ([]byte, error) {
+// header returns the verified header h+1, which holds the app hash of the state at height h.
+func (c *Client) header(ctx context.Context, h int64) (*cmttypes.LightBlock, error) {
 	lb, err := c.lc.VerifyLightBlockAtHeight(ctx, h+1, time.Now())
 	if err != nil {
 		return nil, &Error{What: fmt.Sprintf("header %d", h+1), Height: h, Err: err}
 	}
-	return lb.AppHash, nil
+	return lb, nil
 }
 
 // proven is one store key's proven answer: its value, or its absence with the next key after
@@ -200,15 +214,25 @@ func storeProof(ops *cmtcrypto.ProofOps) (*ics23.CommitmentProof, error) {
 	return cp, nil
 }
 
-// at resolves height 0 to the latest provable height and fetches its verified app hash.
+// at resolves height 0 to the latest provable height and fetches its verified app hash. The
+// latest height comes from the node, unproven, so its header must also be recent.
 func (c *Client) at(ctx context.Context, height int64) (int64, []byte, error) {
-	if height == 0 {
+	latest := height == 0
+	if latest {
 		h, err := c.LatestHeight(ctx)
 		if err != nil {
 			return 0, nil, err
 		}
 		height = h
 	}
-	appHash, err := c.appHash(ctx, height)
-	return height, appHash, err
+	lb, err := c.header(ctx, height)
+	if err != nil {
+		return height, nil, err
+	}
+	if age := time.Since(lb.Time); latest && c.maxStaleness > 0 && age > c.maxStaleness {
+		return height, nil, &Error{What: fmt.Sprintf("latest state (header %d)", height+1), Height: height,
+			Err: fmt.Errorf("stale: the newest header the node offers is %s old (made %s), more than the allowed %s; the node may be hiding newer blocks",
+				age.Round(time.Second), lb.Time.UTC().Format(time.RFC3339), c.maxStaleness)}
+	}
+	return height, lb.AppHash, nil
 }

@@ -25,6 +25,7 @@ const (
 	flagTrustHash   = "trust-hash"
 	flagTrustPeriod = "trust-period"
 	flagWitness     = "witness"
+	flagStaleness   = "max-staleness"
 )
 
 // NewQueryCmd is `bftlogd query topics` with --verify on its read commands and the verify
@@ -49,6 +50,7 @@ func addTrustFlags(cmd *cobra.Command) {
 	cmd.Flags().String(flagTrustHash, "", "hex hash of that block, from a source you trust (not from the node you read from)")
 	cmd.Flags().Duration(flagTrustPeriod, 168*time.Hour, "how old the anchor may be; below the unbonding time")
 	cmd.Flags().StringSlice(flagWitness, nil, "RPC addresses of other nodes that cross-check headers (default: --node alone)")
+	cmd.Flags().Duration(flagStaleness, verify.DefaultMaxStaleness, "refuse to read the latest state when its header is older than this by the local clock (a node hiding new blocks); negative: no bound")
 }
 
 // Reader returns a proving reader when --verify is set.
@@ -70,6 +72,7 @@ func newClient(cmd *cobra.Command, clientCtx client.Context) (*verify.Client, er
 	hashHex, _ := fs.GetString(flagTrustHash)
 	period, _ := fs.GetDuration(flagTrustPeriod)
 	witnesses, _ := fs.GetStringSlice(flagWitness)
+	staleness, _ := fs.GetDuration(flagStaleness)
 	hash, err := hex.DecodeString(hashHex)
 	if err != nil {
 		return nil, fmt.Errorf("--trust-hash must be hex: %w", err)
@@ -85,7 +88,7 @@ func newClient(cmd *cobra.Command, clientCtx client.Context) (*verify.Client, er
 	}
 	return verify.New(cmd.Context(), verify.Config{
 		ChainID: chainID, Node: clientCtx.NodeURI, Witnesses: witnesses,
-		TrustHeight: height, TrustHash: hash, TrustPeriod: period,
+		TrustHeight: height, TrustHash: hash, TrustPeriod: period, MaxStaleness: staleness,
 	})
 }
 
