@@ -232,7 +232,7 @@ func (c *Client) at(ctx context.Context, height int64) (int64, []byte, error) {
 	if age := time.Since(lb.Time); latest && c.maxStaleness > 0 && age > c.maxStaleness {
 		return height, nil, &Error{What: fmt.Sprintf("latest state (header %d)", height+1), Height: height,
 			Err: fmt.Errorf("stale: the newest header the node offers is %s old (made %s), more than the allowed %s; the node may be hiding newer blocks",
-				age.Round(time.Second), lb.Time.UTC().Format(time.RFC3339), c.maxStaleness)}
+				age.Round(100*time.Millisecond), lb.Time.UTC().Format(time.RFC3339), c.maxStaleness)}
 	}
 	return height, lb.AppHash, nil
 }
