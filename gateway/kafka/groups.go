@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/bftlog/bftlog/x/topics/client/consumer"
 	"github.com/bftlog/bftlog/x/topics/types"
@@ -474,7 +475,7 @@ func (c *coordinator) commitOnChain(ctx context.Context, group string, topics []
 		if err == nil || attempt > 0 {
 			return err
 		}
-		if !strings.Contains(err.Error(), types.ErrIllegalGeneration.Error()) && !strings.Contains(err.Error(), types.ErrUnknownMember.Error()) {
+		if !errors.Is(err, types.ErrIllegalGeneration) && !errors.Is(err, types.ErrUnknownMember) {
 			return err
 		}
 		if herr := gc.Heartbeat(ctx); herr != nil && !errors.Is(herr, consumer.ErrRebalanced) {
@@ -524,7 +525,9 @@ func (c *coordinator) offsetFetch(ctx context.Context, r *kmsg.OffsetFetchReques
 		for _, o := range res.Offsets {
 			committed[partitionKey{o.Committed.Topic, int32(o.Committed.Partition)}] = o.Committed
 		}
-	} else if !strings.Contains(err.Error(), types.ErrUnknownGroup.Error()) {
+	} else if !errors.Is(err, types.ErrUnknownGroup) && status.Code(err) != codes.NotFound {
+		// A query's error is a gRPC status: GroupOffsets answers NotFound only for an unknown
+		// group (an invalid group id is InvalidArgument).
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}

@@ -46,7 +46,7 @@ func (s *Server) metadata(ctx context.Context, r *kmsg.MetadataRequest) kmsg.Res
 		mt := kmsg.MetadataResponseTopic{Topic: kmsg.StringPtr(name)}
 		res, err := s.query.Topic(ctx, &types.QueryTopicRequest{Name: name})
 		if err != nil {
-			mt.ErrorCode = kafkaCode(err)
+			mt.ErrorCode = queryCode(err)
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
@@ -101,7 +101,7 @@ func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) km
 			if p.Partition < 0 {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else if res, err := s.query.ListOffsets(ctx, req); err != nil {
-				rp.ErrorCode = kafkaCode(err)
+				rp.ErrorCode = queryCode(err)
 			} else {
 				rp.Offset = res.Offset
 				if req.Spec == types.OFFSET_SPEC_TIMESTAMP && res.Offset >= 0 {
@@ -155,7 +155,7 @@ func (s *Server) fetchOnce(ctx context.Context, r *kmsg.FetchRequest) (*kmsg.Fet
 			} else if maxBytes > 0 {
 				res, err := s.query.Fetch(ctx, &types.QueryFetchRequest{Topic: t.Topic, Partition: uint32(p.Partition), Offset: uint64(p.FetchOffset), MaxBytes: uint64(maxBytes), MaxRecords: 10_000})
 				if err != nil {
-					rp.ErrorCode = kafkaCode(err)
+					rp.ErrorCode = s.fetchCode(ctx, t.Topic, p.Partition, p.FetchOffset, err)
 				} else {
 					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = int64(res.HighWatermark), int64(res.HighWatermark), int64(res.LogStartOffset)
 					if len(res.Records) > 0 {
@@ -169,6 +169,25 @@ func (s *Server) fetchOnce(ctx context.Context, r *kmsg.FetchRequest) (*kmsg.Fet
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, total
+}
+
+// fetchCode is Kafka's code for a failed fetch. A node serving queries on its RPC endpoint
+// answers an offset outside the log with the gRPC code Unknown, so such an error is checked
+// against the partition's bounds: outside [log start offset, high watermark] is
+// OFFSET_OUT_OF_RANGE, which makes clients reset their position.
+func (s *Server) fetchCode(ctx context.Context, topic string, partition int32, offset int64, err error) int16 {
+	code := queryCode(err)
+	if code != kerr.UnknownServerError.Code {
+		return code
+	}
+	res, perr := s.query.Partitions(ctx, &types.QueryPartitionsRequest{Name: topic})
+	if perr != nil || int(partition) >= len(res.Partitions) {
+		return code
+	}
+	if lp := res.Partitions[partition]; uint64(offset) < lp.LogStartOffset || uint64(offset) > lp.HighWatermark {
+		return kerr.OffsetOutOfRange.Code
+	}
+	return code
 }
 
 func (s *Server) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) kmsg.Response {
@@ -279,7 +298,7 @@ func (s *Server) describeConfigs(ctx context.Context, r *kmsg.DescribeConfigsReq
 		}
 		t, err := s.query.Topic(ctx, &types.QueryTopicRequest{Name: res.ResourceName})
 		if err != nil {
-			rr.ErrorCode = kafkaCode(err)
+			rr.ErrorCode = queryCode(err)
 			resp.Resources = append(resp.Resources, rr)
 			continue
 		}

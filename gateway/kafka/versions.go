@@ -3,12 +3,9 @@ package kafka
 import (
 	"reflect"
 	"slices"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/bftlog/bftlog/x/topics/types"
 )
 
 // versions are the request versions the gateway answers, by API key: ranges whose fields it
@@ -36,50 +33,6 @@ var versions = map[kmsg.Key][2]int16{
 func supported(key, version int16) bool {
 	v, ok := versions[kmsg.Key(key)]
 	return ok && version >= v[0] && version <= v[1]
-}
-
-// kafkaCode maps an error from the chain (its text carries the x/topics error) to Kafka's code.
-func kafkaCode(err error) int16 {
-	if err == nil {
-		return 0
-	}
-	_, code := types.FindError(err.Error())
-	switch code {
-	case types.ErrInvalidTopicName.ABCICode():
-		return kerr.InvalidTopicException.Code
-	case types.ErrTopicExists.ABCICode():
-		return kerr.TopicAlreadyExists.Code
-	case types.ErrUnknownTopic.ABCICode(), types.ErrInvalidPartition.ABCICode():
-		return kerr.UnknownTopicOrPartition.Code
-	case types.ErrRecordTooLarge.ABCICode():
-		return kerr.MessageTooLarge.Code
-	case types.ErrBatchTooLarge.ABCICode(), types.ErrTooManyRecords.ABCICode():
-		return kerr.RecordListTooLarge.Code
-	case types.ErrTooManyPartitions.ABCICode(), types.ErrPartitionsNotIncrease.ABCICode(), types.ErrInvalidPartitionCount.ABCICode():
-		return kerr.InvalidPartitions.Code
-	case types.ErrUnauthorizedProducer.ABCICode(), types.ErrUnauthorized.ABCICode():
-		return kerr.TopicAuthorizationFailed.Code
-	case types.ErrOffsetOutOfRange.ABCICode():
-		return kerr.OffsetOutOfRange.Code
-	case types.ErrInvalidConfig.ABCICode():
-		return kerr.InvalidConfig.Code
-	case types.ErrEmptyBatch.ABCICode(), types.ErrTooManyHeaders.ABCICode():
-		return kerr.InvalidRecord.Code
-	case types.ErrOutOfOrderSequence.ABCICode():
-		return kerr.OutOfOrderSequenceNumber.Code
-	case types.ErrInvalidRequest.ABCICode():
-		return kerr.InvalidRequest.Code
-	case types.ErrInvalidGroupID.ABCICode():
-		return kerr.InvalidGroupID.Code
-	case types.ErrIllegalGeneration.ABCICode():
-		return kerr.IllegalGeneration.Code
-	case types.ErrUnknownMember.ABCICode():
-		return kerr.UnknownMemberID.Code
-	}
-	if strings.Contains(err.Error(), "timed out") {
-		return kerr.RequestTimedOut.Code
-	}
-	return kerr.UnknownServerError.Code
 }
 
 func apiVersions(r *kmsg.ApiVersionsRequest) kmsg.Response {

@@ -1,0 +1,35 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	errorsmod "cosmossdk.io/errors"
+
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// Chain errors map to Kafka codes by identity, never by their text.
+func TestKafkaCodeDecidesByErrorIdentity(t *testing.T) {
+	// A transaction's error as the chain reports it: codespace and code.
+	rejected := errorsmod.ABCIError(types.ModuleName, types.ErrTopicExists.ABCICode(), "topic orders exists")
+	require.Equal(t, kerr.TopicAlreadyExists.Code, kafkaCode(rejected))
+	require.Equal(t, kerr.IllegalGeneration.Code, kafkaCode(fmt.Errorf("commit: %w", errorsmod.Wrap(types.ErrIllegalGeneration, "generation 3"))))
+	require.Equal(t, kerr.UnknownTopicOrPartition.Code, kafkaCode(types.ErrInvalidPartition))
+	require.Equal(t, kerr.RequestTimedOut.Code, kafkaCode(fmt.Errorf("waiting: %w", context.DeadlineExceeded)))
+	require.Zero(t, kafkaCode(nil))
+	// The text of a registered error is not enough.
+	require.Equal(t, kerr.UnknownServerError.Code, kafkaCode(fmt.Errorf("%s", types.ErrTopicExists.Error())))
+
+	// Queries answer with gRPC statuses.
+	require.Equal(t, kerr.UnknownTopicOrPartition.Code, queryCode(status.Error(codes.NotFound, "whatever")))
+	require.Equal(t, kerr.OffsetOutOfRange.Code, queryCode(status.Error(codes.OutOfRange, "whatever")))
+	require.Equal(t, kerr.InvalidTopicException.Code, queryCode(status.Error(codes.InvalidArgument, "whatever")))
+	require.Equal(t, kerr.UnknownServerError.Code, queryCode(status.Error(codes.Unknown, types.ErrOffsetOutOfRange.Error())))
+}
