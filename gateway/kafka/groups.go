@@ -13,7 +13,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/cosmos/cosmos-sdk/client"
+
 	"github.com/bftlog/bftlog/x/topics/client/consumer"
+	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -47,7 +50,7 @@ type kgroup struct {
 	order        []string
 	notBefore    time.Time // earliest completion of the current join phase
 	deadline     time.Time // members that have not rejoined by then are dropped
-	timer        *time.Timer
+	timer        stopper
 }
 
 type kmember struct {
@@ -63,18 +66,36 @@ type kmember struct {
 }
 
 type coordinator struct {
-	s      *Server
+	chain  groupChain
+	clock  clock
 	mu     sync.Mutex
 	groups map[string]*kgroup
 	nextID int64
-
-	chainMu sync.Mutex
-	chain   map[string]*consumer.GroupConsumer
-	stop    chan struct{}
+	stop   chan struct{}
 }
 
-func newCoordinator(s *Server) *coordinator {
-	c := &coordinator{s: s, groups: map[string]*kgroup{}, chain: map[string]*consumer.GroupConsumer{}, stop: make(chan struct{})}
+// groupChain is what the coordinator asks of the chain: commit a group's offsets as the
+// gateway's on-chain membership, and read the group's committed offsets.
+type groupChain interface {
+	commit(ctx context.Context, group string, topics []string, offsets []types.OffsetCommit) error
+	offsets(ctx context.Context, group string) (*types.QueryGroupOffsetsResponse, error)
+}
+
+// clock is the coordinator's time: sessions, the join phase's delay and deadline.
+type clock interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) stopper
+}
+
+type stopper interface{ Stop() bool }
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time                              { return time.Now() }
+func (wallClock) AfterFunc(d time.Duration, f func()) stopper { return time.AfterFunc(d, f) }
+
+func newCoordinator(chain groupChain, clk clock) *coordinator {
+	c := &coordinator{chain: chain, clock: clk, groups: map[string]*kgroup{}, stop: make(chan struct{})}
 	go c.janitor()
 	return c
 }
@@ -112,7 +133,7 @@ func (c *coordinator) joinGroup(ctx context.Context, r *kmsg.JoinGroupRequest) k
 	id := r.MemberID
 	if id == "" {
 		c.nextID++
-		id = fmt.Sprintf("bftlog-%d-%d", time.Now().UnixNano(), c.nextID)
+		id = fmt.Sprintf("bftlog-%d-%d", c.clock.Now().UnixNano(), c.nextID)
 		if r.Version >= 4 { // the client must come back with the id (KIP-394)
 			c.mu.Unlock()
 			resp.ErrorCode, resp.MemberID = kerr.MemberIDRequired.Code, id
@@ -125,7 +146,7 @@ func (c *coordinator) joinGroup(ctx context.Context, r *kmsg.JoinGroupRequest) k
 		g.members[id] = m
 		g.order = append(g.order, id)
 	}
-	m.protocols, m.joinVer, m.lastSeen = r.Protocols, r.Version, time.Now()
+	m.protocols, m.joinVer, m.lastSeen = r.Protocols, r.Version, c.clock.Now()
 	m.session = time.Duration(r.SessionTimeoutMillis) * time.Millisecond
 	m.rebalance = time.Duration(max(r.RebalanceTimeoutMillis, r.SessionTimeoutMillis)) * time.Millisecond
 	if m.join != nil { // a repeated join supersedes the one still waiting
@@ -159,7 +180,7 @@ func await[R kmsg.Response](ctx context.Context, ch <-chan R, fallback R, versio
 // prepareRebalance starts a join phase: members learn of it from their heartbeats and rejoin.
 func (c *coordinator) prepareRebalance(g *kgroup, fresh bool) {
 	g.state = groupPreparing
-	now := time.Now()
+	now := c.clock.Now()
 	g.notBefore = now
 	if fresh {
 		g.notBefore = now.Add(initialRebalanceDelay)
@@ -182,13 +203,13 @@ func (c *coordinator) arm(g *kgroup, at time.Time) {
 	if g.timer != nil {
 		g.timer.Stop()
 	}
-	g.timer = time.AfterFunc(time.Until(at), func() {
+	g.timer = c.clock.AfterFunc(at.Sub(c.clock.Now()), func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if g.state != groupPreparing {
 			return
 		}
-		if !time.Now().Before(g.deadline) { // drop whoever did not rejoin in time
+		if !c.clock.Now().Before(g.deadline) { // drop whoever did not rejoin in time
 			for id, m := range g.members {
 				if m.join == nil {
 					c.remove(g, id)
@@ -205,7 +226,7 @@ func (c *coordinator) arm(g *kgroup, at time.Time) {
 // maybeCompleteJoin ends the join phase once every member has rejoined: a new generation, a
 // protocol every member supports, and the member list for the leader.
 func (c *coordinator) maybeCompleteJoin(g *kgroup) {
-	if g.state != groupPreparing || time.Now().Before(g.notBefore) || len(g.members) == 0 {
+	if g.state != groupPreparing || c.clock.Now().Before(g.notBefore) || len(g.members) == 0 {
 		return
 	}
 	for _, m := range g.members {
@@ -254,7 +275,7 @@ func (c *coordinator) maybeCompleteJoin(g *kgroup) {
 		}
 		m.join <- out
 		m.join = nil
-		m.lastSeen = time.Now()
+		m.lastSeen = c.clock.Now()
 	}
 }
 
@@ -294,7 +315,7 @@ func (c *coordinator) syncGroup(ctx context.Context, r *kmsg.SyncGroupRequest) k
 		resp.ErrorCode = kerr.RebalanceInProgress.Code
 		return resp
 	}
-	m.lastSeen = time.Now()
+	m.lastSeen = c.clock.Now()
 	resp.Protocol, resp.ProtocolType = kmsg.StringPtr(g.protocol), kmsg.StringPtr(g.protocolType)
 	if g.state == groupCompleting && r.MemberID == g.leader {
 		given := map[string][]byte{}
@@ -346,7 +367,7 @@ func (c *coordinator) check(group, member string, generation int32) int16 {
 	if generation != g.generation {
 		return kerr.IllegalGeneration.Code
 	}
-	g.members[member].lastSeen = time.Now()
+	g.members[member].lastSeen = c.clock.Now()
 	return 0
 }
 
@@ -382,7 +403,7 @@ func (c *coordinator) leaveGroup(r *kmsg.LeaveGroupRequest) kmsg.Response {
 	return resp
 }
 
-// janitor drops members whose session expired, which starts a rebalance for the rest.
+// janitor expires sessions twice a second.
 func (c *coordinator) janitor() {
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
@@ -392,20 +413,26 @@ func (c *coordinator) janitor() {
 			return
 		case <-t.C:
 		}
-		c.mu.Lock()
-		for _, g := range c.groups {
-			expired := false
-			for id, m := range g.members {
-				if m.join == nil && m.sync == nil && time.Since(m.lastSeen) > m.session {
-					c.remove(g, id)
-					expired = true
-				}
-			}
-			if expired && len(g.members) > 0 && g.state != groupPreparing {
-				c.prepareRebalance(g, false)
+		c.expire()
+	}
+}
+
+// expire drops the members whose session expired, which starts a rebalance for the rest.
+func (c *coordinator) expire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+	for _, g := range c.groups {
+		expired := false
+		for id, m := range g.members {
+			if m.join == nil && m.sync == nil && now.Sub(m.lastSeen) > m.session {
+				c.remove(g, id)
+				expired = true
 			}
 		}
-		c.mu.Unlock()
+		if expired && len(g.members) > 0 && g.state != groupPreparing {
+			c.prepareRebalance(g, false)
+		}
 	}
 }
 
@@ -434,7 +461,7 @@ func (c *coordinator) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequ
 				offsets = append(offsets, types.OffsetCommit{Topic: t.Topic, Partition: uint32(p.Partition), Offset: uint64(p.Offset), Metadata: md})
 			}
 		}
-		if err := c.commitOnChain(ctx, r.Group, topics, offsets); err != nil {
+		if err := c.chain.commit(ctx, r.Group, topics, offsets); err != nil {
 			code = kafkaCode(err)
 		}
 	}
@@ -451,27 +478,46 @@ func (c *coordinator) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequ
 	return resp
 }
 
-// commitOnChain commits as the gateway's on-chain membership of group, joining (or widening
-// its subscription) first; a fenced commit is retried once after adopting the new generation.
-func (c *coordinator) commitOnChain(ctx context.Context, group string, topics []string, offsets []types.OffsetCommit) error {
+// chainGroups is the chain behind the coordinator: the gateway's account holds each group's
+// on-chain membership.
+type chainGroups struct {
+	clientCtx client.Context
+	signer    *txclient.Signer
+	query     types.QueryClient
+
+	mu     sync.Mutex
+	member map[string]*consumer.GroupConsumer
+}
+
+func newChainGroups(clientCtx client.Context, signer *txclient.Signer, query types.QueryClient) *chainGroups {
+	return &chainGroups{clientCtx: clientCtx, signer: signer, query: query, member: map[string]*consumer.GroupConsumer{}}
+}
+
+func (c *chainGroups) offsets(ctx context.Context, group string) (*types.QueryGroupOffsetsResponse, error) {
+	return c.query.GroupOffsets(ctx, &types.QueryGroupOffsetsRequest{GroupId: group})
+}
+
+// commit commits as the gateway's on-chain membership of group, joining (or widening its
+// subscription) first; a fenced commit is retried once after adopting the new generation.
+func (c *chainGroups) commit(ctx context.Context, group string, topics []string, offsets []types.OffsetCommit) error {
 	if len(offsets) == 0 {
 		return nil
 	}
-	c.chainMu.Lock()
-	defer c.chainMu.Unlock()
-	gc := c.chain[group]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gc := c.member[group]
 	if gc == nil || !covers(gc, topics) {
 		if gc != nil {
 			topics = union(topics, subscribed(gc))
 		}
 		var err error
-		if gc, err = consumer.Join(ctx, c.s.cfg.ClientCtx, c.s.cfg.Signer, group, topics); err != nil {
+		if gc, err = consumer.Join(ctx, c.clientCtx, c.signer, group, topics); err != nil {
 			return err
 		}
-		c.chain[group] = gc
+		c.member[group] = gc
 	}
 	for attempt := 0; ; attempt++ {
-		_, err := c.s.cfg.Signer.SubmitAndWait(&types.MsgCommitOffsets{Member: c.s.cfg.Signer.Address(), GroupId: group, Generation: gc.Generation(), Offsets: offsets})
+		_, err := c.signer.SubmitAndWait(&types.MsgCommitOffsets{Member: c.signer.Address(), GroupId: group, Generation: gc.Generation(), Offsets: offsets})
 		if err == nil || attempt > 0 {
 			return err
 		}
@@ -480,10 +526,10 @@ func (c *coordinator) commitOnChain(ctx context.Context, group string, topics []
 		}
 		if herr := gc.Heartbeat(ctx); herr != nil && !errors.Is(herr, consumer.ErrRebalanced) {
 			// The on-chain membership expired: join again.
-			if gc, err = consumer.Join(ctx, c.s.cfg.ClientCtx, c.s.cfg.Signer, group, union(topics, subscribed(gc))); err != nil {
+			if gc, err = consumer.Join(ctx, c.clientCtx, c.signer, group, union(topics, subscribed(gc))); err != nil {
 				return err
 			}
-			c.chain[group] = gc
+			c.member[group] = gc
 		}
 	}
 }
@@ -520,7 +566,7 @@ func (c *coordinator) offsetFetch(ctx context.Context, r *kmsg.OffsetFetchReques
 	resp := kmsg.NewPtrOffsetFetchResponse()
 	resp.SetVersion(r.Version)
 	committed := map[partitionKey]types.CommittedOffset{}
-	res, err := c.s.query.GroupOffsets(ctx, &types.QueryGroupOffsetsRequest{GroupId: r.Group})
+	res, err := c.chain.offsets(ctx, r.Group)
 	if err == nil {
 		for _, o := range res.Offsets {
 			committed[partitionKey{o.Committed.Topic, int32(o.Committed.Partition)}] = o.Committed

@@ -72,7 +72,7 @@ func Listen(cfg Config) (*Server, error) {
 	port, _ := strconv.Atoi(portS)
 	s := &Server{cfg: cfg, ln: ln, query: types.NewQueryClient(cfg.ClientCtx), host: host, port: int32(port), conns: map[net.Conn]context.CancelFunc{}}
 	s.producer = newProducer(cfg.ClientCtx, cfg.Signer, cfg.Log)
-	s.groups = newCoordinator(s)
+	s.groups = newCoordinator(newChainGroups(cfg.ClientCtx, cfg.Signer, s.query), wallClock{})
 	return s, nil
 }
 
