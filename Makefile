@@ -1,16 +1,19 @@
 # bftlog — see README.md.
 BUILD_DIR ?= ./build
 GOTEST_FLAGS ?=
+# Name, version (git describe) and commit for `bftlogd version` and node_info; defined once in
+# scripts/ldflags.sh, which localnet.sh and the test harness (testutil/node) run too.
+VERSION_LDFLAGS = $(shell ./scripts/ldflags.sh)
 
 .PHONY: all build install localnet test test-faults fuzz-smoke test-unit bench proto-tools proto-gen clean
 
 all: build
 
 build:
-	go build -o $(BUILD_DIR)/bftlogd ./cmd/bftlogd
+	go build -ldflags '$(VERSION_LDFLAGS)' -o $(BUILD_DIR)/bftlogd ./cmd/bftlogd
 
 install:
-	go install ./cmd/bftlogd
+	go install -ldflags '$(VERSION_LDFLAGS)' ./cmd/bftlogd
 
 # README command one: a single-validator local chain in the foreground with a demo topic.
 localnet:

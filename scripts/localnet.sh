@@ -10,7 +10,7 @@ CHAIN_ID=${CHAIN_ID:-bftlog-local}
 KR=(--keyring-backend test --home "$HOME_DIR")
 
 command -v jq >/dev/null || { echo "localnet needs jq (apt-get install jq)" >&2; exit 1; }
-go build -o "$BIN" ./cmd/bftlogd
+go build -ldflags "$(scripts/ldflags.sh)" -o "$BIN" ./cmd/bftlogd
 
 rm -rf "$HOME_DIR"
 "$BIN" init localnet --chain-id "$CHAIN_ID" --home "$HOME_DIR" >/dev/null 2>&1

@@ -40,7 +40,8 @@ var (
 	buildErr  error
 )
 
-// Binary builds bftlogd once per test process and returns its path.
+// Binary builds bftlogd once per test process, with the ldflags of make build, and returns
+// its path.
 func Binary(t T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -55,7 +56,14 @@ func Binary(t T) string {
 			return
 		}
 		buildPath = filepath.Join(dir, "bftlogd")
-		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/bftlogd")
+		// The same name, version and commit as make build (scripts/ldflags.sh), so that the
+		// processes under test report what a released binary reports.
+		ldflags, err := exec.Command(filepath.Join(root, "scripts", "ldflags.sh")).Output()
+		if err != nil {
+			buildErr = fmt.Errorf("scripts/ldflags.sh: %w", err)
+			return
+		}
+		cmd := exec.Command("go", "build", "-ldflags", strings.TrimSpace(string(ldflags)), "-o", buildPath, "./cmd/bftlogd")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build bftlogd: %v\n%s", err, out)
