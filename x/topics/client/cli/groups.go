@@ -74,8 +74,7 @@ bftlogd tx topics reset-offsets billing orders --to-datetime 2026-11-29T12:00:00
 			if err != nil {
 				return err
 			}
-			cmd.Printf("reset group %s on %s (tx %s, height %d)\n", args[0], args[1], res.TxHash, res.Height)
-			return nil
+			return printTxResult(cmd, clientCtx, res, "reset group %s on %s (tx %s, height %d)\n", args[0], args[1], res.TxHash, res.Height)
 		},
 	}
 	cmd.Flags().Bool(flagToEarliest, false, "reset to the log start offset")

@@ -4,6 +4,8 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/cosmos/cosmos-sdk/client"
 	"github.com/cosmos/cosmos-sdk/client/flags"
+	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/types"
@@ -113,8 +116,7 @@ bftlogd tx topics create-topic audit --partitions 1 --allow-producer bftlog1... 
 			if err != nil {
 				return err
 			}
-			cmd.Printf("created topic %s with %d partitions (tx %s, height %d)\n", args[0], partitions, res.TxHash, res.Height)
-			return nil
+			return printTxResult(cmd, clientCtx, res, "created topic %s with %d partitions (tx %s, height %d)\n", args[0], partitions, res.TxHash, res.Height)
 		},
 	}
 	cmd.Flags().Uint32(flagPartitions, 1, "number of partitions")
@@ -147,8 +149,7 @@ func newUpdateTopicConfigCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cmd.Printf("updated topic %s (tx %s, height %d)\n", args[0], txRes.TxHash, txRes.Height)
-			return nil
+			return printTxResult(cmd, clientCtx, txRes, "updated topic %s (tx %s, height %d)\n", args[0], txRes.TxHash, txRes.Height)
 		},
 	}
 	addConfigFlags(cmd)
@@ -182,11 +183,75 @@ seq 1000 | bftlogd tx topics produce orders --key-separator : --header source=cl
 	return cmd
 }
 
+// printTxResult prints the committed transaction of a command that sends one. With --output
+// json it prints one JSON document: the SDK's TxResponse as `bftlogd query tx` prints it
+// (txhash, height, code, gas, events, tx, ...) plus msg_responses, the Msg responses decoded
+// from its data (e.g. reset-offsets' new offsets). Otherwise it prints the text line.
+func printTxResult(cmd *cobra.Command, clientCtx client.Context, res *sdk.TxResponse, text string, args ...any) error {
+	if clientCtx.OutputFormat != flags.OutputFormatJSON {
+		cmd.Printf(text, args...)
+		return nil
+	}
+	bz, err := txResultJSON(clientCtx, res)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(cmd.OutOrStdout(), string(bz))
+	return err
+}
+
+// txResultJSON is res in the SDK's JSON encoding (its field order) with a msg_responses field
+// appended: the typed Msg responses of its data, each with its "@type".
+func txResultJSON(clientCtx client.Context, res *sdk.TxResponse) ([]byte, error) {
+	bz, err := clientCtx.Codec.MarshalJSON(res)
+	if err != nil {
+		return nil, err
+	}
+	bz = bytes.TrimSpace(bz)
+	if len(bz) < 2 || bz[len(bz)-1] != '}' {
+		return nil, fmt.Errorf("tx %s: unexpected JSON %q", res.TxHash, bz)
+	}
+	raw, err := hex.DecodeString(res.Data)
+	if err != nil {
+		return nil, fmt.Errorf("tx %s data: %w", res.TxHash, err)
+	}
+	var data sdk.TxMsgData
+	if err := clientCtx.Codec.Unmarshal(raw, &data); err != nil {
+		return nil, fmt.Errorf("tx %s data: %w", res.TxHash, err)
+	}
+	responses := make([]json.RawMessage, 0, len(data.MsgResponses))
+	for _, a := range data.MsgResponses {
+		r, err := clientCtx.Codec.MarshalJSON(a)
+		if err != nil {
+			return nil, fmt.Errorf("tx %s response %s: %w", res.TxHash, a.TypeUrl, err)
+		}
+		responses = append(responses, r)
+	}
+	list, err := json.Marshal(responses)
+	if err != nil {
+		return nil, err
+	}
+	head, sep := bytes.TrimSpace(bz[:len(bz)-1]), ","
+	if len(head) == 1 { // "{": no fields before
+		sep = ""
+	}
+	return fmt.Appendf(nil, `%s%s"msg_responses":%s}`, head, sep, list), nil
+}
+
 // ProduceOutput is what produce prints with --output json.
 type ProduceOutput struct {
 	Results  []ProducedBatch `json:"results"`
 	TxHashes []string        `json:"tx_hashes"`
 	Records  uint64          `json:"records"`
+	// Txs are the committed transactions in the order of TxHashes.
+	Txs []ProduceTx `json:"txs"`
+}
+
+// ProduceTx is one committed produce transaction.
+type ProduceTx struct {
+	TxHash string `json:"txhash"`
+	Height int64  `json:"height"`
+	Code   uint32 `json:"code"`
 }
 
 // ProducedBatch is where one acknowledged batch landed (every field printed, zeros included).
@@ -288,6 +353,7 @@ func runProduce(cmd *cobra.Command, args []string) error {
 			}
 		}
 		out.TxHashes = append(out.TxHashes, hash)
+		out.Txs = append(out.Txs, ProduceTx{TxHash: res.TxHash, Height: res.Height, Code: res.Code})
 		if progress {
 			fmt.Fprintf(cmd.ErrOrStderr(), "\rcommitted %d/%d records", committed, len(records))
 		}
