@@ -27,6 +27,11 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "topic"}, {ProtoField: "partition"}, {ProtoField: "offset"}},
 				},
 				{
+					RpcMethod: "ProducerStates", Use: "producer-states [topic] [partition]",
+					Short:          "Idempotent producers of a partition: the last sequence accepted from each (--producer for one)",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "topic"}, {ProtoField: "partition"}},
+				},
+				{
 					RpcMethod: "ListOffsets", Use: "list-offsets [topic] [partition]",
 					Short:          "Earliest, latest, or first offset at or after --timestamp-ms (Kafka ListOffsets / offsetsForTimes)",
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "topic"}, {ProtoField: "partition"}},

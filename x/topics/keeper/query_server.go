@@ -3,6 +3,7 @@ package keeper
 import (
 	"context"
 
+	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
 
 	"github.com/cosmos/cosmos-sdk/types/query"
@@ -104,4 +105,41 @@ func (q queryServer) Record(ctx context.Context, req *types.QueryRecordRequest) 
 		o.ObserveRecord()
 	}
 	return &types.QueryRecordResponse{Record: r}, nil
+}
+
+func (q queryServer) ProducerStates(ctx context.Context, req *types.QueryProducerStatesRequest) (*types.QueryProducerStatesResponse, error) {
+	if req == nil {
+		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
+	}
+	if err := types.ValidateTopicName(req.Topic); err != nil {
+		return nil, err
+	}
+	if _, err := q.k.GetPartition(ctx, req.Topic, req.Partition); err != nil {
+		return nil, err
+	}
+	if req.Producer != "" {
+		if err := q.k.validAddress(req.Producer, "producer"); err != nil {
+			return nil, err
+		}
+		state, err := q.k.ProducerStates.Get(ctx, collections.Join3(req.Topic, req.Partition, req.Producer))
+		if isNotFound(err) {
+			return &types.QueryProducerStatesResponse{}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &types.QueryProducerStatesResponse{States: []types.ProducerState{state}}, nil
+	}
+	states, page, err := query.CollectionPaginate(ctx, q.k.ProducerStates, req.Pagination,
+		func(_ collections.Triple[string, uint32, string], s types.ProducerState) (types.ProducerState, error) {
+			return s, nil
+		},
+		func(o *query.CollectionsPaginateOptions[collections.Triple[string, uint32, string]]) {
+			prefix := collections.TripleSuperPrefix[string, uint32, string](req.Topic, req.Partition)
+			o.Prefix = &prefix
+		})
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryProducerStatesResponse{States: states, Pagination: page}, nil
 }
