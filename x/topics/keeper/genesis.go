@@ -139,11 +139,3 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 	}
 	return gs, nil
 }
-
-// EndBlocker expires silent group members and applies retention, each with bounded work.
-func (k Keeper) EndBlocker(ctx context.Context) error {
-	if err := k.ExpireMembers(ctx); err != nil {
-		return err
-	}
-	return k.ApplyRetention(ctx)
-}
