@@ -12,17 +12,6 @@ import (
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-func (q queryServer) ListOffsets(ctx context.Context, req *types.QueryListOffsetsRequest) (*types.QueryListOffsetsResponse, error) {
-	if req == nil {
-		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
-	}
-	res, err := q.k.ListOffsets(ctx, req.Topic, req.Partition, req.Spec, req.TimestampMs)
-	if err != nil {
-		return nil, err
-	}
-	return &types.QueryListOffsetsResponse{Offset: res.Offset, TimestampMs: res.TimestampMs}, nil
-}
-
 func (q queryServer) Groups(ctx context.Context, req *types.QueryGroupsRequest) (*types.QueryGroupsResponse, error) {
 	if req == nil {
 		req = &types.QueryGroupsRequest{}

@@ -107,6 +107,17 @@ func (q queryServer) Record(ctx context.Context, req *types.QueryRecordRequest) 
 	return &types.QueryRecordResponse{Record: r}, nil
 }
 
+func (q queryServer) ListOffsets(ctx context.Context, req *types.QueryListOffsetsRequest) (*types.QueryListOffsetsResponse, error) {
+	if req == nil {
+		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
+	}
+	res, err := q.k.ListOffsets(ctx, req.Topic, req.Partition, req.Spec, req.TimestampMs)
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryListOffsetsResponse{Offset: res.Offset, TimestampMs: res.TimestampMs}, nil
+}
+
 func (q queryServer) ProducerStates(ctx context.Context, req *types.QueryProducerStatesRequest) (*types.QueryProducerStatesResponse, error) {
 	if req == nil {
 		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
