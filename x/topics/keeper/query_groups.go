@@ -42,20 +42,6 @@ func (q queryServer) Group(ctx context.Context, req *types.QueryGroupRequest) (*
 	return &types.QueryGroupResponse{Group: g, Members: members}, nil
 }
 
-// groupOffsets returns a group's committed offsets, optionally for one topic.
-func (k Keeper) groupOffsets(ctx context.Context, group, topic string) ([]types.CommittedOffset, error) {
-	var rng collections.Ranger[collections.Triple[string, string, uint32]] = collections.NewPrefixedTripleRange[string, string, uint32](group)
-	if topic != "" {
-		rng = collections.NewSuperPrefixedTripleRange[string, string, uint32](group, topic)
-	}
-	var out []types.CommittedOffset
-	err := k.Offsets.Walk(ctx, rng, func(_ collections.Triple[string, string, uint32], o types.CommittedOffset) (bool, error) {
-		out = append(out, o)
-		return false, nil
-	})
-	return out, err
-}
-
 func (q queryServer) GroupOffsets(ctx context.Context, req *types.QueryGroupOffsetsRequest) (*types.QueryGroupOffsetsResponse, error) {
 	if req == nil {
 		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
