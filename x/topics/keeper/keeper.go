@@ -92,6 +92,14 @@ func (k Keeper) Authority() string { return k.authority }
 // AddressCodec returns the account address codec the keeper validates addresses with.
 func (k Keeper) AddressCodec() address.Codec { return k.addressCodec }
 
+// SetParams validates and stores the module params; only the authority may call it via Msg.
+func (k Keeper) SetParams(ctx context.Context, p types.Params) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	return k.Params.Set(ctx, p)
+}
+
 // GetTopic returns a topic or ErrUnknownTopic.
 func (k Keeper) GetTopic(ctx context.Context, name string) (types.Topic, error) {
 	t, err := k.Topics.Get(ctx, name)

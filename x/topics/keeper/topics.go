@@ -183,11 +183,3 @@ func (k Keeper) DeleteTopic(ctx context.Context, signer, name string) error {
 	}
 	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventTopicDeleted{Name: name, Authority: signer, RecordsDeleted: records})
 }
-
-// SetParams validates and stores the module params; only the authority may call it via Msg.
-func (k Keeper) SetParams(ctx context.Context, p types.Params) error {
-	if err := p.Validate(); err != nil {
-		return err
-	}
-	return k.Params.Set(ctx, p)
-}
