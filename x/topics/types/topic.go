@@ -104,22 +104,5 @@ func ValidatePartitionCount(n uint32, p Params) error {
 	return nil
 }
 
-// RecordSize is the record's size as counted against limits: key + value + header keys and values.
-func (r BatchRecord) RecordSize() uint64 {
-	n := uint64(len(r.Key.GetData()) + len(r.Value.GetData()))
-	for _, h := range r.Headers {
-		n += uint64(len(h.Key) + len(h.Value))
-	}
-	return n
-}
-
-// NewBytes wraps b as a non-null Bytes; nil stays null.
-func NewBytes(b []byte) *Bytes {
-	if b == nil {
-		return nil
-	}
-	return &Bytes{Data: b}
-}
-
 // Label renders a partition as topic/partition, as Kafka tools do.
 func (p Partition) Label() string { return fmt.Sprintf("%s/%d", p.Topic, p.Partition) }
