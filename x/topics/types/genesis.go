@@ -139,9 +139,14 @@ func (gs GenesisState) Validate(ac address.Codec) error {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "spread cursor %d beyond topic %s's partitions", c.NextPartition, c.Topic)
 		}
 	}
-	return gs.validateGroups(ac, parts)
+	if err := gs.validateGroups(ac, parts); err != nil {
+		return err
+	}
+	return gs.validateProducers(ac, parts)
 }
 
+// validateGroups checks the consumer groups, their members and assignments, and their
+// committed offsets.
 func (gs GenesisState) validateGroups(ac address.Codec, parts map[partitionKey]Partition) error {
 	groups := make(map[string]Group, len(gs.Groups))
 	for _, g := range gs.Groups {
@@ -220,6 +225,12 @@ func (gs GenesisState) validateGroups(ac address.Codec, parts map[partitionKey]P
 		}
 		seen[k] = true
 	}
+	return nil
+}
+
+// validateProducers checks the idempotent-producer states: one per (topic, partition,
+// producer), on a known partition, and within its high watermark.
+func (gs GenesisState) validateProducers(ac address.Codec, parts map[partitionKey]Partition) error {
 	type producerKey struct {
 		topic     string
 		partition uint32
