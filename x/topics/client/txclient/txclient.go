@@ -7,17 +7,19 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
-	"strconv"
 	"sync"
 	"time"
 
+	rpcclient "github.com/cometbft/cometbft/rpc/client"
 	"github.com/cosmos/gogoproto/proto"
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
+
+	errorsmod "cosmossdk.io/errors"
 
 	"github.com/cosmos/cosmos-sdk/client"
 	"github.com/cosmos/cosmos-sdk/client/flags"
@@ -30,6 +32,72 @@ import (
 
 // CommitTimeout bounds how long Wait waits for a transaction to land in a block.
 const CommitTimeout = 60 * time.Second
+
+// commitTimeout is CommitTimeout, shortened by tests.
+var commitTimeout = CommitTimeout
+
+// ErrNotCommitted is a transaction the node accepted into its mempool that was not found in a
+// block within CommitTimeout: its outcome is unknown (it may still be committed). Wait's error
+// matches it with errors.Is.
+var ErrNotCommitted = errors.New("not committed")
+
+// Stage is where the chain refused a transaction.
+type Stage int
+
+const (
+	// Simulated: the gas simulation before broadcast failed (it runs the messages, so a
+	// module's refusal usually shows here).
+	Simulated Stage = iota + 1
+	// Checked: the node's CheckTx refused it (ante handler: sequence, fees, gas, size) or
+	// its mempool did not take it.
+	Checked
+	// Delivered: it was committed in a block and failed there.
+	Delivered
+)
+
+// TxError is a transaction the chain refused, with the codespace and code of the error that
+// refused it. It unwraps to errorsmod.ABCIError(codespace, code, Log), so errors.Is matches the
+// registered error (types.ErrX, sdkerrors.ErrX) the chain refused it with, and
+// errorsmod.ABCIInfo reads its codespace and code.
+type TxError struct {
+	Stage  Stage
+	TxHash string // unset for a simulation
+	Height int64  // set when Delivered
+	// Log is the chain's log of the refusal (the error's message).
+	Log       string
+	codespace string
+	code      uint32
+	abci      error
+}
+
+// NewTxError is the error of a transaction refused with (codespace, code).
+func NewTxError(stage Stage, hash string, height int64, codespace string, code uint32, log string) *TxError {
+	return &TxError{Stage: stage, TxHash: hash, Height: height, Log: log, codespace: codespace, code: code,
+		abci: errorsmod.ABCIError(codespace, code, log)}
+}
+
+func (e *TxError) Error() string {
+	switch e.Stage {
+	case Simulated:
+		return fmt.Sprintf("transaction refused in simulation: %s (codespace %s, code %d)", e.Log, e.codespace, e.code)
+	case Delivered:
+		return fmt.Sprintf("transaction %s failed in block %d: %s (codespace %s, code %d)", e.TxHash, e.Height, e.Log, e.codespace, e.code)
+	default:
+		return fmt.Sprintf("transaction rejected: %s (codespace %s, code %d)", e.Log, e.codespace, e.code)
+	}
+}
+
+// Unwrap is the ABCI error: the registered error of (codespace, code) wrapped with Log.
+func (e *TxError) Unwrap() error { return e.abci }
+
+// Cause is Unwrap for errorsmod's helpers, which follow Cause.
+func (e *TxError) Cause() error { return e.abci }
+
+// Codespace is the module (or "sdk") that registered the error.
+func (e *TxError) Codespace() string { return e.codespace }
+
+// ABCICode is the error's code within its codespace.
+func (e *TxError) ABCICode() uint32 { return e.code }
 
 // Signer signs and broadcasts transactions of one account. It keeps the account sequence
 // itself so that several transactions can be in flight at once.
@@ -86,13 +154,13 @@ func (s *Signer) Submit(msgs ...sdk.Msg) (string, error) {
 	defer s.mu.Unlock()
 	txf := s.txf
 	if s.autoGas {
-		_, gas, err := tx.CalculateGas(s.clientCtx, txf, msgs...)
+		gas, err := s.simulate(txf, msgs...)
 		for wait := 50 * time.Millisecond; s.aheadOfNode(err) && wait <= time.Second; wait *= 2 {
 			// A simulation is a query: it does not wait for the mempool, and right after a
 			// commit it can run on the new state before the node has re-applied our pending
 			// transactions, so it expects the sequence of one of them (seen in CI). Ask again.
 			time.Sleep(wait)
-			_, gas, err = tx.CalculateGas(s.clientCtx, txf, msgs...)
+			gas, err = s.simulate(txf, msgs...)
 		}
 		if err != nil {
 			return "", err
@@ -136,34 +204,71 @@ func (s *Signer) Submit(msgs ...sdk.Msg) (string, error) {
 		return "", err
 	}
 	if res.Code != 0 {
-		if res.Codespace == sdkerrors.ErrWrongSequence.Codespace() && res.Code == sdkerrors.ErrWrongSequence.ABCICode() {
+		err := NewTxError(Checked, res.TxHash, 0, res.Codespace, res.Code, res.RawLog)
+		if errors.Is(err, sdkerrors.ErrWrongSequence) {
 			// The local sequence drifted (a tx accepted but lost, or one whose answer was lost):
 			// re-read the account so the next submission can succeed.
 			if txf, err := s.txf.WithAccountNumber(0).WithSequence(0).Prepare(s.clientCtx); err == nil {
 				s.txf = txf
 			}
 		}
-		return "", fmt.Errorf("transaction rejected: %s (codespace %s, code %d)", res.RawLog, res.Codespace, res.Code)
+		return "", err
 	}
 	s.txf = s.txf.WithSequence(s.txf.Sequence() + 1)
 	return res.TxHash, nil
 }
 
-var wrongSequence = regexp.MustCompile(`account sequence mismatch, expected (\d+), got (\d+)`)
+// simulate runs msgs as a transaction of txf on the node's current state and returns the gas
+// to give it. It asks the node's ABCI query "/app/simulate", which answers a refusal with the
+// error's codespace and code (the tx service's Simulate keeps only its text): a refusal is a
+// *TxError of stage Simulated.
+func (s *Signer) simulate(txf tx.Factory, msgs ...sdk.Msg) (uint64, error) {
+	node, err := s.clientCtx.GetNode()
+	if err != nil {
+		// No CometBFT RPC client, only gRPC: the tx service is the one way to simulate.
+		_, gas, err := tx.CalculateGas(s.clientCtx, txf, msgs...)
+		return gas, err
+	}
+	txBytes, err := txf.BuildSimTx(msgs...)
+	if err != nil {
+		return 0, err
+	}
+	res, err := node.ABCIQueryWithOptions(context.Background(), "/app/simulate", txBytes, rpcclient.ABCIQueryOptions{})
+	if err != nil {
+		return 0, err
+	}
+	if !res.Response.IsOK() {
+		return 0, NewTxError(Simulated, "", 0, res.Response.Codespace, res.Response.Code, res.Response.Log)
+	}
+	// The answer is sdk.SimulationResponse in proto JSON; only the gas is needed (uint64 is a
+	// decimal string there).
+	var sim struct {
+		GasInfo struct {
+			GasUsed uint64 `json:"gas_used,string"`
+		} `json:"gas_info"`
+	}
+	if err := json.Unmarshal(res.Response.Value, &sim); err != nil {
+		return 0, fmt.Errorf("simulation answer: %w", err)
+	}
+	return uint64(txf.GasAdjustment() * float64(sim.GasInfo.GasUsed)), nil
+}
 
-// aheadOfNode tells whether err refused this signer's next sequence as too high: the node
-// expects a sequence of a transaction already accepted from it.
+// aheadOfNode tells whether err refused this signer's next sequence because the node's account
+// is behind it: the node expects the sequence of a transaction already accepted from us. The
+// account's sequence is read from the node, not from the error's text.
 func (s *Signer) aheadOfNode(err error) bool {
-	if err == nil {
+	if !errors.Is(err, sdkerrors.ErrWrongSequence) {
 		return false
 	}
-	m := wrongSequence.FindStringSubmatch(err.Error())
-	if m == nil {
+	retriever := s.txf.AccountRetriever()
+	if retriever == nil {
+		retriever = s.clientCtx.AccountRetriever
+	}
+	if retriever == nil {
 		return false
 	}
-	expected, err1 := strconv.ParseUint(m[1], 10, 64)
-	got, err2 := strconv.ParseUint(m[2], 10, 64)
-	return err1 == nil && err2 == nil && got == s.txf.Sequence() && expected < got
+	_, seq, qerr := retriever.GetAccountNumberSequence(s.clientCtx, s.clientCtx.GetFromAddress())
+	return qerr == nil && seq < s.txf.Sequence()
 }
 
 // SubmitAndWait submits msgs and waits until they are committed.
@@ -175,19 +280,21 @@ func (s *Signer) SubmitAndWait(msgs ...sdk.Msg) (*sdk.TxResponse, error) {
 	return Wait(s.clientCtx, hash)
 }
 
-// Wait polls until the tx is in a block (acks=all) and fails if it did not succeed.
+// Wait polls until the tx is in a block (acks=all) and fails if it did not succeed: with a
+// *TxError (stage Delivered) when it failed in its block, with an error matching
+// ErrNotCommitted when it is not in a block after CommitTimeout.
 func Wait(clientCtx client.Context, hash string) (*sdk.TxResponse, error) {
-	deadline := time.Now().Add(CommitTimeout)
+	deadline := time.Now().Add(commitTimeout)
 	for {
 		res, err := authtx.QueryTx(clientCtx, hash)
 		if err == nil {
 			if res.Code != 0 {
-				return res, fmt.Errorf("transaction %s failed in block %d: %s (codespace %s, code %d)", hash, res.Height, res.RawLog, res.Codespace, res.Code)
+				return res, NewTxError(Delivered, hash, res.Height, res.Codespace, res.Code, res.RawLog)
 			}
 			return res, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("transaction %s not committed after %s: %w", hash, CommitTimeout, err)
+			return nil, fmt.Errorf("transaction %s %w after %s: %w", hash, ErrNotCommitted, commitTimeout, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
