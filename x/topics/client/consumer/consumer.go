@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/cosmos/cosmos-sdk/client"
 
@@ -128,7 +127,9 @@ func (c *GroupConsumer) Poll(ctx context.Context, maxRecords uint32) ([]Record, 
 		key := keys[(c.polls+i)%len(keys)]
 		pos := c.positions[key]
 		res, err := c.query.Fetch(ctx, &types.QueryFetchRequest{Topic: key.topic, Partition: key.partition, Offset: pos, MaxRecords: maxRecords - uint32(len(out))})
-		if err != nil && strings.Contains(err.Error(), types.ErrOffsetOutOfRange.Error()) {
+		if err != nil {
+			// A query's error reaches us as a gRPC status, without the module's code: whether
+			// retention passed the position is read from the partition itself.
 			parts, perr := c.query.Partitions(ctx, &types.QueryPartitionsRequest{Name: key.topic})
 			if perr != nil || int(key.partition) >= len(parts.Partitions) {
 				return nil, err
@@ -189,7 +190,7 @@ func (c *GroupConsumer) Commit(ctx context.Context) error {
 		return c.Heartbeat(ctx)
 	}
 	if _, err := c.signer.SubmitAndWait(msg); err != nil {
-		if strings.Contains(err.Error(), types.ErrIllegalGeneration.Error()) || strings.Contains(err.Error(), types.ErrPartitionNotAssigned.Error()) {
+		if errors.Is(err, types.ErrIllegalGeneration) || errors.Is(err, types.ErrPartitionNotAssigned) {
 			if herr := c.Heartbeat(ctx); herr != nil && !errors.Is(herr, ErrRebalanced) {
 				return herr
 			}
