@@ -54,9 +54,10 @@ func (k Keeper) Fetch(ctx context.Context, topic string, partition uint32, offse
 	if offset == p.HighWatermark {
 		return res, nil
 	}
-	rng := new(collections.Range[collections.Triple[string, uint32, uint64]]).
-		StartInclusive(collections.Join3(topic, partition, offset)).
-		EndInclusive(collections.Join3(topic, partition, uint64(math.MaxUint64)))
+	tp := types.TopicPartition{Topic: topic, Partition: partition}
+	rng := new(collections.Range[collections.Pair[types.TopicPartition, uint64]]).
+		StartInclusive(collections.Join(tp, offset)).
+		EndInclusive(collections.Join(tp, uint64(math.MaxUint64)))
 	iter, err := k.Batches.Iterate(ctx, rng)
 	if err != nil {
 		return res, err

@@ -22,13 +22,13 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		}
 	}
 	for _, p := range gs.Partitions {
-		if err := k.Partitions.Set(ctx, collections.Join(p.Topic, p.Partition), p); err != nil {
+		if err := k.Partitions.Set(ctx, types.TopicPartition{Topic: p.Topic, Partition: p.Partition}, p); err != nil {
 			return err
 		}
 	}
 	for _, b := range gs.Batches {
 		last := b.Batch.BaseOffset + uint64(len(b.Batch.Records)) - 1
-		if err := k.Batches.Set(ctx, collections.Join3(b.Topic, b.Partition, last), b.Batch); err != nil {
+		if err := k.Batches.Set(ctx, collections.Join(types.TopicPartition{Topic: b.Topic, Partition: b.Partition}, last), b.Batch); err != nil {
 			return err
 		}
 	}
@@ -51,7 +51,7 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		}
 	}
 	for _, o := range gs.Offsets {
-		if err := k.Offsets.Set(ctx, collections.Join3(o.GroupId, o.Topic, o.Partition), o); err != nil {
+		if err := k.Offsets.Set(ctx, collections.Join(o.GroupId, types.TopicPartition{Topic: o.Topic, Partition: o.Partition}), o); err != nil {
 			return err
 		}
 		if err := k.GroupTopics.Set(ctx, collections.Join(o.Topic, o.GroupId), true); err != nil {
@@ -59,7 +59,7 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		}
 	}
 	for _, ps := range gs.ProducerStates {
-		if err := k.ProducerStates.Set(ctx, collections.Join3(ps.Topic, ps.Partition, ps.Producer), ps); err != nil {
+		if err := k.ProducerStates.Set(ctx, collections.Join(types.TopicPartition{Topic: ps.Topic, Partition: ps.Partition}, ps.Producer), ps); err != nil {
 			return err
 		}
 	}
@@ -83,15 +83,15 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 	if err != nil {
 		return nil, err
 	}
-	err = k.Partitions.Walk(ctx, nil, func(_ collections.Pair[string, uint32], p types.Partition) (bool, error) {
+	err = k.Partitions.Walk(ctx, nil, func(_ types.TopicPartition, p types.Partition) (bool, error) {
 		gs.Partitions = append(gs.Partitions, p)
 		return false, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	err = k.Batches.Walk(ctx, nil, func(key collections.Triple[string, uint32, uint64], b types.RecordBatch) (bool, error) {
-		gs.Batches = append(gs.Batches, types.GenesisBatch{Topic: key.K1(), Partition: key.K2(), Batch: b})
+	err = k.Batches.Walk(ctx, nil, func(key collections.Pair[types.TopicPartition, uint64], b types.RecordBatch) (bool, error) {
+		gs.Batches = append(gs.Batches, types.GenesisBatch{Topic: key.K1().Topic, Partition: key.K1().Partition, Batch: b})
 		return false, nil
 	})
 	if err != nil {
@@ -118,14 +118,14 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 	if err != nil {
 		return nil, err
 	}
-	err = k.Offsets.Walk(ctx, nil, func(_ collections.Triple[string, string, uint32], o types.CommittedOffset) (bool, error) {
+	err = k.Offsets.Walk(ctx, nil, func(_ collections.Pair[string, types.TopicPartition], o types.CommittedOffset) (bool, error) {
 		gs.Offsets = append(gs.Offsets, o)
 		return false, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	err = k.ProducerStates.Walk(ctx, nil, func(_ collections.Triple[string, uint32, string], ps types.ProducerState) (bool, error) {
+	err = k.ProducerStates.Walk(ctx, nil, func(_ collections.Pair[types.TopicPartition, string], ps types.ProducerState) (bool, error) {
 		gs.ProducerStates = append(gs.ProducerStates, ps)
 		return false, nil
 	})

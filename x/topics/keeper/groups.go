@@ -277,9 +277,9 @@ func (k Keeper) DeleteGroup(ctx context.Context, signer, group string) error {
 		return err
 	}
 	var topics []string
-	err = k.Offsets.Walk(ctx, collections.NewPrefixedTripleRange[string, string, uint32](group), func(key collections.Triple[string, string, uint32], _ types.CommittedOffset) (bool, error) {
-		if len(topics) == 0 || topics[len(topics)-1] != key.K2() {
-			topics = append(topics, key.K2())
+	err = k.Offsets.Walk(ctx, collections.NewPrefixedPairRange[string, types.TopicPartition](group), func(key collections.Pair[string, types.TopicPartition], _ types.CommittedOffset) (bool, error) {
+		if len(topics) == 0 || topics[len(topics)-1] != key.K2().Topic {
+			topics = append(topics, key.K2().Topic)
 		}
 		return false, nil
 	})
@@ -291,7 +291,7 @@ func (k Keeper) DeleteGroup(ctx context.Context, signer, group string) error {
 			return err
 		}
 	}
-	if err := k.Offsets.Clear(ctx, collections.NewPrefixedTripleRange[string, string, uint32](group)); err != nil {
+	if err := k.Offsets.Clear(ctx, collections.NewPrefixedPairRange[string, types.TopicPartition](group)); err != nil {
 		return err
 	}
 	if err := k.Groups.Remove(ctx, group); err != nil {

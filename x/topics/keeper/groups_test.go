@@ -277,7 +277,7 @@ func TestResetAndDeleteGroup(t *testing.T) {
 	_, err = f.query.GroupOffsets(f.ctx, &types.QueryGroupOffsetsRequest{GroupId: "g"})
 	require.ErrorIs(t, err, types.ErrUnknownGroup)
 	n := 0
-	require.NoError(t, f.k.Offsets.Walk(f.ctx, nil, func(_ collections.Triple[string, string, uint32], _ types.CommittedOffset) (bool, error) {
+	require.NoError(t, f.k.Offsets.Walk(f.ctx, nil, func(_ collections.Pair[string, types.TopicPartition], _ types.CommittedOffset) (bool, error) {
 		n++
 		return false, nil
 	}))

@@ -23,9 +23,9 @@ type Keeper struct {
 	Schema     collections.Schema
 	Params     collections.Item[types.Params]
 	Topics     collections.Map[string, types.Topic]
-	Partitions collections.Map[collections.Pair[string, uint32], types.Partition]
-	// Batches is keyed by (topic, partition, last offset of the batch).
-	Batches       collections.Map[collections.Triple[string, uint32, uint64], types.RecordBatch]
+	Partitions collections.Map[types.TopicPartition, types.Partition]
+	// Batches is keyed by ((topic, partition), last offset of the batch).
+	Batches       collections.Map[collections.Pair[types.TopicPartition, uint64], types.RecordBatch]
 	SpreadCursors collections.Map[string, uint32]
 
 	Groups collections.Map[string, types.Group]
@@ -35,12 +35,12 @@ type Keeper struct {
 	// only the members that are due. Index maps store true rather than being KeySets: an empty
 	// store value leaves ics23 unable to prove the absence of a key next to it (client/verify).
 	MemberExpiry collections.Map[collections.Triple[int64, string, string], bool]
-	// Offsets is keyed by (group, topic, partition).
-	Offsets collections.Map[collections.Triple[string, string, uint32], types.CommittedOffset]
+	// Offsets is keyed by (group, (topic, partition)).
+	Offsets collections.Map[collections.Pair[string, types.TopicPartition], types.CommittedOffset]
 	// GroupTopics indexes (topic, group) pairs that have offsets, for topic deletion.
 	GroupTopics collections.Map[collections.Pair[string, string], bool]
-	// ProducerStates is keyed by (topic, partition, producer).
-	ProducerStates  collections.Map[collections.Triple[string, uint32, string], types.ProducerState]
+	// ProducerStates is keyed by ((topic, partition), producer).
+	ProducerStates  collections.Map[collections.Pair[types.TopicPartition, string], types.ProducerState]
 	RetentionCursor collections.Item[types.RetentionCursor]
 
 	// fetchObs is the optional FetchObserver (metrics); not state.
@@ -60,7 +60,7 @@ func NewKeeper(cdc codec.BinaryCodec, addressCodec address.Codec, storeService c
 		Params:       collections.NewItem(sb, types.ParamsKey, "params", codec.CollValue[types.Params](cdc)),
 		Topics:       collections.NewMap(sb, types.TopicsPrefix, "topics", collections.StringKey, codec.CollValue[types.Topic](cdc)),
 		Partitions: collections.NewMap(sb, types.PartitionsPrefix, "partitions",
-			types.PartitionKeyCodec, codec.CollValue[types.Partition](cdc)),
+			types.TopicPartitionKey, codec.CollValue[types.Partition](cdc)),
 		Batches: collections.NewMap(sb, types.BatchesPrefix, "batches",
 			types.BatchKeyCodec, codec.CollValue[types.RecordBatch](cdc)),
 		SpreadCursors: collections.NewMap(sb, types.SpreadCursorsPrefix, "spread_cursors", collections.StringKey, collections.Uint32Value),
@@ -74,7 +74,7 @@ func NewKeeper(cdc codec.BinaryCodec, addressCodec address.Codec, storeService c
 		GroupTopics: collections.NewMap(sb, types.GroupTopicsPrefix, "group_topics",
 			collections.PairKeyCodec(collections.StringKey, collections.StringKey), collections.BoolValue),
 		ProducerStates: collections.NewMap(sb, types.ProducerStatesPrefix, "producer_states",
-			collections.TripleKeyCodec(collections.StringKey, collections.Uint32Key, collections.StringKey), codec.CollValue[types.ProducerState](cdc)),
+			types.ProducerStateKeyCodec, codec.CollValue[types.ProducerState](cdc)),
 		RetentionCursor: collections.NewItem(sb, types.RetentionCursorPrefix, "retention_cursor", codec.CollValue[types.RetentionCursor](cdc)),
 		fetchObs:        new(fetchObserverSlot),
 	}
@@ -111,7 +111,7 @@ func (k Keeper) GetTopic(ctx context.Context, name string) (types.Topic, error) 
 
 // GetPartition returns a partition's state, checking the partition is in range.
 func (k Keeper) GetPartition(ctx context.Context, topic string, partition uint32) (types.Partition, error) {
-	p, err := k.Partitions.Get(ctx, collections.Join(topic, partition))
+	p, err := k.Partitions.Get(ctx, types.TopicPartition{Topic: topic, Partition: partition})
 	if errorsmod.IsOf(err, collections.ErrNotFound) {
 		if _, terr := k.GetTopic(ctx, topic); terr != nil {
 			return p, terr

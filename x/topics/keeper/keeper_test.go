@@ -232,8 +232,8 @@ func TestDeleteTopic(t *testing.T) {
 	_, err = f.fetch("t", 0, 0, 0, 0)
 	require.ErrorIs(t, err, types.ErrUnknownTopic)
 	n := 0
-	require.NoError(t, f.k.Batches.Walk(f.ctx, nil, func(k collections.Triple[string, uint32, uint64], _ types.RecordBatch) (bool, error) {
-		require.Equal(t, "keep", k.K1())
+	require.NoError(t, f.k.Batches.Walk(f.ctx, nil, func(k collections.Pair[types.TopicPartition, uint64], _ types.RecordBatch) (bool, error) {
+		require.Equal(t, "keep", k.K1().Topic)
 		n++
 		return false, nil
 	}))

@@ -66,9 +66,10 @@ func (k Keeper) ListOffsets(ctx context.Context, topic string, partition uint32,
 
 // batchHolding returns the stored batch that holds offset (which must be retained).
 func (k Keeper) batchHolding(ctx context.Context, topic string, partition uint32, offset uint64) (types.RecordBatch, error) {
-	rng := new(collections.Range[collections.Triple[string, uint32, uint64]]).
-		StartInclusive(collections.Join3(topic, partition, offset)).
-		EndInclusive(collections.Join3(topic, partition, uint64(math.MaxUint64)))
+	tp := types.TopicPartition{Topic: topic, Partition: partition}
+	rng := new(collections.Range[collections.Pair[types.TopicPartition, uint64]]).
+		StartInclusive(collections.Join(tp, offset)).
+		EndInclusive(collections.Join(tp, uint64(math.MaxUint64)))
 	iter, err := k.Batches.Iterate(ctx, rng)
 	if err != nil {
 		return types.RecordBatch{}, err

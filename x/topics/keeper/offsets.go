@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"context"
+	"math"
 
 	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
@@ -34,9 +35,9 @@ func (k Keeper) CommitOffsets(ctx context.Context, msg *types.MsgCommitOffsets) 
 	if msg.Generation != g.Generation {
 		return errorsmod.Wrapf(types.ErrIllegalGeneration, "group %q is at generation %d, the commit carries %d; rejoin or heartbeat for the new assignment", g.GroupId, g.Generation, msg.Generation)
 	}
-	seen := map[partitionID]bool{}
+	seen := map[types.TopicPartition]bool{}
 	for _, o := range msg.Offsets {
-		id := partitionID{o.Topic, o.Partition}
+		id := types.TopicPartition{Topic: o.Topic, Partition: o.Partition}
 		if seen[id] {
 			return errorsmod.Wrapf(types.ErrInvalidRequest, "%s/%d listed twice", o.Topic, o.Partition)
 		}
@@ -75,7 +76,7 @@ func (k Keeper) writeOffsets(ctx context.Context, committer string, offsets []ty
 	for i := range offsets {
 		o := &offsets[i]
 		o.Height, o.Committer = height, committer
-		if err := k.Offsets.Set(ctx, collections.Join3(o.GroupId, o.Topic, o.Partition), *o); err != nil {
+		if err := k.Offsets.Set(ctx, collections.Join(o.GroupId, types.TopicPartition{Topic: o.Topic, Partition: o.Partition}), *o); err != nil {
 			return err
 		}
 		if err := k.GroupTopics.Set(ctx, collections.Join(o.Topic, o.GroupId), true); err != nil {
@@ -162,14 +163,22 @@ func (k Keeper) resolveOffset(ctx context.Context, topic string, partition uint3
 
 // groupOffsets returns a group's committed offsets, optionally for one topic.
 func (k Keeper) groupOffsets(ctx context.Context, group, topic string) ([]types.CommittedOffset, error) {
-	var rng collections.Ranger[collections.Triple[string, string, uint32]] = collections.NewPrefixedTripleRange[string, string, uint32](group)
+	var rng collections.Ranger[collections.Pair[string, types.TopicPartition]] = collections.NewPrefixedPairRange[string, types.TopicPartition](group)
 	if topic != "" {
-		rng = collections.NewSuperPrefixedTripleRange[string, string, uint32](group, topic)
+		rng = groupTopicOffsets(group, topic)
 	}
 	var out []types.CommittedOffset
-	err := k.Offsets.Walk(ctx, rng, func(_ collections.Triple[string, string, uint32], o types.CommittedOffset) (bool, error) {
+	err := k.Offsets.Walk(ctx, rng, func(_ collections.Pair[string, types.TopicPartition], o types.CommittedOffset) (bool, error) {
 		out = append(out, o)
 		return false, nil
 	})
 	return out, err
+}
+
+// groupTopicOffsets ranges over a group's committed offsets for every partition of topic: the
+// same keys, in the same order, as a prefix range over (group, topic).
+func groupTopicOffsets(group, topic string) *collections.Range[collections.Pair[string, types.TopicPartition]] {
+	return new(collections.Range[collections.Pair[string, types.TopicPartition]]).
+		StartInclusive(collections.Join(group, types.TopicPartition{Topic: topic, Partition: 0})).
+		EndInclusive(collections.Join(group, types.TopicPartition{Topic: topic, Partition: math.MaxUint32}))
 }

@@ -28,12 +28,6 @@ type sequencedBatch struct {
 	count      uint32
 }
 
-// partitionID is a comparable (topic, partition); collections.Pair holds pointers and is not.
-type partitionID struct {
-	topic     string
-	partition uint32
-}
-
 // checkProduceBasic runs every check that needs no state, before anything is read.
 func checkProduceBasic(batches []types.ProduceBatch) error {
 	if len(batches) == 0 {
@@ -73,7 +67,7 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 
 	var (
 		pending    []*pendingBatch
-		index      = map[partitionID]*pendingBatch{}
+		index      = map[types.TopicPartition]*pendingBatch{}
 		topics     = map[string]types.Topic{}
 		cursors    = map[string]uint32{}
 		cursorList []string // topics whose cursor moved, in first-use order (deterministic writes)
@@ -82,7 +76,7 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 		duplicates []types.ProduceResult
 	)
 	add := func(topic string, partition uint32, r types.BatchRecord, size uint64) {
-		key := partitionID{topic, partition}
+		key := types.TopicPartition{Topic: topic, Partition: partition}
 		pb := index[key]
 		if pb == nil {
 			pb = &pendingBatch{topic: topic, partition: partition}
@@ -117,7 +111,7 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 				duplicates = append(duplicates, *dup)
 				continue
 			}
-			pid := partitionID{b.Topic, uint32(b.Partition)}
+			pid := types.TopicPartition{Topic: b.Topic, Partition: uint32(b.Partition)}
 			first := 0
 			if pb := index[pid]; pb != nil {
 				first = len(pb.records)
@@ -163,7 +157,7 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 			add(b.Topic, partition, r, size)
 		}
 		if seq != nil {
-			index[partitionID{b.Topic, uint32(b.Partition)}].sequenced = seq
+			index[types.TopicPartition{Topic: b.Topic, Partition: uint32(b.Partition)}].sequenced = seq
 		}
 		if spreadUsed {
 			if _, moved := cursors[b.Topic]; !moved {
@@ -178,7 +172,7 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 	appendMs := sdkCtx.BlockTime().UnixMilli()
 	results := make([]types.ProduceResult, 0, len(pending))
 	for _, pb := range pending {
-		pkey := collections.Join(pb.topic, pb.partition)
+		pkey := types.TopicPartition{Topic: pb.topic, Partition: pb.partition}
 		part, err := k.Partitions.Get(ctx, pkey)
 		if err != nil {
 			return nil, err
@@ -192,7 +186,7 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 			SizeBytes:       pb.size,
 			Records:         pb.records,
 		}
-		if err := k.Batches.Set(ctx, collections.Join3(pb.topic, pb.partition, part.HighWatermark+n-1), batch); err != nil {
+		if err := k.Batches.Set(ctx, collections.Join(pkey, part.HighWatermark+n-1), batch); err != nil {
 			return nil, err
 		}
 		part.HighWatermark += n
@@ -207,7 +201,7 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 				Topic: pb.topic, Partition: pb.partition, Producer: producer,
 				LastSequence: sq.sequence, BaseOffset: batch.BaseOffset + uint64(sq.firstIndex), Count: sq.count,
 			}
-			if err := k.ProducerStates.Set(ctx, collections.Join3(pb.topic, pb.partition, producer), state); err != nil {
+			if err := k.ProducerStates.Set(ctx, collections.Join(pkey, producer), state); err != nil {
 				return nil, err
 			}
 		}
@@ -228,12 +222,13 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 // checkSequence applies the idempotent-producer rule to a sequenced batch: the next sequence
 // is appended, a resend of the last accepted one is answered with its original offsets, and
 // anything else is rejected. A partition may carry one sequenced batch per message.
-func (k Keeper) checkSequence(ctx context.Context, producer string, b types.ProduceBatch, index map[partitionID]*pendingBatch) (*types.ProduceResult, error) {
+func (k Keeper) checkSequence(ctx context.Context, producer string, b types.ProduceBatch, index map[types.TopicPartition]*pendingBatch) (*types.ProduceResult, error) {
 	partition := uint32(b.Partition)
-	if pb := index[partitionID{b.Topic, partition}]; pb != nil && pb.sequenced != nil {
+	tp := types.TopicPartition{Topic: b.Topic, Partition: partition}
+	if pb := index[tp]; pb != nil && pb.sequenced != nil {
 		return nil, errorsmod.Wrapf(types.ErrInvalidRequest, "two idempotent batches for %s/%d in one message", b.Topic, partition)
 	}
-	state, err := k.ProducerStates.Get(ctx, collections.Join3(b.Topic, partition, producer))
+	state, err := k.ProducerStates.Get(ctx, collections.Join(tp, producer))
 	if err != nil && !isNotFound(err) {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sort"
 
-	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
 
 	"github.com/cosmos/cosmos-sdk/types/query"
@@ -59,7 +58,7 @@ func (q queryServer) GroupOffsets(ctx context.Context, req *types.QueryGroupOffs
 	out := make([]types.GroupOffset, 0, len(offsets))
 	for _, o := range offsets {
 		below := false
-		if p, err := q.k.Partitions.Get(ctx, collections.Join(o.Topic, o.Partition)); err == nil {
+		if p, err := q.k.Partitions.Get(ctx, types.TopicPartition{Topic: o.Topic, Partition: o.Partition}); err == nil {
 			below = o.Offset < p.LogStartOffset
 		} else if !isNotFound(err) {
 			return nil, err
@@ -90,21 +89,21 @@ func (q queryServer) Lag(ctx context.Context, req *types.QueryLagRequest) (*type
 		return nil, err
 	}
 	topicSet := map[string]bool{}
-	owner := map[partitionID]string{}
+	owner := map[types.TopicPartition]string{}
 	for _, m := range members {
 		for _, t := range m.Topics {
 			topicSet[t] = true
 		}
 		for _, tp := range m.Assignment {
 			for _, p := range tp.Partitions {
-				owner[partitionID{tp.Topic, p}] = m.Member
+				owner[types.TopicPartition{Topic: tp.Topic, Partition: p}] = m.Member
 			}
 		}
 	}
-	committed := map[partitionID]uint64{}
+	committed := map[types.TopicPartition]uint64{}
 	for _, o := range offsets {
 		topicSet[o.Topic] = true
-		committed[partitionID{o.Topic, o.Partition}] = o.Offset
+		committed[types.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
 	}
 	var topics []string
 	for t := range topicSet {
@@ -115,8 +114,8 @@ func (q queryServer) Lag(ctx context.Context, req *types.QueryLagRequest) (*type
 	sort.Strings(topics)
 	var out []types.PartitionLag
 	for _, t := range topics {
-		err := q.k.Partitions.Walk(ctx, collections.NewPrefixedPairRange[string, uint32](t), func(_ collections.Pair[string, uint32], p types.Partition) (bool, error) {
-			id := partitionID{t, p.Partition}
+		err := q.k.Partitions.Walk(ctx, types.PartitionsOfTopic(t), func(_ types.TopicPartition, p types.Partition) (bool, error) {
+			id := types.TopicPartition{Topic: t, Partition: p.Partition}
 			l := types.PartitionLag{Topic: t, Partition: p.Partition, Committed: -1, HighWatermark: p.HighWatermark, LogStartOffset: p.LogStartOffset, Member: owner[id]}
 			pos := p.LogStartOffset
 			if c, ok := committed[id]; ok {

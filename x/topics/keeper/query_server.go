@@ -132,7 +132,7 @@ func (q queryServer) ProducerStates(ctx context.Context, req *types.QueryProduce
 		if err := q.k.validAddress(req.Producer, "producer"); err != nil {
 			return nil, err
 		}
-		state, err := q.k.ProducerStates.Get(ctx, collections.Join3(req.Topic, req.Partition, req.Producer))
+		state, err := q.k.ProducerStates.Get(ctx, collections.Join(types.TopicPartition{Topic: req.Topic, Partition: req.Partition}, req.Producer))
 		if isNotFound(err) {
 			return &types.QueryProducerStatesResponse{}, nil
 		}
@@ -142,11 +142,11 @@ func (q queryServer) ProducerStates(ctx context.Context, req *types.QueryProduce
 		return &types.QueryProducerStatesResponse{States: []types.ProducerState{state}}, nil
 	}
 	states, page, err := query.CollectionPaginate(ctx, q.k.ProducerStates, req.Pagination,
-		func(_ collections.Triple[string, uint32, string], s types.ProducerState) (types.ProducerState, error) {
+		func(_ collections.Pair[types.TopicPartition, string], s types.ProducerState) (types.ProducerState, error) {
 			return s, nil
 		},
-		func(o *query.CollectionsPaginateOptions[collections.Triple[string, uint32, string]]) {
-			prefix := collections.TripleSuperPrefix[string, uint32, string](req.Topic, req.Partition)
+		func(o *query.CollectionsPaginateOptions[collections.Pair[types.TopicPartition, string]]) {
+			prefix := collections.PairPrefix[types.TopicPartition, string](types.TopicPartition{Topic: req.Topic, Partition: req.Partition})
 			o.Prefix = &prefix
 		})
 	if err != nil {

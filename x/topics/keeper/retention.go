@@ -27,8 +27,8 @@ func (k Keeper) ApplyRetention(ctx context.Context) error {
 	}
 	now := sdk.UnwrapSDKContext(ctx).BlockTime().UnixMilli()
 	budget := params.RetentionBatchesPerBlock
-	start := collections.Join(cursor.Topic, cursor.Partition)
-	rng := new(collections.Range[collections.Pair[string, uint32]]).StartInclusive(start)
+	start := types.TopicPartition{Topic: cursor.Topic, Partition: cursor.Partition}
+	rng := new(collections.Range[types.TopicPartition]).StartInclusive(start)
 	var (
 		visited uint32
 		next    *types.RetentionCursor
@@ -46,7 +46,7 @@ func (k Keeper) ApplyRetention(ctx context.Context) error {
 				iter.Close()
 				return err
 			}
-			next = &types.RetentionCursor{Topic: key.K1(), Partition: key.K2()}
+			next = &types.RetentionCursor{Topic: key.Topic, Partition: key.Partition}
 			break
 		}
 		p, err := iter.Value()
@@ -86,13 +86,13 @@ func (k Keeper) ApplyRetention(ctx context.Context) error {
 // retainPartition deletes a partition's expired batches within the budget and reports
 // whether it finished.
 func (k Keeper) retainPartition(ctx context.Context, cfg types.TopicConfig, p types.Partition, now int64, budget *uint32) (bool, error) {
-	rng := collections.NewSuperPrefixedTripleRange[string, uint32, uint64](p.Topic, p.Partition)
+	rng := collections.NewPrefixedPairRange[types.TopicPartition, uint64](types.TopicPartition{Topic: p.Topic, Partition: p.Partition})
 	iter, err := k.Batches.Iterate(ctx, rng)
 	if err != nil {
 		return false, err
 	}
 	var (
-		doomed          []collections.Triple[string, uint32, uint64]
+		doomed          []collections.Pair[types.TopicPartition, uint64]
 		records, nbytes uint64
 		finished        = true
 	)
@@ -132,10 +132,10 @@ func (k Keeper) retainPartition(ctx context.Context, cfg types.TopicConfig, p ty
 			return false, err
 		}
 	}
-	p.LogStartOffset = doomed[len(doomed)-1].K3() + 1
+	p.LogStartOffset = doomed[len(doomed)-1].K2() + 1
 	p.RecordCount -= records
 	p.ByteCount -= nbytes
-	if err := k.Partitions.Set(ctx, collections.Join(p.Topic, p.Partition), p); err != nil {
+	if err := k.Partitions.Set(ctx, types.TopicPartition{Topic: p.Topic, Partition: p.Partition}, p); err != nil {
 		return false, err
 	}
 	return finished, sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventRetentionApplied{

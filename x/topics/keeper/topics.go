@@ -50,7 +50,7 @@ func (k Keeper) CreateTopic(ctx context.Context, owner, name string, partitions 
 
 func (k Keeper) initPartitions(ctx context.Context, topic string, from, to uint32) error {
 	for i := from; i < to; i++ {
-		if err := k.Partitions.Set(ctx, collections.Join(topic, i), types.Partition{Topic: topic, Partition: i}); err != nil {
+		if err := k.Partitions.Set(ctx, types.TopicPartition{Topic: topic, Partition: i}, types.Partition{Topic: topic, Partition: i}); err != nil {
 			return err
 		}
 	}
@@ -143,18 +143,19 @@ func (k Keeper) DeleteTopic(ctx context.Context, signer, name string) error {
 	}
 	var records uint64
 	for i := uint32(0); i < t.Partitions; i++ {
-		p, err := k.Partitions.Get(ctx, collections.Join(name, i))
+		tp := types.TopicPartition{Topic: name, Partition: i}
+		p, err := k.Partitions.Get(ctx, tp)
 		if err != nil {
 			return err
 		}
 		records += p.RecordCount
-		if err := k.Batches.Clear(ctx, collections.NewSuperPrefixedTripleRange[string, uint32, uint64](name, i)); err != nil {
+		if err := k.Batches.Clear(ctx, collections.NewPrefixedPairRange[types.TopicPartition, uint64](tp)); err != nil {
 			return err
 		}
-		if err := k.Partitions.Remove(ctx, collections.Join(name, i)); err != nil {
+		if err := k.Partitions.Remove(ctx, tp); err != nil {
 			return err
 		}
-		if err := k.ProducerStates.Clear(ctx, collections.NewSuperPrefixedTripleRange[string, uint32, string](name, i)); err != nil {
+		if err := k.ProducerStates.Clear(ctx, collections.NewPrefixedPairRange[types.TopicPartition, string](tp)); err != nil {
 			return err
 		}
 	}
@@ -168,7 +169,7 @@ func (k Keeper) DeleteTopic(ctx context.Context, signer, name string) error {
 		return err
 	}
 	for _, g := range groups {
-		if err := k.Offsets.Clear(ctx, collections.NewSuperPrefixedTripleRange[string, string, uint32](g, name)); err != nil {
+		if err := k.Offsets.Clear(ctx, groupTopicOffsets(g, name)); err != nil {
 			return err
 		}
 		if err := k.GroupTopics.Remove(ctx, collections.Join(name, g)); err != nil {

@@ -212,7 +212,7 @@ func lagState(t *testing.T) (keeper.Keeper, sdk.Context) {
 	for i, g := range []string{"g1", "g2", "g3"} {
 		require.NoError(t, k.Groups.Set(ctx, g, types.Group{GroupId: g, Admin: owner, Generation: 1}))
 		for p := uint32(0); p < 3; p++ {
-			require.NoError(t, k.Offsets.Set(ctx, collections.Join3(g, "t", p),
+			require.NoError(t, k.Offsets.Set(ctx, collections.Join(g, types.TopicPartition{Topic: "t", Partition: p}),
 				types.CommittedOffset{GroupId: g, Topic: "t", Partition: p, Offset: uint64(i + 1)}))
 		}
 	}

@@ -10,11 +10,6 @@ func DefaultGenesis() *GenesisState {
 	return &GenesisState{Params: DefaultParams()}
 }
 
-type partitionKey struct {
-	topic     string
-	partition uint32
-}
-
 // Validate checks the whole state for consistency: every topic has exactly its partitions,
 // batches are contiguous from each log start offset to the high watermark, and the counters
 // match the stored batches.
@@ -45,7 +40,7 @@ func (gs GenesisState) Validate(ac address.Codec) error {
 		topics[t.Name] = t
 	}
 
-	parts := make(map[partitionKey]Partition, len(gs.Partitions))
+	parts := make(map[TopicPartition]Partition, len(gs.Partitions))
 	for _, p := range gs.Partitions {
 		t, ok := topics[p.Topic]
 		if !ok {
@@ -54,7 +49,7 @@ func (gs GenesisState) Validate(ac address.Codec) error {
 		if p.Partition >= t.Partitions {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "partition %s beyond the topic's %d partitions", p.Label(), t.Partitions)
 		}
-		k := partitionKey{p.Topic, p.Partition}
+		k := TopicPartition{p.Topic, p.Partition}
 		if _, dup := parts[k]; dup {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "partition %s appears twice", p.Label())
 		}
@@ -65,7 +60,7 @@ func (gs GenesisState) Validate(ac address.Codec) error {
 	}
 	for _, t := range gs.Topics {
 		for i := uint32(0); i < t.Partitions; i++ {
-			if _, ok := parts[partitionKey{t.Name, i}]; !ok {
+			if _, ok := parts[TopicPartition{t.Name, i}]; !ok {
 				return errorsmod.Wrapf(ErrInvalidGenesis, "topic %s lacks partition %d", t.Name, i)
 			}
 		}
@@ -76,9 +71,9 @@ func (gs GenesisState) Validate(ac address.Codec) error {
 		next, records, bytes uint64
 		lastTime             int64
 	}
-	tallies := make(map[partitionKey]*tally, len(parts))
+	tallies := make(map[TopicPartition]*tally, len(parts))
 	for _, b := range gs.Batches {
-		k := partitionKey{b.Topic, b.Partition}
+		k := TopicPartition{b.Topic, b.Partition}
 		p, ok := parts[k]
 		if !ok {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "batch at %s/%d for unknown partition", b.Topic, b.Partition)
@@ -114,7 +109,7 @@ func (gs GenesisState) Validate(ac address.Codec) error {
 		tl.bytes += size
 	}
 	for _, p := range gs.Partitions {
-		tl := tallies[partitionKey{p.Topic, p.Partition}]
+		tl := tallies[TopicPartition{p.Topic, p.Partition}]
 		if tl == nil {
 			tl = &tally{next: p.LogStartOffset}
 		}
@@ -147,7 +142,7 @@ func (gs GenesisState) Validate(ac address.Codec) error {
 
 // validateGroups checks the consumer groups, their members and assignments, and their
 // committed offsets.
-func (gs GenesisState) validateGroups(ac address.Codec, parts map[partitionKey]Partition) error {
+func (gs GenesisState) validateGroups(ac address.Codec, parts map[TopicPartition]Partition) error {
 	groups := make(map[string]Group, len(gs.Groups))
 	for _, g := range gs.Groups {
 		if err := ValidateGroupID(g.GroupId); err != nil {
@@ -168,12 +163,13 @@ func (gs GenesisState) validateGroups(ac address.Codec, parts map[partitionKey]P
 		groups[g.GroupId] = g
 	}
 	type memberKey struct{ group, member string }
-	type ownedKey struct {
-		group, topic string
-		partition    uint32
+	// groupPartitionKey is a (group, topic, partition).
+	type groupPartitionKey struct {
+		group string
+		TopicPartition
 	}
 	members := map[memberKey]bool{}
-	owned := map[ownedKey]string{}
+	owned := map[groupPartitionKey]string{}
 	perGroup := map[string]uint32{}
 	for _, m := range gs.Members {
 		if _, ok := groups[m.GroupId]; !ok {
@@ -191,7 +187,7 @@ func (gs GenesisState) validateGroups(ac address.Codec, parts map[partitionKey]P
 		}
 		for _, tp := range m.Assignment {
 			for _, p := range tp.Partitions {
-				k := ownedKey{m.GroupId, tp.Topic, p}
+				k := groupPartitionKey{m.GroupId, TopicPartition{tp.Topic, p}}
 				if owner, taken := owned[k]; taken {
 					return errorsmod.Wrapf(ErrInvalidGenesis, "group %s assigns %s/%d to both %s and %s", m.GroupId, tp.Topic, p, owner, m.Member)
 				}
@@ -203,23 +199,19 @@ func (gs GenesisState) validateGroups(ac address.Codec, parts map[partitionKey]P
 			return errorsmod.Wrapf(ErrInvalidGenesis, "group %s has more than %d members", m.GroupId, gs.Params.MaxGroupMembers)
 		}
 	}
-	type offsetKey struct {
-		group, topic string
-		partition    uint32
-	}
-	seen := map[offsetKey]bool{}
+	seen := map[groupPartitionKey]bool{}
 	for _, o := range gs.Offsets {
 		if _, ok := groups[o.GroupId]; !ok {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "offset of unknown group %s", o.GroupId)
 		}
-		p, ok := parts[partitionKey{o.Topic, o.Partition}]
+		p, ok := parts[TopicPartition{o.Topic, o.Partition}]
 		if !ok {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "group %s offset for unknown partition %s/%d", o.GroupId, o.Topic, o.Partition)
 		}
 		if o.Offset > p.HighWatermark {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "group %s offset %d above %s's high watermark %d", o.GroupId, o.Offset, p.Label(), p.HighWatermark)
 		}
-		k := offsetKey{o.GroupId, o.Topic, o.Partition}
+		k := groupPartitionKey{o.GroupId, TopicPartition{o.Topic, o.Partition}}
 		if seen[k] {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "group %s offset for %s appears twice", o.GroupId, p.Label())
 		}
@@ -230,20 +222,19 @@ func (gs GenesisState) validateGroups(ac address.Codec, parts map[partitionKey]P
 
 // validateProducers checks the idempotent-producer states: one per (topic, partition,
 // producer), on a known partition, and within its high watermark.
-func (gs GenesisState) validateProducers(ac address.Codec, parts map[partitionKey]Partition) error {
+func (gs GenesisState) validateProducers(ac address.Codec, parts map[TopicPartition]Partition) error {
 	type producerKey struct {
-		topic     string
-		partition uint32
-		producer  string
+		TopicPartition
+		producer string
 	}
 	producers := map[producerKey]bool{}
 	for _, ps := range gs.ProducerStates {
-		pk := producerKey{ps.Topic, ps.Partition, ps.Producer}
+		pk := producerKey{TopicPartition{ps.Topic, ps.Partition}, ps.Producer}
 		if producers[pk] {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "producer state of %s/%d for %s appears twice", ps.Topic, ps.Partition, ps.Producer)
 		}
 		producers[pk] = true
-		p, ok := parts[partitionKey{ps.Topic, ps.Partition}]
+		p, ok := parts[TopicPartition{ps.Topic, ps.Partition}]
 		if !ok {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "producer state for unknown partition %s/%d", ps.Topic, ps.Partition)
 		}

@@ -1,6 +1,11 @@
 package types
 
-import "cosmossdk.io/collections"
+import (
+	"math"
+
+	"cosmossdk.io/collections"
+	collcodec "cosmossdk.io/collections/codec"
+)
 
 const (
 	// ModuleName is the module's name, store key and message route.
@@ -29,13 +34,96 @@ var (
 	RetentionCursorPrefix = collections.NewPrefix(11)
 )
 
-// Key codecs of the collections whose entries a verifying client proves: the keeper stores with
-// them and client/verify rebuilds the same raw store keys with them.
+// TopicPartition names one partition of a topic. It is x/topics' one (topic, partition) key:
+// comparable, so it keys Go maps (collections.Pair holds pointers and is not), and with
+// TopicPartitionKey it is the (topic, partition) part of every store key that has one. Not to be
+// confused with TopicPartitions, the protobuf assignment entry (a topic and a list of partitions).
+type TopicPartition struct {
+	Topic     string
+	Partition uint32
+}
+
+// TopicPartitionKey is the key codec of a TopicPartition.
+//
+// Its encoding must never change: it writes exactly the bytes collections.PairKeyCodec(StringKey,
+// Uint32Key) writes for the pair (topic, partition), in terminal and non-terminal position alike
+// (the topic, a 0x00 terminator, the partition as 4 big-endian bytes), which are also the first
+// two parts of the TripleKeyCodec keys the store was laid out with. Existing chain state, the app
+// hash, and client/verify (which rebuilds raw store keys to check their proofs) all depend on
+// these bytes. TestStoreKeyEncodingUnchanged pins them.
+var TopicPartitionKey collcodec.KeyCodec[TopicPartition] = topicPartitionKey{}
+
+// Key codecs of the collections whose entries a verifying client proves (and of the producer
+// states), besides TopicPartitionKey for partitions: the keeper stores with them and client/verify rebuilds the same raw store keys.
 var (
-	PartitionKeyCodec = collections.PairKeyCodec(collections.StringKey, collections.Uint32Key)
-	BatchKeyCodec     = collections.TripleKeyCodec(collections.StringKey, collections.Uint32Key, collections.Uint64Key)
-	OffsetKeyCodec    = collections.TripleKeyCodec(collections.StringKey, collections.StringKey, collections.Uint32Key)
+	// BatchKeyCodec keys record batches by ((topic, partition), last offset).
+	BatchKeyCodec = collections.PairKeyCodec(TopicPartitionKey, collections.Uint64Key)
+	// OffsetKeyCodec keys committed offsets by (group, (topic, partition)).
+	OffsetKeyCodec = collections.PairKeyCodec(collections.StringKey, TopicPartitionKey)
+	// ProducerStateKeyCodec keys idempotent-producer states by ((topic, partition), producer).
+	ProducerStateKeyCodec = collections.PairKeyCodec(TopicPartitionKey, collections.StringKey)
 )
+
+// PartitionsOfTopic ranges over every partition key of topic, in partition order: the same
+// keys, in the same order, as a prefix range over the topic.
+func PartitionsOfTopic(topic string) *collections.Range[TopicPartition] {
+	return new(collections.Range[TopicPartition]).
+		StartInclusive(TopicPartition{topic, 0}).
+		EndInclusive(TopicPartition{topic, math.MaxUint32})
+}
+
+// topicPartitionKey delegates every method to the (string, uint32) pair codec, so that a
+// TopicPartition encodes, decodes and prints exactly as collections.Join(topic, partition) did.
+type topicPartitionKey struct{}
+
+var topicPartitionPair = collections.PairKeyCodec(collections.StringKey, collections.Uint32Key)
+
+func tpPair(tp TopicPartition) collections.Pair[string, uint32] {
+	return collections.Join(tp.Topic, tp.Partition)
+}
+
+func fromPair(p collections.Pair[string, uint32]) TopicPartition {
+	return TopicPartition{Topic: p.K1(), Partition: p.K2()}
+}
+
+func (topicPartitionKey) Encode(buffer []byte, key TopicPartition) (int, error) {
+	return topicPartitionPair.Encode(buffer, tpPair(key))
+}
+
+func (topicPartitionKey) Decode(buffer []byte) (int, TopicPartition, error) {
+	n, p, err := topicPartitionPair.Decode(buffer)
+	return n, fromPair(p), err
+}
+
+func (topicPartitionKey) Size(key TopicPartition) int { return topicPartitionPair.Size(tpPair(key)) }
+
+func (topicPartitionKey) EncodeNonTerminal(buffer []byte, key TopicPartition) (int, error) {
+	return topicPartitionPair.EncodeNonTerminal(buffer, tpPair(key))
+}
+
+func (topicPartitionKey) DecodeNonTerminal(buffer []byte) (int, TopicPartition, error) {
+	n, p, err := topicPartitionPair.DecodeNonTerminal(buffer)
+	return n, fromPair(p), err
+}
+
+func (topicPartitionKey) SizeNonTerminal(key TopicPartition) int {
+	return topicPartitionPair.SizeNonTerminal(tpPair(key))
+}
+
+func (topicPartitionKey) EncodeJSON(key TopicPartition) ([]byte, error) {
+	return topicPartitionPair.EncodeJSON(tpPair(key))
+}
+
+func (topicPartitionKey) DecodeJSON(b []byte) (TopicPartition, error) {
+	p, err := topicPartitionPair.DecodeJSON(b)
+	return fromPair(p), err
+}
+
+func (topicPartitionKey) Stringify(key TopicPartition) string {
+	return topicPartitionPair.Stringify(tpPair(key))
+}
+
+func (topicPartitionKey) KeyType() string { return "TopicPartition" }
 
 // TopicStoreKey is the raw store key of a topic.
 func TopicStoreKey(name string) []byte {
@@ -44,17 +132,17 @@ func TopicStoreKey(name string) []byte {
 
 // PartitionStoreKey is the raw store key of a partition's metadata.
 func PartitionStoreKey(topic string, partition uint32) []byte {
-	return mustKey(collections.EncodeKeyWithPrefix(PartitionsPrefix.Bytes(), PartitionKeyCodec, collections.Join(topic, partition)))
+	return mustKey(collections.EncodeKeyWithPrefix(PartitionsPrefix.Bytes(), TopicPartitionKey, TopicPartition{topic, partition}))
 }
 
 // BatchStoreKey is the raw store key of the batch whose last offset is lastOffset.
 func BatchStoreKey(topic string, partition uint32, lastOffset uint64) []byte {
-	return mustKey(collections.EncodeKeyWithPrefix(BatchesPrefix.Bytes(), BatchKeyCodec, collections.Join3(topic, partition, lastOffset)))
+	return mustKey(collections.EncodeKeyWithPrefix(BatchesPrefix.Bytes(), BatchKeyCodec, collections.Join(TopicPartition{topic, partition}, lastOffset)))
 }
 
 // OffsetStoreKey is the raw store key of a group's committed offset for a partition.
 func OffsetStoreKey(group, topic string, partition uint32) []byte {
-	return mustKey(collections.EncodeKeyWithPrefix(OffsetsPrefix.Bytes(), OffsetKeyCodec, collections.Join3(group, topic, partition)))
+	return mustKey(collections.EncodeKeyWithPrefix(OffsetsPrefix.Bytes(), OffsetKeyCodec, collections.Join(group, TopicPartition{topic, partition})))
 }
 
 // ParseBatchStoreKey decodes a raw batch store key; ok is false for any other key.
@@ -67,7 +155,7 @@ func ParseBatchStoreKey(key []byte) (topic string, partition uint32, lastOffset 
 	if err != nil || n != len(key)-len(p) {
 		return "", 0, 0, false
 	}
-	return k.K1(), k.K2(), k.K3(), true
+	return k.K1().Topic, k.K1().Partition, k.K2(), true
 }
 
 func mustKey(bz []byte, err error) []byte {
