@@ -2,18 +2,23 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
-	"regexp"
-	"strconv"
-	"strings"
+	"io"
+	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/cosmos/cosmos-sdk/client"
+	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
 
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/types"
@@ -52,10 +57,12 @@ type appendRes struct {
 type producer struct {
 	clientCtx client.Context
 	signer    *txclient.Signer
-	log       func(format string, args ...any)
-	lanes     []*lane
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	// states reads the chain's idempotent-producer state, to resync a partition's sequence.
+	states producerStates
+	log    func(format string, args ...any)
+	lanes  []*lane
+	stop   chan struct{}
+	wg     sync.WaitGroup
 
 	// Kafka idempotent producers: the last batch appended per (producer id, partition).
 	mu   sync.Mutex
@@ -115,7 +122,7 @@ type lane struct {
 const lanes = 4
 
 func newProducer(clientCtx client.Context, signer *txclient.Signer, log func(string, ...any)) *producer {
-	p := &producer{clientCtx: clientCtx, signer: signer, log: log, stop: make(chan struct{}), last: map[kafkaSeqKey]*kafkaSeq{}}
+	p := &producer{clientCtx: clientCtx, signer: signer, states: types.NewQueryClient(clientCtx), log: log, stop: make(chan struct{}), last: map[kafkaSeqKey]*kafkaSeq{}}
 	for i := 0; i < lanes; i++ {
 		l := &lane{p: p, in: make(chan *appendReq, 1024), seq: map[partitionKey]uint64{}}
 		p.lanes = append(p.lanes, l)
@@ -180,22 +187,25 @@ func (l *lane) loop() {
 	}
 }
 
-// expectsSequence reads the sequence the chain wants next from its out-of-order error.
-var expectsSequence = regexp.MustCompile(`expects sequence (\d+) from|sequence (\d+) for \S+ was accepted`)
+// producerStates is the query resync asks (types.QueryClient has it).
+type producerStates interface {
+	ProducerStates(ctx context.Context, in *types.QueryProducerStatesRequest, opts ...grpc.CallOption) (*types.QueryProducerStatesResponse, error)
+}
 
-// resync moves a partition's sequence to what the chain reported (after a restart of the
-// gateway, or after a transaction whose outcome was lost); it reports whether it moved.
-func (l *lane) resync(k partitionKey, err error) bool {
-	m := expectsSequence.FindStringSubmatch(err.Error())
-	if m == nil {
+// resync moves a partition's sequence to the last one the chain accepted from the gateway's
+// account (after a restart of the gateway, or after a transaction whose outcome was lost), read
+// from the chain's producer state; it reports whether it could read it.
+func (l *lane) resync(k partitionKey) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := l.p.states.ProducerStates(ctx, &types.QueryProducerStatesRequest{Topic: k.topic, Partition: uint32(k.partition), Producer: l.p.signer.Address()})
+	if err != nil {
+		l.p.log("resync of %s/%d: %v", k.topic, k.partition, err)
 		return false
 	}
-	if m[1] != "" {
-		n, _ := strconv.ParseUint(m[1], 10, 64)
-		l.seq[k] = n - 1
-	} else {
-		n, _ := strconv.ParseUint(m[2], 10, 64)
-		l.seq[k] = n
+	l.seq[k] = 0 // nothing accepted yet: the next sequence is 1
+	for _, st := range res.States {
+		l.seq[k] = st.LastSequence
 	}
 	return true
 }
@@ -248,18 +258,20 @@ func (l *lane) append(reqs []*appendReq, resynced bool) {
 			}
 			return
 		}
-		_, code := types.FindError(err.Error())
-		if code == types.ErrOutOfOrderSequence.ABCICode() && len(order) == 1 && !resynced && l.resync(order[0], err) {
-			l.append(reqs, true)
-			return
-		}
-		if code != 0 || !retryable(err) || attempt >= 30 {
-			if len(order) > 1 && code != 0 {
-				for _, k := range order {
-					l.append(groups[k], resynced)
-				}
+		switch afterFailure(err, len(order), resynced, attempt) {
+		case resyncAndResend:
+			if l.resync(order[0]) {
+				l.append(reqs, true)
 				return
 			}
+			p.fail(reqs, err)
+			return
+		case splitByPartition:
+			for _, k := range order {
+				l.append(groups[k], resynced)
+			}
+			return
+		case giveUp:
 			p.fail(reqs, err)
 			return
 		}
@@ -274,9 +286,66 @@ func (l *lane) append(reqs []*appendReq, resynced bool) {
 	}
 }
 
+// step is what a lane does after a failed append.
+type step int
+
+const (
+	// resend the same batches: the outcome is unknown (the sequences make a resend of an
+	// appended batch a duplicate).
+	resend step = iota
+	// resyncAndResend reads the partition's sequence from the chain and sends again once.
+	resyncAndResend
+	// splitByPartition sends each partition's batches alone, so that one bad batch fails only
+	// its own senders.
+	splitByPartition
+	// giveUp fails the batches' senders with the error.
+	giveUp
+)
+
+// afterFailure decides, from the error's code and type, what follows a failed append of
+// batches partitions' batches, already resynced or not, on its attempt-th try.
+func afterFailure(err error, batches int, resynced bool, attempt int) step {
+	refused := refusedByModule(err)
+	switch {
+	case errors.Is(err, types.ErrOutOfOrderSequence) && batches == 1 && !resynced:
+		return resyncAndResend
+	case refused && batches > 1:
+		return splitByPartition
+	case refused || !retryable(err) || attempt >= 30:
+		return giveUp
+	}
+	return resend
+}
+
+// refusedByModule tells whether x/topics refused the transaction (by its codespace): nothing of
+// it was appended, and resending it would be refused again.
+func refusedByModule(err error) bool {
+	var txErr *txclient.TxError
+	return errors.As(err, &txErr) && txErr.Codespace() == types.ModuleName
+}
+
+// retryable tells whether a failed append's outcome is unknown or its refusal passing, so the
+// same batches may be sent again: the transaction was not found in a block in time, the node
+// refused it for a reason that goes away (the account sequence moved, the mempool is full), or
+// the node could not be reached. Any other refusal from the chain is final. It decides by the
+// error's code and type, never by its text.
 func retryable(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "timed out") || strings.Contains(s, "not committed after") || strings.Contains(s, "incorrect account sequence") || strings.Contains(s, "connection refused") || strings.Contains(s, "Unavailable") || strings.Contains(s, "EOF")
+	switch {
+	case errors.Is(err, txclient.ErrNotCommitted),
+		errors.Is(err, sdkerrors.ErrWrongSequence),
+		errors.Is(err, sdkerrors.ErrMempoolIsFull):
+		return true
+	}
+	var txErr *txclient.TxError
+	if errors.As(err, &txErr) {
+		return false // the chain answered with a code
+	}
+	// No answer from the node: the connection failed, timed out or was closed.
+	var netErr net.Error
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) ||
+		status.Code(err) == codes.Unavailable || status.Code(err) == codes.DeadlineExceeded
 }
 
 func (p *producer) fail(reqs []*appendReq, err error) {

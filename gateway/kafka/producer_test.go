@@ -1,0 +1,117 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	errorsmod "cosmossdk.io/errors"
+
+	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
+
+	"github.com/bftlog/bftlog/x/topics/client/txclient"
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+func refusal(stage txclient.Stage, e *errorsmod.Error, log string) error {
+	return txclient.NewTxError(stage, "ABCD", 0, e.Codespace(), e.ABCICode(), log)
+}
+
+// refusedConnection is what dialling a closed port returns.
+func refusedConnection(t *testing.T) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	_, err = http.Post("http://"+addr+"/", "application/octet-stream", nil)
+	require.Error(t, err)
+	return fmt.Errorf("post failed: %w", err)
+}
+
+// An append is sent again only when its outcome is unknown or its refusal passing, decided by
+// the error's code and type, never by its words.
+func TestRetryable(t *testing.T) {
+	notCommitted := fmt.Errorf("transaction ABCD %w after 1m0s: %w", txclient.ErrNotCommitted, errors.New("tx not found"))
+	for name, c := range map[string]struct {
+		err  error
+		want bool
+	}{
+		"not committed in time":        {notCommitted, true},
+		"wrong sequence at CheckTx":    {refusal(txclient.Checked, sdkerrors.ErrWrongSequence, "account sequence mismatch, expected 9, got 8: incorrect account sequence"), true},
+		"wrong sequence in simulation": {refusal(txclient.Simulated, sdkerrors.ErrWrongSequence, "account sequence mismatch"), true},
+		"mempool full":                 {refusal(txclient.Checked, sdkerrors.ErrMempoolIsFull, "mempool is full"), true},
+		"connection refused":           {refusedConnection(t), true},
+		"connection closed":            {fmt.Errorf("post failed: %w", &net.OpError{Op: "read", Net: "tcp", Err: io.EOF}), true},
+		"gRPC unavailable":             {status.Error(codes.Unavailable, "connection error"), true},
+		"deadline":                     {fmt.Errorf("query: %w", context.DeadlineExceeded), true},
+		"module refusal":               {refusal(txclient.Delivered, types.ErrInvalidPartition, "partition out of range"), false},
+		"out of gas":                   {refusal(txclient.Delivered, sdkerrors.ErrOutOfGas, "out of gas"), false},
+		"unknown code":                 {txclient.NewTxError(txclient.Checked, "ABCD", 0, "other", 77, "timed out; connection refused"), false},
+		// The words of a retryable error decide nothing.
+		"words only":     {errors.New("transaction ABCD not committed after 1m0s: connection refused: EOF: Unavailable: incorrect account sequence"), false},
+		"gRPC Unknown":   {status.Error(codes.Unknown, "account sequence mismatch: incorrect account sequence"), false},
+		"signing failed": {errors.New("key not found"), false},
+	} {
+		require.Equal(t, c.want, retryable(c.err), name)
+	}
+}
+
+// What a lane does after a failed append.
+func TestAfterFailure(t *testing.T) {
+	outOfOrder := refusal(txclient.Simulated, types.ErrOutOfOrderSequence, "orders/0 expects sequence 8 from x (last accepted 7), got 3")
+	require.Equal(t, resyncAndResend, afterFailure(outOfOrder, 1, false, 0))
+	require.Equal(t, giveUp, afterFailure(outOfOrder, 1, true, 0), "resynced once already")
+	require.Equal(t, splitByPartition, afterFailure(outOfOrder, 2, false, 0))
+	bad := refusal(txclient.Delivered, types.ErrRecordTooLarge, "record too large")
+	require.Equal(t, splitByPartition, afterFailure(bad, 3, false, 0))
+	require.Equal(t, giveUp, afterFailure(bad, 1, false, 0))
+	// An SDK refusal is not the module's: no split (as before), final unless passing.
+	require.Equal(t, giveUp, afterFailure(refusal(txclient.Checked, sdkerrors.ErrOutOfGas, "out of gas"), 2, false, 0))
+	unknown := fmt.Errorf("transaction ABCD %w after 1m0s: %w", txclient.ErrNotCommitted, errors.New("tx not found"))
+	require.Equal(t, resend, afterFailure(unknown, 2, false, 0))
+	require.Equal(t, resend, afterFailure(unknown, 2, false, 29))
+	require.Equal(t, giveUp, afterFailure(unknown, 2, false, 30))
+	// The text of the out-of-order error alone is no refusal.
+	require.Equal(t, giveUp, afterFailure(errors.New(outOfOrder.Error()), 1, false, 0))
+}
+
+// producerStatesFunc answers the ProducerStates query.
+type producerStatesFunc func(*types.QueryProducerStatesRequest) (*types.QueryProducerStatesResponse, error)
+
+func (f producerStatesFunc) ProducerStates(_ context.Context, req *types.QueryProducerStatesRequest, _ ...grpc.CallOption) (*types.QueryProducerStatesResponse, error) {
+	return f(req)
+}
+
+// resync takes the partition's sequence from the chain's producer state.
+func TestResyncReadsTheChain(t *testing.T) {
+	states := map[partitionKey]uint64{{"orders", 0}: 7}
+	var asked []*types.QueryProducerStatesRequest
+	p := &producer{signer: &txclient.Signer{}, log: func(string, ...any) {}, states: producerStatesFunc(func(req *types.QueryProducerStatesRequest) (*types.QueryProducerStatesResponse, error) {
+		asked = append(asked, req)
+		if req.Topic == "gone" {
+			return nil, status.Error(codes.NotFound, "no such topic")
+		}
+		res := &types.QueryProducerStatesResponse{}
+		if last, ok := states[partitionKey{req.Topic, int32(req.Partition)}]; ok {
+			res.States = append(res.States, types.ProducerState{Topic: req.Topic, Partition: req.Partition, Producer: req.Producer, LastSequence: last})
+		}
+		return res, nil
+	})}
+	l := &lane{p: p, seq: map[partitionKey]uint64{{"orders", 0}: 2, {"orders", 1}: 5}}
+	require.True(t, l.resync(partitionKey{"orders", 0}))
+	require.Equal(t, uint64(7), l.seq[partitionKey{"orders", 0}])
+	require.True(t, l.resync(partitionKey{"orders", 1}))
+	require.Equal(t, uint64(0), l.seq[partitionKey{"orders", 1}], "nothing accepted: the next sequence is 1")
+	require.False(t, l.resync(partitionKey{"gone", 0}))
+	require.Len(t, asked, 3)
+	require.Equal(t, &types.QueryProducerStatesRequest{Topic: "orders", Partition: 0, Producer: p.signer.Address()}, asked[0])
+}
