@@ -203,65 +203,58 @@ func TestProduceErrorsChangeNothing(t *testing.T) {
 	requireEvent(t, f.ctx, "bftlog.topics.v1.EventBatchAppended")
 }
 
-func TestFetch(t *testing.T) {
+func TestIdempotentProducer(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("t", 2)
-	// Batches of 3, 1 and 4 records: offsets 0-2, 3, 4-7.
-	for _, n := range []int{3, 1, 4} {
-		var rs []types.BatchRecord
-		for i := 0; i < n; i++ {
-			rs = append(rs, rec("", "0123456789"))
+	send := func(partition int32, seq uint64, n int) (*types.MsgProduceResponse, error) {
+		rs := make([]types.BatchRecord, n)
+		for i := range rs {
+			rs[i] = rec("", "v")
 		}
-		_, err := f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: 0, Records: rs})
-		require.NoError(t, err)
+		return f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: partition, Sequence: seq, Records: rs})
 	}
-	offsets := func(res *types.QueryFetchResponse) []uint64 {
-		var out []uint64
-		for _, r := range res.Records {
-			out = append(out, r.Offset)
-		}
-		return out
-	}
-	res, err := f.fetch("t", 0, 0, 0, 0)
+	res, err := send(0, 1, 3)
 	require.NoError(t, err)
-	require.Equal(t, []uint64{0, 1, 2, 3, 4, 5, 6, 7}, offsets(res))
-	require.Equal(t, uint64(8), res.HighWatermark)
-	require.Equal(t, uint64(8), res.NextOffset)
-
-	res, err = f.fetch("t", 0, 5, 0, 0) // from inside the third batch
+	require.Equal(t, types.ProduceResult{Topic: "t", Partition: 0, BaseOffset: 0, Count: 3}, res.Results[0])
+	res, err = send(0, 2, 2)
 	require.NoError(t, err)
-	require.Equal(t, []uint64{5, 6, 7}, offsets(res))
+	require.Equal(t, uint64(3), res.Results[0].BaseOffset)
 
-	res, err = f.fetch("t", 0, 1, 3, 0)
+	// A retry of the last accepted sequence returns the original offsets and appends nothing.
+	res, err = send(0, 2, 2)
 	require.NoError(t, err)
-	require.Equal(t, []uint64{1, 2, 3}, offsets(res))
-	require.Equal(t, uint64(4), res.NextOffset)
+	require.Equal(t, types.ProduceResult{Topic: "t", Partition: 0, BaseOffset: 3, Count: 2, Duplicate: true}, res.Results[0])
+	require.Equal(t, uint64(5), f.partitions("t")[0].HighWatermark)
 
-	res, err = f.fetch("t", 0, 2, 0, 25) // 10 bytes each: two fit in 25
+	_, err = send(0, 4, 1) // gap
+	require.ErrorIs(t, err, types.ErrOutOfOrderSequence)
+	_, err = send(0, 1, 3) // reordered: older than the last accepted
+	require.ErrorIs(t, err, types.ErrOutOfOrderSequence)
+	_, err = send(0, 2, 5) // "retry" that is not the same batch
+	require.ErrorIs(t, err, types.ErrOutOfOrderSequence)
+	_, err = send(1, 2, 1) // sequences are per partition: partition 1 starts at 1
+	require.ErrorIs(t, err, types.ErrOutOfOrderSequence)
+	_, err = send(-1, 1, 1)
+	require.ErrorIs(t, err, types.ErrInvalidRequest)
+	require.Equal(t, uint64(5), f.partitions("t")[0].HighWatermark)
+	require.Zero(t, f.partitions("t")[1].HighWatermark)
+
+	// Sequenced and unsequenced batches mix in one message; the state records the
+	// sequenced batch's own offsets inside the merged partition batch.
+	res, err = f.produce(f.alice,
+		types.ProduceBatch{Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "plain")}},
+		types.ProduceBatch{Topic: "t", Partition: 1, Sequence: 1, Records: []types.BatchRecord{rec("", "s1"), rec("", "s2")}})
 	require.NoError(t, err)
-	require.Equal(t, []uint64{2, 3}, offsets(res))
-
-	res, err = f.fetch("t", 0, 2, 0, 1) // at least one record even above max bytes
+	require.Equal(t, types.ProduceResult{Topic: "t", Partition: 1, BaseOffset: 0, Count: 3}, res.Results[0])
+	res, err = f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: 1, Sequence: 1, Records: []types.BatchRecord{rec("", "s1"), rec("", "s2")}})
 	require.NoError(t, err)
-	require.Equal(t, []uint64{2}, offsets(res))
+	require.Equal(t, types.ProduceResult{Topic: "t", Partition: 1, BaseOffset: 1, Count: 2, Duplicate: true}, res.Results[0])
 
-	res, err = f.fetch("t", 0, 8, 0, 0) // at the high watermark: nothing yet
+	// Other producers have their own sequences.
+	_, err = f.produce(f.bob, types.ProduceBatch{Topic: "t", Partition: 0, Sequence: 1, Records: []types.BatchRecord{rec("", "b")}})
 	require.NoError(t, err)
-	require.Empty(t, res.Records)
-	require.Equal(t, uint64(8), res.NextOffset)
-
-	_, err = f.fetch("t", 0, 9, 0, 0)
-	require.ErrorIs(t, err, types.ErrOffsetOutOfRange)
-	_, err = f.fetch("t", 2, 0, 0, 0)
-	require.ErrorIs(t, err, types.ErrInvalidPartition)
-	_, err = f.fetch("nope", 0, 0, 0, 0)
-	require.ErrorIs(t, err, types.ErrUnknownTopic)
-
-	rr, err := f.query.Record(f.ctx, &types.QueryRecordRequest{Topic: "t", Partition: 0, Offset: 3})
-	require.NoError(t, err)
-	require.Equal(t, uint64(3), rr.Record.Offset)
-	_, err = f.query.Record(f.ctx, &types.QueryRecordRequest{Topic: "t", Partition: 0, Offset: 8})
-	require.ErrorIs(t, err, types.ErrOffsetOutOfRange)
-	_, err = f.query.Record(f.ctx, &types.QueryRecordRequest{Topic: "t", Partition: 1, Offset: 0})
-	require.ErrorIs(t, err, types.ErrOffsetOutOfRange)
+	_, err = f.produce(f.bob,
+		types.ProduceBatch{Topic: "t", Partition: 0, Sequence: 2, Records: []types.BatchRecord{rec("", "b")}},
+		types.ProduceBatch{Topic: "t", Partition: 0, Sequence: 3, Records: []types.BatchRecord{rec("", "b")}})
+	require.ErrorIs(t, err, types.ErrInvalidRequest, "one sequenced batch per partition per message")
 }

@@ -9,62 +9,6 @@ import (
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-func TestIdempotentProducer(t *testing.T) {
-	f := newFixture(t)
-	f.createTopic("t", 2)
-	send := func(partition int32, seq uint64, n int) (*types.MsgProduceResponse, error) {
-		rs := make([]types.BatchRecord, n)
-		for i := range rs {
-			rs[i] = rec("", "v")
-		}
-		return f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: partition, Sequence: seq, Records: rs})
-	}
-	res, err := send(0, 1, 3)
-	require.NoError(t, err)
-	require.Equal(t, types.ProduceResult{Topic: "t", Partition: 0, BaseOffset: 0, Count: 3}, res.Results[0])
-	res, err = send(0, 2, 2)
-	require.NoError(t, err)
-	require.Equal(t, uint64(3), res.Results[0].BaseOffset)
-
-	// A retry of the last accepted sequence returns the original offsets and appends nothing.
-	res, err = send(0, 2, 2)
-	require.NoError(t, err)
-	require.Equal(t, types.ProduceResult{Topic: "t", Partition: 0, BaseOffset: 3, Count: 2, Duplicate: true}, res.Results[0])
-	require.Equal(t, uint64(5), f.partitions("t")[0].HighWatermark)
-
-	_, err = send(0, 4, 1) // gap
-	require.ErrorIs(t, err, types.ErrOutOfOrderSequence)
-	_, err = send(0, 1, 3) // reordered: older than the last accepted
-	require.ErrorIs(t, err, types.ErrOutOfOrderSequence)
-	_, err = send(0, 2, 5) // "retry" that is not the same batch
-	require.ErrorIs(t, err, types.ErrOutOfOrderSequence)
-	_, err = send(1, 2, 1) // sequences are per partition: partition 1 starts at 1
-	require.ErrorIs(t, err, types.ErrOutOfOrderSequence)
-	_, err = send(-1, 1, 1)
-	require.ErrorIs(t, err, types.ErrInvalidRequest)
-	require.Equal(t, uint64(5), f.partitions("t")[0].HighWatermark)
-	require.Zero(t, f.partitions("t")[1].HighWatermark)
-
-	// Sequenced and unsequenced batches mix in one message; the state records the
-	// sequenced batch's own offsets inside the merged partition batch.
-	res, err = f.produce(f.alice,
-		types.ProduceBatch{Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "plain")}},
-		types.ProduceBatch{Topic: "t", Partition: 1, Sequence: 1, Records: []types.BatchRecord{rec("", "s1"), rec("", "s2")}})
-	require.NoError(t, err)
-	require.Equal(t, types.ProduceResult{Topic: "t", Partition: 1, BaseOffset: 0, Count: 3}, res.Results[0])
-	res, err = f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: 1, Sequence: 1, Records: []types.BatchRecord{rec("", "s1"), rec("", "s2")}})
-	require.NoError(t, err)
-	require.Equal(t, types.ProduceResult{Topic: "t", Partition: 1, BaseOffset: 1, Count: 2, Duplicate: true}, res.Results[0])
-
-	// Other producers have their own sequences.
-	_, err = f.produce(f.bob, types.ProduceBatch{Topic: "t", Partition: 0, Sequence: 1, Records: []types.BatchRecord{rec("", "b")}})
-	require.NoError(t, err)
-	_, err = f.produce(f.bob,
-		types.ProduceBatch{Topic: "t", Partition: 0, Sequence: 2, Records: []types.BatchRecord{rec("", "b")}},
-		types.ProduceBatch{Topic: "t", Partition: 0, Sequence: 3, Records: []types.BatchRecord{rec("", "b")}})
-	require.ErrorIs(t, err, types.ErrInvalidRequest, "one sequenced batch per partition per message")
-}
-
 func setRetention(t *testing.T, f *fixture, topic string, ms, bytes int64) {
 	t.Helper()
 	cfg := anyone()
@@ -158,55 +102,4 @@ func TestRetentionPartitionBudgetCarriesOver(t *testing.T) {
 	require.Equal(t, []uint64{1, 1, 1, 0}, starts, "three partitions in the first block")
 	require.NoError(t, f.k.EndBlocker(f.ctx))
 	require.Equal(t, uint64(1), f.partitions("t")[3].LogStartOffset, "the fourth in the next")
-}
-
-func TestOffsetsForTimes(t *testing.T) {
-	f := newFixture(t)
-	f.createTopic("t", 1)
-	var times []int64
-	for i := 0; i < 50; i++ {
-		f.advance(time.Duration(1+i%3) * time.Second)
-		times = append(times, f.ctx.BlockTime().UnixMilli())
-		n := 1 + i%4
-		rs := make([]types.BatchRecord, n)
-		for j := range rs {
-			rs[j] = rec("", "v")
-		}
-		_, err := f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: 0, Records: rs})
-		require.NoError(t, err)
-	}
-	// Expected answer by a linear walk over the fetched records.
-	res, err := f.fetch("t", 0, 0, 10_000, 0)
-	require.NoError(t, err)
-	expect := func(ts int64) int64 {
-		for _, r := range res.Records {
-			if r.LogAppendTimeMs >= ts {
-				return int64(r.Offset)
-			}
-		}
-		return -1
-	}
-	list := func(ts int64) int64 {
-		out, err := f.query.ListOffsets(f.ctx, &types.QueryListOffsetsRequest{Topic: "t", Partition: 0, Spec: types.OFFSET_SPEC_TIMESTAMP, TimestampMs: ts})
-		require.NoError(t, err)
-		return out.Offset
-	}
-	for _, ts := range []int64{0, times[0], times[0] + 1, times[17] - 1, times[17], times[49], times[49] + 1} {
-		require.Equal(t, expect(ts), list(ts), "ts %d", ts)
-	}
-	for i := range times {
-		require.Equal(t, expect(times[i]), list(times[i]))
-	}
-	latest, err := f.query.ListOffsets(f.ctx, &types.QueryListOffsetsRequest{Topic: "t", Partition: 0, Spec: types.OFFSET_SPEC_LATEST})
-	require.NoError(t, err)
-	require.Equal(t, int64(len(res.Records)), latest.Offset)
-	_, err = f.query.ListOffsets(f.ctx, &types.QueryListOffsetsRequest{Topic: "t", Partition: 0})
-	require.ErrorIs(t, err, types.ErrInvalidRequest)
-
-	// After retention, lookups before the log start answer the log start.
-	setRetention(t, f, "t", 20_000, -1)
-	require.NoError(t, f.k.EndBlocker(f.ctx))
-	start := f.partitions("t")[0].LogStartOffset
-	require.NotZero(t, start)
-	require.Equal(t, int64(start), list(0))
 }
