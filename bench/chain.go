@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -19,6 +20,7 @@ import (
 	cmtservice "github.com/cosmos/cosmos-sdk/client/grpc/cmtservice"
 
 	"github.com/cosmos/cosmos-sdk/client"
+	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
 
 	"github.com/bftlog/bftlog/app"
 	"github.com/bftlog/bftlog/testutil/node"
@@ -193,7 +195,7 @@ func load(ctx context.Context, cfg Config, n0 *node.Node, signers []*txclient.Si
 				hash, err := s.Submit(msg)
 				if err != nil {
 					<-inflight
-					if strings.Contains(err.Error(), "mempool is full") {
+					if errors.Is(err, sdkerrors.ErrMempoolIsFull) {
 						time.Sleep(50 * time.Millisecond)
 						continue
 					}
