@@ -14,8 +14,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/bftlog/bftlog/app"
-	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/gateway/kafka"
+	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -46,9 +47,7 @@ func kafkaCode(err error) int16 {
 			}
 		}
 	}
-	// TODO(txclient sentinel): also errors.Is(err, txclient.ErrNotCommitted) once txclient
-	// exports its "not committed in time" error.
-	if errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, txclient.ErrNotCommitted) || errors.Is(err, context.DeadlineExceeded) {
 		return kerr.RequestTimedOut.Code
 	}
 	return kerr.UnknownServerError.Code

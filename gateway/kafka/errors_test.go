@@ -13,6 +13,7 @@ import (
 
 	errorsmod "cosmossdk.io/errors"
 
+	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -24,6 +25,7 @@ func TestKafkaCodeDecidesByErrorIdentity(t *testing.T) {
 	require.Equal(t, kerr.IllegalGeneration.Code, kafkaCode(fmt.Errorf("commit: %w", errorsmod.Wrap(types.ErrIllegalGeneration, "generation 3"))))
 	require.Equal(t, kerr.UnknownTopicOrPartition.Code, kafkaCode(types.ErrInvalidPartition))
 	require.Equal(t, kerr.RequestTimedOut.Code, kafkaCode(fmt.Errorf("waiting: %w", context.DeadlineExceeded)))
+	require.Equal(t, kerr.RequestTimedOut.Code, kafkaCode(fmt.Errorf("tx ABC: %w", txclient.ErrNotCommitted)))
 	require.Zero(t, kafkaCode(nil))
 	// The text of a registered error is not enough.
 	require.Equal(t, kerr.UnknownServerError.Code, kafkaCode(fmt.Errorf("%s", types.ErrTopicExists.Error())))

@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/gateway/kafka"
+	"github.com/bftlog/bftlog/testutil/node"
 )
 
 // startGateway runs a Kafka gateway on a free port in front of n, signing as key.
