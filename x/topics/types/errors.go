@@ -43,4 +43,9 @@ var (
 	// ErrNotVerified is a read whose proof did not check out against a validator-signed header
 	// (client/verify): the node answered something the chain did not commit.
 	ErrNotVerified = errorsmod.Register(ModuleName, 32, "read not verified")
+	// ErrInsufficientFee is a transaction paying less than gas limit x min_gas_price (a
+	// consensus rule, checked in DeliverTx as well as CheckTx).
+	ErrInsufficientFee = errorsmod.Register(ModuleName, 33, "insufficient fee")
+	// ErrTxGasTooHigh is a transaction whose gas limit is above max_tx_gas.
+	ErrTxGasTooHigh = errorsmod.Register(ModuleName, 34, "transaction gas limit too high")
 )
