@@ -48,4 +48,11 @@ var (
 	ErrInsufficientFee = errorsmod.Register(ModuleName, 33, "insufficient fee")
 	// ErrTxGasTooHigh is a transaction whose gas limit is above max_tx_gas.
 	ErrTxGasTooHigh = errorsmod.Register(ModuleName, 34, "transaction gas limit too high")
+	// ErrGroupAuthorization is a join refused by the group's join policy, or an admin action by
+	// an account that is neither the group's admin nor the authority (Kafka's
+	// GROUP_AUTHORIZATION_FAILED).
+	ErrGroupAuthorization = errorsmod.RegisterWithGRPCCode(ModuleName, 35, codes.PermissionDenied, "not authorized for group")
+	// ErrSubscriptionTooLarge is a join whose group would subscribe to more partitions than
+	// max_group_subscribed_partitions.
+	ErrSubscriptionTooLarge = errorsmod.Register(ModuleName, 36, "group subscription too large")
 )
