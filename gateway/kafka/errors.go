@@ -32,6 +32,8 @@ var chainErrors = []struct {
 	{[]error{types.ErrInvalidGroupID}, kerr.InvalidGroupID},
 	{[]error{types.ErrIllegalGeneration}, kerr.IllegalGeneration},
 	{[]error{types.ErrUnknownMember}, kerr.UnknownMemberID},
+	{[]error{types.ErrGroupAuthorization}, kerr.GroupAuthorizationFailed},
+	{[]error{types.ErrSubscriptionTooLarge}, kerr.InvalidRequest},
 }
 
 // kafkaCode maps an error from the chain (a transaction's x/topics error, matched with

@@ -20,6 +20,7 @@ func TestGenesisRoundTrip(t *testing.T) {
 	}
 	_, err := f.produce(f.alice, types.ProduceBatch{Topic: "a", Partition: 2, Sequence: 1, Records: []types.BatchRecord{rec("", "s")}})
 	require.NoError(t, err)
+	f.open(f.alice, "g1")
 	gen := f.join(f.alice, "g1", "a").Generation
 	f.join(f.bob, "g1", "a", "b")
 	gen++

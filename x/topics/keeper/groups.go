@@ -89,35 +89,58 @@ func (k Keeper) JoinGroup(ctx context.Context, msg *types.MsgJoinGroup) (*types.
 		}
 	}
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
-	g, err := k.Groups.Get(ctx, msg.GroupId)
-	switch {
-	case errorsmod.IsOf(err, collections.ErrNotFound):
-		g = types.Group{GroupId: msg.GroupId, Admin: msg.Member, Assignor: msg.Assignor, SessionTimeoutMs: msg.SessionTimeoutMs, CreatedHeight: sdkCtx.BlockHeight()}
-		if g.Assignor == types.ASSIGNOR_UNSPECIFIED {
-			g.Assignor = types.ASSIGNOR_RANGE
-		}
-		if g.SessionTimeoutMs == 0 {
-			g.SessionTimeoutMs = types.DefaultSessionTimeoutMs
-		}
-	case err != nil:
+	params, err := k.Params.Get(ctx)
+	if err != nil {
 		return nil, err
 	}
-	m, err := k.Members.Get(ctx, collections.Join(msg.GroupId, msg.Member))
-	if errorsmod.IsOf(err, collections.ErrNotFound) {
-		params, err := k.Params.Get(ctx)
-		if err != nil {
+	g, err := k.Groups.Get(ctx, msg.GroupId)
+	create := isNotFound(err)
+	switch {
+	case create:
+		// Implicit creation (a first join) is closed: only the joiner, now admin, may join
+		// until it opens the group or allowlists others (JOIN_POLICY_UNSPECIFIED).
+		g = newGroup(msg.GroupId, msg.Member, types.JOIN_POLICY_UNSPECIFIED, nil, msg.Assignor, msg.SessionTimeoutMs, sdkCtx.BlockHeight())
+	case err != nil:
+		return nil, err
+	default:
+		if err := mayJoin(g, msg.Member); err != nil {
 			return nil, err
 		}
-		n, err := k.countMembers(ctx, msg.GroupId)
-		if err != nil {
-			return nil, err
+	}
+	members, err := k.GroupMembers(ctx, msg.GroupId)
+	if err != nil {
+		return nil, err
+	}
+	m, found := types.Member{}, false
+	for _, x := range members {
+		if x.Member == msg.Member {
+			m, found = x, true
 		}
-		if n >= params.MaxGroupMembers {
-			return nil, errorsmod.Wrapf(types.ErrGroupFull, "group %q has %d members, the limit is %d", msg.GroupId, n, params.MaxGroupMembers)
+	}
+	if !found {
+		if uint32(len(members)) >= params.MaxGroupMembers {
+			return nil, errorsmod.Wrapf(types.ErrGroupFull, "group %q has %d members, the limit is %d", msg.GroupId, len(members), params.MaxGroupMembers)
 		}
 		m = types.Member{GroupId: msg.GroupId, Member: msg.Member, JoinedHeight: sdkCtx.BlockHeight()}
-	} else if err != nil {
+	}
+	// The subscription after this join (the union over members) bounds the rebalance below.
+	topics := append([]string(nil), msg.Topics...)
+	for _, x := range members {
+		if x.Member != msg.Member {
+			topics = append(topics, x.Topics...)
+		}
+	}
+	total, err := k.subscribedPartitions(ctx, topics)
+	if err != nil {
 		return nil, err
+	}
+	if total > uint64(params.MaxGroupSubscribedPartitions) {
+		return nil, errorsmod.Wrapf(types.ErrSubscriptionTooLarge, "group %q would subscribe to %d partitions, the limit is %d", msg.GroupId, total, params.MaxGroupSubscribedPartitions)
+	}
+	if create {
+		if err := k.createGroup(ctx, g, msg.Member); err != nil {
+			return nil, err
+		}
 	}
 	m.Topics = append([]string(nil), msg.Topics...)
 	if err := k.setMemberExpiry(ctx, &m, sdkCtx.BlockTime().UnixMilli()+g.SessionTimeoutMs); err != nil {
@@ -134,6 +157,92 @@ func (k Keeper) JoinGroup(ctx context.Context, msg *types.MsgJoinGroup) (*types.
 		return nil, err
 	}
 	return &types.MsgJoinGroupResponse{Generation: g.Generation, Assignment: m.Assignment}, nil
+}
+
+// newGroup fills a group's defaults (RANGE, 30 s).
+func newGroup(id, admin string, policy types.JoinPolicy, allowed []string, assignor types.Assignor, sessionTimeoutMs, height int64) types.Group {
+	g := types.Group{GroupId: id, Admin: admin, Assignor: assignor, SessionTimeoutMs: sessionTimeoutMs, CreatedHeight: height,
+		JoinPolicy: policy, AllowedMembers: allowed}
+	if g.Assignor == types.ASSIGNOR_UNSPECIFIED {
+		g.Assignor = types.ASSIGNOR_RANGE
+	}
+	if g.SessionTimeoutMs == 0 {
+		g.SessionTimeoutMs = types.DefaultSessionTimeoutMs
+	}
+	return g
+}
+
+// createGroup is the one place a group comes into being (MsgCreateGroup or a first join), so a
+// creation charge has one home. The caller has checked everything.
+func (k Keeper) createGroup(ctx context.Context, g types.Group, signer string) error {
+	if err := k.Groups.Set(ctx, g.GroupId, g); err != nil {
+		return err
+	}
+	return k.emitGroupUpdated(ctx, g, signer, "create")
+}
+
+func (k Keeper) emitGroupUpdated(ctx context.Context, g types.Group, signer, reason string) error {
+	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventGroupUpdated{
+		GroupId: g.GroupId, Authority: signer, Reason: reason, Admin: g.Admin, JoinPolicy: g.JoinPolicy, AllowedMembers: g.AllowedMembers,
+	})
+}
+
+// mayJoin applies the group's join policy; the admin may always join. Unset admits only the admin.
+func mayJoin(g types.Group, member string) error {
+	if member == g.Admin {
+		return nil
+	}
+	switch g.JoinPolicy {
+	case types.JOIN_POLICY_ANYONE:
+		return nil
+	case types.JOIN_POLICY_ALLOWLIST:
+		for _, a := range g.AllowedMembers {
+			if a == member {
+				return nil
+			}
+		}
+		return errorsmod.Wrapf(types.ErrGroupAuthorization, "%s is not on the allowlist of group %q (admin %s)", member, g.GroupId, g.Admin)
+	}
+	return errorsmod.Wrapf(types.ErrGroupAuthorization, "group %q admits only its admin %s; the admin may open it or allowlist %s (tx topics update-group-policy)", g.GroupId, g.Admin, member)
+}
+
+// subscribedPartitions counts the partitions of the distinct topics (unknown topics count 0).
+func (k Keeper) subscribedPartitions(ctx context.Context, topics []string) (uint64, error) {
+	seen := map[string]bool{}
+	var total uint64
+	for _, t := range topics {
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		topic, err := k.Topics.Get(ctx, t)
+		if isNotFound(err) {
+			continue
+		} else if err != nil {
+			return 0, err
+		}
+		total += uint64(topic.Partitions)
+	}
+	return total, nil
+}
+
+// rebalanceCost is the work of rebalancing a group: members x subscribed partitions, plus one
+// per member read.
+func (k Keeper) rebalanceCost(ctx context.Context, group string) (uint64, error) {
+	members, err := k.GroupMembers(ctx, group)
+	if err != nil {
+		return 0, err
+	}
+	var topics []string
+	for _, m := range members {
+		topics = append(topics, m.Topics...)
+	}
+	parts, err := k.subscribedPartitions(ctx, topics)
+	if err != nil {
+		return 0, err
+	}
+	n := uint64(len(members))
+	return n*parts + n, nil
 }
 
 func (k Keeper) countMembers(ctx context.Context, group string) (uint32, error) {
@@ -226,6 +335,10 @@ func (k Keeper) Heartbeat(ctx context.Context, member, group string) (*types.Msg
 	if err != nil {
 		return nil, err
 	}
+	// A member the policy no longer admits cannot keep the group busy (and unresettable).
+	if err := mayJoin(g, member); err != nil {
+		return nil, err
+	}
 	if err := k.touch(ctx, g, &m); err != nil {
 		return nil, err
 	}
@@ -242,7 +355,7 @@ func (k Keeper) touch(ctx context.Context, g types.Group, m *types.Member) error
 
 func (k Keeper) checkGroupAdmin(g types.Group, signer string) error {
 	if signer != g.Admin && signer != k.authority {
-		return errorsmod.Wrapf(types.ErrUnauthorized, "%s may not administer group %q (admin %s)", signer, g.GroupId, g.Admin)
+		return errorsmod.Wrapf(types.ErrGroupAuthorization, "%s may not administer group %q (admin %s)", signer, g.GroupId, g.Admin)
 	}
 	return nil
 }
@@ -300,44 +413,72 @@ func (k Keeper) DeleteGroup(ctx context.Context, signer, group string) error {
 	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventGroupDeleted{GroupId: group, Authority: signer})
 }
 
-// ExpireMembers removes members whose session ended by the block time, at most
-// max_expiries_per_block per block, and rebalances each affected group once.
+// ExpireMembers removes members whose session ended by the block time and rebalances each
+// affected group once. The work is bounded by cost, not count: each expiry costs 1 and each
+// group's rebalance members x subscribed partitions, within max_expiry_work_per_block (and at most
+// max_expiries_per_block members); what does not fit waits for the next block. The first due
+// member is always taken, so a group costlier than the budget still expires, one per block.
 func (k Keeper) ExpireMembers(ctx context.Context) error {
+	_, err := k.expireMembers(ctx)
+	return err
+}
+
+// expireMembers is ExpireMembers returning the work units it spent.
+func (k Keeper) expireMembers(ctx context.Context) (uint64, error) {
 	params, err := k.Params.Get(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	now := sdk.UnwrapSDKContext(ctx).BlockTime().UnixMilli()
 	rng := new(collections.Range[collections.Triple[int64, string, string]]).
 		EndExclusive(collections.Join3(now+1, "", ""))
-	var due []collections.Triple[int64, string, string]
+	var (
+		due    []collections.Triple[int64, string, string]
+		groups []string
+		work   uint64
+	)
 	err = k.MemberExpiry.Walk(ctx, rng, func(key collections.Triple[int64, string, string], _ bool) (bool, error) {
+		cost := uint64(1)
+		if !containsString(groups, key.K2()) {
+			c, err := k.rebalanceCost(ctx, key.K2())
+			if err != nil {
+				return true, err
+			}
+			cost += c
+		}
+		if len(due) > 0 && work+cost > params.MaxExpiryWorkPerBlock {
+			return true, nil
+		}
+		work += cost
 		due = append(due, key)
+		if !containsString(groups, key.K2()) {
+			groups = append(groups, key.K2())
+		}
 		return uint32(len(due)) >= params.MaxExpiriesPerBlock, nil
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
-	var groups []string
+	groups = groups[:0]
 	for _, key := range due {
 		// Remove the due entry itself first: an entry that no longer matches its member (or a
 		// member that is gone) must not stop the EndBlocker, which would halt the chain.
 		if err := k.MemberExpiry.Remove(ctx, key); err != nil {
-			return err
+			return 0, err
 		}
 		m, err := k.Members.Get(ctx, collections.Join(key.K2(), key.K3()))
 		if isNotFound(err) {
 			continue
 		} else if err != nil {
-			return err
+			return 0, err
 		}
 		if m.ExpiresAtMs != key.K1() {
 			continue // stale entry: the member's session was extended
 		}
 		if err := k.removeMember(ctx, m); err != nil {
-			return err
+			return 0, err
 		}
-		if len(groups) == 0 || !containsString(groups, m.GroupId) {
+		if !containsString(groups, m.GroupId) {
 			groups = append(groups, m.GroupId)
 		}
 	}
@@ -345,13 +486,13 @@ func (k Keeper) ExpireMembers(ctx context.Context) error {
 	for _, id := range groups {
 		g, err := k.GetGroup(ctx, id)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if err := k.rebalance(ctx, &g, "expire"); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return work, nil
 }
 
 func containsString(list []string, s string) bool {
@@ -361,4 +502,117 @@ func containsString(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+func (k Keeper) validJoinPolicy(policy types.JoinPolicy, allowed []string) error {
+	return types.ValidateJoinPolicy(policy, allowed, func(a string) error { return k.validAddress(a, "allowed member") })
+}
+
+// CreateGroup creates a group administered by the signer before anyone joins it, with its join
+// policy, so no other account can squat the id or slip in first.
+func (k Keeper) CreateGroup(ctx context.Context, msg *types.MsgCreateGroup) error {
+	if err := k.validAddress(msg.Admin, "admin"); err != nil {
+		return err
+	}
+	if err := types.ValidateGroupID(msg.GroupId); err != nil {
+		return err
+	}
+	if err := k.validJoinPolicy(msg.JoinPolicy, msg.AllowedMembers); err != nil {
+		return err
+	}
+	if _, ok := types.Assignor_name[int32(msg.Assignor)]; !ok {
+		return errorsmod.Wrapf(types.ErrInvalidRequest, "unknown assignor %d", msg.Assignor)
+	}
+	if msg.SessionTimeoutMs != 0 && (msg.SessionTimeoutMs < types.MinSessionTimeoutMs || msg.SessionTimeoutMs > types.MaxSessionTimeoutMs) {
+		return errorsmod.Wrapf(types.ErrInvalidSessionTimeout, "%d ms is outside [%d, %d]", msg.SessionTimeoutMs, types.MinSessionTimeoutMs, types.MaxSessionTimeoutMs)
+	}
+	has, err := k.Groups.Has(ctx, msg.GroupId)
+	if err != nil {
+		return err
+	}
+	if has {
+		return errorsmod.Wrapf(types.ErrInvalidRequest, "group %q already exists", msg.GroupId)
+	}
+	g := newGroup(msg.GroupId, msg.Admin, msg.JoinPolicy, msg.AllowedMembers, msg.Assignor, msg.SessionTimeoutMs, sdk.UnwrapSDKContext(ctx).BlockHeight())
+	return k.createGroup(ctx, g, msg.Admin)
+}
+
+// adminGroup loads a group for an administrative change by signer (its admin or the authority).
+func (k Keeper) adminGroup(ctx context.Context, signer, group string) (types.Group, error) {
+	if err := k.validAddress(signer, "authority"); err != nil {
+		return types.Group{}, err
+	}
+	if err := types.ValidateGroupID(group); err != nil {
+		return types.Group{}, err
+	}
+	g, err := k.GetGroup(ctx, group)
+	if err != nil {
+		return g, err
+	}
+	return g, k.checkGroupAdmin(g, signer)
+}
+
+// UpdateGroupPolicy replaces who may join. Members stay; a member the new policy excludes can
+// no longer heartbeat or commit, so it expires unless the admin removes it first.
+func (k Keeper) UpdateGroupPolicy(ctx context.Context, msg *types.MsgUpdateGroupPolicy) error {
+	g, err := k.adminGroup(ctx, msg.Authority, msg.GroupId)
+	if err != nil {
+		return err
+	}
+	if err := k.validJoinPolicy(msg.JoinPolicy, msg.AllowedMembers); err != nil {
+		return err
+	}
+	g.JoinPolicy, g.AllowedMembers = msg.JoinPolicy, msg.AllowedMembers
+	if err := k.Groups.Set(ctx, g.GroupId, g); err != nil {
+		return err
+	}
+	return k.emitGroupUpdated(ctx, g, msg.Authority, "policy")
+}
+
+// RemoveGroupMember removes a member with its assignment and drops it from the allowlist (so it
+// cannot rejoin unless the group admits anyone), then rebalances the rest.
+func (k Keeper) RemoveGroupMember(ctx context.Context, msg *types.MsgRemoveGroupMember) error {
+	g, err := k.adminGroup(ctx, msg.Authority, msg.GroupId)
+	if err != nil {
+		return err
+	}
+	if err := k.validAddress(msg.Member, "member"); err != nil {
+		return err
+	}
+	m, err := k.getMember(ctx, msg.GroupId, msg.Member)
+	if err != nil {
+		return err
+	}
+	if err := k.removeMember(ctx, m); err != nil {
+		return err
+	}
+	kept := g.AllowedMembers[:0:0]
+	for _, a := range g.AllowedMembers {
+		if a != msg.Member {
+			kept = append(kept, a)
+		}
+	}
+	if len(kept) != len(g.AllowedMembers) {
+		g.AllowedMembers = kept
+		if err := k.emitGroupUpdated(ctx, g, msg.Authority, "policy"); err != nil {
+			return err
+		}
+	}
+	return k.rebalance(ctx, &g, "remove")
+}
+
+// TransferGroupAdmin makes new_admin the group's admin.
+func (k Keeper) TransferGroupAdmin(ctx context.Context, msg *types.MsgTransferGroupAdmin) error {
+	g, err := k.adminGroup(ctx, msg.Authority, msg.GroupId)
+	if err != nil {
+		return err
+	}
+	if err := k.validAddress(msg.NewAdmin, "new admin"); err != nil {
+		return err
+	}
+	g.Admin = msg.NewAdmin
+	if err := k.Groups.Set(ctx, g.GroupId, g); err != nil {
+		return err
+	}
+	return k.emitGroupUpdated(ctx, g, msg.Authority, "admin")
 }

@@ -18,6 +18,17 @@ func (f *fixture) join(member, group string, topics ...string) *types.MsgJoinGro
 	return res
 }
 
+// open creates group administered by admin, open to anyone, with a 10 s session.
+func (f *fixture) open(admin, group string, assignor ...types.Assignor) {
+	f.t.Helper()
+	msg := &types.MsgCreateGroup{Admin: admin, GroupId: group, JoinPolicy: types.JOIN_POLICY_ANYONE, SessionTimeoutMs: 10_000}
+	if len(assignor) > 0 {
+		msg.Assignor = assignor[0]
+	}
+	_, err := f.msgs.CreateGroup(f.ctx, msg)
+	require.NoError(f.t, err)
+}
+
 func (f *fixture) assignment(group, member string) []types.TopicPartitions {
 	f.t.Helper()
 	res, err := f.query.Group(f.ctx, &types.QueryGroupRequest{GroupId: group})
@@ -43,6 +54,7 @@ func TestJoinLeaveRebalanceRange(t *testing.T) {
 	f.createTopic("a", 5)
 	f.createTopic("b", 2)
 	// Addresses sort as alice < bob < carol.
+	f.open(f.bob, "g")
 	res := f.join(f.bob, "g", "a")
 	require.Equal(t, uint64(1), res.Generation)
 	require.Equal(t, []types.TopicPartitions{tp("a", 0, 1, 2, 3, 4)}, res.Assignment)
@@ -79,8 +91,8 @@ func TestRoundRobinAssignor(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("a", 3)
 	f.createTopic("b", 3)
-	_, err := f.msgs.JoinGroup(f.ctx, &types.MsgJoinGroup{Member: f.alice, GroupId: "rr", Topics: []string{"a", "b"}, Assignor: types.ASSIGNOR_ROUND_ROBIN})
-	require.NoError(t, err)
+	f.open(f.alice, "rr", types.ASSIGNOR_ROUND_ROBIN)
+	f.join(f.alice, "rr", "a", "b")
 	f.join(f.bob, "rr", "a", "b")
 	// a0 a1 a2 b0 b1 b2 dealt alternately to alice, bob.
 	require.Equal(t, []types.TopicPartitions{tp("a", 0, 2), tp("b", 1)}, f.assignment("rr", f.alice))
@@ -114,6 +126,7 @@ func TestJoinGroupErrors(t *testing.T) {
 	p.MaxGroupMembers = 1
 	_, err = f.msgs.UpdateParams(f.ctx, &types.MsgUpdateParams{Authority: f.gov, Params: p})
 	require.NoError(t, err)
+	f.open(f.alice, "g")
 	f.join(f.alice, "g", "a")
 	f.join(f.alice, "g", "a") // re-join updates, does not count twice
 	_, err = f.msgs.JoinGroup(f.ctx, &types.MsgJoinGroup{Member: f.bob, GroupId: "g", Topics: []string{"a"}})
@@ -127,6 +140,7 @@ func TestCommitFencingAndLag(t *testing.T) {
 		_, err := f.produce(f.alice, types.ProduceBatch{Topic: "a", Partition: int32(i % 2), Records: []types.BatchRecord{rec("", "x"), rec("", "y")}})
 		require.NoError(t, err)
 	}
+	f.open(f.alice, "g")
 	gen1 := f.join(f.alice, "g", "a").Generation
 	commit := func(member string, gen uint64, offsets ...types.OffsetCommit) error {
 		_, err := f.msgs.CommitOffsets(f.ctx, &types.MsgCommitOffsets{Member: member, GroupId: "g", Generation: gen, Offsets: offsets})
@@ -174,6 +188,7 @@ func TestSessionExpiryIsBoundedPerBlock(t *testing.T) {
 	p.MaxExpiriesPerBlock = 1
 	_, err := f.msgs.UpdateParams(f.ctx, &types.MsgUpdateParams{Authority: f.gov, Params: p})
 	require.NoError(t, err)
+	f.open(f.alice, "g")
 	f.join(f.alice, "g", "a")
 	f.join(f.bob, "g", "a")
 	f.join(f.carol, "g", "a")
@@ -231,7 +246,7 @@ func TestResetAndDeleteGroup(t *testing.T) {
 	_, err = f.msgs.LeaveGroup(f.ctx, &types.MsgLeaveGroup{Member: f.bob, GroupId: "g"})
 	require.NoError(t, err)
 	_, err = reset(f.alice, types.OFFSET_SPEC_EARLIEST, 0, 0)
-	require.ErrorIs(t, err, types.ErrUnauthorized)
+	require.ErrorIs(t, err, types.ErrGroupAuthorization)
 
 	out, err := reset(f.bob, types.OFFSET_SPEC_LATEST, 0, 0)
 	require.NoError(t, err)
@@ -249,7 +264,7 @@ func TestResetAndDeleteGroup(t *testing.T) {
 	require.Len(t, all.Offsets, 2, "no partitions means all")
 
 	_, err = f.msgs.DeleteGroup(f.ctx, &types.MsgDeleteGroup{Authority: f.carol, GroupId: "g"})
-	require.ErrorIs(t, err, types.ErrUnauthorized)
+	require.ErrorIs(t, err, types.ErrGroupAuthorization)
 	_, err = f.msgs.DeleteGroup(f.ctx, &types.MsgDeleteGroup{Authority: f.bob, GroupId: "g"})
 	require.NoError(t, err)
 	_, err = f.query.GroupOffsets(f.ctx, &types.QueryGroupOffsetsRequest{GroupId: "g"})

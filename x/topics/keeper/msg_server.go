@@ -102,3 +102,31 @@ func (m msgServer) DeleteGroup(ctx context.Context, msg *types.MsgDeleteGroup) (
 	}
 	return &types.MsgDeleteGroupResponse{}, nil
 }
+
+func (m msgServer) CreateGroup(ctx context.Context, msg *types.MsgCreateGroup) (*types.MsgCreateGroupResponse, error) {
+	if err := m.k.CreateGroup(ctx, msg); err != nil {
+		return nil, err
+	}
+	return &types.MsgCreateGroupResponse{}, nil
+}
+
+func (m msgServer) UpdateGroupPolicy(ctx context.Context, msg *types.MsgUpdateGroupPolicy) (*types.MsgUpdateGroupPolicyResponse, error) {
+	if err := m.k.UpdateGroupPolicy(ctx, msg); err != nil {
+		return nil, err
+	}
+	return &types.MsgUpdateGroupPolicyResponse{}, nil
+}
+
+func (m msgServer) RemoveGroupMember(ctx context.Context, msg *types.MsgRemoveGroupMember) (*types.MsgRemoveGroupMemberResponse, error) {
+	if err := m.k.RemoveGroupMember(ctx, msg); err != nil {
+		return nil, err
+	}
+	return &types.MsgRemoveGroupMemberResponse{}, nil
+}
+
+func (m msgServer) TransferGroupAdmin(ctx context.Context, msg *types.MsgTransferGroupAdmin) (*types.MsgTransferGroupAdminResponse, error) {
+	if err := m.k.TransferGroupAdmin(ctx, msg); err != nil {
+		return nil, err
+	}
+	return &types.MsgTransferGroupAdminResponse{}, nil
+}

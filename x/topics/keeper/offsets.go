@@ -32,6 +32,10 @@ func (k Keeper) CommitOffsets(ctx context.Context, msg *types.MsgCommitOffsets) 
 	if err != nil {
 		return err
 	}
+	// Tightening the policy fences commits at once, before the admin removes the member.
+	if err := mayJoin(g, msg.Member); err != nil {
+		return err
+	}
 	if msg.Generation != g.Generation {
 		return errorsmod.Wrapf(types.ErrIllegalGeneration, "group %q is at generation %d, the commit carries %d; rejoin or heartbeat for the new assignment", g.GroupId, g.Generation, msg.Generation)
 	}
@@ -163,6 +167,12 @@ func (k Keeper) resolveOffset(ctx context.Context, topic string, partition uint3
 
 // groupOffsets returns a group's committed offsets, optionally for one topic.
 func (k Keeper) groupOffsets(ctx context.Context, group, topic string) ([]types.CommittedOffset, error) {
+	return k.groupOffsetsUpTo(ctx, group, topic, math.MaxUint64)
+}
+
+// groupOffsetsUpTo is groupOffsets stopping after limit+1 offsets (more than limit tells the
+// caller the answer is too large).
+func (k Keeper) groupOffsetsUpTo(ctx context.Context, group, topic string, limit uint64) ([]types.CommittedOffset, error) {
 	var rng collections.Ranger[collections.Pair[string, types.TopicPartition]] = collections.NewPrefixedPairRange[string, types.TopicPartition](group)
 	if topic != "" {
 		rng = groupTopicOffsets(group, topic)
@@ -170,7 +180,7 @@ func (k Keeper) groupOffsets(ctx context.Context, group, topic string) ([]types.
 	var out []types.CommittedOffset
 	err := k.Offsets.Walk(ctx, rng, func(_ collections.Pair[string, types.TopicPartition], o types.CommittedOffset) (bool, error) {
 		out = append(out, o)
-		return false, nil
+		return uint64(len(out)) > limit, nil
 	})
 	return out, err
 }

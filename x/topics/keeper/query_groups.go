@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"context"
+	"math"
 	"sort"
 
 	errorsmod "cosmossdk.io/errors"
@@ -69,7 +70,9 @@ func (q queryServer) GroupOffsets(ctx context.Context, req *types.QueryGroupOffs
 }
 
 // Lag covers every partition of the topics the members subscribe to and every partition with a
-// committed offset (optionally one topic), in (topic, partition) order.
+// committed offset (optionally one topic), in (topic, partition) order. Without a topic the
+// answer is bounded by max_group_subscribed_partitions: a larger one (offsets left from old
+// subscriptions) is refused, to be asked per topic, so no query walks without bound.
 func (q queryServer) Lag(ctx context.Context, req *types.QueryLagRequest) (*types.QueryLagResponse, error) {
 	if req == nil {
 		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
@@ -84,9 +87,21 @@ func (q queryServer) Lag(ctx context.Context, req *types.QueryLagRequest) (*type
 	if err != nil {
 		return nil, err
 	}
-	offsets, err := q.k.groupOffsets(ctx, req.GroupId, req.Topic)
+	limit := uint64(math.MaxUint64) // one topic: bounded by its partition count
+	if req.Topic == "" {
+		params, err := q.k.Params.Get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		limit = uint64(params.MaxGroupSubscribedPartitions)
+	}
+	tooLarge := errorsmod.Wrapf(types.ErrInvalidRequest, "the lag of group %q covers more than %d partitions; ask per topic", req.GroupId, limit)
+	offsets, err := q.k.groupOffsetsUpTo(ctx, req.GroupId, req.Topic, limit)
 	if err != nil {
 		return nil, err
+	}
+	if uint64(len(offsets)) > limit {
+		return nil, tooLarge
 	}
 	topicSet := map[string]bool{}
 	owner := map[types.TopicPartition]string{}
@@ -115,6 +130,9 @@ func (q queryServer) Lag(ctx context.Context, req *types.QueryLagRequest) (*type
 	var out []types.PartitionLag
 	for _, t := range topics {
 		err := q.k.Partitions.Walk(ctx, types.PartitionsOfTopic(t), func(_ types.TopicPartition, p types.Partition) (bool, error) {
+			if uint64(len(out)) >= limit {
+				return true, tooLarge
+			}
 			id := types.TopicPartition{Topic: t, Partition: p.Partition}
 			l := types.PartitionLag{Topic: t, Partition: p.Partition, Committed: -1, HighWatermark: p.HighWatermark, LogStartOffset: p.LogStartOffset, Member: owner[id]}
 			pos := p.LogStartOffset

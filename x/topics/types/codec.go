@@ -22,6 +22,10 @@ func RegisterLegacyAminoCodec(cdc *codec.LegacyAmino) {
 	legacy.RegisterAminoMsg(cdc, &MsgCommitOffsets{}, "bftlog/topics/MsgCommitOffsets")
 	legacy.RegisterAminoMsg(cdc, &MsgResetOffsets{}, "bftlog/topics/MsgResetOffsets")
 	legacy.RegisterAminoMsg(cdc, &MsgDeleteGroup{}, "bftlog/topics/MsgDeleteGroup")
+	legacy.RegisterAminoMsg(cdc, &MsgCreateGroup{}, "bftlog/topics/MsgCreateGroup")
+	legacy.RegisterAminoMsg(cdc, &MsgUpdateGroupPolicy{}, "bftlog/topics/MsgUpdateGroupPolicy")
+	legacy.RegisterAminoMsg(cdc, &MsgRemoveGroupMember{}, "bftlog/topics/MsgRemoveGroupMember")
+	legacy.RegisterAminoMsg(cdc, &MsgTransferGroupAdmin{}, "bftlog/topics/MsgTransferGroupAdmin")
 	cdc.RegisterConcrete(&Params{}, "bftlog/x/topics/Params", nil)
 }
 
@@ -40,6 +44,10 @@ func RegisterInterfaces(registry codectypes.InterfaceRegistry) {
 		&MsgCommitOffsets{},
 		&MsgResetOffsets{},
 		&MsgDeleteGroup{},
+		&MsgCreateGroup{},
+		&MsgUpdateGroupPolicy{},
+		&MsgRemoveGroupMember{},
+		&MsgTransferGroupAdmin{},
 	)
 	msgservice.RegisterMsgServiceDesc(registry, &_Msg_serviceDesc)
 }

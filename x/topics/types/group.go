@@ -16,3 +16,30 @@ func ValidateGroupID(id string) error {
 	}
 	return nil
 }
+
+// MaxGroupAllowlist bounds a group's allowed_members (read on every join).
+const MaxGroupAllowlist = 256
+
+// ValidateJoinPolicy checks a join policy and its allowlist; addrOK validates one address.
+func ValidateJoinPolicy(policy JoinPolicy, allowed []string, addrOK func(string) error) error {
+	if _, ok := JoinPolicy_name[int32(policy)]; !ok {
+		return errorsmod.Wrapf(ErrInvalidRequest, "unknown join policy %d", policy)
+	}
+	if policy != JOIN_POLICY_ALLOWLIST && len(allowed) > 0 {
+		return errorsmod.Wrap(ErrInvalidRequest, "allowed members apply only to JOIN_POLICY_ALLOWLIST")
+	}
+	if len(allowed) > MaxGroupAllowlist {
+		return errorsmod.Wrapf(ErrInvalidRequest, "%d allowed members, at most %d", len(allowed), MaxGroupAllowlist)
+	}
+	seen := make(map[string]bool, len(allowed))
+	for _, a := range allowed {
+		if err := addrOK(a); err != nil {
+			return err
+		}
+		if seen[a] {
+			return errorsmod.Wrapf(ErrInvalidRequest, "allowed member %s listed twice", a)
+		}
+		seen[a] = true
+	}
+	return nil
+}

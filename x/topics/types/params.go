@@ -16,20 +16,28 @@ const (
 	DefaultMaxExpiriesPerBlock         = 100
 	DefaultRetentionBatchesPerBlock    = 500
 	DefaultRetentionPartitionsPerBlock = 200
+	// DefaultMaxGroupSubscribedPartitions bounds a group's subscription (join and rebalance work).
+	DefaultMaxGroupSubscribedPartitions = 1024
+	// DefaultMaxExpiryWorkPerBlock is the EndBlocker's expiry budget in work units (1 per expired
+	// member plus members x subscribed partitions per rebalanced group): one full-size group
+	// (100 members x 1024 partitions) fits, a backlog waits for the next block.
+	DefaultMaxExpiryWorkPerBlock = 200_000
 )
 
 // DefaultParams returns the module's default params.
 func DefaultParams() Params {
 	return Params{
-		MaxPartitionsPerTopic:       DefaultMaxPartitionsPerTopic,
-		MaxRecordBytes:              DefaultMaxRecordBytes,
-		MaxRecordsPerBatch:          DefaultMaxRecordsPerBatch,
-		MaxBatchBytes:               DefaultMaxBatchBytes,
-		MaxHeadersPerRecord:         DefaultMaxHeadersPerRecord,
-		MaxGroupMembers:             DefaultMaxGroupMembers,
-		MaxExpiriesPerBlock:         DefaultMaxExpiriesPerBlock,
-		RetentionBatchesPerBlock:    DefaultRetentionBatchesPerBlock,
-		RetentionPartitionsPerBlock: DefaultRetentionPartitionsPerBlock,
+		MaxPartitionsPerTopic:        DefaultMaxPartitionsPerTopic,
+		MaxRecordBytes:               DefaultMaxRecordBytes,
+		MaxRecordsPerBatch:           DefaultMaxRecordsPerBatch,
+		MaxBatchBytes:                DefaultMaxBatchBytes,
+		MaxHeadersPerRecord:          DefaultMaxHeadersPerRecord,
+		MaxGroupMembers:              DefaultMaxGroupMembers,
+		MaxExpiriesPerBlock:          DefaultMaxExpiriesPerBlock,
+		RetentionBatchesPerBlock:     DefaultRetentionBatchesPerBlock,
+		RetentionPartitionsPerBlock:  DefaultRetentionPartitionsPerBlock,
+		MaxGroupSubscribedPartitions: DefaultMaxGroupSubscribedPartitions,
+		MaxExpiryWorkPerBlock:        DefaultMaxExpiryWorkPerBlock,
 	}
 }
 
@@ -48,6 +56,10 @@ func (p Params) Validate() error {
 		return errorsmod.Wrap(ErrInvalidParams, "max_group_members must be positive")
 	case p.MaxExpiriesPerBlock == 0:
 		return errorsmod.Wrap(ErrInvalidParams, "max_expiries_per_block must be positive")
+	case p.MaxGroupSubscribedPartitions == 0:
+		return errorsmod.Wrap(ErrInvalidParams, "max_group_subscribed_partitions must be positive")
+	case p.MaxExpiryWorkPerBlock == 0:
+		return errorsmod.Wrap(ErrInvalidParams, "max_expiry_work_per_block must be positive")
 	case p.RetentionBatchesPerBlock == 0 || p.RetentionPartitionsPerBlock == 0:
 		return errorsmod.Wrap(ErrInvalidParams, "retention_batches_per_block and retention_partitions_per_block must be positive")
 	case p.MaxBatchBytes < p.MaxRecordBytes:

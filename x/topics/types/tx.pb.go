@@ -1482,6 +1482,428 @@ func (m *MsgDeleteGroupResponse) XXX_DiscardUnknown() {
 
 var xxx_messageInfo_MsgDeleteGroupResponse proto.InternalMessageInfo
 
+// MsgCreateGroup creates a group before anyone joins it, so its owner sets who may join.
+type MsgCreateGroup struct {
+	Admin          string     `protobuf:"bytes,1,opt,name=admin,proto3" json:"admin,omitempty"`
+	GroupId        string     `protobuf:"bytes,2,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	JoinPolicy     JoinPolicy `protobuf:"varint,3,opt,name=join_policy,json=joinPolicy,proto3,enum=bftlog.topics.v1.JoinPolicy" json:"join_policy,omitempty"`
+	AllowedMembers []string   `protobuf:"bytes,4,rep,name=allowed_members,json=allowedMembers,proto3" json:"allowed_members,omitempty"`
+	// assignor and session_timeout_ms: 0 means defaults (RANGE, 30 s).
+	Assignor         Assignor `protobuf:"varint,5,opt,name=assignor,proto3,enum=bftlog.topics.v1.Assignor" json:"assignor,omitempty"`
+	SessionTimeoutMs int64    `protobuf:"varint,6,opt,name=session_timeout_ms,json=sessionTimeoutMs,proto3" json:"session_timeout_ms,omitempty"`
+}
+
+func (m *MsgCreateGroup) Reset()         { *m = MsgCreateGroup{} }
+func (m *MsgCreateGroup) String() string { return proto.CompactTextString(m) }
+func (*MsgCreateGroup) ProtoMessage()    {}
+func (*MsgCreateGroup) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{27}
+}
+func (m *MsgCreateGroup) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgCreateGroup) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgCreateGroup.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgCreateGroup) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgCreateGroup.Merge(m, src)
+}
+func (m *MsgCreateGroup) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgCreateGroup) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgCreateGroup.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgCreateGroup proto.InternalMessageInfo
+
+func (m *MsgCreateGroup) GetAdmin() string {
+	if m != nil {
+		return m.Admin
+	}
+	return ""
+}
+
+func (m *MsgCreateGroup) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+func (m *MsgCreateGroup) GetJoinPolicy() JoinPolicy {
+	if m != nil {
+		return m.JoinPolicy
+	}
+	return JOIN_POLICY_UNSPECIFIED
+}
+
+func (m *MsgCreateGroup) GetAllowedMembers() []string {
+	if m != nil {
+		return m.AllowedMembers
+	}
+	return nil
+}
+
+func (m *MsgCreateGroup) GetAssignor() Assignor {
+	if m != nil {
+		return m.Assignor
+	}
+	return ASSIGNOR_UNSPECIFIED
+}
+
+func (m *MsgCreateGroup) GetSessionTimeoutMs() int64 {
+	if m != nil {
+		return m.SessionTimeoutMs
+	}
+	return 0
+}
+
+type MsgCreateGroupResponse struct {
+}
+
+func (m *MsgCreateGroupResponse) Reset()         { *m = MsgCreateGroupResponse{} }
+func (m *MsgCreateGroupResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgCreateGroupResponse) ProtoMessage()    {}
+func (*MsgCreateGroupResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{28}
+}
+func (m *MsgCreateGroupResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgCreateGroupResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgCreateGroupResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgCreateGroupResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgCreateGroupResponse.Merge(m, src)
+}
+func (m *MsgCreateGroupResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgCreateGroupResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgCreateGroupResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgCreateGroupResponse proto.InternalMessageInfo
+
+// MsgUpdateGroupPolicy replaces a group's join policy and allowlist. Current members stay;
+// remove them with MsgRemoveGroupMember.
+type MsgUpdateGroupPolicy struct {
+	Authority      string     `protobuf:"bytes,1,opt,name=authority,proto3" json:"authority,omitempty"`
+	GroupId        string     `protobuf:"bytes,2,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	JoinPolicy     JoinPolicy `protobuf:"varint,3,opt,name=join_policy,json=joinPolicy,proto3,enum=bftlog.topics.v1.JoinPolicy" json:"join_policy,omitempty"`
+	AllowedMembers []string   `protobuf:"bytes,4,rep,name=allowed_members,json=allowedMembers,proto3" json:"allowed_members,omitempty"`
+}
+
+func (m *MsgUpdateGroupPolicy) Reset()         { *m = MsgUpdateGroupPolicy{} }
+func (m *MsgUpdateGroupPolicy) String() string { return proto.CompactTextString(m) }
+func (*MsgUpdateGroupPolicy) ProtoMessage()    {}
+func (*MsgUpdateGroupPolicy) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{29}
+}
+func (m *MsgUpdateGroupPolicy) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgUpdateGroupPolicy) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgUpdateGroupPolicy.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgUpdateGroupPolicy) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgUpdateGroupPolicy.Merge(m, src)
+}
+func (m *MsgUpdateGroupPolicy) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgUpdateGroupPolicy) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgUpdateGroupPolicy.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgUpdateGroupPolicy proto.InternalMessageInfo
+
+func (m *MsgUpdateGroupPolicy) GetAuthority() string {
+	if m != nil {
+		return m.Authority
+	}
+	return ""
+}
+
+func (m *MsgUpdateGroupPolicy) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+func (m *MsgUpdateGroupPolicy) GetJoinPolicy() JoinPolicy {
+	if m != nil {
+		return m.JoinPolicy
+	}
+	return JOIN_POLICY_UNSPECIFIED
+}
+
+func (m *MsgUpdateGroupPolicy) GetAllowedMembers() []string {
+	if m != nil {
+		return m.AllowedMembers
+	}
+	return nil
+}
+
+type MsgUpdateGroupPolicyResponse struct {
+}
+
+func (m *MsgUpdateGroupPolicyResponse) Reset()         { *m = MsgUpdateGroupPolicyResponse{} }
+func (m *MsgUpdateGroupPolicyResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgUpdateGroupPolicyResponse) ProtoMessage()    {}
+func (*MsgUpdateGroupPolicyResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{30}
+}
+func (m *MsgUpdateGroupPolicyResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgUpdateGroupPolicyResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgUpdateGroupPolicyResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgUpdateGroupPolicyResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgUpdateGroupPolicyResponse.Merge(m, src)
+}
+func (m *MsgUpdateGroupPolicyResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgUpdateGroupPolicyResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgUpdateGroupPolicyResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgUpdateGroupPolicyResponse proto.InternalMessageInfo
+
+// MsgRemoveGroupMember removes a member (its assignment goes to the others).
+type MsgRemoveGroupMember struct {
+	Authority string `protobuf:"bytes,1,opt,name=authority,proto3" json:"authority,omitempty"`
+	GroupId   string `protobuf:"bytes,2,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	Member    string `protobuf:"bytes,3,opt,name=member,proto3" json:"member,omitempty"`
+}
+
+func (m *MsgRemoveGroupMember) Reset()         { *m = MsgRemoveGroupMember{} }
+func (m *MsgRemoveGroupMember) String() string { return proto.CompactTextString(m) }
+func (*MsgRemoveGroupMember) ProtoMessage()    {}
+func (*MsgRemoveGroupMember) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{31}
+}
+func (m *MsgRemoveGroupMember) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgRemoveGroupMember) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgRemoveGroupMember.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgRemoveGroupMember) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgRemoveGroupMember.Merge(m, src)
+}
+func (m *MsgRemoveGroupMember) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgRemoveGroupMember) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgRemoveGroupMember.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgRemoveGroupMember proto.InternalMessageInfo
+
+func (m *MsgRemoveGroupMember) GetAuthority() string {
+	if m != nil {
+		return m.Authority
+	}
+	return ""
+}
+
+func (m *MsgRemoveGroupMember) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+func (m *MsgRemoveGroupMember) GetMember() string {
+	if m != nil {
+		return m.Member
+	}
+	return ""
+}
+
+type MsgRemoveGroupMemberResponse struct {
+}
+
+func (m *MsgRemoveGroupMemberResponse) Reset()         { *m = MsgRemoveGroupMemberResponse{} }
+func (m *MsgRemoveGroupMemberResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgRemoveGroupMemberResponse) ProtoMessage()    {}
+func (*MsgRemoveGroupMemberResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{32}
+}
+func (m *MsgRemoveGroupMemberResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgRemoveGroupMemberResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgRemoveGroupMemberResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgRemoveGroupMemberResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgRemoveGroupMemberResponse.Merge(m, src)
+}
+func (m *MsgRemoveGroupMemberResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgRemoveGroupMemberResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgRemoveGroupMemberResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgRemoveGroupMemberResponse proto.InternalMessageInfo
+
+// MsgTransferGroupAdmin makes new_admin the group's admin.
+type MsgTransferGroupAdmin struct {
+	Authority string `protobuf:"bytes,1,opt,name=authority,proto3" json:"authority,omitempty"`
+	GroupId   string `protobuf:"bytes,2,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	NewAdmin  string `protobuf:"bytes,3,opt,name=new_admin,json=newAdmin,proto3" json:"new_admin,omitempty"`
+}
+
+func (m *MsgTransferGroupAdmin) Reset()         { *m = MsgTransferGroupAdmin{} }
+func (m *MsgTransferGroupAdmin) String() string { return proto.CompactTextString(m) }
+func (*MsgTransferGroupAdmin) ProtoMessage()    {}
+func (*MsgTransferGroupAdmin) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{33}
+}
+func (m *MsgTransferGroupAdmin) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgTransferGroupAdmin) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgTransferGroupAdmin.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgTransferGroupAdmin) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgTransferGroupAdmin.Merge(m, src)
+}
+func (m *MsgTransferGroupAdmin) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgTransferGroupAdmin) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgTransferGroupAdmin.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgTransferGroupAdmin proto.InternalMessageInfo
+
+func (m *MsgTransferGroupAdmin) GetAuthority() string {
+	if m != nil {
+		return m.Authority
+	}
+	return ""
+}
+
+func (m *MsgTransferGroupAdmin) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+func (m *MsgTransferGroupAdmin) GetNewAdmin() string {
+	if m != nil {
+		return m.NewAdmin
+	}
+	return ""
+}
+
+type MsgTransferGroupAdminResponse struct {
+}
+
+func (m *MsgTransferGroupAdminResponse) Reset()         { *m = MsgTransferGroupAdminResponse{} }
+func (m *MsgTransferGroupAdminResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgTransferGroupAdminResponse) ProtoMessage()    {}
+func (*MsgTransferGroupAdminResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{34}
+}
+func (m *MsgTransferGroupAdminResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgTransferGroupAdminResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgTransferGroupAdminResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgTransferGroupAdminResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgTransferGroupAdminResponse.Merge(m, src)
+}
+func (m *MsgTransferGroupAdminResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgTransferGroupAdminResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgTransferGroupAdminResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgTransferGroupAdminResponse proto.InternalMessageInfo
+
 func init() {
 	proto.RegisterType((*MsgCreateTopic)(nil), "bftlog.topics.v1.MsgCreateTopic")
 	proto.RegisterType((*MsgCreateTopicResponse)(nil), "bftlog.topics.v1.MsgCreateTopicResponse")
@@ -1510,98 +1932,123 @@ func init() {
 	proto.RegisterType((*MsgResetOffsetsResponse)(nil), "bftlog.topics.v1.MsgResetOffsetsResponse")
 	proto.RegisterType((*MsgDeleteGroup)(nil), "bftlog.topics.v1.MsgDeleteGroup")
 	proto.RegisterType((*MsgDeleteGroupResponse)(nil), "bftlog.topics.v1.MsgDeleteGroupResponse")
+	proto.RegisterType((*MsgCreateGroup)(nil), "bftlog.topics.v1.MsgCreateGroup")
+	proto.RegisterType((*MsgCreateGroupResponse)(nil), "bftlog.topics.v1.MsgCreateGroupResponse")
+	proto.RegisterType((*MsgUpdateGroupPolicy)(nil), "bftlog.topics.v1.MsgUpdateGroupPolicy")
+	proto.RegisterType((*MsgUpdateGroupPolicyResponse)(nil), "bftlog.topics.v1.MsgUpdateGroupPolicyResponse")
+	proto.RegisterType((*MsgRemoveGroupMember)(nil), "bftlog.topics.v1.MsgRemoveGroupMember")
+	proto.RegisterType((*MsgRemoveGroupMemberResponse)(nil), "bftlog.topics.v1.MsgRemoveGroupMemberResponse")
+	proto.RegisterType((*MsgTransferGroupAdmin)(nil), "bftlog.topics.v1.MsgTransferGroupAdmin")
+	proto.RegisterType((*MsgTransferGroupAdminResponse)(nil), "bftlog.topics.v1.MsgTransferGroupAdminResponse")
 }
 
 func init() { proto.RegisterFile("bftlog/topics/v1/tx.proto", fileDescriptor_8724cd99659d5f00) }
 
 var fileDescriptor_8724cd99659d5f00 = []byte{
-	// 1370 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xbc, 0x58, 0xcf, 0x6f, 0xdc, 0xc4,
-	0x17, 0x8f, 0xb3, 0xc9, 0x26, 0xfb, 0x92, 0xed, 0xb7, 0x1d, 0xe5, 0xdb, 0x3a, 0x26, 0x75, 0x52,
-	0x0b, 0xb5, 0x21, 0x94, 0xdd, 0x36, 0x40, 0x0f, 0x41, 0x14, 0x92, 0x22, 0x15, 0x10, 0x2b, 0x2a,
-	0xb7, 0x45, 0x2a, 0xaa, 0xb4, 0xf2, 0xae, 0x27, 0xae, 0x45, 0xec, 0x31, 0x9e, 0xd9, 0xd0, 0x9e,
-	0x40, 0x48, 0x08, 0x81, 0x84, 0xc4, 0x81, 0x03, 0x17, 0xee, 0x9c, 0x50, 0x91, 0x40, 0xe2, 0x4f,
-	0xe8, 0xb1, 0xe2, 0x04, 0x42, 0x42, 0xa8, 0x39, 0xf4, 0xc8, 0xbf, 0x80, 0xe6, 0xc7, 0x8e, 0xed,
-	0xd8, 0x9b, 0x0d, 0x51, 0xc4, 0xa5, 0xdd, 0x79, 0x3f, 0x66, 0xde, 0xfb, 0xbc, 0xcf, 0xbc, 0x79,
-	0x0e, 0x2c, 0xf6, 0xb6, 0xd9, 0x0e, 0x09, 0xda, 0x8c, 0x24, 0x61, 0x9f, 0xb6, 0x77, 0x2f, 0xb7,
-	0xd9, 0xfd, 0x56, 0x92, 0x12, 0x46, 0xd0, 0x49, 0xa9, 0x6a, 0x49, 0x55, 0x6b, 0xf7, 0xb2, 0xb5,
-	0x10, 0x90, 0x80, 0x08, 0x65, 0x9b, 0xff, 0x92, 0x76, 0xd6, 0x29, 0x2f, 0x0a, 0x63, 0xd2, 0x16,
-	0xff, 0x2a, 0xd1, 0x62, 0x9f, 0xd0, 0x88, 0xd0, 0xae, 0xb4, 0x95, 0x0b, 0xa5, 0x3a, 0x23, 0x57,
-	0xed, 0x88, 0x06, 0xfc, 0xb4, 0x88, 0x06, 0x4a, 0xb1, 0x54, 0x8e, 0xe4, 0x41, 0x82, 0x87, 0x6e,
-	0x67, 0x4b, 0xda, 0x20, 0x25, 0x83, 0x44, 0xa9, 0x9d, 0x3d, 0x03, 0x4e, 0x74, 0x68, 0x70, 0x2d,
-	0xc5, 0x1e, 0xc3, 0xb7, 0xb8, 0x0d, 0x6a, 0xc1, 0x34, 0xf9, 0x28, 0xc6, 0xa9, 0x69, 0xac, 0x18,
-	0xab, 0x8d, 0x2d, 0xf3, 0xd7, 0x9f, 0x5e, 0x58, 0x50, 0x91, 0x6c, 0xfa, 0x7e, 0x8a, 0x29, 0xbd,
-	0xc9, 0xd2, 0x30, 0x0e, 0x5c, 0x69, 0x86, 0x10, 0x4c, 0xc5, 0x5e, 0x84, 0xcd, 0x49, 0x6e, 0xee,
-	0x8a, 0xdf, 0xc8, 0x06, 0x48, 0xbc, 0x94, 0x85, 0x2c, 0x24, 0x31, 0x35, 0x6b, 0x2b, 0xc6, 0x6a,
-	0xd3, 0xcd, 0x49, 0xd0, 0xeb, 0x50, 0xef, 0x93, 0x78, 0x3b, 0x0c, 0xcc, 0xa9, 0x15, 0x63, 0x75,
-	0x6e, 0xfd, 0x6c, 0x6b, 0x3f, 0x66, 0x2d, 0x11, 0xcc, 0x35, 0x61, 0xb4, 0xd5, 0x78, 0xf4, 0xe7,
-	0xf2, 0xc4, 0xf7, 0x4f, 0x1f, 0xae, 0x19, 0xae, 0xf2, 0xdb, 0x78, 0xfe, 0xd3, 0xa7, 0x0f, 0xd7,
-	0x64, 0x04, 0x5f, 0x3e, 0x7d, 0xb8, 0xb6, 0x0f, 0x84, 0x62, 0x4a, 0x8e, 0x09, 0xa7, 0x8b, 0x12,
-	0x17, 0xd3, 0x84, 0xc4, 0x14, 0x3b, 0x7f, 0x18, 0xb0, 0xd0, 0xa1, 0xc1, 0xed, 0xc4, 0x1f, 0xaa,
-	0xe4, 0x91, 0xe8, 0x0a, 0x34, 0xbc, 0x01, 0xbb, 0x47, 0xd2, 0x90, 0x3d, 0x18, 0x8b, 0x44, 0x66,
-	0x5a, 0x89, 0x46, 0x96, 0x6d, 0xed, 0x88, 0xd9, 0xbe, 0xcc, 0xb3, 0xcd, 0x4e, 0xe1, 0x19, 0x3b,
-	0xa5, 0x8c, 0x4b, 0x49, 0x38, 0x36, 0x2c, 0x55, 0xc9, 0x75, 0xf6, 0x3f, 0x1a, 0x70, 0xb2, 0x43,
-	0x83, 0x4d, 0xdf, 0xbf, 0x91, 0xd5, 0xe6, 0x38, 0x33, 0x1f, 0xc3, 0x83, 0x8d, 0xcb, 0xe5, 0xbc,
-	0xec, 0x52, 0x5e, 0x85, 0xf0, 0x1c, 0x0b, 0xcc, 0xfd, 0x32, 0x9d, 0xcf, 0x57, 0x92, 0xcd, 0x6f,
-	0xe0, 0x1d, 0x3c, 0x64, 0xf3, 0x31, 0x66, 0xb3, 0xd1, 0x2e, 0x47, 0x5b, 0xe6, 0x5d, 0xee, 0x70,
-	0xc5, 0xbb, 0x9c, 0x44, 0x47, 0xfa, 0x9d, 0x01, 0xf3, 0x37, 0x52, 0xe2, 0x0f, 0xfa, 0x78, 0xcb,
-	0x63, 0xfd, 0x7b, 0x68, 0x01, 0xa6, 0xc5, 0x1e, 0x32, 0x46, 0x57, 0x2e, 0xd0, 0x12, 0x34, 0x34,
-	0x5a, 0x22, 0x94, 0x69, 0x37, 0x13, 0xa0, 0x57, 0x61, 0x26, 0xc5, 0x7d, 0x92, 0xfa, 0x1c, 0xda,
-	0x5a, 0x35, 0xb1, 0xc4, 0xee, 0xae, 0xb0, 0xda, 0x9a, 0xe2, 0xc4, 0x72, 0x87, 0x3e, 0xc8, 0x82,
-	0x59, 0x8a, 0x3f, 0x1c, 0xe0, 0xb8, 0x8f, 0xc5, 0x35, 0x9c, 0x72, 0xf5, 0xda, 0xf9, 0xc1, 0x00,
-	0xe8, 0xd0, 0x40, 0x85, 0x88, 0x5e, 0x82, 0xd9, 0x44, 0xfe, 0x1c, 0xdf, 0x16, 0xb4, 0x25, 0xba,
-	0x0a, 0x33, 0x3d, 0x7e, 0x3c, 0xa6, 0xe6, 0xa4, 0x88, 0xcf, 0x2e, 0xc7, 0x97, 0x07, 0x61, 0x18,
-	0xa0, 0x72, 0xda, 0x58, 0xe3, 0x78, 0xeb, 0xed, 0x38, 0xdc, 0x66, 0x09, 0x6e, 0xe5, 0xef, 0x7c,
-	0x6b, 0x40, 0x53, 0xfd, 0x76, 0x31, 0x1d, 0xec, 0xb0, 0xc3, 0x22, 0xda, 0xcc, 0x23, 0xba, 0x0c,
-	0x73, 0x3d, 0x8f, 0xe2, 0x2e, 0xd9, 0xde, 0xa6, 0x98, 0x09, 0xc2, 0x4e, 0xb9, 0xc0, 0x45, 0xef,
-	0x0a, 0x09, 0xdf, 0xb4, 0x4f, 0x06, 0x31, 0x13, 0x80, 0x35, 0x5d, 0xb9, 0xe0, 0x9b, 0xfa, 0x83,
-	0x64, 0x27, 0xec, 0x7b, 0x0c, 0x9b, 0xd3, 0x2b, 0xc6, 0xea, 0xac, 0x9b, 0x09, 0x9c, 0xdb, 0x80,
-	0xb2, 0x40, 0x87, 0x0c, 0x40, 0xaf, 0xf1, 0xe2, 0xf1, 0x40, 0xa9, 0x69, 0x08, 0x70, 0x96, 0x47,
-	0x82, 0x23, 0x13, 0xca, 0xca, 0x27, 0xbc, 0x9c, 0x5f, 0x0c, 0xf8, 0x9f, 0xbe, 0xdd, 0x37, 0xbc,
-	0xd4, 0x8b, 0x8e, 0x7e, 0x77, 0x5f, 0x81, 0x7a, 0x22, 0x76, 0x10, 0x90, 0xcc, 0xad, 0x9b, 0x15,
-	0xb1, 0x08, 0x7d, 0xa1, 0x39, 0x49, 0x97, 0x8d, 0x4b, 0xe5, 0x6b, 0x71, 0x76, 0x44, 0x73, 0x92,
-	0x9b, 0x38, 0x8b, 0x70, 0x66, 0x9f, 0x48, 0x5f, 0x8c, 0xcf, 0x26, 0x61, 0xbe, 0x43, 0x83, 0xb7,
-	0x49, 0x18, 0x5f, 0xe7, 0x0f, 0x15, 0xba, 0x04, 0xf5, 0x08, 0x47, 0xbd, 0x43, 0x10, 0x4f, 0xd9,
-	0xa1, 0x45, 0x98, 0x15, 0x6f, 0x5c, 0x37, 0xf4, 0xd5, 0xf5, 0x9d, 0x11, 0xeb, 0xb7, 0x7c, 0x74,
-	0x1a, 0xea, 0x32, 0x24, 0x71, 0x61, 0x1a, 0xae, 0x5a, 0xa1, 0x2b, 0x30, 0xeb, 0x51, 0x1a, 0x06,
-	0x31, 0x49, 0x45, 0x65, 0x4f, 0xac, 0x5b, 0x65, 0x04, 0x36, 0x95, 0x85, 0xab, 0x6d, 0xd1, 0x45,
-	0x40, 0x14, 0x53, 0x1a, 0x92, 0xb8, 0xcb, 0xc2, 0x08, 0x93, 0x01, 0xeb, 0x46, 0x54, 0x30, 0xa0,
-	0xe6, 0x9e, 0x54, 0x9a, 0x5b, 0x52, 0xd1, 0x51, 0x7c, 0x56, 0x51, 0x72, 0x94, 0xac, 0x12, 0x4a,
-	0x3a, 0x6d, 0xe7, 0x63, 0xf1, 0x2e, 0xe9, 0xb5, 0xa6, 0x8d, 0x0d, 0x10, 0xe0, 0x18, 0xa7, 0x9e,
-	0x20, 0xb0, 0x21, 0x09, 0x9a, 0x49, 0xd0, 0x75, 0x00, 0x19, 0x5d, 0x84, 0x63, 0xa6, 0xae, 0xdd,
-	0xb9, 0x11, 0xef, 0x4d, 0xd6, 0x41, 0x15, 0xb7, 0x72, 0xae, 0xce, 0x17, 0x06, 0x34, 0x3b, 0x34,
-	0x78, 0x07, 0x7b, 0xbb, 0xf8, 0xf8, 0x2b, 0x21, 0xdf, 0xef, 0x1c, 0x16, 0xcf, 0x94, 0xb0, 0xc8,
-	0x4e, 0x76, 0xce, 0xc0, 0xff, 0x0b, 0x02, 0xcd, 0x96, 0xcf, 0x0d, 0xc1, 0x96, 0x37, 0xb1, 0x97,
-	0xb2, 0x1e, 0xf6, 0xd8, 0xf1, 0xc6, 0x38, 0xbe, 0x5e, 0xfa, 0x60, 0x55, 0x2f, 0xbd, 0xfe, 0xef,
-	0xeb, 0xb5, 0x0b, 0xf3, 0xb2, 0x47, 0x5d, 0x23, 0x51, 0x14, 0x1e, 0xad, 0xfd, 0x9d, 0x86, 0x7a,
-	0xa1, 0xf3, 0xa9, 0x15, 0x7f, 0x29, 0x22, 0xcc, 0x3c, 0xdf, 0x63, 0x9e, 0xb8, 0x1e, 0x0d, 0x57,
-	0xaf, 0x9d, 0xbf, 0xe5, 0x0c, 0x21, 0x4f, 0x95, 0x11, 0xd0, 0xe3, 0xbd, 0xb4, 0x45, 0x08, 0x6b,
-	0x25, 0x08, 0xaf, 0xc2, 0x8c, 0x8c, 0x93, 0x9a, 0x53, 0xa3, 0x9e, 0x99, 0x3c, 0x34, 0xc3, 0x46,
-	0xaa, 0x9c, 0x36, 0x5a, 0xfb, 0xca, 0x5c, 0x9e, 0x40, 0x0a, 0xc9, 0xa9, 0x09, 0xa4, 0x20, 0xd3,
-	0x84, 0xfc, 0x79, 0x52, 0x34, 0x65, 0x17, 0x53, 0xac, 0xc1, 0x38, 0x6a, 0x53, 0x3e, 0x00, 0x12,
-	0x5d, 0xdc, 0x5a, 0xbe, 0xb8, 0xc5, 0x69, 0x8b, 0x63, 0x51, 0x9c, 0xba, 0x2f, 0xc2, 0x24, 0x23,
-	0xa2, 0x3b, 0x9d, 0x58, 0x5f, 0x1a, 0x85, 0xd1, 0xcd, 0x04, 0xf7, 0xdd, 0x49, 0x46, 0x72, 0x64,
-	0xa8, 0x17, 0xc8, 0x70, 0x0e, 0xe6, 0x79, 0xaf, 0xa3, 0xcc, 0x8b, 0x12, 0xde, 0xed, 0x66, 0x44,
-	0xb7, 0x9b, 0xd3, 0xb2, 0xce, 0x21, 0x5f, 0x84, 0x3c, 0x46, 0xce, 0x5d, 0xf1, 0x22, 0xe4, 0x45,
-	0xfa, 0x06, 0x6d, 0x66, 0xe5, 0x35, 0x46, 0x5d, 0x0f, 0x59, 0x0c, 0x86, 0x7d, 0xe9, 0xbc, 0xaf,
-	0xc2, 0xce, 0x37, 0xf9, 0xb9, 0x50, 0x36, 0xb3, 0xe3, 0x2f, 0xca, 0xbf, 0x19, 0x0f, 0x65, 0x5b,
-	0xcb, 0x8f, 0x87, 0x85, 0xbe, 0xb6, 0xfe, 0xfb, 0x2c, 0xd4, 0x3a, 0x34, 0x40, 0x77, 0x60, 0x2e,
-	0xff, 0x69, 0xb6, 0x52, 0xce, 0xbc, 0xf8, 0x5d, 0x63, 0xad, 0x8e, 0xb3, 0xd0, 0xb0, 0x7e, 0x00,
-	0xa7, 0xca, 0x5f, 0x3d, 0xe7, 0x2b, 0xdd, 0x4b, 0x76, 0x56, 0xeb, 0x70, 0x76, 0xfa, 0xb0, 0x2e,
-	0x34, 0x8b, 0x1f, 0x19, 0x4e, 0xe5, 0x06, 0x05, 0x1b, 0x6b, 0x6d, 0xbc, 0x8d, 0x3e, 0xe0, 0x0e,
-	0xcc, 0xe5, 0xa7, 0xfe, 0x6a, 0xa0, 0x72, 0x16, 0x23, 0x80, 0xaa, 0x18, 0xd5, 0x51, 0x07, 0x66,
-	0x86, 0x63, 0xf0, 0x52, 0xa5, 0x93, 0xd2, 0x5a, 0xcf, 0x1e, 0xa4, 0xd5, 0xdb, 0xdd, 0x85, 0xf9,
-	0xc2, 0xc8, 0x76, 0xee, 0x00, 0x28, 0xa5, 0x89, 0xf5, 0xdc, 0x58, 0x13, 0xbd, 0xfb, 0x4d, 0x68,
-	0x64, 0xa3, 0x93, 0x5d, 0xe9, 0xa7, 0xf5, 0xd6, 0xf9, 0x83, 0xf5, 0x7a, 0xd3, 0xf7, 0x00, 0x72,
-	0x63, 0xc0, 0x72, 0xa5, 0x57, 0x66, 0x60, 0x5d, 0x18, 0x63, 0x90, 0x0f, 0x36, 0x7b, 0xb9, 0xab,
-	0x83, 0xd5, 0xfa, 0x11, 0xc1, 0x96, 0x1f, 0xdc, 0x2e, 0x34, 0x8b, 0x6f, 0x51, 0x35, 0xd5, 0x0a,
-	0x36, 0x23, 0xa8, 0x56, 0xd9, 0xe2, 0x79, 0x01, 0x0b, 0xed, 0xbd, 0xba, 0x80, 0x79, 0x93, 0x11,
-	0x05, 0xac, 0xec, 0x76, 0x9a, 0xc8, 0x12, 0xec, 0x83, 0x88, 0x2c, 0xd1, 0x5e, 0x1d, 0x67, 0x31,
-	0xdc, 0xda, 0x9a, 0xfe, 0x84, 0x8f, 0xed, 0x5b, 0x9b, 0x8f, 0x9e, 0xd8, 0xc6, 0xe3, 0x27, 0xb6,
-	0xf1, 0xd7, 0x13, 0xdb, 0xf8, 0x7a, 0xcf, 0x9e, 0x78, 0xbc, 0x67, 0x4f, 0xfc, 0xb6, 0x67, 0x4f,
-	0xbc, 0x7f, 0x21, 0x08, 0xd9, 0xbd, 0x41, 0xaf, 0xd5, 0x27, 0x51, 0x5b, 0x35, 0x2e, 0xf5, 0xdf,
-	0xfd, 0x61, 0x07, 0x13, 0x7f, 0x5a, 0xea, 0xd5, 0xc5, 0x1f, 0x8f, 0x5e, 0xfc, 0x27, 0x00, 0x00,
-	0xff, 0xff, 0x82, 0x62, 0x86, 0x0f, 0x05, 0x13, 0x00, 0x00,
+	// 1638 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xc4, 0x59, 0x41, 0x6f, 0x1b, 0xc5,
+	0x17, 0xcf, 0xda, 0x89, 0x13, 0x3f, 0x27, 0x69, 0xbb, 0xca, 0xbf, 0x75, 0xf6, 0x9f, 0x38, 0xe9,
+	0x82, 0xda, 0x10, 0x8a, 0xdd, 0x06, 0xda, 0x43, 0x50, 0x0b, 0x49, 0x91, 0x0a, 0x08, 0x8b, 0x68,
+	0xdb, 0x22, 0x15, 0x55, 0xb2, 0xd6, 0xde, 0xc9, 0x76, 0x8b, 0x77, 0xc7, 0xec, 0xac, 0x93, 0xf6,
+	0x04, 0x42, 0x42, 0x08, 0x24, 0x24, 0x0e, 0x1c, 0xb8, 0x70, 0xe1, 0xc4, 0x09, 0x05, 0x09, 0x24,
+	0x3e, 0x42, 0x8f, 0x55, 0x4f, 0x20, 0x24, 0x84, 0x9a, 0x43, 0x8e, 0xf0, 0x09, 0x10, 0xda, 0x99,
+	0xf1, 0xec, 0xac, 0x77, 0xd7, 0x76, 0x43, 0x0a, 0x97, 0xd6, 0xf3, 0xde, 0x6f, 0x66, 0xde, 0xfb,
+	0xbd, 0x37, 0xef, 0xcd, 0x6c, 0x60, 0xbe, 0xb9, 0x1d, 0xb4, 0xb1, 0x5d, 0x0b, 0x70, 0xc7, 0x69,
+	0x91, 0xda, 0xce, 0x85, 0x5a, 0x70, 0xaf, 0xda, 0xf1, 0x71, 0x80, 0xd5, 0xe3, 0x4c, 0x55, 0x65,
+	0xaa, 0xea, 0xce, 0x05, 0x6d, 0xce, 0xc6, 0x36, 0xa6, 0xca, 0x5a, 0xf8, 0x8b, 0xe1, 0xb4, 0x13,
+	0xa6, 0xeb, 0x78, 0xb8, 0x46, 0xff, 0xe5, 0xa2, 0xf9, 0x16, 0x26, 0x2e, 0x26, 0x0d, 0x86, 0x65,
+	0x03, 0xae, 0x3a, 0xc5, 0x46, 0x35, 0x97, 0xd8, 0xe1, 0x6e, 0x2e, 0xb1, 0xb9, 0x62, 0x21, 0x69,
+	0xc9, 0xfd, 0x0e, 0xea, 0x4d, 0x5b, 0x4c, 0x68, 0x6d, 0x1f, 0x77, 0x3b, 0x5c, 0xad, 0xef, 0x2b,
+	0x30, 0x5b, 0x27, 0xf6, 0x55, 0x1f, 0x99, 0x01, 0xba, 0x11, 0x62, 0xd4, 0x2a, 0x4c, 0xe0, 0x5d,
+	0x0f, 0xf9, 0x65, 0x65, 0x59, 0x59, 0x29, 0x6e, 0x96, 0x1f, 0xfd, 0xf0, 0xc2, 0x1c, 0xb7, 0x64,
+	0xc3, 0xb2, 0x7c, 0x44, 0xc8, 0xf5, 0xc0, 0x77, 0x3c, 0xdb, 0x60, 0x30, 0x55, 0x85, 0x71, 0xcf,
+	0x74, 0x51, 0x39, 0x17, 0xc2, 0x0d, 0xfa, 0x5b, 0xad, 0x00, 0x74, 0x4c, 0x3f, 0x70, 0x02, 0x07,
+	0x7b, 0xa4, 0x9c, 0x5f, 0x56, 0x56, 0x66, 0x0c, 0x49, 0xa2, 0xbe, 0x0a, 0x85, 0x16, 0xf6, 0xb6,
+	0x1d, 0xbb, 0x3c, 0xbe, 0xac, 0xac, 0x94, 0xd6, 0x16, 0xab, 0xfd, 0x9c, 0x55, 0xa9, 0x31, 0x57,
+	0x29, 0x68, 0xb3, 0xf8, 0xe0, 0xb7, 0xa5, 0xb1, 0x6f, 0x0f, 0xf6, 0x56, 0x15, 0x83, 0xcf, 0x5b,
+	0x7f, 0xfe, 0xa3, 0x83, 0xbd, 0x55, 0x66, 0xc1, 0x67, 0x07, 0x7b, 0xab, 0x7d, 0x24, 0xc4, 0x5d,
+	0xd2, 0xcb, 0x70, 0x32, 0x2e, 0x31, 0x10, 0xe9, 0x60, 0x8f, 0x20, 0xfd, 0x57, 0x05, 0xe6, 0xea,
+	0xc4, 0xbe, 0xd9, 0xb1, 0x7a, 0x2a, 0xb6, 0xa5, 0x7a, 0x09, 0x8a, 0x66, 0x37, 0xb8, 0x83, 0x7d,
+	0x27, 0xb8, 0x3f, 0x94, 0x89, 0x08, 0x9a, 0xca, 0x46, 0xe4, 0x6d, 0xfe, 0x90, 0xde, 0x5e, 0x0c,
+	0xbd, 0x8d, 0x76, 0x09, 0x3d, 0xd6, 0x13, 0x1e, 0x27, 0x9c, 0xd0, 0x2b, 0xb0, 0x90, 0x26, 0x17,
+	0xde, 0x7f, 0xaf, 0xc0, 0xf1, 0x3a, 0xb1, 0x37, 0x2c, 0x6b, 0x2b, 0x8a, 0xcd, 0x51, 0x7a, 0x3e,
+	0x24, 0x0f, 0xd6, 0x2f, 0x24, 0xfd, 0xaa, 0x24, 0xfc, 0x8a, 0x99, 0xa7, 0x6b, 0x50, 0xee, 0x97,
+	0x09, 0x7f, 0x3e, 0x67, 0xd9, 0xfc, 0x1a, 0x6a, 0xa3, 0x5e, 0x36, 0x1f, 0xa1, 0x37, 0xeb, 0xb5,
+	0xa4, 0xb5, 0xc9, 0xbc, 0x93, 0x36, 0xe7, 0x79, 0x27, 0x49, 0x84, 0xa5, 0x5f, 0x2b, 0x30, 0xbd,
+	0xe5, 0x63, 0xab, 0xdb, 0x42, 0x9b, 0x66, 0xd0, 0xba, 0xa3, 0xce, 0xc1, 0x04, 0x5d, 0x83, 0xd9,
+	0x68, 0xb0, 0x81, 0xba, 0x00, 0x45, 0xc1, 0x16, 0x35, 0x65, 0xc2, 0x88, 0x04, 0xea, 0x65, 0x98,
+	0xf4, 0x51, 0x0b, 0xfb, 0x56, 0x48, 0x6d, 0x3e, 0x3d, 0xb1, 0xe8, 0xea, 0x06, 0x45, 0x6d, 0x8e,
+	0x87, 0x89, 0x65, 0xf4, 0xe6, 0xa8, 0x1a, 0x4c, 0x11, 0xf4, 0x7e, 0x17, 0x79, 0x2d, 0x44, 0x8f,
+	0xe1, 0xb8, 0x21, 0xc6, 0xfa, 0x77, 0x0a, 0x40, 0x9d, 0xd8, 0xdc, 0x44, 0xf5, 0x25, 0x98, 0xea,
+	0xb0, 0x9f, 0xc3, 0xcb, 0x82, 0x40, 0xaa, 0x57, 0x60, 0xb2, 0x19, 0x6e, 0x8f, 0x48, 0x39, 0x47,
+	0xed, 0xab, 0x24, 0xed, 0x93, 0x49, 0xe8, 0x19, 0xc8, 0x27, 0xad, 0xaf, 0x86, 0x7c, 0x8b, 0xe5,
+	0x42, 0xba, 0xcb, 0x09, 0xba, 0xf9, 0x7c, 0xfd, 0x2b, 0x05, 0x66, 0xf8, 0x6f, 0x03, 0x91, 0x6e,
+	0x3b, 0x18, 0x95, 0xd1, 0x19, 0x99, 0xd1, 0x25, 0x28, 0x35, 0x4d, 0x82, 0x1a, 0x78, 0x7b, 0x9b,
+	0xa0, 0x80, 0x26, 0xec, 0xb8, 0x01, 0xa1, 0xe8, 0x6d, 0x2a, 0x09, 0x17, 0x6d, 0xe1, 0xae, 0x17,
+	0x50, 0xc2, 0x66, 0x0c, 0x36, 0x08, 0x17, 0xb5, 0xba, 0x9d, 0xb6, 0xd3, 0x32, 0x03, 0x54, 0x9e,
+	0x58, 0x56, 0x56, 0xa6, 0x8c, 0x48, 0xa0, 0xdf, 0x04, 0x35, 0x32, 0xb4, 0x97, 0x01, 0xea, 0x2b,
+	0x61, 0xf0, 0x42, 0x43, 0x49, 0x59, 0xa1, 0xe4, 0x2c, 0x65, 0x92, 0xc3, 0x1c, 0x8a, 0xc2, 0x47,
+	0x67, 0xe9, 0x3f, 0x29, 0x70, 0x4c, 0x9c, 0xee, 0x2d, 0xd3, 0x37, 0xdd, 0xc3, 0x9f, 0xdd, 0x97,
+	0xa1, 0xd0, 0xa1, 0x2b, 0x50, 0x4a, 0x4a, 0x6b, 0xe5, 0x14, 0x5b, 0xa8, 0x3e, 0x56, 0x9c, 0xd8,
+	0x94, 0xf5, 0xf3, 0xc9, 0x63, 0xb1, 0x98, 0x51, 0x9c, 0xd8, 0x22, 0xfa, 0x3c, 0x9c, 0xea, 0x13,
+	0x89, 0x83, 0xf1, 0x71, 0x0e, 0xa6, 0xeb, 0xc4, 0x7e, 0x13, 0x3b, 0xde, 0xb5, 0xb0, 0x51, 0xa9,
+	0xe7, 0xa1, 0xe0, 0x22, 0xb7, 0x39, 0x42, 0xe2, 0x71, 0x9c, 0x3a, 0x0f, 0x53, 0xb4, 0xc7, 0x35,
+	0x1c, 0x8b, 0x1f, 0xdf, 0x49, 0x3a, 0x7e, 0xc3, 0x52, 0x4f, 0x42, 0x81, 0x99, 0x44, 0x0f, 0x4c,
+	0xd1, 0xe0, 0x23, 0xf5, 0x12, 0x4c, 0x99, 0x84, 0x38, 0xb6, 0x87, 0x7d, 0x1a, 0xd9, 0xd9, 0x35,
+	0x2d, 0xc9, 0xc0, 0x06, 0x47, 0x18, 0x02, 0xab, 0x9e, 0x03, 0x95, 0x20, 0x42, 0x1c, 0xec, 0x35,
+	0x02, 0xc7, 0x45, 0xb8, 0x1b, 0x34, 0x5c, 0x42, 0x33, 0x20, 0x6f, 0x1c, 0xe7, 0x9a, 0x1b, 0x4c,
+	0x51, 0xe7, 0xf9, 0xcc, 0xad, 0x0c, 0x59, 0xd2, 0x12, 0x2c, 0x09, 0xb7, 0xf5, 0x0f, 0x68, 0x5f,
+	0x12, 0x63, 0x91, 0x36, 0x15, 0x00, 0x1b, 0x79, 0xc8, 0x37, 0x69, 0x02, 0x2b, 0x2c, 0x41, 0x23,
+	0x89, 0x7a, 0x0d, 0x80, 0x59, 0xe7, 0x22, 0x2f, 0xe0, 0xc7, 0xee, 0x74, 0x46, 0xbf, 0x89, 0x2a,
+	0x28, 0xcf, 0x2d, 0x69, 0xaa, 0xfe, 0xa9, 0x02, 0x33, 0x75, 0x62, 0xbf, 0x85, 0xcc, 0x1d, 0x74,
+	0xf4, 0x91, 0x60, 0xfd, 0x5b, 0xe2, 0xe2, 0xff, 0x09, 0x2e, 0xa2, 0x9d, 0xf5, 0x53, 0xf0, 0xbf,
+	0x98, 0x40, 0x64, 0xcb, 0x27, 0x0a, 0xcd, 0x96, 0xd7, 0x91, 0xe9, 0x07, 0x4d, 0x64, 0x06, 0x47,
+	0x6b, 0xe3, 0xf0, 0x78, 0x89, 0x8d, 0x79, 0xbc, 0xc4, 0xf8, 0xdf, 0x8f, 0xd7, 0x0e, 0x4c, 0xb3,
+	0x1a, 0x75, 0x15, 0xbb, 0xae, 0x73, 0xb8, 0xf2, 0x77, 0x12, 0x0a, 0xb1, 0xca, 0xc7, 0x47, 0x61,
+	0xa7, 0x70, 0x51, 0x60, 0x5a, 0x66, 0x60, 0xd2, 0xe3, 0x51, 0x34, 0xc4, 0x58, 0xff, 0x83, 0xdd,
+	0x21, 0xd8, 0xae, 0xcc, 0x02, 0x72, 0xb4, 0x87, 0x36, 0x4e, 0x61, 0x3e, 0x41, 0xe1, 0x15, 0x98,
+	0x64, 0x76, 0x92, 0xf2, 0x78, 0x56, 0x9b, 0x91, 0xa9, 0xe9, 0x15, 0x52, 0x3e, 0x69, 0xbd, 0xda,
+	0x17, 0xe6, 0xe4, 0x0d, 0x24, 0xe6, 0x1c, 0xbf, 0x81, 0xc4, 0x64, 0x22, 0x21, 0x7f, 0xcc, 0xd1,
+	0xa2, 0x6c, 0x20, 0x82, 0x04, 0x19, 0x87, 0x2d, 0xca, 0x03, 0x28, 0x11, 0xc1, 0xcd, 0xcb, 0xc1,
+	0x8d, 0xdf, 0xb6, 0x42, 0x2e, 0xe2, 0xb7, 0xee, 0x73, 0x90, 0x0b, 0x30, 0xad, 0x4e, 0xb3, 0x6b,
+	0x0b, 0x59, 0x1c, 0x5d, 0xef, 0xa0, 0x96, 0x91, 0x0b, 0xb0, 0x94, 0x0c, 0x85, 0x58, 0x32, 0x9c,
+	0x86, 0xe9, 0xb0, 0xd6, 0x91, 0xc0, 0x74, 0x3b, 0x61, 0xb5, 0x9b, 0xa4, 0xd5, 0xae, 0x24, 0x64,
+	0xf5, 0x11, 0x3b, 0x82, 0xcc, 0x91, 0x7e, 0x9b, 0x76, 0x04, 0x59, 0x24, 0x4e, 0xd0, 0x46, 0x14,
+	0x5e, 0x25, 0xeb, 0x78, 0xb0, 0x60, 0x04, 0xc8, 0x62, 0x93, 0xfb, 0x22, 0xac, 0x7f, 0x29, 0xdf,
+	0x0b, 0x59, 0x31, 0x3b, 0xfa, 0xa0, 0x3c, 0xc9, 0xf5, 0x90, 0x95, 0x35, 0xf9, 0x7a, 0x18, 0xaf,
+	0x6b, 0x7f, 0xe6, 0xa4, 0x67, 0x19, 0x33, 0xb8, 0x0a, 0x13, 0xa6, 0xe5, 0x3a, 0xde, 0xf0, 0x67,
+	0x19, 0x85, 0x0d, 0xca, 0x9e, 0xcb, 0x50, 0xba, 0x8b, 0x1d, 0xaf, 0xd1, 0xc1, 0x6d, 0xa7, 0x75,
+	0x9f, 0xe6, 0x50, 0x6a, 0x42, 0x84, 0xdd, 0x67, 0x8b, 0x62, 0x0c, 0xb8, 0x2b, 0x7e, 0xab, 0x1b,
+	0x70, 0xcc, 0x6c, 0xb7, 0xf1, 0x2e, 0xb2, 0x1a, 0xec, 0xd0, 0xb0, 0x5c, 0x1b, 0x64, 0xd3, 0x2c,
+	0x9f, 0x50, 0x67, 0xf8, 0x58, 0xbf, 0x9d, 0xf8, 0xc7, 0xfd, 0xb6, 0x90, 0xd1, 0x6f, 0xd9, 0x1b,
+	0x91, 0xd2, 0x31, 0xe8, 0x8d, 0x28, 0x07, 0x43, 0x92, 0x88, 0x60, 0x7c, 0x93, 0x93, 0xde, 0x88,
+	0x54, 0xc5, 0x89, 0x78, 0x0a, 0x07, 0xfb, 0x3f, 0x0f, 0xcd, 0x93, 0x3c, 0x35, 0x25, 0x2e, 0x62,
+	0x4f, 0x4d, 0x49, 0x2e, 0x48, 0x7c, 0xc4, 0x1e, 0xda, 0x06, 0x72, 0x31, 0x6f, 0xe2, 0x6c, 0xc3,
+	0xa7, 0x41, 0x62, 0xd4, 0x7d, 0xf2, 0xa3, 0x75, 0x9f, 0xd1, 0x9c, 0x4e, 0xd8, 0xce, 0x9d, 0x4e,
+	0xc8, 0x85, 0xd3, 0xbf, 0x28, 0xf4, 0xe2, 0x72, 0xc3, 0x37, 0x3d, 0xb2, 0x8d, 0x7c, 0x0a, 0xd9,
+	0xa0, 0xa7, 0xf3, 0x29, 0x78, 0x7d, 0x11, 0x8a, 0x1e, 0xda, 0x6d, 0xb0, 0x22, 0x31, 0xcc, 0xf1,
+	0x29, 0x0f, 0xed, 0x52, 0x4b, 0xd6, 0x2f, 0x25, 0x5d, 0x7f, 0x26, 0xe1, 0x7a, 0xd2, 0x03, 0x7d,
+	0x09, 0x16, 0x53, 0x15, 0x3d, 0xe7, 0xd7, 0xfe, 0x2a, 0x41, 0xbe, 0x4e, 0x6c, 0xf5, 0x16, 0x94,
+	0xe4, 0xcf, 0x4b, 0xcb, 0xc9, 0x64, 0x8e, 0x7f, 0x9b, 0xd1, 0x56, 0x86, 0x21, 0x44, 0x6b, 0x78,
+	0x0f, 0x4e, 0x24, 0xbf, 0xdc, 0x9c, 0x49, 0x9d, 0x9e, 0xc0, 0x69, 0xd5, 0xd1, 0x70, 0x62, 0xb3,
+	0x06, 0xcc, 0xc4, 0x3f, 0x94, 0xe8, 0xa9, 0x0b, 0xc4, 0x30, 0xda, 0xea, 0x70, 0x8c, 0xd8, 0xe0,
+	0x16, 0x94, 0xe4, 0x2f, 0x17, 0xe9, 0x44, 0x49, 0x88, 0x0c, 0xa2, 0x52, 0x3e, 0x37, 0xa8, 0x75,
+	0x98, 0xec, 0x3d, 0xe5, 0x17, 0x52, 0x27, 0x71, 0xad, 0xf6, 0xec, 0x20, 0xad, 0x58, 0xee, 0x36,
+	0x4c, 0xc7, 0x9e, 0x9d, 0xa7, 0x07, 0x50, 0xc9, 0x20, 0xda, 0x73, 0x43, 0x21, 0x62, 0xf5, 0xeb,
+	0x50, 0x8c, 0x9e, 0x7f, 0x95, 0xd4, 0x79, 0x42, 0xaf, 0x9d, 0x19, 0xac, 0x17, 0x8b, 0xbe, 0x03,
+	0x20, 0x3d, 0x65, 0x96, 0x52, 0x67, 0x45, 0x00, 0xed, 0xec, 0x10, 0x80, 0x6c, 0x6c, 0xf4, 0xfa,
+	0x48, 0x37, 0x56, 0xe8, 0x33, 0x8c, 0x4d, 0x3e, 0x1a, 0x1a, 0x30, 0x13, 0xbf, 0x4f, 0xa7, 0xa7,
+	0x5a, 0x0c, 0x93, 0x91, 0x6a, 0xa9, 0xd7, 0xd4, 0x30, 0x80, 0xb1, 0x2b, 0x6a, 0x7a, 0x00, 0x65,
+	0x48, 0x46, 0x00, 0x53, 0x6f, 0x6c, 0x22, 0x91, 0x19, 0xd9, 0x83, 0x12, 0x99, 0xb1, 0xbd, 0x32,
+	0x0c, 0x21, 0x2f, 0x2d, 0x5f, 0x8a, 0x06, 0x15, 0x93, 0x41, 0x4b, 0xa7, 0xb4, 0xf9, 0xa8, 0x98,
+	0xc8, 0x2d, 0x7e, 0x50, 0x31, 0x91, 0x70, 0x03, 0x8b, 0x49, 0x4a, 0x3b, 0x0c, 0x37, 0x4b, 0xb6,
+	0xc2, 0x33, 0x19, 0x14, 0xf7, 0xe1, 0x32, 0x36, 0xcb, 0x6c, 0x43, 0xaa, 0x07, 0x6a, 0x4a, 0x0b,
+	0x4a, 0x4f, 0xf1, 0x24, 0x50, 0xab, 0x8d, 0x08, 0xec, 0xed, 0xa7, 0x4d, 0x7c, 0x78, 0xb0, 0xb7,
+	0xaa, 0x6c, 0x6e, 0x3c, 0x78, 0x5c, 0x51, 0x1e, 0x3e, 0xae, 0x28, 0xbf, 0x3f, 0xae, 0x28, 0x5f,
+	0xec, 0x57, 0xc6, 0x1e, 0xee, 0x57, 0xc6, 0x7e, 0xde, 0xaf, 0x8c, 0xbd, 0x7b, 0xd6, 0x76, 0x82,
+	0x3b, 0xdd, 0x66, 0xb5, 0x85, 0xdd, 0x1a, 0xef, 0x35, 0xfc, 0xbf, 0x7b, 0xbd, 0xa6, 0x43, 0xff,
+	0x86, 0xd1, 0x2c, 0xd0, 0xbf, 0x52, 0xbc, 0xf8, 0x77, 0x00, 0x00, 0x00, 0xff, 0xff, 0x1c, 0x17,
+	0x23, 0x68, 0x6e, 0x19, 0x00, 0x00,
 }
 
 // Reference imports to suppress errors if they are not otherwise used.
@@ -1640,6 +2087,14 @@ type MsgClient interface {
 	ResetOffsets(ctx context.Context, in *MsgResetOffsets, opts ...grpc.CallOption) (*MsgResetOffsetsResponse, error)
 	// DeleteGroup deletes an empty group and its offsets (group admin or gov authority).
 	DeleteGroup(ctx context.Context, in *MsgDeleteGroup, opts ...grpc.CallOption) (*MsgDeleteGroupResponse, error)
+	// CreateGroup creates a consumer group administered by the signer, with its join policy.
+	CreateGroup(ctx context.Context, in *MsgCreateGroup, opts ...grpc.CallOption) (*MsgCreateGroupResponse, error)
+	// UpdateGroupPolicy replaces who may join a group (group admin or gov authority).
+	UpdateGroupPolicy(ctx context.Context, in *MsgUpdateGroupPolicy, opts ...grpc.CallOption) (*MsgUpdateGroupPolicyResponse, error)
+	// RemoveGroupMember removes a member and its assignment, then rebalances (admin or gov).
+	RemoveGroupMember(ctx context.Context, in *MsgRemoveGroupMember, opts ...grpc.CallOption) (*MsgRemoveGroupMemberResponse, error)
+	// TransferGroupAdmin hands a group to a new admin (group admin or gov authority).
+	TransferGroupAdmin(ctx context.Context, in *MsgTransferGroupAdmin, opts ...grpc.CallOption) (*MsgTransferGroupAdminResponse, error)
 }
 
 type msgClient struct {
@@ -1758,6 +2213,42 @@ func (c *msgClient) DeleteGroup(ctx context.Context, in *MsgDeleteGroup, opts ..
 	return out, nil
 }
 
+func (c *msgClient) CreateGroup(ctx context.Context, in *MsgCreateGroup, opts ...grpc.CallOption) (*MsgCreateGroupResponse, error) {
+	out := new(MsgCreateGroupResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.topics.v1.Msg/CreateGroup", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) UpdateGroupPolicy(ctx context.Context, in *MsgUpdateGroupPolicy, opts ...grpc.CallOption) (*MsgUpdateGroupPolicyResponse, error) {
+	out := new(MsgUpdateGroupPolicyResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.topics.v1.Msg/UpdateGroupPolicy", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) RemoveGroupMember(ctx context.Context, in *MsgRemoveGroupMember, opts ...grpc.CallOption) (*MsgRemoveGroupMemberResponse, error) {
+	out := new(MsgRemoveGroupMemberResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.topics.v1.Msg/RemoveGroupMember", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) TransferGroupAdmin(ctx context.Context, in *MsgTransferGroupAdmin, opts ...grpc.CallOption) (*MsgTransferGroupAdminResponse, error) {
+	out := new(MsgTransferGroupAdminResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.topics.v1.Msg/TransferGroupAdmin", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MsgServer is the server API for Msg service.
 type MsgServer interface {
 	// CreateTopic creates a topic owned by the signer.
@@ -1784,6 +2275,14 @@ type MsgServer interface {
 	ResetOffsets(context.Context, *MsgResetOffsets) (*MsgResetOffsetsResponse, error)
 	// DeleteGroup deletes an empty group and its offsets (group admin or gov authority).
 	DeleteGroup(context.Context, *MsgDeleteGroup) (*MsgDeleteGroupResponse, error)
+	// CreateGroup creates a consumer group administered by the signer, with its join policy.
+	CreateGroup(context.Context, *MsgCreateGroup) (*MsgCreateGroupResponse, error)
+	// UpdateGroupPolicy replaces who may join a group (group admin or gov authority).
+	UpdateGroupPolicy(context.Context, *MsgUpdateGroupPolicy) (*MsgUpdateGroupPolicyResponse, error)
+	// RemoveGroupMember removes a member and its assignment, then rebalances (admin or gov).
+	RemoveGroupMember(context.Context, *MsgRemoveGroupMember) (*MsgRemoveGroupMemberResponse, error)
+	// TransferGroupAdmin hands a group to a new admin (group admin or gov authority).
+	TransferGroupAdmin(context.Context, *MsgTransferGroupAdmin) (*MsgTransferGroupAdminResponse, error)
 }
 
 // UnimplementedMsgServer can be embedded to have forward compatible implementations.
@@ -1825,6 +2324,18 @@ func (*UnimplementedMsgServer) ResetOffsets(ctx context.Context, req *MsgResetOf
 }
 func (*UnimplementedMsgServer) DeleteGroup(ctx context.Context, req *MsgDeleteGroup) (*MsgDeleteGroupResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method DeleteGroup not implemented")
+}
+func (*UnimplementedMsgServer) CreateGroup(ctx context.Context, req *MsgCreateGroup) (*MsgCreateGroupResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CreateGroup not implemented")
+}
+func (*UnimplementedMsgServer) UpdateGroupPolicy(ctx context.Context, req *MsgUpdateGroupPolicy) (*MsgUpdateGroupPolicyResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method UpdateGroupPolicy not implemented")
+}
+func (*UnimplementedMsgServer) RemoveGroupMember(ctx context.Context, req *MsgRemoveGroupMember) (*MsgRemoveGroupMemberResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RemoveGroupMember not implemented")
+}
+func (*UnimplementedMsgServer) TransferGroupAdmin(ctx context.Context, req *MsgTransferGroupAdmin) (*MsgTransferGroupAdminResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method TransferGroupAdmin not implemented")
 }
 
 func RegisterMsgServer(s grpc1.Server, srv MsgServer) {
@@ -2047,6 +2558,78 @@ func _Msg_DeleteGroup_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Msg_CreateGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgCreateGroup)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).CreateGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.topics.v1.Msg/CreateGroup",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).CreateGroup(ctx, req.(*MsgCreateGroup))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_UpdateGroupPolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgUpdateGroupPolicy)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).UpdateGroupPolicy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.topics.v1.Msg/UpdateGroupPolicy",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).UpdateGroupPolicy(ctx, req.(*MsgUpdateGroupPolicy))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_RemoveGroupMember_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgRemoveGroupMember)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).RemoveGroupMember(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.topics.v1.Msg/RemoveGroupMember",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).RemoveGroupMember(ctx, req.(*MsgRemoveGroupMember))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_TransferGroupAdmin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgTransferGroupAdmin)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).TransferGroupAdmin(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.topics.v1.Msg/TransferGroupAdmin",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).TransferGroupAdmin(ctx, req.(*MsgTransferGroupAdmin))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var Msg_serviceDesc = _Msg_serviceDesc
 var _Msg_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "bftlog.topics.v1.Msg",
@@ -2099,6 +2682,22 @@ var _Msg_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteGroup",
 			Handler:    _Msg_DeleteGroup_Handler,
+		},
+		{
+			MethodName: "CreateGroup",
+			Handler:    _Msg_CreateGroup_Handler,
+		},
+		{
+			MethodName: "UpdateGroupPolicy",
+			Handler:    _Msg_UpdateGroupPolicy_Handler,
+		},
+		{
+			MethodName: "RemoveGroupMember",
+			Handler:    _Msg_RemoveGroupMember_Handler,
+		},
+		{
+			MethodName: "TransferGroupAdmin",
+			Handler:    _Msg_TransferGroupAdmin_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
@@ -3165,6 +3764,298 @@ func (m *MsgDeleteGroupResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) 
 	return len(dAtA) - i, nil
 }
 
+func (m *MsgCreateGroup) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgCreateGroup) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgCreateGroup) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.SessionTimeoutMs != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.SessionTimeoutMs))
+		i--
+		dAtA[i] = 0x30
+	}
+	if m.Assignor != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.Assignor))
+		i--
+		dAtA[i] = 0x28
+	}
+	if len(m.AllowedMembers) > 0 {
+		for iNdEx := len(m.AllowedMembers) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.AllowedMembers[iNdEx])
+			copy(dAtA[i:], m.AllowedMembers[iNdEx])
+			i = encodeVarintTx(dAtA, i, uint64(len(m.AllowedMembers[iNdEx])))
+			i--
+			dAtA[i] = 0x22
+		}
+	}
+	if m.JoinPolicy != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.JoinPolicy))
+		i--
+		dAtA[i] = 0x18
+	}
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Admin) > 0 {
+		i -= len(m.Admin)
+		copy(dAtA[i:], m.Admin)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Admin)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgCreateGroupResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgCreateGroupResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgCreateGroupResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgUpdateGroupPolicy) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgUpdateGroupPolicy) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgUpdateGroupPolicy) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.AllowedMembers) > 0 {
+		for iNdEx := len(m.AllowedMembers) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.AllowedMembers[iNdEx])
+			copy(dAtA[i:], m.AllowedMembers[iNdEx])
+			i = encodeVarintTx(dAtA, i, uint64(len(m.AllowedMembers[iNdEx])))
+			i--
+			dAtA[i] = 0x22
+		}
+	}
+	if m.JoinPolicy != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.JoinPolicy))
+		i--
+		dAtA[i] = 0x18
+	}
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Authority) > 0 {
+		i -= len(m.Authority)
+		copy(dAtA[i:], m.Authority)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Authority)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgUpdateGroupPolicyResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgUpdateGroupPolicyResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgUpdateGroupPolicyResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgRemoveGroupMember) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgRemoveGroupMember) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgRemoveGroupMember) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Member) > 0 {
+		i -= len(m.Member)
+		copy(dAtA[i:], m.Member)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Member)))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Authority) > 0 {
+		i -= len(m.Authority)
+		copy(dAtA[i:], m.Authority)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Authority)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgRemoveGroupMemberResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgRemoveGroupMemberResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgRemoveGroupMemberResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgTransferGroupAdmin) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgTransferGroupAdmin) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgTransferGroupAdmin) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.NewAdmin) > 0 {
+		i -= len(m.NewAdmin)
+		copy(dAtA[i:], m.NewAdmin)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.NewAdmin)))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Authority) > 0 {
+		i -= len(m.Authority)
+		copy(dAtA[i:], m.Authority)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Authority)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgTransferGroupAdminResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgTransferGroupAdminResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgTransferGroupAdminResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintTx(dAtA []byte, offset int, v uint64) int {
 	offset -= sovTx(v)
 	base := offset
@@ -3634,6 +4525,142 @@ func (m *MsgDeleteGroup) Size() (n int) {
 }
 
 func (m *MsgDeleteGroupResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *MsgCreateGroup) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Admin)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if m.JoinPolicy != 0 {
+		n += 1 + sovTx(uint64(m.JoinPolicy))
+	}
+	if len(m.AllowedMembers) > 0 {
+		for _, s := range m.AllowedMembers {
+			l = len(s)
+			n += 1 + l + sovTx(uint64(l))
+		}
+	}
+	if m.Assignor != 0 {
+		n += 1 + sovTx(uint64(m.Assignor))
+	}
+	if m.SessionTimeoutMs != 0 {
+		n += 1 + sovTx(uint64(m.SessionTimeoutMs))
+	}
+	return n
+}
+
+func (m *MsgCreateGroupResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *MsgUpdateGroupPolicy) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Authority)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if m.JoinPolicy != 0 {
+		n += 1 + sovTx(uint64(m.JoinPolicy))
+	}
+	if len(m.AllowedMembers) > 0 {
+		for _, s := range m.AllowedMembers {
+			l = len(s)
+			n += 1 + l + sovTx(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *MsgUpdateGroupPolicyResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *MsgRemoveGroupMember) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Authority)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.Member)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	return n
+}
+
+func (m *MsgRemoveGroupMemberResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *MsgTransferGroupAdmin) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Authority)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.NewAdmin)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	return n
+}
+
+func (m *MsgTransferGroupAdminResponse) Size() (n int) {
 	if m == nil {
 		return 0
 	}
@@ -6627,6 +7654,866 @@ func (m *MsgDeleteGroupResponse) Unmarshal(dAtA []byte) error {
 		}
 		if fieldNum <= 0 {
 			return fmt.Errorf("proto: MsgDeleteGroupResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgCreateGroup) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgCreateGroup: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgCreateGroup: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Admin", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Admin = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JoinPolicy", wireType)
+			}
+			m.JoinPolicy = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JoinPolicy |= JoinPolicy(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field AllowedMembers", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.AllowedMembers = append(m.AllowedMembers, string(dAtA[iNdEx:postIndex]))
+			iNdEx = postIndex
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Assignor", wireType)
+			}
+			m.Assignor = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Assignor |= Assignor(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SessionTimeoutMs", wireType)
+			}
+			m.SessionTimeoutMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.SessionTimeoutMs |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgCreateGroupResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgCreateGroupResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgCreateGroupResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgUpdateGroupPolicy) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgUpdateGroupPolicy: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgUpdateGroupPolicy: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Authority", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Authority = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JoinPolicy", wireType)
+			}
+			m.JoinPolicy = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JoinPolicy |= JoinPolicy(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field AllowedMembers", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.AllowedMembers = append(m.AllowedMembers, string(dAtA[iNdEx:postIndex]))
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgUpdateGroupPolicyResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgUpdateGroupPolicyResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgUpdateGroupPolicyResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgRemoveGroupMember) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgRemoveGroupMember: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgRemoveGroupMember: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Authority", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Authority = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Member", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Member = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgRemoveGroupMemberResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgRemoveGroupMemberResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgRemoveGroupMemberResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgTransferGroupAdmin) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgTransferGroupAdmin: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgTransferGroupAdmin: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Authority", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Authority = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NewAdmin", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.NewAdmin = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgTransferGroupAdminResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgTransferGroupAdminResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgTransferGroupAdminResponse: illegal tag %d (wire type %d)", fieldNum, wire)
 		}
 		switch fieldNum {
 		default:
