@@ -140,12 +140,17 @@ func New(
 
 	// The standard ante handler (fees, signatures, sequences, gas) and post handler are
 	// installed by the "tx" module of AppConfig; the x/poa decorator runs in front of it so no
-	// staking message gets around governance.
+	// staking message gets around governance, then the consensus fee rule (fees.go), so a
+	// transaction that pays too little is refused before anything is deducted or run.
 	app.App = appBuilder.Build(db, traceStore, baseAppOptions...)
 	std := app.AnteHandler()
 	poaCheck := poa.NewAnteDecorator(app.PoaKeeper)
+	feeCheck := NewFeeDecorator(app.TopicsKeeper)
+	withFee := func(ctx sdk.Context, tx sdk.Tx, simulate bool) (sdk.Context, error) {
+		return feeCheck.AnteHandle(ctx, tx, simulate, std)
+	}
 	app.SetAnteHandler(func(ctx sdk.Context, tx sdk.Tx, simulate bool) (sdk.Context, error) {
-		return poaCheck.AnteHandle(ctx, tx, simulate, std)
+		return poaCheck.AnteHandle(ctx, tx, simulate, withFee)
 	})
 
 	// register streaming services (ABCI listeners configured in app.toml)

@@ -74,6 +74,8 @@ var (
 		{Account: govtypes.ModuleName, Permissions: []string{authtypes.Burner}},
 		// x/poa mints the stake that gives an admitted validator its power.
 		{Account: poatypes.ModuleName, Permissions: []string{authtypes.Minter}},
+		// x/topics escrows topic and partition deposits (no mint, no burn).
+		{Account: topicstypes.ModuleName},
 	}
 
 	// blockAccAddrs are module accounts that may not receive funds through
@@ -83,6 +85,8 @@ var (
 		distrtypes.ModuleName,
 		stakingtypes.BondedPoolName,
 		stakingtypes.NotBondedPoolName,
+		// Only deposits may reach the escrow, so it always equals the topics' deposits.
+		topicstypes.ModuleName,
 	}
 
 	// appConfig is the depinject app configuration of bftlog.

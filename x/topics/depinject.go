@@ -11,6 +11,7 @@ import (
 	govtypes "github.com/cosmos/cosmos-sdk/x/gov/types"
 
 	"github.com/bftlog/bftlog/x/topics/keeper"
+	"github.com/bftlog/bftlog/x/topics/types"
 	"github.com/bftlog/bftlog/x/topics/types/modulev1"
 )
 
@@ -26,6 +27,8 @@ type ModuleInputs struct {
 	Cdc          codec.Codec
 	StoreService corestore.KVStoreService
 	AddressCodec address.Codec
+	// BankKeeper escrows topic deposits in the module account.
+	BankKeeper types.BankKeeper
 }
 
 // ModuleOutputs are what x/topics gives the app.
@@ -46,6 +49,6 @@ func ProvideModule(in ModuleInputs) ModuleOutputs {
 	if err != nil {
 		panic(err)
 	}
-	k := keeper.NewKeeper(in.Cdc, in.AddressCodec, in.StoreService, authorityStr)
+	k := keeper.NewKeeper(in.Cdc, in.AddressCodec, in.StoreService, authorityStr).WithBankKeeper(in.BankKeeper)
 	return ModuleOutputs{TopicsKeeper: k, Module: NewAppModule(in.Cdc, k)}
 }

@@ -3,6 +3,7 @@ package cmd
 
 import (
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/cosmos/cosmos-sdk/client"
 	"github.com/cosmos/cosmos-sdk/client/config"
+	"github.com/cosmos/cosmos-sdk/client/flags"
 	"github.com/cosmos/cosmos-sdk/codec"
 	codectypes "github.com/cosmos/cosmos-sdk/codec/types"
 	"github.com/cosmos/cosmos-sdk/server"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/bftlog/bftlog/app"
 	"github.com/bftlog/bftlog/x/topics"
+	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/client/verifycli"
 	topicstypes "github.com/bftlog/bftlog/x/topics/types"
 )
@@ -89,6 +92,9 @@ func NewRootCmd() *cobra.Command {
 			if err := client.SetCmdClientContextHandler(initClientCtx, cmd); err != nil {
 				return err
 			}
+			if err := fillGasPrices(cmd, initClientCtx); err != nil {
+				return err
+			}
 
 			customAppTemplate, customAppConfig := initAppConfig()
 			customCMTConfig := initCometBFTConfig()
@@ -113,6 +119,23 @@ func NewRootCmd() *cobra.Command {
 	}
 
 	return rootCmd
+}
+
+// fillGasPrices gives every `tx` command (hand-written or autocli) --gas-prices = the chain's
+// min_gas_price when neither --fees nor --gas-prices is given: the chain refuses a transaction
+// paying less than gas limit x that price, so users need not look it up. Offline and
+// generate-only commands are left alone (no node to ask).
+func fillGasPrices(cmd *cobra.Command, clientCtx client.Context) error {
+	fs := cmd.Flags()
+	if !strings.HasPrefix(cmd.CommandPath(), cmd.Root().Name()+" tx ") ||
+		fs.Lookup(flags.FlagFees) == nil || fs.Lookup(flags.FlagGasPrices) == nil ||
+		fs.Changed(flags.FlagFees) || fs.Changed(flags.FlagGasPrices) || clientCtx.Offline || clientCtx.GenerateOnly {
+		return nil
+	}
+	if price := txclient.ChainGasPrice(clientCtx); price != "" {
+		return fs.Set(flags.FlagGasPrices, price)
+	}
+	return nil
 }
 
 // verifiedTopicsCLI is x/topics with bftlogd's query commands, which can verify reads.

@@ -21,6 +21,9 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 			return err
 		}
 	}
+	if err := k.checkEscrow(ctx); err != nil {
+		return err
+	}
 	for _, p := range gs.Partitions {
 		if err := k.Partitions.Set(ctx, types.TopicPartition{Topic: p.Topic, Partition: p.Partition}, p); err != nil {
 			return err

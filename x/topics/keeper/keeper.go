@@ -45,6 +45,15 @@ type Keeper struct {
 
 	// fetchObs is the optional FetchObserver (metrics); not state.
 	fetchObs *fetchObserverSlot
+	// bank escrows topic deposits (WithBankKeeper); without it no deposit is taken.
+	bank types.BankKeeper
+}
+
+// WithBankKeeper returns the keeper escrowing topic and partition deposits through bk. The app
+// (depinject) always sets it; a keeper without one (unit tests of the log alone) takes none.
+func (k Keeper) WithBankKeeper(bk types.BankKeeper) Keeper {
+	k.bank = bk
+	return k
 }
 
 // NewKeeper builds a Keeper. authority is a bech32 account address.

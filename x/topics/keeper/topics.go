@@ -37,8 +37,13 @@ func (k Keeper) CreateTopic(ctx context.Context, owner, name string, partitions 
 	} else if has {
 		return errorsmod.Wrapf(types.ErrTopicExists, "topic %q", name)
 	}
+	// The deposit is the first write: an owner who cannot pay leaves nothing behind.
+	deposit, err := k.escrow(ctx, owner, params.TopicDepositFor(partitions))
+	if err != nil {
+		return err
+	}
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
-	t := types.Topic{Name: name, Partitions: partitions, Owner: owner, Config: cfg, CreatedHeight: sdkCtx.BlockHeight()}
+	t := types.Topic{Name: name, Partitions: partitions, Owner: owner, Config: cfg, CreatedHeight: sdkCtx.BlockHeight(), Deposit: deposit}
 	if err := k.Topics.Set(ctx, name, t); err != nil {
 		return err
 	}
@@ -114,8 +119,15 @@ func (k Keeper) AddPartitions(ctx context.Context, signer, name string, total ui
 	if err := types.ValidatePartitionCount(total, params); err != nil {
 		return err
 	}
+	// The owner pays for the new partitions even when the authority adds them: the deposit is
+	// refunded to the owner on deletion.
+	more, err := k.escrow(ctx, t.Owner, params.PartitionDepositFor(total-t.Partitions))
+	if err != nil {
+		return err
+	}
 	old := t.Partitions
 	t.Partitions = total
+	t.Deposit = t.Deposit.Add(more...)
 	if err := k.Topics.Set(ctx, name, t); err != nil {
 		return err
 	}
@@ -139,6 +151,10 @@ func (k Keeper) DeleteTopic(ctx context.Context, signer, name string) error {
 		return err
 	}
 	if err := k.checkAdmin(t, signer); err != nil {
+		return err
+	}
+	// The deposit goes back once the deletion is accepted.
+	if err := k.refund(ctx, t); err != nil {
 		return err
 	}
 	var records uint64

@@ -37,6 +37,9 @@ func (gs GenesisState) Validate(ac address.Codec) error {
 		if err := t.Config.ValidateAgainst(gs.Params); err != nil {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "topic %s: %v", t.Name, err)
 		}
+		if err := t.Deposit.Validate(); err != nil {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "topic %s deposit: %v", t.Name, err)
+		}
 		topics[t.Name] = t
 	}
 

@@ -28,6 +28,8 @@ import (
 	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
 	txtypes "github.com/cosmos/cosmos-sdk/types/tx"
 	authtx "github.com/cosmos/cosmos-sdk/x/auth/tx"
+
+	"github.com/bftlog/bftlog/x/topics/types"
 )
 
 // CommitTimeout bounds how long Wait waits for a transaction to land in a block.
@@ -112,6 +114,36 @@ type Signer struct {
 	// CometBFT's JSON-RPC, which spends most of a node's CPU parsing large transactions.
 	txService txtypes.ServiceClient
 	rawURL    string
+	// unordered signs SDK v0.53 unordered transactions (no account sequence); lastTimeout is
+	// the last timeout timestamp used, which is also the transaction's nonce on chain.
+	unordered   bool
+	lastTimeout time.Time
+}
+
+// UnorderedTTL is how long an unordered transaction stays valid (the chain allows at most 10
+// minutes); it is also how long the chain remembers its nonce.
+const UnorderedTTL = 5 * time.Minute
+
+// UseUnordered signs every transaction as an SDK v0.53 unordered transaction: no account
+// sequence, so several processes can sign with one key (two gateways, a gateway and the CLI)
+// without invalidating each other's transactions. On a chain that does not enable them the
+// signer falls back to sequences on the first refusal.
+func (s *Signer) UseUnordered() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unordered = true
+	s.txf = s.txf.WithUnordered(true).WithSequence(0)
+}
+
+// nextTimeout is a timeout timestamp later than any this signer used: the chain refuses a
+// second unordered transaction of one signer with the same timeout (it is the nonce).
+func (s *Signer) nextTimeout() time.Time {
+	t := time.Now().Add(UnorderedTTL)
+	if !t.After(s.lastTimeout) {
+		t = s.lastTimeout.Add(time.Nanosecond)
+	}
+	s.lastTimeout = t
+	return t
 }
 
 // UseRawIngress broadcasts by POSTing the signed bytes to a node's binary ingress URL
@@ -141,7 +173,21 @@ func NewSigner(clientCtx client.Context, txf tx.Factory, autoGas bool) (*Signer,
 	if txf.GasAdjustment() <= 1 {
 		txf = txf.WithGasAdjustment(1.3)
 	}
+	if txf.Fees().IsZero() && txf.GasPrices().IsZero() {
+		txf = txf.WithGasPrices(ChainGasPrice(clientCtx))
+	}
 	return &Signer{clientCtx: clientCtx, txf: txf, autoGas: autoGas}, nil
+}
+
+// ChainGasPrice is the chain's consensus minimum gas price (x/topics param min_gas_price) as
+// a --gas-prices value, or "" when the chain sets none or cannot be asked: every transaction
+// must pay gas limit x that price, so a client that sets no fee of its own pays exactly it.
+func ChainGasPrice(clientCtx client.Context) string {
+	res, err := types.NewQueryClient(clientCtx).Params(context.Background(), &types.QueryParamsRequest{})
+	if err != nil || !res.Params.HasMinGasPrice() {
+		return ""
+	}
+	return res.Params.MinGasPrice.String()
 }
 
 // Address is the signer's account address.
@@ -152,7 +198,45 @@ func (s *Signer) Address() string { return s.clientCtx.GetFromAddress().String()
 func (s *Signer) Submit(msgs ...sdk.Msg) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	hash, err := s.submit(msgs...)
+	// A refusal of the account sequence, in simulation or in CheckTx, means another process
+	// signed with this key (or a transaction was lost): never keep the stale sequence.
+	for retry := 0; retry < 2 && s.recover(err); retry++ {
+		hash, err = s.submit(msgs...)
+	}
+	return hash, err
+}
+
+// recover prepares the signer to send again after err and tells whether it is worth it.
+func (s *Signer) recover(err error) bool {
+	switch {
+	case s.unordered && errors.Is(err, sdkerrors.ErrNotSupported):
+		// The chain does not enable unordered transactions: sign with sequences.
+		s.unordered = false
+		s.txf = s.txf.WithUnordered(false).WithTimeoutTimestamp(time.Time{})
+		return s.resync() == nil
+	case !s.unordered && errors.Is(err, sdkerrors.ErrWrongSequence):
+		return s.resync() == nil
+	}
+	return false
+}
+
+// resync re-reads the account number and sequence from the chain.
+func (s *Signer) resync() error {
+	txf, err := s.txf.WithAccountNumber(0).WithSequence(0).Prepare(s.clientCtx)
+	if err != nil {
+		return err
+	}
+	s.txf = txf
+	return nil
+}
+
+// submit is one attempt of Submit, with s.mu held.
+func (s *Signer) submit(msgs ...sdk.Msg) (string, error) {
 	txf := s.txf
+	if s.unordered {
+		txf = txf.WithTimeoutTimestamp(s.nextTimeout())
+	}
 	if s.autoGas {
 		gas, err := s.simulate(txf, msgs...)
 		for wait := 50 * time.Millisecond; s.aheadOfNode(err) && wait <= time.Second; wait *= 2 {
@@ -204,17 +288,11 @@ func (s *Signer) Submit(msgs ...sdk.Msg) (string, error) {
 		return "", err
 	}
 	if res.Code != 0 {
-		err := NewTxError(Checked, res.TxHash, 0, res.Codespace, res.Code, res.RawLog)
-		if errors.Is(err, sdkerrors.ErrWrongSequence) {
-			// The local sequence drifted (a tx accepted but lost, or one whose answer was lost):
-			// re-read the account so the next submission can succeed.
-			if txf, err := s.txf.WithAccountNumber(0).WithSequence(0).Prepare(s.clientCtx); err == nil {
-				s.txf = txf
-			}
-		}
-		return "", err
+		return "", NewTxError(Checked, res.TxHash, 0, res.Codespace, res.Code, res.RawLog)
 	}
-	s.txf = s.txf.WithSequence(s.txf.Sequence() + 1)
+	if !s.unordered {
+		s.txf = s.txf.WithSequence(s.txf.Sequence() + 1)
+	}
 	return res.TxHash, nil
 }
 

@@ -1,0 +1,24 @@
+package app
+
+import (
+	genutiltypes "github.com/cosmos/cosmos-sdk/x/genutil/types"
+)
+
+// DefaultBlockMaxGas is the consensus block gas limit written into new genesis files
+// (`bftlogd init`, localnet, the test harness). A 4 MiB produce uses about 170M gas (30 per
+// stored byte, 10 per transaction byte; TestLargestProduceGas measures it) and clients ask for
+// up to x_topics max_tx_gas (300M), so a block holds five such batches — about what the
+// default 21 MB block max_bytes holds — or 16 x 5,000-record transactions of the benchmark.
+const DefaultBlockMaxGas = 1_500_000_000
+
+// SetGenesisConsensusDefaults writes bftlog's consensus params into the genesis file.
+func SetGenesisConsensusDefaults(genFile string) error {
+	gen, err := genutiltypes.AppGenesisFromFile(genFile)
+	if err != nil {
+		return err
+	}
+	if gen.Consensus != nil && gen.Consensus.Params != nil {
+		gen.Consensus.Params.Block.MaxGas = DefaultBlockMaxGas
+	}
+	return gen.SaveAs(genFile)
+}

@@ -1,0 +1,311 @@
+package app_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand"
+	"testing"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+	cmtproto "github.com/cometbft/cometbft/proto/tendermint/types"
+	cmttypes "github.com/cometbft/cometbft/types"
+	dbm "github.com/cosmos/cosmos-db"
+	"github.com/stretchr/testify/require"
+
+	"cosmossdk.io/log"
+	sdkmath "cosmossdk.io/math"
+
+	"github.com/cosmos/cosmos-sdk/baseapp"
+	"github.com/cosmos/cosmos-sdk/crypto/keys/secp256k1"
+	"github.com/cosmos/cosmos-sdk/testutil/mock"
+	simtestutil "github.com/cosmos/cosmos-sdk/testutil/sims"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
+	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
+	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
+
+	"github.com/bftlog/bftlog/app"
+	topicstypes "github.com/bftlog/bftlog/x/topics/types"
+)
+
+// feeChain is a bftlog app over a real (in-memory) store with bftlog's consensus params and
+// default x/topics params, one validator and funded accounts. The app has no local minimum gas
+// price (baseapp's default, like a validator running minimum-gas-prices = 0stake), and blocks are
+// fed to FinalizeBlock directly: whatever a proposer puts in a block gets executed.
+type feeChain struct {
+	t      *testing.T
+	app    *app.App
+	height int64
+	keys   []*secp256k1.PrivKey
+	seqs   []uint64
+	nums   []uint64
+}
+
+func newFeeChain(t *testing.T, balances ...int64) *feeChain {
+	t.Helper()
+	a := app.New(log.NewNopLogger(), dbm.NewMemDB(), nil, true, simtestutil.NewAppOptionsWithFlagHome(t.TempDir()), baseapp.SetChainID("fees"))
+	pk, err := mock.NewPV().GetPubKey()
+	require.NoError(t, err)
+	valSet := cmttypes.NewValidatorSet([]*cmttypes.Validator{cmttypes.NewValidator(pk, 1)})
+	c := &feeChain{t: t, app: a}
+	var accs []authtypes.GenesisAccount
+	var bals []banktypes.Balance
+	for i, amt := range balances {
+		priv := secp256k1.GenPrivKey()
+		acc := authtypes.NewBaseAccount(priv.PubKey().Address().Bytes(), priv.PubKey(), uint64(i), 0)
+		accs = append(accs, acc)
+		bals = append(bals, banktypes.Balance{Address: acc.GetAddress().String(), Coins: sdk.NewCoins(sdk.NewInt64Coin(sdk.DefaultBondDenom, amt))})
+		c.keys = append(c.keys, priv)
+		c.seqs = append(c.seqs, 0)
+	}
+	gen, err := simtestutil.GenesisStateWithValSet(a.AppCodec(), a.DefaultGenesis(), valSet, accs, bals...)
+	require.NoError(t, err)
+	state, err := json.Marshal(gen)
+	require.NoError(t, err)
+	cp := *simtestutil.DefaultConsensusParams
+	block := *cp.Block
+	block.MaxGas = app.DefaultBlockMaxGas
+	block.MaxBytes = 22020096
+	cp.Block = &block
+	_, err = a.InitChain(&abci.RequestInitChain{ChainId: "fees", ConsensusParams: &cp, AppStateBytes: state})
+	require.NoError(t, err)
+	c.height = 1
+	c.finalize()
+	// Account numbers as genesis assigned them (module accounts come first).
+	ctx := c.ctx()
+	for _, k := range c.keys {
+		c.nums = append(c.nums, a.AccountKeeper.GetAccount(ctx, sdk.AccAddress(k.PubKey().Address())).GetAccountNumber())
+	}
+	return c
+}
+
+func (c *feeChain) addr(i int) sdk.AccAddress { return sdk.AccAddress(c.keys[i].PubKey().Address()) }
+
+func (c *feeChain) ctx() sdk.Context {
+	return c.app.NewUncachedContext(false, cmtproto.Header{ChainID: "fees", Height: c.height})
+}
+
+func (c *feeChain) params() topicstypes.Params {
+	p, err := c.app.TopicsKeeper.Params.Get(c.ctx())
+	require.NoError(c.t, err)
+	return p
+}
+
+// tx signs msgs from account i with the given fee and gas limit.
+func (c *feeChain) tx(i int, fee sdk.Coins, gas uint64, msgs ...sdk.Msg) []byte {
+	c.t.Helper()
+	tx, err := simtestutil.GenSignedMockTx(rand.New(rand.NewSource(1)), c.app.TxConfig(), msgs, fee, gas, "fees",
+		[]uint64{c.nums[i]}, []uint64{c.seqs[i]}, c.keys[i])
+	require.NoError(c.t, err)
+	bz, err := c.app.TxConfig().TxEncoder()(tx)
+	require.NoError(c.t, err)
+	return bz
+}
+
+// fee is gas x the chain's min_gas_price, rounded up: what clients pay.
+func (c *feeChain) fee(gas uint64) sdk.Coins {
+	p := c.params().MinGasPrice
+	amt := sdkmath.LegacyNewDecFromInt(sdkmath.NewIntFromUint64(gas)).Mul(p.Amount).Ceil().TruncateInt()
+	return sdk.NewCoins(sdk.NewCoin(p.Denom, amt))
+}
+
+// block runs txs as one block, as a proposer would have them executed, and commits it.
+func (c *feeChain) block(txs ...[]byte) []*abci.ExecTxResult {
+	c.t.Helper()
+	res := c.finalize(txs...)
+	return res.TxResults
+}
+
+func (c *feeChain) finalize(txs ...[]byte) *abci.ResponseFinalizeBlock {
+	c.t.Helper()
+	res, err := c.app.FinalizeBlock(&abci.RequestFinalizeBlock{Height: c.height, Txs: txs})
+	require.NoError(c.t, err)
+	_, err = c.app.Commit()
+	require.NoError(c.t, err)
+	c.height++
+	return res
+}
+
+// deliver runs one paid tx from account i in its own block and requires it to succeed.
+func (c *feeChain) deliver(i int, gas uint64, msgs ...sdk.Msg) *abci.ExecTxResult {
+	c.t.Helper()
+	r := c.block(c.tx(i, c.fee(gas), gas, msgs...))[0]
+	require.Equal(c.t, uint32(0), r.Code, r.Log)
+	c.seqs[i]++
+	return r
+}
+
+func (c *feeChain) balance(addr sdk.AccAddress) sdkmath.Int {
+	return c.app.BankKeeper.GetBalance(c.ctx(), addr, sdk.DefaultBondDenom).Amount
+}
+
+func (c *feeChain) escrow() sdk.Coins {
+	return c.app.BankKeeper.GetAllBalances(c.ctx(), authtypes.NewModuleAddress(topicstypes.ModuleName))
+}
+
+func produceMsg(producer sdk.AccAddress, topic string, records, size int) *topicstypes.MsgProduce {
+	batch := topicstypes.ProduceBatch{Topic: topic, Partition: 0}
+	for i := 0; i < records; i++ {
+		batch.Records = append(batch.Records, topicstypes.BatchRecord{Value: &topicstypes.Bytes{Data: bytes.Repeat([]byte{byte('a' + i%26)}, size)}})
+	}
+	return &topicstypes.MsgProduce{Producer: producer.String(), Batches: []topicstypes.ProduceBatch{batch}}
+}
+
+func createMsg(owner sdk.AccAddress, name string, partitions uint32) *topicstypes.MsgCreateTopic {
+	return &topicstypes.MsgCreateTopic{Owner: owner.String(), Name: name, Partitions: partitions}
+}
+
+// A proposer running minimum-gas-prices = 0 puts a zero-fee produce (and one paying a unit
+// less than gas x min_gas_price) into its block: both are refused by the consensus fee rule with
+// x/topics code 33, append nothing and take nothing; the same produce paying the price lands.
+func TestZeroFeeProduceRefusedInBlock(t *testing.T) {
+	c := newFeeChain(t, 1e15)
+	alice := c.addr(0)
+	c.deliver(0, 1_000_000, createMsg(alice, "free", 1))
+
+	const gas = 6_000_000
+	msg := produceMsg(alice, "free", 100, 1000)
+	before := c.balance(alice)
+	zero := c.tx(0, nil, gas, msg)
+	short := c.tx(0, c.fee(gas).Sub(sdk.NewInt64Coin(sdk.DefaultBondDenom, 1)), gas, msg)
+
+	// CheckTx on a node with no local minimum refuses it too (the rule is not node-local).
+	chk, err := c.app.CheckTx(&abci.RequestCheckTx{Tx: zero, Type: abci.CheckTxType_New})
+	require.NoError(t, err)
+	require.Equal(t, topicstypes.ErrInsufficientFee.ABCICode(), chk.Code, chk.Log)
+
+	res := c.block(zero, short)
+	for _, r := range res {
+		require.Equal(t, topicstypes.ModuleName, r.Codespace, r.Log)
+		require.Equal(t, topicstypes.ErrInsufficientFee.ABCICode(), r.Code, r.Log)
+	}
+	p, err := c.app.TopicsKeeper.GetPartition(c.ctx(), "free", 0)
+	require.NoError(t, err)
+	require.Zero(t, p.HighWatermark, "a refused produce appends nothing")
+	require.Equal(t, before, c.balance(alice), "a refused transaction pays nothing")
+	t.Logf("zero-fee produce of 100 x 1000 B in a block: code %d (%s), gas used %d; fee %s short by 1: code %d",
+		res[0].Code, res[0].Codespace, res[0].GasUsed, c.fee(gas).Sub(sdk.NewInt64Coin(sdk.DefaultBondDenom, 1)), res[1].Code)
+
+	r := c.deliver(0, gas, msg)
+	p, err = c.app.TopicsKeeper.GetPartition(c.ctx(), "free", 0)
+	require.NoError(t, err)
+	require.Equal(t, uint64(100), p.HighWatermark)
+	paid := before.Sub(c.balance(alice))
+	require.Equal(t, c.fee(gas).AmountOf(sdk.DefaultBondDenom), paid)
+	t.Logf("the same produce paying %sstake (gas limit %d x %s): code 0, gas used %d", paid, uint64(gas), c.params().MinGasPrice, r.GasUsed)
+}
+
+// Gas limits above x/topics max_tx_gas (code 34) or the block's max_gas (SDK code 41) are
+// refused in a block, whatever the fee; the largest produce the params allow fits under both.
+func TestGasCapRefused(t *testing.T) {
+	c := newFeeChain(t, 1e15)
+	alice := c.addr(0)
+	c.deliver(0, 1_000_000, createMsg(alice, "capped", 1))
+	params := c.params()
+	overTx := params.MaxTxGas + 1
+	overBlock := uint64(app.DefaultBlockMaxGas) + 1
+	msg := produceMsg(alice, "capped", 1, 10)
+	res := c.block(c.tx(0, c.fee(overTx), overTx, msg))
+	require.Equal(t, topicstypes.ErrTxGasTooHigh.ABCICode(), res[0].Code, res[0].Log)
+	require.Equal(t, topicstypes.ModuleName, res[0].Codespace)
+	t.Logf("gas limit %d (max_tx_gas %d): code %d %s", overTx, params.MaxTxGas, res[0].Code, res[0].Log)
+
+	// Without the module cap, the block's max_gas still refuses a larger transaction.
+	params.MaxTxGas = 0
+	require.NoError(t, c.app.TopicsKeeper.SetParams(c.ctx(), params))
+	res = c.block(c.tx(0, c.fee(overBlock), overBlock, msg))
+	require.Equal(t, sdkerrors.ErrInvalidGasLimit.ABCICode(), res[0].Code, res[0].Log)
+	require.Equal(t, sdkerrors.RootCodespace, res[0].Codespace)
+	t.Logf("gas limit %d (block max_gas %d): code %d %s", overBlock, app.DefaultBlockMaxGas, res[0].Code, res[0].Log)
+	p, err := c.app.TopicsKeeper.GetPartition(c.ctx(), "capped", 0)
+	require.NoError(t, err)
+	require.Zero(t, p.HighWatermark)
+}
+
+// The largest produce the default params allow (max_batch_bytes as 4 records of 1 MiB, and as
+// max_records_per_batch small records) fits max_tx_gas even with the clients' 1.3 adjustment,
+// and a block holds several of them: the figures that size max_tx_gas and block max_gas.
+func TestLargestProduceGas(t *testing.T) {
+	c := newFeeChain(t, 1e15)
+	alice := c.addr(0)
+	c.deliver(0, 1_000_000, createMsg(alice, "big", 1))
+	params := c.params()
+	for _, shape := range []struct{ records, size int }{
+		{4, int(params.MaxRecordBytes)},
+		{int(params.MaxRecordsPerBatch), int(params.MaxBatchBytes) / int(params.MaxRecordsPerBatch)},
+	} {
+		msg := produceMsg(alice, "big", shape.records, shape.size)
+		r := c.deliver(0, params.MaxTxGas, msg)
+		stored := shape.records * shape.size
+		require.LessOrEqual(t, uint64(r.GasUsed)*13/10, params.MaxTxGas, "simulated gas x 1.3 must fit max_tx_gas")
+		t.Logf("produce %d x %d B = %d record bytes (tx %d B): gas used %d (%.1f per record byte), x1.3 = %d; max_tx_gas %d; block max_gas %d holds %d at max_tx_gas; fee %s",
+			shape.records, shape.size, stored, msg.Size(), r.GasUsed, float64(r.GasUsed)/float64(stored), r.GasUsed*13/10,
+			params.MaxTxGas, app.DefaultBlockMaxGas, uint64(app.DefaultBlockMaxGas)/params.MaxTxGas, c.fee(uint64(r.GasUsed)*13/10))
+	}
+	require.GreaterOrEqual(t, uint64(app.DefaultBlockMaxGas)/params.MaxTxGas, uint64(5), "a block holds several largest batches")
+}
+
+// Creating N topics escrows N deposits (topic + partitions) in the x/topics module account;
+// adding partitions escrows more; deleting refunds each owner exactly; an account that cannot
+// pay the deposit creates nothing. Genesis export carries the deposits, equal to the escrow.
+func TestTopicDeposits(t *testing.T) {
+	c := newFeeChain(t, 1e15, 5_000_000)
+	alice, poor := c.addr(0), c.addr(1)
+	params := c.params()
+	const n, parts = 8, 4
+	per := params.TopicDepositFor(parts)
+	before := c.balance(alice)
+	var fees sdkmath.Int = sdkmath.ZeroInt()
+	for i := 0; i < n; i++ {
+		c.deliver(0, 500_000, createMsg(alice, "t"+string(rune('a'+i)), parts))
+		fees = fees.Add(c.fee(500_000).AmountOf(sdk.DefaultBondDenom))
+	}
+	want := sdk.NewCoins()
+	for i := 0; i < n; i++ {
+		want = want.Add(per...)
+	}
+	require.Equal(t, want, c.escrow(), "N topics escrow N deposits")
+	require.Equal(t, before.Sub(fees).Sub(want.AmountOf(sdk.DefaultBondDenom)), c.balance(alice))
+	t.Logf("%d topics x %d partitions: escrow %s (%s each = topic_deposit %s + %d x partition_deposit %s), fees %sstake",
+		n, parts, c.escrow(), per, params.TopicDeposit, parts, params.PartitionDeposit, fees)
+
+	// 256-partition topic for one short transaction: now 266M stake locked, not free.
+	big := params.TopicDepositFor(params.MaxPartitionsPerTopic)
+	t.Logf("a %d-partition topic escrows %s", params.MaxPartitionsPerTopic, big)
+
+	// An account that cannot pay the deposit creates nothing (the deposit is the first write).
+	res := c.block(c.tx(1, c.fee(500_000), 500_000, createMsg(poor, "poor", 1)))
+	require.Equal(t, sdkerrors.ErrInsufficientFunds.ABCICode(), res[0].Code, res[0].Log)
+	c.seqs[1]++
+	_, err := c.app.TopicsKeeper.GetTopic(c.ctx(), "poor")
+	require.ErrorIs(t, err, topicstypes.ErrUnknownTopic)
+	t.Logf("account with %sstake creating a topic (deposit %s): code %d", c.balance(poor), params.TopicDepositFor(1), res[0].Code)
+
+	c.deliver(0, 500_000, &topicstypes.MsgAddPartitions{Authority: alice.String(), Name: "ta", Partitions: parts + 3})
+	want = want.Add(params.PartitionDepositFor(3)...)
+	require.Equal(t, want, c.escrow())
+	ta, err := c.app.TopicsKeeper.GetTopic(c.ctx(), "ta")
+	require.NoError(t, err)
+	require.Equal(t, per.Add(params.PartitionDepositFor(3)...), ta.Deposit)
+
+	gs, err := c.app.TopicsKeeper.ExportGenesis(c.ctx())
+	require.NoError(t, err)
+	exported := sdk.NewCoins()
+	for _, tp := range gs.Topics {
+		exported = exported.Add(tp.Deposit...)
+	}
+	require.Equal(t, c.escrow(), exported, "exported deposits equal the module account")
+
+	// Refunds: deposits go back even though the params change in between.
+	params.TopicDeposit = sdk.NewInt64Coin(sdk.DefaultBondDenom, 1)
+	require.NoError(t, c.app.TopicsKeeper.SetParams(c.ctx(), params))
+	mid := c.balance(alice)
+	fees = sdkmath.ZeroInt()
+	for i := 0; i < n; i++ {
+		c.deliver(0, 2_000_000, &topicstypes.MsgDeleteTopic{Authority: alice.String(), Name: "t" + string(rune('a'+i))})
+		fees = fees.Add(c.fee(2_000_000).AmountOf(sdk.DefaultBondDenom))
+	}
+	require.True(t, c.escrow().IsZero(), "every deposit refunded: %s", c.escrow())
+	require.Equal(t, mid.Sub(fees).Add(want.AmountOf(sdk.DefaultBondDenom)), c.balance(alice))
+	t.Logf("deleting the %d topics refunded %s; escrow now %q", n, want, c.escrow())
+}
