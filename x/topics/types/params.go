@@ -1,6 +1,11 @@
 package types
 
-import errorsmod "cosmossdk.io/errors"
+import (
+	errorsmod "cosmossdk.io/errors"
+	"cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+)
 
 // Default params. max_record_bytes matches Kafka's message.max.bytes (about 1 MiB); a batch
 // must also fit in one CometBFT transaction (the node's mempool max_tx_bytes).
@@ -22,6 +27,20 @@ const (
 	// member plus members x subscribed partitions per rebalanced group): one full-size group
 	// (100 members x 1024 partitions) fits, a backlog waits for the next block.
 	DefaultMaxExpiryWorkPerBlock = 200_000
+	// DefaultMaxTxGas fits the largest produce (a 4 MiB batch uses about 171M gas, 30 per stored
+	// byte plus 10 per tx byte, measured by app's TestLargestProduceGas; the clients' 1.3
+	// adjustment asks 223M, size-derived gas 252M) and keeps a block (app.DefaultBlockMaxGas)
+	// five such transactions wide.
+	DefaultMaxTxGas = 300_000_000
+)
+
+// Fee and deposit defaults, in the bond denom (read when DefaultParams is called, so `bftlogd
+// init --default-denom` applies). At 0.01 per gas a 4 MiB batch costs about 2M; a topic with P
+// partitions escrows 10M + P x 1M, returned on deletion.
+var (
+	DefaultMinGasPrice            = math.LegacyNewDecWithPrec(1, 2)
+	DefaultTopicDepositAmount     = math.NewInt(10_000_000)
+	DefaultPartitionDepositAmount = math.NewInt(1_000_000)
 )
 
 // DefaultParams returns the module's default params.
@@ -38,6 +57,10 @@ func DefaultParams() Params {
 		RetentionPartitionsPerBlock:  DefaultRetentionPartitionsPerBlock,
 		MaxGroupSubscribedPartitions: DefaultMaxGroupSubscribedPartitions,
 		MaxExpiryWorkPerBlock:        DefaultMaxExpiryWorkPerBlock,
+		MinGasPrice:                  sdk.NewDecCoinFromDec(sdk.DefaultBondDenom, DefaultMinGasPrice),
+		TopicDeposit:                 sdk.NewCoin(sdk.DefaultBondDenom, DefaultTopicDepositAmount),
+		PartitionDeposit:             sdk.NewCoin(sdk.DefaultBondDenom, DefaultPartitionDepositAmount),
+		MaxTxGas:                     DefaultMaxTxGas,
 	}
 }
 
@@ -65,5 +88,42 @@ func (p Params) Validate() error {
 	case p.MaxBatchBytes < p.MaxRecordBytes:
 		return errorsmod.Wrapf(ErrInvalidParams, "max_batch_bytes %d is below max_record_bytes %d", p.MaxBatchBytes, p.MaxRecordBytes)
 	}
+	// Unset (empty denom, zero amount) means no minimum fee or no deposit.
+	if p.MinGasPrice.Denom != "" || !p.MinGasPrice.Amount.IsNil() && !p.MinGasPrice.Amount.IsZero() {
+		if err := p.MinGasPrice.Validate(); err != nil {
+			return errorsmod.Wrapf(ErrInvalidParams, "min_gas_price: %v", err)
+		}
+	}
+	for i, c := range []sdk.Coin{p.TopicDeposit, p.PartitionDeposit} {
+		if c.Denom == "" && (c.Amount.IsNil() || c.Amount.IsZero()) {
+			continue
+		}
+		if err := c.Validate(); err != nil {
+			return errorsmod.Wrapf(ErrInvalidParams, "%s: %v", []string{"topic_deposit", "partition_deposit"}[i], err)
+		}
+	}
 	return nil
+}
+
+// HasMinGasPrice tells whether transactions must pay a fee.
+func (p Params) HasMinGasPrice() bool {
+	return p.MinGasPrice.Denom != "" && !p.MinGasPrice.Amount.IsNil() && p.MinGasPrice.Amount.IsPositive()
+}
+
+// TopicDepositFor is what a topic with partitions partitions escrows: topic_deposit plus
+// partitions x partition_deposit (unset deposits count as nothing).
+func (p Params) TopicDepositFor(partitions uint32) sdk.Coins {
+	return depositOf(p.TopicDeposit, 1).Add(p.PartitionDepositFor(partitions)...)
+}
+
+// PartitionDepositFor is what n more partitions escrow.
+func (p Params) PartitionDepositFor(n uint32) sdk.Coins {
+	return depositOf(p.PartitionDeposit, n)
+}
+
+func depositOf(c sdk.Coin, n uint32) sdk.Coins {
+	if c.Denom == "" || c.Amount.IsNil() || !c.Amount.IsPositive() || n == 0 {
+		return sdk.Coins{}
+	}
+	return sdk.NewCoins(sdk.NewCoin(c.Denom, c.Amount.MulRaw(int64(n))))
 }
