@@ -148,6 +148,11 @@ var (
 				Config: appconfig.WrapAny(&authmodulev1.Module{
 					Bech32Prefix:             Bech32PrefixAccAddr,
 					ModuleAccountPermissions: moduleAccPerms,
+					// Unordered transactions carry no account sequence, so several
+					// processes may sign with one key (gateways sharing a key, a gateway
+					// and the CLI). Each costs extra gas for its nonce, kept until its
+					// timeout (at most 10 minutes), so the nonce store stays paid for.
+					EnableUnorderedTransactions: true,
 					// Authority defaults to the gov module account.
 				}),
 			},

@@ -184,7 +184,8 @@ func TestCheckTxRefusal(t *testing.T) {
 	require.Equal(t, uint64(130_000), gasOf(t, f, f.node.broadcast[0]), "simulated gas with the 1.3 adjustment")
 }
 
-// A wrong sequence at CheckTx makes the signer re-read its account: the next transaction is
+// A wrong sequence at CheckTx makes the signer re-read its account and sign again (twice at
+// most); while the node keeps refusing, the refusal is returned, and the next transaction is
 // signed with the node's sequence.
 func TestCheckTxWrongSequenceResyncs(t *testing.T) {
 	f := newFixture(t)
@@ -192,10 +193,61 @@ func TestCheckTxWrongSequenceResyncs(t *testing.T) {
 	f.account.seq = 9
 	_, err := f.signer.Submit(f.msg)
 	requireRefusal(t, err, txclient.Checked, sdkerrors.ErrWrongSequence)
+	require.Len(t, f.node.broadcast, 3, "the first try and two after re-reading the account")
+	require.Equal(t, []uint64{3, 9, 9}, []uint64{sequenceOf(t, f, f.node.broadcast[0]), sequenceOf(t, f, f.node.broadcast[1]), sequenceOf(t, f, f.node.broadcast[2])})
 	f.node.check = abci.ResponseCheckTx{}
 	_, err = f.signer.Submit(f.msg)
 	require.NoError(t, err)
-	require.Equal(t, uint64(9), sequenceOf(t, f, f.node.broadcast[1]))
+	require.Equal(t, uint64(9), sequenceOf(t, f, f.node.broadcast[3]))
+}
+
+// Another process signed with this key (the CLI beside a gateway): the node's account is ahead
+// and the simulation refuses the stale sequence. The signer re-reads the account in the same
+// Submit instead of refusing every later transaction (the gateway used to wedge here).
+func TestSimulationWrongSequenceResyncs(t *testing.T) {
+	f := newFixture(t)
+	wrong := refused(sdkerrors.ErrWrongSequence, "account sequence mismatch, expected 4, got 3: incorrect account sequence")
+	f.node.simulations = []abci.ResponseQuery{wrong, simulated(50_000)}
+	f.account.seq = 4
+	_, err := f.signer.Submit(f.msg)
+	require.NoError(t, err)
+	require.Len(t, f.node.broadcast, 1)
+	require.Equal(t, uint64(4), sequenceOf(t, f, f.node.broadcast[0]))
+}
+
+// An unordered signer carries no sequence: every transaction is unordered, with a distinct
+// timeout within the chain's limit, signature sequence 0, and the signer's sequence never moves;
+// a wrong-sequence refusal cannot happen to it.
+func TestUnorderedSigner(t *testing.T) {
+	f := newFixture(t)
+	f.signer.UseUnordered()
+	for i := 0; i < 3; i++ {
+		_, err := f.signer.Submit(f.msg)
+		require.NoError(t, err)
+	}
+	var last time.Time
+	for _, raw := range f.node.broadcast {
+		utx := decode(t, f, raw).(sdk.TxWithUnordered)
+		require.True(t, utx.GetUnordered())
+		require.Zero(t, sequenceOf(t, f, raw))
+		timeout := utx.GetTimeoutTimeStamp()
+		require.True(t, timeout.After(last), "each timeout is a new nonce")
+		require.True(t, timeout.Before(time.Now().Add(10*time.Minute)), "within the chain's maximum TTL")
+		last = timeout
+	}
+}
+
+// On a chain without unordered transactions (ErrNotSupported), the signer falls back to
+// sequences at once.
+func TestUnorderedFallsBack(t *testing.T) {
+	f := newFixture(t)
+	f.signer.UseUnordered()
+	f.node.simulations = []abci.ResponseQuery{refused(sdkerrors.ErrNotSupported, "unordered transactions are not enabled"), simulated(50_000)}
+	_, err := f.signer.Submit(f.msg)
+	require.NoError(t, err)
+	require.Len(t, f.node.broadcast, 1)
+	require.False(t, decode(t, f, f.node.broadcast[0]).(sdk.TxWithUnordered).GetUnordered())
+	require.Equal(t, uint64(3), sequenceOf(t, f, f.node.broadcast[0]))
 }
 
 // A transaction that fails in its block: the result's codespace and code, with hash and height.
@@ -218,7 +270,7 @@ func TestDeliverTxFailure(t *testing.T) {
 
 // A simulation right after a commit can expect the sequence of a transaction the node already
 // accepted from us: when the node's account is behind the signer, the simulation is asked again.
-// When it is not, the refusal is returned at once.
+// When it is not, the signer re-reads its account and signs again at once.
 func TestSimulationAheadOfNode(t *testing.T) {
 	f := newFixture(t)
 	_, err := f.signer.Submit(f.msg) // the signer moves to sequence 4; the node's account stays at 3
@@ -235,8 +287,9 @@ func TestSimulationAheadOfNode(t *testing.T) {
 	f.account.mu.Unlock()
 	f.node.simulations, f.node.simulated = []abci.ResponseQuery{wrong, simulated(50_000)}, 0
 	_, err = f.signer.Submit(f.msg)
-	requireRefusal(t, err, txclient.Simulated, sdkerrors.ErrWrongSequence)
-	require.Equal(t, 1, f.node.simulated)
+	require.NoError(t, err, "re-read the account and signed again")
+	require.Equal(t, 2, f.node.simulated)
+	require.Equal(t, uint64(9), sequenceOf(t, f, f.node.broadcast[2]))
 }
 
 func decode(t *testing.T, f *fixture, raw cmttypes.Tx) sdk.Tx {
