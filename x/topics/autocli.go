@@ -66,7 +66,7 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 				{RpcMethod: "CommitOffsets", Skip: true}, // consume --group commits as it goes
 				{RpcMethod: "ResetOffsets", Skip: true},  // hand-written: reset-offsets
 				{
-					RpcMethod: "JoinGroup", Use: "join-group [group-id] [topic]...", Short: "Join (or create) a consumer group subscribed to topics",
+					RpcMethod: "JoinGroup", Use: "join-group [group-id] [topic]...", Short: "Join a consumer group subscribed to topics (a new group is created admitting only you)",
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}, {ProtoField: "topics", Varargs: true}},
 				},
 				{
@@ -80,6 +80,28 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 				{
 					RpcMethod: "DeleteGroup", Use: "delete-group [group-id]", Short: "Delete an empty group and its offsets (group admin or gov)",
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
+				},
+				{
+					RpcMethod: "CreateGroup", Use: "create-group [group-id]",
+					Short:          "Create a consumer group you administer, with who may join (--join-policy anyone|allowlist; default: only you)",
+					Example:        "bftlogd tx topics create-group billing --join-policy allowlist --allowed-members bftlog1...,bftlog1... --from alice",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
+				},
+				{
+					RpcMethod: "UpdateGroupPolicy", Use: "update-group-policy [group-id]",
+					Short:          "Replace who may join a group: --join-policy anyone|allowlist|unspecified (admin only) and --allowed-members (group admin or gov)",
+					Example:        "bftlogd tx topics update-group-policy billing --join-policy anyone --from alice",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
+				},
+				{
+					RpcMethod: "RemoveGroupMember", Use: "remove-group-member [group-id] [member]",
+					Short:          "Remove a member and its assignment, and drop it from the allowlist (group admin or gov)",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}, {ProtoField: "member"}},
+				},
+				{
+					RpcMethod: "TransferGroupAdmin", Use: "transfer-group-admin [group-id] [new-admin]",
+					Short:          "Make another account the group's admin (group admin or gov)",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}, {ProtoField: "new_admin"}},
 				},
 			},
 		},
