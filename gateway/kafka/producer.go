@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	errorsmod "cosmossdk.io/errors"
 
 	"github.com/cosmos/cosmos-sdk/client"
 	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
@@ -59,10 +62,12 @@ type producer struct {
 	signer    *txclient.Signer
 	// states reads the chain's idempotent-producer state, to resync a partition's sequence.
 	states producerStates
-	log    func(format string, args ...any)
-	lanes  []*lane
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	// records reads back a batch the chain answered as a duplicate, to tell ours from another's.
+	records recordFetcher
+	log     func(format string, args ...any)
+	lanes   []*lane
+	stop    chan struct{}
+	wg      sync.WaitGroup
 
 	// Kafka idempotent producers: the last batch appended per (producer id, partition).
 	mu   sync.Mutex
@@ -122,7 +127,8 @@ type lane struct {
 const lanes = 4
 
 func newProducer(clientCtx client.Context, signer *txclient.Signer, log func(string, ...any)) *producer {
-	p := &producer{clientCtx: clientCtx, signer: signer, states: types.NewQueryClient(clientCtx), log: log, stop: make(chan struct{}), last: map[kafkaSeqKey]*kafkaSeq{}}
+	q := types.NewQueryClient(clientCtx)
+	p := &producer{clientCtx: clientCtx, signer: signer, states: q, records: q, log: log, stop: make(chan struct{}), last: map[kafkaSeqKey]*kafkaSeq{}}
 	for i := 0; i < lanes; i++ {
 		l := &lane{p: p, in: make(chan *appendReq, 1024), seq: map[partitionKey]uint64{}}
 		p.lanes = append(p.lanes, l)
@@ -183,8 +189,62 @@ func (l *lane) loop() {
 			}
 		}
 		timer.Stop()
-		l.append(reqs, false)
+		l.append(reqs, 0)
 	}
+}
+
+// maxResyncs bounds how often one append re-reads its sequence and sends again: another
+// process signing with the gateway's key (a second gateway for availability) takes sequences
+// from under it, and each round one of them wins, so a few rounds suffice.
+const maxResyncs = 8
+
+// recordFetcher is the query ours asks (types.QueryClient has it).
+type recordFetcher interface {
+	Fetch(ctx context.Context, in *types.QueryFetchRequest, opts ...grpc.CallOption) (*types.QueryFetchResponse, error)
+}
+
+// ours tells whether the batch the chain answered as a duplicate (at res's offsets) holds
+// exactly the records sent: the chain matches a resend by the producer's sequence and count
+// only, and a process sharing the gateway's key may have used the same sequence for other
+// records, which must not be acknowledged as if they were these.
+func (l *lane) ours(k partitionKey, res types.ProduceResult, sent []types.BatchRecord) (bool, error) {
+	if res.Count != uint32(len(sent)) {
+		return false, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	next := res.BaseOffset
+	for i := 0; i < len(sent); {
+		out, err := l.p.records.Fetch(ctx, &types.QueryFetchRequest{Topic: k.topic, Partition: uint32(k.partition), Offset: next, MaxRecords: uint32(len(sent) - i)})
+		if err != nil {
+			return false, err
+		}
+		if len(out.Records) == 0 {
+			return false, fmt.Errorf("duplicate of %s/%d at %d: no records there", k.topic, k.partition, next)
+		}
+		for _, r := range out.Records {
+			if i == len(sent) {
+				break
+			}
+			if r.Offset != next {
+				return false, nil
+			}
+			stored := types.BatchRecord{Key: r.Key, Value: r.Value, Headers: r.Headers, CreateTimeMs: r.CreateTimeMs}
+			a, err := stored.Marshal()
+			if err != nil {
+				return false, err
+			}
+			b, err := sent[i].Marshal()
+			if err != nil {
+				return false, err
+			}
+			if !bytes.Equal(a, b) {
+				return false, nil
+			}
+			i, next = i+1, next+1
+		}
+	}
+	return true, nil
 }
 
 // producerStates is the query resync asks (types.QueryClient has it).
@@ -212,7 +272,8 @@ func (l *lane) resync(k partitionKey) bool {
 
 // append submits reqs as one transaction, one batch per partition in arrival order. If the
 // chain refuses it, each partition is tried alone so one bad batch fails only its own senders.
-func (l *lane) append(reqs []*appendReq, resynced bool) {
+// resyncs counts how often these records' sequence was re-read from the chain already.
+func (l *lane) append(reqs []*appendReq, resyncs int) {
 	p := l.p
 	var order []partitionKey
 	groups := map[partitionKey][]*appendReq{}
@@ -242,12 +303,23 @@ func (l *lane) append(reqs []*appendReq, resynced bool) {
 				return
 			}
 			for i, k := range order {
-				if out[0].Results[i].Duplicate && attempt == 0 && !resynced {
-					// A first send answered as a duplicate: the sequence was stale (an earlier
-					// batch with it was appended). Take the next one and send these records.
-					l.seq[k] = msg.Batches[i].Sequence
-					l.append(groups[k], true)
-					continue
+				if res := out[0].Results[i]; res.Duplicate {
+					mine, err := l.ours(k, res, msg.Batches[i].Records)
+					if err != nil {
+						p.fail(groups[k], err)
+						continue
+					}
+					if !mine {
+						// The sequence was stale (a restart, or another process with the
+						// gateway's key used it): these records are not on chain yet. Re-read
+						// the sequence and send them again under the next one.
+						if resyncs >= maxResyncs || !l.resync(k) {
+							p.fail(groups[k], errorsmod.Wrapf(types.ErrOutOfOrderSequence, "%s/%d: sequence %d taken by other records %d times", k.topic, k.partition, msg.Batches[i].Sequence, resyncs+1))
+							continue
+						}
+						l.append(groups[k], resyncs+1)
+						continue
+					}
 				}
 				l.seq[k] = msg.Batches[i].Sequence
 				next := out[0].Results[i].BaseOffset
@@ -258,17 +330,17 @@ func (l *lane) append(reqs []*appendReq, resynced bool) {
 			}
 			return
 		}
-		switch afterFailure(err, len(order), resynced, attempt) {
+		switch afterFailure(err, len(order), resyncs, attempt) {
 		case resyncAndResend:
 			if l.resync(order[0]) {
-				l.append(reqs, true)
+				l.append(reqs, resyncs+1)
 				return
 			}
 			p.fail(reqs, err)
 			return
 		case splitByPartition:
 			for _, k := range order {
-				l.append(groups[k], resynced)
+				l.append(groups[k], resyncs)
 			}
 			return
 		case giveUp:
@@ -293,7 +365,8 @@ const (
 	// resend the same batches: the outcome is unknown (the sequences make a resend of an
 	// appended batch a duplicate).
 	resend step = iota
-	// resyncAndResend reads the partition's sequence from the chain and sends again once.
+	// resyncAndResend reads the partition's sequence from the chain and sends again (at most
+	// maxResyncs times).
 	resyncAndResend
 	// splitByPartition sends each partition's batches alone, so that one bad batch fails only
 	// its own senders.
@@ -303,11 +376,11 @@ const (
 )
 
 // afterFailure decides, from the error's code and type, what follows a failed append of
-// batches partitions' batches, already resynced or not, on its attempt-th try.
-func afterFailure(err error, batches int, resynced bool, attempt int) step {
+// batches partitions' batches, resynced resyncs times already, on its attempt-th try.
+func afterFailure(err error, batches int, resyncs int, attempt int) step {
 	refused := refusedByModule(err)
 	switch {
-	case errors.Is(err, types.ErrOutOfOrderSequence) && batches == 1 && !resynced:
+	case errors.Is(err, types.ErrOutOfOrderSequence) && batches == 1 && resyncs < maxResyncs:
 		return resyncAndResend
 	case refused && batches > 1:
 		return splitByPartition

@@ -68,20 +68,62 @@ func TestRetryable(t *testing.T) {
 // What a lane does after a failed append.
 func TestAfterFailure(t *testing.T) {
 	outOfOrder := refusal(txclient.Simulated, types.ErrOutOfOrderSequence, "orders/0 expects sequence 8 from x (last accepted 7), got 3")
-	require.Equal(t, resyncAndResend, afterFailure(outOfOrder, 1, false, 0))
-	require.Equal(t, giveUp, afterFailure(outOfOrder, 1, true, 0), "resynced once already")
-	require.Equal(t, splitByPartition, afterFailure(outOfOrder, 2, false, 0))
+	require.Equal(t, resyncAndResend, afterFailure(outOfOrder, 1, 0, 0))
+	require.Equal(t, resyncAndResend, afterFailure(outOfOrder, 1, maxResyncs-1, 0), "another process with the key took the sequence again")
+	require.Equal(t, giveUp, afterFailure(outOfOrder, 1, maxResyncs, 0), "resynced maxResyncs times already")
+	require.Equal(t, splitByPartition, afterFailure(outOfOrder, 2, 0, 0))
 	bad := refusal(txclient.Delivered, types.ErrRecordTooLarge, "record too large")
-	require.Equal(t, splitByPartition, afterFailure(bad, 3, false, 0))
-	require.Equal(t, giveUp, afterFailure(bad, 1, false, 0))
+	require.Equal(t, splitByPartition, afterFailure(bad, 3, 0, 0))
+	require.Equal(t, giveUp, afterFailure(bad, 1, 0, 0))
 	// An SDK refusal is not the module's: no split (as before), final unless passing.
-	require.Equal(t, giveUp, afterFailure(refusal(txclient.Checked, sdkerrors.ErrOutOfGas, "out of gas"), 2, false, 0))
+	require.Equal(t, giveUp, afterFailure(refusal(txclient.Checked, sdkerrors.ErrOutOfGas, "out of gas"), 2, 0, 0))
 	unknown := fmt.Errorf("transaction ABCD %w after 1m0s: %w", txclient.ErrNotCommitted, errors.New("tx not found"))
-	require.Equal(t, resend, afterFailure(unknown, 2, false, 0))
-	require.Equal(t, resend, afterFailure(unknown, 2, false, 29))
-	require.Equal(t, giveUp, afterFailure(unknown, 2, false, 30))
+	require.Equal(t, resend, afterFailure(unknown, 2, 0, 0))
+	require.Equal(t, resend, afterFailure(unknown, 2, 0, 29))
+	require.Equal(t, giveUp, afterFailure(unknown, 2, 0, 30))
 	// The text of the out-of-order error alone is no refusal.
-	require.Equal(t, giveUp, afterFailure(errors.New(outOfOrder.Error()), 1, false, 0))
+	require.Equal(t, giveUp, afterFailure(errors.New(outOfOrder.Error()), 1, 0, 0))
+}
+
+// fetchFunc answers the Fetch query.
+type fetchFunc func(*types.QueryFetchRequest) (*types.QueryFetchResponse, error)
+
+func (f fetchFunc) Fetch(_ context.Context, req *types.QueryFetchRequest, _ ...grpc.CallOption) (*types.QueryFetchResponse, error) {
+	return f(req)
+}
+
+// A duplicate answer is acknowledged only when the chain holds exactly the records sent at
+// its offsets: a second gateway with the same key may have used the sequence for others.
+func TestDuplicateIsOursOnlyWithOurRecords(t *testing.T) {
+	rec := func(v string) types.BatchRecord {
+		return types.BatchRecord{Key: &types.Bytes{Data: []byte("k")}, Value: &types.Bytes{Data: []byte(v)}, CreateTimeMs: 7}
+	}
+	stored := []types.BatchRecord{rec("a"), rec("b"), rec("c")}
+	fetcher := fetchFunc(func(req *types.QueryFetchRequest) (*types.QueryFetchResponse, error) {
+		// Two records per answer, so that ours must page.
+		out := &types.QueryFetchResponse{}
+		for o := req.Offset; o < 10+uint64(len(stored)) && len(out.Records) < 2; o++ {
+			r := stored[o-10]
+			out.Records = append(out.Records, types.Record{Offset: o, Key: r.Key, Value: r.Value, Headers: r.Headers, CreateTimeMs: r.CreateTimeMs})
+		}
+		return out, nil
+	})
+	l := &lane{p: &producer{records: fetcher}}
+	k := partitionKey{"orders", 0}
+	dup := types.ProduceResult{Topic: "orders", BaseOffset: 10, Count: 3, Duplicate: true}
+	for name, c := range map[string]struct {
+		sent []types.BatchRecord
+		want bool
+	}{
+		"the same records":            {[]types.BatchRecord{rec("a"), rec("b"), rec("c")}, true},
+		"another gateway's records":   {[]types.BatchRecord{rec("a"), rec("b"), rec("x")}, false},
+		"another timestamp":           {[]types.BatchRecord{rec("a"), rec("b"), {Key: rec("c").Key, Value: rec("c").Value, CreateTimeMs: 8}}, false},
+		"another count (never asked)": {[]types.BatchRecord{rec("a")}, false},
+	} {
+		got, err := l.ours(k, dup, c.sent)
+		require.NoError(t, err, name)
+		require.Equal(t, c.want, got, name)
+	}
 }
 
 // producerStatesFunc answers the ProducerStates query.

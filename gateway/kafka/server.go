@@ -29,7 +29,9 @@ type Config struct {
 	Addr string
 	// ClientCtx reaches a bftlog node (gRPC or RPC) for queries.
 	ClientCtx client.Context
-	// Signer signs the gateway's transactions (produce, create topics, ...).
+	// Signer signs the gateway's transactions (produce, create topics, ...). Listen switches
+	// it to unordered transactions, so the key may sign elsewhere too (the CLI, a second
+	// gateway) without wedging the gateway on the account sequence.
 	Signer *txclient.Signer
 	// MaxRequestBytes bounds one request frame (default 100 MiB, Kafka's socket.request.max.bytes).
 	MaxRequestBytes int32
@@ -71,6 +73,9 @@ func Listen(cfg Config) (*Server, error) {
 	host, portS, _ := net.SplitHostPort(ln.Addr().String())
 	port, _ := strconv.Atoi(portS)
 	s := &Server{cfg: cfg, ln: ln, query: types.NewQueryClient(cfg.ClientCtx), host: host, port: int32(port), conns: map[net.Conn]context.CancelFunc{}}
+	if cfg.Signer != nil {
+		cfg.Signer.UseUnordered()
+	}
 	s.producer = newProducer(cfg.ClientCtx, cfg.Signer, cfg.Log)
 	s.groups = newCoordinator(newChainGroups(cfg.ClientCtx, cfg.Signer, s.query), wallClock{})
 	return s, nil
