@@ -309,3 +309,40 @@ func TestTopicDeposits(t *testing.T) {
 	require.Equal(t, mid.Sub(fees).Add(want.AmountOf(sdk.DefaultBondDenom)), c.balance(alice))
 	t.Logf("deleting the %d topics refunded %s; escrow now %q", n, want, c.escrow())
 }
+
+// Groups are state objects nobody has to delete: creating N escrows N group deposits, deleting
+// refunds the admin. InitGenesis refuses a state whose deposits differ from the module account.
+func TestGroupDepositsAndGenesisEscrow(t *testing.T) {
+	c := newFeeChain(t, 1e15)
+	alice := c.addr(0)
+	params := c.params()
+	const n = 6
+	before := c.balance(alice)
+	fees := sdkmath.ZeroInt()
+	for i := 0; i < n; i++ {
+		c.deliver(0, 500_000, &topicstypes.MsgCreateGroup{Admin: alice.String(), GroupId: "g" + string(rune('a'+i))})
+		fees = fees.Add(c.fee(500_000).AmountOf(sdk.DefaultBondDenom))
+	}
+	want := sdk.NewCoins()
+	for i := 0; i < n; i++ {
+		want = want.Add(params.GroupDepositFor()...)
+	}
+	require.Equal(t, want, c.escrow(), "N groups escrow N deposits")
+	require.Equal(t, before.Sub(fees).Sub(want.AmountOf(sdk.DefaultBondDenom)), c.balance(alice))
+	t.Logf("%d groups: escrow %s (group_deposit %s each), fees %sstake", n, c.escrow(), params.GroupDeposit, fees)
+
+	// Genesis: the exported state re-imports against the same bank state; a state claiming
+	// less (or more) than the module account holds is refused.
+	ctx, _ := c.ctx().CacheContext()
+	gs, err := c.app.TopicsKeeper.ExportGenesis(ctx)
+	require.NoError(t, err)
+	require.NoError(t, c.app.TopicsKeeper.InitGenesis(ctx, gs))
+	gs.Groups[0].Deposit = nil
+	require.ErrorIs(t, c.app.TopicsKeeper.InitGenesis(ctx, gs), topicstypes.ErrInvalidGenesis)
+
+	mid := c.balance(alice)
+	c.deliver(0, 500_000, &topicstypes.MsgDeleteGroup{Authority: alice.String(), GroupId: "ga"})
+	require.Equal(t, want.Sub(params.GroupDepositFor()...), c.escrow())
+	require.Equal(t, mid.Sub(c.fee(500_000).AmountOf(sdk.DefaultBondDenom)).Add(params.GroupDeposit.Amount), c.balance(alice))
+	t.Logf("deleting one group refunded %s; escrow now %s", params.GroupDeposit, c.escrow())
+}

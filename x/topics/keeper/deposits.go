@@ -27,21 +27,34 @@ func (k Keeper) escrow(ctx context.Context, owner string, amt sdk.Coins) (sdk.Co
 
 // refund returns a topic's escrowed deposit to its owner (also when the authority deletes it).
 func (k Keeper) refund(ctx context.Context, t types.Topic) error {
-	if k.bank == nil || t.Deposit.IsZero() {
-		return nil
-	}
-	addr, err := k.addressCodec.StringToBytes(t.Owner)
-	if err != nil {
-		return errorsmod.Wrapf(types.ErrInvalidAddress, "owner %q: %v", t.Owner, err)
-	}
-	return k.bank.SendCoinsFromModuleToAccount(ctx, types.ModuleName, addr, t.Deposit)
+	return k.refundTo(ctx, t.Owner, t.Deposit)
 }
 
-// EscrowedDeposits is the sum of every topic's deposit: what the module account must hold.
+// refundTo pays an escrowed deposit back to to.
+func (k Keeper) refundTo(ctx context.Context, to string, amt sdk.Coins) error {
+	if k.bank == nil || amt.IsZero() {
+		return nil
+	}
+	addr, err := k.addressCodec.StringToBytes(to)
+	if err != nil {
+		return errorsmod.Wrapf(types.ErrInvalidAddress, "deposit owner %q: %v", to, err)
+	}
+	return k.bank.SendCoinsFromModuleToAccount(ctx, types.ModuleName, addr, amt)
+}
+
+// EscrowedDeposits is the sum of every topic's and group's deposit: what the module account
+// must hold.
 func (k Keeper) EscrowedDeposits(ctx context.Context) (sdk.Coins, error) {
 	total := sdk.Coins{}
 	err := k.Topics.Walk(ctx, nil, func(_ string, t types.Topic) (bool, error) {
 		total = total.Add(t.Deposit...)
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = k.Groups.Walk(ctx, nil, func(_ string, g types.Group) (bool, error) {
+		total = total.Add(g.Deposit...)
 		return false, nil
 	})
 	return total, err

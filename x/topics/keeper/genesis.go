@@ -21,9 +21,6 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 			return err
 		}
 	}
-	if err := k.checkEscrow(ctx); err != nil {
-		return err
-	}
 	for _, p := range gs.Partitions {
 		if err := k.Partitions.Set(ctx, types.TopicPartition{Topic: p.Topic, Partition: p.Partition}, p); err != nil {
 			return err
@@ -65,6 +62,9 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		if err := k.ProducerStates.Set(ctx, collections.Join(types.TopicPartition{Topic: ps.Topic, Partition: ps.Partition}, ps.Producer), ps); err != nil {
 			return err
 		}
+	}
+	if err := k.checkEscrow(ctx); err != nil {
+		return err
 	}
 	if gs.RetentionCursor != nil {
 		return k.RetentionCursor.Set(ctx, *gs.RetentionCursor)

@@ -175,6 +175,14 @@ func newGroup(id, admin string, policy types.JoinPolicy, allowed []string, assig
 // createGroup is the one place a group comes into being (MsgCreateGroup or a first join), so a
 // creation charge has one home. The caller has checked everything.
 func (k Keeper) createGroup(ctx context.Context, g types.Group, signer string) error {
+	// The creator escrows group_deposit (deposits.go), so groups nobody deletes are paid for.
+	params, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
+	if g.Deposit, err = k.escrow(ctx, signer, params.GroupDepositFor()); err != nil {
+		return err
+	}
 	if err := k.Groups.Set(ctx, g.GroupId, g); err != nil {
 		return err
 	}
@@ -387,6 +395,9 @@ func (k Keeper) DeleteGroup(ctx context.Context, signer, group string) error {
 		return err
 	}
 	if err := k.requireEmpty(ctx, g); err != nil {
+		return err
+	}
+	if err := k.refundTo(ctx, g.Admin, g.Deposit); err != nil {
 		return err
 	}
 	var topics []string

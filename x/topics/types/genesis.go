@@ -154,6 +154,9 @@ func (gs GenesisState) validateGroups(ac address.Codec, parts map[TopicPartition
 		if _, dup := groups[g.GroupId]; dup {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "group %s appears twice", g.GroupId)
 		}
+		if err := g.Deposit.Validate(); err != nil {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "group %s deposit: %v", g.GroupId, err)
+		}
 		if _, err := ac.StringToBytes(g.Admin); err != nil {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "group %s admin: %v", g.GroupId, err)
 		}

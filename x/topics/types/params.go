@@ -36,11 +36,12 @@ const (
 
 // Fee and deposit defaults, in the bond denom (read when DefaultParams is called, so `bftlogd
 // init --default-denom` applies). At 0.01 per gas a 4 MiB batch costs about 2M; a topic with P
-// partitions escrows 10M + P x 1M, returned on deletion.
+// partitions escrows 10M + P x 1M and a consumer group 1M, returned on deletion.
 var (
 	DefaultMinGasPrice            = math.LegacyNewDecWithPrec(1, 2)
 	DefaultTopicDepositAmount     = math.NewInt(10_000_000)
 	DefaultPartitionDepositAmount = math.NewInt(1_000_000)
+	DefaultGroupDepositAmount     = math.NewInt(1_000_000)
 )
 
 // DefaultParams returns the module's default params.
@@ -60,6 +61,7 @@ func DefaultParams() Params {
 		MinGasPrice:                  sdk.NewDecCoinFromDec(sdk.DefaultBondDenom, DefaultMinGasPrice),
 		TopicDeposit:                 sdk.NewCoin(sdk.DefaultBondDenom, DefaultTopicDepositAmount),
 		PartitionDeposit:             sdk.NewCoin(sdk.DefaultBondDenom, DefaultPartitionDepositAmount),
+		GroupDeposit:                 sdk.NewCoin(sdk.DefaultBondDenom, DefaultGroupDepositAmount),
 		MaxTxGas:                     DefaultMaxTxGas,
 	}
 }
@@ -94,12 +96,12 @@ func (p Params) Validate() error {
 			return errorsmod.Wrapf(ErrInvalidParams, "min_gas_price: %v", err)
 		}
 	}
-	for i, c := range []sdk.Coin{p.TopicDeposit, p.PartitionDeposit} {
+	for i, c := range []sdk.Coin{p.TopicDeposit, p.PartitionDeposit, p.GroupDeposit} {
 		if c.Denom == "" && (c.Amount.IsNil() || c.Amount.IsZero()) {
 			continue
 		}
 		if err := c.Validate(); err != nil {
-			return errorsmod.Wrapf(ErrInvalidParams, "%s: %v", []string{"topic_deposit", "partition_deposit"}[i], err)
+			return errorsmod.Wrapf(ErrInvalidParams, "%s: %v", []string{"topic_deposit", "partition_deposit", "group_deposit"}[i], err)
 		}
 	}
 	return nil
@@ -120,6 +122,9 @@ func (p Params) TopicDepositFor(partitions uint32) sdk.Coins {
 func (p Params) PartitionDepositFor(n uint32) sdk.Coins {
 	return depositOf(p.PartitionDeposit, n)
 }
+
+// GroupDepositFor is what creating a consumer group escrows.
+func (p Params) GroupDepositFor() sdk.Coins { return depositOf(p.GroupDeposit, 1) }
 
 func depositOf(c sdk.Coin, n uint32) sdk.Coins {
 	if c.Denom == "" || c.Amount.IsNil() || !c.Amount.IsPositive() || n == 0 {
