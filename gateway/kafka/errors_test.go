@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -60,4 +61,29 @@ func TestFetchCodeChecksTheOffsetAgainstThePartition(t *testing.T) {
 	require.Equal(t, kerr.UnknownServerError.Code, s.fetchCode(ctx, "orders", 3, 0, unknown), "no such partition in the answer")
 	require.Equal(t, kerr.UnknownTopicOrPartition.Code, s.fetchCode(ctx, "orders", 0, 9, status.Error(codes.NotFound, "x")))
 	require.Equal(t, kerr.OffsetOutOfRange.Code, s.fetchCode(ctx, "orders", 0, 15, status.Error(codes.OutOfRange, "x")))
+}
+
+// A group whose admin has not admitted the gateway's account refuses its joins and commits on
+// chain: Kafka clients see GROUP_AUTHORIZATION_FAILED on their OffsetCommit, not a server error.
+func TestGroupRefusalIsGroupAuthorizationFailed(t *testing.T) {
+	refused := errorsmod.ABCIError(types.ModuleName, types.ErrGroupAuthorization.ABCICode(), `group "billing" admits only its admin`)
+	require.Equal(t, kerr.GroupAuthorizationFailed.Code, kafkaCode(refused))
+	require.Equal(t, kerr.GroupAuthorizationFailed.Code, kafkaCode(fmt.Errorf("join: %w", types.ErrGroupAuthorization)))
+	require.Equal(t, kerr.InvalidRequest.Code, kafkaCode(errorsmod.ABCIError(types.ModuleName, types.ErrSubscriptionTooLarge.ABCICode(), "too many partitions")))
+
+	c, clk, chain := newTestCoordinator(t)
+	a, _ := formGroup(t, c, clk)
+	chain.commitErr = refused
+	r := kmsg.NewPtrOffsetCommitRequest()
+	r.SetVersion(7)
+	r.Group, r.MemberID, r.Generation = testGroup, a, 1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "orders"
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = 0, 7
+	rt.Partitions = append(rt.Partitions, rp)
+	r.Topics = append(r.Topics, rt)
+	resp := c.offsetCommit(context.Background(), r).(*kmsg.OffsetCommitResponse)
+	require.Equal(t, kerr.GroupAuthorizationFailed.Code, resp.Topics[0].Partitions[0].ErrorCode)
+	require.Empty(t, chain.commits)
 }
