@@ -18,6 +18,7 @@ import (
 
 	"github.com/bftlog/bftlog/gateway/kafka"
 	"github.com/bftlog/bftlog/testutil/node"
+	"github.com/bftlog/bftlog/x/topics/types"
 )
 
 // startGateway runs a Kafka gateway on a free port in front of n, signing as key.
@@ -313,4 +314,126 @@ func TestKafkaConsumerGroupThroughGateway(t *testing.T) {
 	}
 	require.Equal(t, 90, got, string(out))
 	t.Logf("group g1: 40 read by one member and committed; 40 split over two members after a rebalance (b had %d partitions), each read once; 10 read by a resumed member; kcat -G read %d", bAssigned.Load(), got)
+}
+
+// TestKafkaGatewaysShareAKey plays "the gateway dies for ever when its key is used elsewhere":
+// two gateways sign with one key (alice) for availability, each with its own Kafka producer
+// writing to the same partitions, and alice also sends a CLI transaction mid-stream. Every
+// record must be acknowledged and on chain exactly once: the account sequence no longer wedges
+// a gateway (unordered transactions), and a gateway never takes the other's batch under a shared
+// idempotence sequence for its own. A Go signer that keeps sequences (the CLI's) recovers from
+// the CLI's transaction in one Submit.
+func TestKafkaGatewaysShareAKey(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node")
+	}
+	n := node.StartSingle(t, "alice")
+	gws := []*kafka.Server{startGateway(t, n, "alice"), startGateway(t, n, "alice")}
+	_, ordered := n.ClientContext(n.Home, "alice") // signs with sequences, read before the CLI moves them
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	const topic, partitions, chunks, perChunk = "shared", 2, 12, 10
+
+	admin, err := kgo.NewClient(kgo.SeedBrokers(gws[0].Addr()))
+	require.NoError(t, err)
+	defer admin.Close()
+	create := kmsg.NewPtrCreateTopicsRequest()
+	create.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: topic, NumPartitions: partitions, ReplicationFactor: -1}}
+	cres, err := create.RequestWith(ctx, admin)
+	require.NoError(t, err)
+	require.Zero(t, cres.Topics[0].ErrorCode, "%s", derefOr(cres.Topics[0].ErrorMessage))
+
+	start := time.Now()
+	var acked atomic.Int64
+	var wg sync.WaitGroup
+	chunksDone := make([]atomic.Int32, len(gws))
+	errs := make([]error, len(gws))
+	for g, gw := range gws {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr()), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.ProduceRequestTimeout(30*time.Second), kgo.RecordDeliveryTimeout(90*time.Second))
+		require.NoError(t, err)
+		defer cl.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := 0; c < chunks; c++ {
+				var recs []*kgo.Record
+				for i := 0; i < perChunk; i++ {
+					// Both producers write to both partitions: the gateways' idempotence
+					// sequences for (alice, partition) collide on every chunk.
+					recs = append(recs, &kgo.Record{Partition: int32(i % partitions), Value: fmt.Appendf(nil, "gw%d-%d-%d", g, c, i)})
+				}
+				if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+					errs[g] = fmt.Errorf("chunk %d: %w", c, err)
+					return
+				}
+				acked.Add(perChunk)
+				chunksDone[g].Add(1)
+			}
+		}()
+	}
+	// Mid-stream, alice signs a transaction with the CLI: her account sequence moves under the
+	// gateways and under the ordered signer.
+	for chunksDone[0].Load() < 3 && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+	}
+	n.MustCLI("", "tx", "topics", "produce", topic, "from-the-cli", "--partition", "0", "--from", "alice")
+	cliAt := acked.Load()
+	_, err = ordered.SubmitAndWait(&types.MsgProduce{Producer: ordered.Address(), Batches: []types.ProduceBatch{{Topic: topic, Partition: 1,
+		Records: []types.BatchRecord{{Value: &types.Bytes{Data: []byte("from-an-ordered-signer")}}}}}})
+	require.NoError(t, err, "a signer whose sequence another process used must recover, not fail")
+	wg.Wait()
+	for g, err := range errs {
+		require.NoError(t, err, "gateway %d's producer", g)
+	}
+	elapsed := time.Since(start)
+
+	// Read every partition back from the chain.
+	q := types.NewQueryClient(n.MustClientCtx())
+	onChain := map[string]int{}
+	total := 0
+	for p := uint32(0); p < partitions; p++ {
+		for next := uint64(0); ; {
+			res, err := q.Fetch(ctx, &types.QueryFetchRequest{Topic: topic, Partition: p, Offset: next, MaxRecords: 5000})
+			require.NoError(t, err)
+			for _, r := range res.Records {
+				onChain[string(r.Value.GetData())]++
+				total++
+			}
+			if res.NextOffset >= res.HighWatermark || len(res.Records) == 0 {
+				break
+			}
+			next = res.NextOffset
+		}
+	}
+	duplicates, missing := 0, 0
+	for g := range gws {
+		for c := 0; c < chunks; c++ {
+			for i := 0; i < perChunk; i++ {
+				switch k := onChain[fmt.Sprintf("gw%d-%d-%d", g, c, i)]; {
+				case k == 0:
+					missing++
+				case k > 1:
+					duplicates += k - 1
+				}
+			}
+		}
+	}
+	sent := len(gws) * chunks * perChunk
+	require.EqualValues(t, sent, acked.Load(), "every record acknowledged")
+	require.Zero(t, missing, "acknowledged records missing from the chain")
+	require.Zero(t, duplicates, "records on chain twice")
+	require.Equal(t, 1, onChain["from-the-cli"])
+	require.Equal(t, 1, onChain["from-an-ordered-signer"])
+	require.Equal(t, sent+2, total, "nothing else on chain")
+	t.Logf("2 gateways sharing key alice, plus a CLI transaction after %d acknowledged records: %d records sent, %d acknowledged, %d on chain (+2 from the CLI and the ordered signer), %d duplicates, %d missing, in %s",
+		cliAt, sent, acked.Load(), total-2, duplicates, missing, elapsed.Round(time.Millisecond))
+}
+
+// derefOr is a Kafka answer's optional message, or "".
+func derefOr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

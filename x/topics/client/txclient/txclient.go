@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 
 	errorsmod "cosmossdk.io/errors"
+	"cosmossdk.io/math"
 
 	"github.com/cosmos/cosmos-sdk/client"
 	"github.com/cosmos/cosmos-sdk/client/flags"
@@ -301,6 +302,16 @@ func (s *Signer) submit(msgs ...sdk.Msg) (string, error) {
 // error's codespace and code (the tx service's Simulate keeps only its text): a refusal is a
 // *TxError of stage Simulated.
 func (s *Signer) simulate(txf tx.Factory, msgs ...sdk.Msg) (uint64, error) {
+	if txf.Fees().IsZero() && !txf.GasPrices().IsZero() {
+		// With gas prices a simulation carries no fee (its gas is 0), so it leaves out the gas
+		// of deducting the fee (bank writes) and a small transaction then runs out of gas.
+		// Simulate with a token fee in each price's denom: the deduction costs the same.
+		var fee sdk.Coins
+		for _, p := range txf.GasPrices() {
+			fee = fee.Add(sdk.NewCoin(p.Denom, math.OneInt()))
+		}
+		txf = txf.WithGasPrices("").WithFees(fee.String())
+	}
 	node, err := s.clientCtx.GetNode()
 	if err != nil {
 		// No CometBFT RPC client, only gRPC: the tx service is the one way to simulate.
