@@ -132,6 +132,11 @@ func fillGasPrices(cmd *cobra.Command, clientCtx client.Context) error {
 		fs.Changed(flags.FlagFees) || fs.Changed(flags.FlagGasPrices) || clientCtx.Offline || clientCtx.GenerateOnly {
 		return nil
 	}
+	// client.toml's node replaced the --node client above; the command itself honours --node.
+	clientCtx, err := client.ReadPersistentCommandFlags(clientCtx, fs)
+	if err != nil {
+		return err
+	}
 	if price := txclient.ChainGasPrice(clientCtx); price != "" {
 		return fs.Set(flags.FlagGasPrices, price)
 	}
