@@ -288,6 +288,13 @@ func (k Keeper) rebalance(ctx context.Context, g *types.Group, reason string) er
 			partitions[t] = topic.Partitions
 		}
 	}
+	// The assignor's work (members x partitions, not metered as store access) is charged to the
+	// signer that triggers the rebalance; the EndBlocker's meter is unlimited and budgeted instead.
+	var total uint64
+	for _, n := range partitions {
+		total += uint64(n)
+	}
+	sdk.UnwrapSDKContext(ctx).GasMeter().ConsumeGas(uint64(len(members))*total*types.RebalanceGasPerUnit, "group rebalance")
 	assignments := types.Assign(g.Assignor, inputs, partitions)
 	ids := make([]string, len(members))
 	for i, m := range members {

@@ -143,3 +143,32 @@ func TestLagQueryIsBounded(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, lag.Lags, 4)
 }
+
+// A rebalance is paid by the signer that triggers it, in proportion to its work: the last of 20
+// members leaving a 1,000-partition subscription pays for reassigning it to the other 19.
+func TestRebalanceIsChargedToItsSigner(t *testing.T) {
+	f := newFixture(t)
+	for _, name := range []string{"b0", "b1", "b2", "b3"} {
+		f.createTopic(name, 250)
+	}
+	f.createTopic("small", 1)
+	accts := accounts(t, 20)
+	f.open(f.alice, "g")
+	f.open(f.alice, "s")
+	for _, a := range accts {
+		f.join(a, "g", "b0", "b1", "b2", "b3")
+		f.join(a, "s", "small")
+	}
+	leave := func(group string) uint64 {
+		var err error
+		gas, took := f.metered(func() {
+			_, err = f.msgs.LeaveGroup(f.ctx, &types.MsgLeaveGroup{Member: accts[0], GroupId: group})
+		})
+		require.NoError(t, err)
+		t.Logf("leave from 20-member group %s: %d gas, %v", group, gas, took)
+		return gas
+	}
+	big, small := leave("g"), leave("s")
+	require.GreaterOrEqual(t, big, uint64(19*1000*types.RebalanceGasPerUnit), "19 members x 1000 partitions")
+	require.Less(t, small, uint64(19*1000*types.RebalanceGasPerUnit))
+}

@@ -17,6 +17,9 @@ func ValidateGroupID(id string) error {
 	return nil
 }
 
+// RebalanceGasPerUnit is the gas a rebalance costs per (member, subscribed partition).
+const RebalanceGasPerUnit = 10
+
 // MaxGroupAllowlist bounds a group's allowed_members (read on every join).
 const MaxGroupAllowlist = 256
 
