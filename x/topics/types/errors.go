@@ -55,4 +55,7 @@ var (
 	// ErrSubscriptionTooLarge is a join whose group would subscribe to more partitions than
 	// max_group_subscribed_partitions.
 	ErrSubscriptionTooLarge = errorsmod.Register(ModuleName, 36, "group subscription too large")
+	// ErrTopicBeingDeleted is a CreateTopic for the name of a deleted topic whose old batches the
+	// EndBlocker is still purging; the name is free once the purge ends.
+	ErrTopicBeingDeleted = errorsmod.Register(ModuleName, 37, "topic is being deleted")
 )

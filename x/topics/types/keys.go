@@ -32,6 +32,10 @@ var (
 	GroupTopicsPrefix     = collections.NewPrefix(9)
 	ProducerStatesPrefix  = collections.NewPrefix(10)
 	RetentionCursorPrefix = collections.NewPrefix(11)
+	// BatchMetaPrefix keys each batch's BatchMeta exactly like the batch, for the EndBlocker.
+	BatchMetaPrefix = collections.NewPrefix(12)
+	// TopicPurgesPrefix keys deleted topics still being purged, by name.
+	TopicPurgesPrefix = collections.NewPrefix(13)
 )
 
 // TopicPartition names one partition of a topic. It is x/topics' one (topic, partition) key:

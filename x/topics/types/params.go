@@ -21,6 +21,9 @@ const (
 	DefaultMaxExpiriesPerBlock         = 100
 	DefaultRetentionBatchesPerBlock    = 500
 	DefaultRetentionPartitionsPerBlock = 200
+	// DefaultCleanupBytesPerBlock bounds the stored bytes retention and topic purges delete per
+	// block: 16 full batches.
+	DefaultCleanupBytesPerBlock = 64 << 20
 	// DefaultMaxGroupSubscribedPartitions bounds a group's subscription (join and rebalance work).
 	DefaultMaxGroupSubscribedPartitions = 1024
 	// DefaultMaxExpiryWorkPerBlock is the EndBlocker's expiry budget in work units (1 per expired
@@ -56,6 +59,7 @@ func DefaultParams() Params {
 		MaxExpiriesPerBlock:          DefaultMaxExpiriesPerBlock,
 		RetentionBatchesPerBlock:     DefaultRetentionBatchesPerBlock,
 		RetentionPartitionsPerBlock:  DefaultRetentionPartitionsPerBlock,
+		CleanupBytesPerBlock:         DefaultCleanupBytesPerBlock,
 		MaxGroupSubscribedPartitions: DefaultMaxGroupSubscribedPartitions,
 		MaxExpiryWorkPerBlock:        DefaultMaxExpiryWorkPerBlock,
 		MinGasPrice:                  sdk.NewDecCoinFromDec(sdk.DefaultBondDenom, DefaultMinGasPrice),
@@ -87,6 +91,8 @@ func (p Params) Validate() error {
 		return errorsmod.Wrap(ErrInvalidParams, "max_expiry_work_per_block must be positive")
 	case p.RetentionBatchesPerBlock == 0 || p.RetentionPartitionsPerBlock == 0:
 		return errorsmod.Wrap(ErrInvalidParams, "retention_batches_per_block and retention_partitions_per_block must be positive")
+	case p.CleanupBytesPerBlock == 0:
+		return errorsmod.Wrap(ErrInvalidParams, "cleanup_bytes_per_block must be positive")
 	case p.MaxBatchBytes < p.MaxRecordBytes:
 		return errorsmod.Wrapf(ErrInvalidParams, "max_batch_bytes %d is below max_record_bytes %d", p.MaxBatchBytes, p.MaxRecordBytes)
 	}
