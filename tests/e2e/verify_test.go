@@ -35,10 +35,13 @@ const (
 	dropRecord
 	reorderRecords
 	wrongWatermark
+	// skipToWatermark answers every Fetch with no records and next_offset = high watermark: a
+	// consumer that believes it moves (and commits) past records it never saw.
+	skipToWatermark
 )
 
 func (l lie) String() string {
-	return [...]string{"honest", "alter a record value", "drop a record", "reorder two records", "report a wrong high watermark"}[l]
+	return [...]string{"honest", "alter a record value", "drop a record", "reorder two records", "report a wrong high watermark", "skip to the high watermark"}[l]
 }
 
 // The records of the test topic: values v-0 .. v-14 in three batches of five.
@@ -147,6 +150,9 @@ func (p *lyingProxy) rewrite(path string, out []byte) []byte {
 			f.Records = l.records(f.Records)
 			if l == wrongWatermark {
 				f.HighWatermark += 5
+			}
+			if l == skipToWatermark {
+				f.Records, f.NextOffset = nil, f.HighWatermark
 			}
 			value, _ = f.Marshal()
 		}
@@ -330,6 +336,79 @@ func TestVerifiedReadsRejectALyingNode(t *testing.T) {
 	require.Contains(t, cli.Stderr, "stale")
 	require.Contains(t, cli.Stderr, "(codespace topics, code 32)")
 	proxy.staleHeight.Store(0)
+}
+
+// TestVerifiedGroupConsumeRefusesASkippedRange plays "consume --group --verify commits past
+// records it never saw": a proxy answers every fetch with no records and next offset = high
+// watermark. The verifying group consumer proves that a poll's records are exactly those of
+// [position, next), so it fails with code 32 and the group's committed offset stays where it
+// was; the unverified consumer, given the same answers, commits past every record.
+func TestVerifiedGroupConsumeRefusesASkippedRange(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node")
+	}
+	n := node.StartSingle(t, "alice")
+	n.MustCLI("", "tx", "topics", "create-topic", "audit", "--partitions", "1", "--from", "alice")
+	_, signer := n.ClientContext(n.Home, "alice")
+	for b := 0; b < 3; b++ {
+		msg := &types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{{Topic: "audit"}}}
+		for i := 0; i < 5; i++ {
+			msg.Batches[0].Records = append(msg.Batches[0].Records, types.BatchRecord{Value: &types.Bytes{Data: []byte(fmt.Sprintf("v-%d", b*5+i))}})
+		}
+		_, err := signer.SubmitAndWait(msg)
+		require.NoError(t, err)
+	}
+	n.MustCLI("", "query", "topics", "consume", "audit", "--group", "auditors", "--from", "alice", "--stay", "--max", "8")
+	committed := func(group string) string {
+		// Plainly from the honest node, not through the proxy.
+		var res struct {
+			Offsets []struct {
+				Committed struct {
+					Offset string `json:"offset"`
+				} `json:"committed"`
+			} `json:"offsets"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(n.MustCLI("", "query", "topics", "group-offsets", group, "-o", "json")), &res))
+		require.Len(t, res.Offsets, 1)
+		return res.Offsets[0].Committed.Offset
+	}
+	require.Equal(t, "8", committed("auditors"))
+
+	proxy := &lyingProxy{target: strings.Replace(n.RPC, "tcp://", "http://", 1)}
+	srv := httptest.NewServer(proxy)
+	defer srv.Close()
+	hash1, _, err := n.BlockHashes(1)
+	require.NoError(t, err)
+	trust := []string{"--verify", "--trust-height", "1", "--trust-hash", hash1, "--witness", n.RPC}
+	consume := func(group string) []string {
+		return []string{"query", "topics", "consume", "audit", "--group", group, "--from", "alice", "--stay", "--node", srv.URL}
+	}
+
+	// Honest proxy: a verifying group consumer of a new group reads all 15 records and commits.
+	start := time.Now()
+	ok := n.CLI("", append(consume("honest"), trust...)...)
+	require.NoError(t, ok.Err, ok.Stderr)
+	require.Len(t, strings.Fields(ok.Stdout), 15)
+	require.Equal(t, "15", committed("honest"))
+	honestTook := time.Since(start)
+
+	proxy.lie.Store(int32(skipToWatermark))
+	start = time.Now()
+	lied := n.CLI("", append(consume("auditors"), trust...)...)
+	require.Error(t, lied.Err, "the verifying consumer must refuse the skipped range")
+	require.Contains(t, lied.Stderr, "read not verified")
+	require.Contains(t, lied.Stderr, "(codespace topics, code 32)")
+	require.Empty(t, strings.TrimSpace(lied.Stdout), "no record printed")
+	require.Equal(t, "8", committed("auditors"), "nothing committed")
+	refusedIn := time.Since(start)
+
+	// The same answers to the unverified consumer: it prints nothing and commits past all 7.
+	plainRun := n.CLI("", consume("auditors")...)
+	require.NoError(t, plainRun.Err, plainRun.Stderr)
+	require.Empty(t, strings.TrimSpace(plainRun.Stdout))
+	require.Equal(t, "15", committed("auditors"), "the unverified consumer believed the node")
+	t.Logf("honest: verified group consume of a new group read 15 records and committed 15 in %s; lie %q: verified consumer refused in %s (%s), committed offset stays 8; unverified consumer printed 0 records and committed 15",
+		honestTook.Round(time.Millisecond), skipToWatermark, refusedIn.Round(time.Millisecond), lastLine(lied.Stderr))
 }
 
 func values(recs []types.Record) []string {

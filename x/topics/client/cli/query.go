@@ -315,7 +315,12 @@ func runGroupConsume(cmd *cobra.Command, topic, group string, v Verifier) error 
 		defer waiter.close()
 	}
 	lastBeat := time.Now()
-	c, err := consumer.Join(ctx, clientCtx, signer, group, []string{topic})
+	var opts []consumer.Option
+	if p, ok := r.(consumer.Prover); ok {
+		// --verify: the starting offsets and every poll's range are proven before a commit.
+		opts = append(opts, consumer.WithProver(p))
+	}
+	c, err := consumer.Join(ctx, clientCtx, signer, group, []string{topic}, opts...)
 	if err != nil {
 		return PlainError(err)
 	}

@@ -40,12 +40,37 @@ type GroupConsumer struct {
 	dirty map[tp]bool
 	// polls rotates the partition each poll starts with.
 	polls int
+	// prover, when set, proves every position before the consumer takes it.
+	prover Prover
 }
+
+// Prover proves what a consumer reads from the node (package verifycli implements it with the
+// light client). With one, a consumer starts from proven committed offsets and moves a position
+// only over records proven to be exactly those of [position, next), so it never commits past a
+// record it did not see nor beyond the proven high watermark, whatever the node answers.
+type Prover interface {
+	// Start proves, at a height of at least minHeight (the join's), the group's committed
+	// offset for a partition (found false: none) and the partition itself.
+	Start(ctx context.Context, minHeight int64, group, topic string, partition uint32) (committed uint64, found bool, part types.Partition, err error)
+	// CheckRange proves that recs are exactly the records at offsets [offset, next).
+	CheckRange(ctx context.Context, topic string, partition uint32, offset, next uint64, recs []types.Record) error
+	// Partition proves a partition at the newest provable height (its log start offset).
+	Partition(ctx context.Context, topic string, partition uint32) (types.Partition, error)
+}
+
+// Option configures Join.
+type Option func(*GroupConsumer)
+
+// WithProver makes the consumer prove its positions with p.
+func WithProver(p Prover) Option { return func(c *GroupConsumer) { c.prover = p } }
 
 // Join joins group as the signer's account, subscribed to topics, and loads the committed
 // offsets of the assigned partitions (the log start offset where nothing is committed).
-func Join(ctx context.Context, clientCtx client.Context, signer *txclient.Signer, group string, topics []string) (*GroupConsumer, error) {
+func Join(ctx context.Context, clientCtx client.Context, signer *txclient.Signer, group string, topics []string, opts ...Option) (*GroupConsumer, error) {
 	c := &GroupConsumer{clientCtx: clientCtx, signer: signer, query: types.NewQueryClient(clientCtx), group: group, topics: topics}
+	for _, o := range opts {
+		o(c)
+	}
 	res, err := signer.SubmitAndWait(&types.MsgJoinGroup{Member: signer.Address(), GroupId: group, Topics: topics})
 	if err != nil {
 		return nil, err
@@ -54,7 +79,7 @@ func Join(ctx context.Context, clientCtx client.Context, signer *txclient.Signer
 	if err != nil || len(joins) != 1 {
 		return nil, fmt.Errorf("join group %s: no join response (%v)", group, err)
 	}
-	if err := c.adopt(ctx, joins[0].Generation, joins[0].Assignment); err != nil {
+	if err := c.adopt(ctx, res.Height, joins[0].Generation, joins[0].Assignment); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -63,22 +88,29 @@ func Join(ctx context.Context, clientCtx client.Context, signer *txclient.Signer
 // adopt takes a generation's assignment and positions from the committed offsets. A
 // partition this member keeps across a single generation step was never owned by anyone else
 // in between, so its local position (with any uncommitted progress) stays; every other
-// partition starts from the committed offset. Nothing changes unless every query succeeds.
-func (c *GroupConsumer) adopt(ctx context.Context, generation uint64, assignment []types.TopicPartitions) error {
+// partition starts from the committed offset (proven at a height of at least height, the
+// generation's, when the consumer has a prover). Nothing changes unless every query succeeds.
+func (c *GroupConsumer) adopt(ctx context.Context, height int64, generation uint64, assignment []types.TopicPartitions) error {
 	keep := c.generation != 0 && generation == c.generation+1
 	positions, dirty := map[tp]uint64{}, map[tp]bool{}
 	committed := map[tp]uint64{}
-	offs, err := c.query.GroupOffsets(ctx, &types.QueryGroupOffsetsRequest{GroupId: c.group})
-	if err != nil {
-		return err
-	}
-	for _, o := range offs.Offsets {
-		committed[tp{o.Committed.Topic, o.Committed.Partition}] = o.Committed.Offset
-	}
-	for _, a := range assignment {
-		parts, err := c.query.Partitions(ctx, &types.QueryPartitionsRequest{Name: a.Topic})
+	if c.prover == nil {
+		offs, err := c.query.GroupOffsets(ctx, &types.QueryGroupOffsetsRequest{GroupId: c.group})
 		if err != nil {
 			return err
+		}
+		for _, o := range offs.Offsets {
+			committed[tp{o.Committed.Topic, o.Committed.Partition}] = o.Committed.Offset
+		}
+	}
+	for _, a := range assignment {
+		var parts []types.Partition
+		if c.prover == nil {
+			res, err := c.query.Partitions(ctx, &types.QueryPartitionsRequest{Name: a.Topic})
+			if err != nil {
+				return err
+			}
+			parts = res.Partitions
 		}
 		for _, p := range a.Partitions {
 			key := tp{a.Topic, p}
@@ -86,11 +118,22 @@ func (c *GroupConsumer) adopt(ctx context.Context, generation uint64, assignment
 				positions[key], dirty[key] = old, c.dirty[key]
 				continue
 			}
+			if c.prover != nil {
+				pos, found, part, err := c.prover.Start(ctx, height, c.group, a.Topic, p)
+				if err != nil {
+					return err
+				}
+				if !found || pos < part.LogStartOffset {
+					pos = part.LogStartOffset
+				}
+				positions[key] = pos
+				continue
+			}
 			pos, ok := committed[key]
-			if int(p) < len(parts.Partitions) && (!ok || pos < parts.Partitions[p].LogStartOffset) {
+			if int(p) < len(parts) && (!ok || pos < parts[p].LogStartOffset) {
 				// Nothing committed, or retention passed it: start at the log start (Kafka's
 				// auto.offset.reset=earliest).
-				pos = parts.Partitions[p].LogStartOffset
+				pos = parts[p].LogStartOffset
 			}
 			positions[key] = pos
 		}
@@ -130,11 +173,11 @@ func (c *GroupConsumer) Poll(ctx context.Context, maxRecords uint32) ([]Record, 
 		if err != nil {
 			// A query's error reaches us as a gRPC status, without the module's code: whether
 			// retention passed the position is read from the partition itself.
-			parts, perr := c.query.Partitions(ctx, &types.QueryPartitionsRequest{Name: key.topic})
-			if perr != nil || int(key.partition) >= len(parts.Partitions) {
+			start, perr := c.logStart(ctx, key)
+			if perr != nil {
 				return nil, err
 			}
-			if start := parts.Partitions[key.partition].LogStartOffset; pos < start {
+			if pos < start {
 				pos = start
 				moved[key] = pos
 				res, err = c.query.Fetch(ctx, &types.QueryFetchRequest{Topic: key.topic, Partition: key.partition, Offset: pos, MaxRecords: maxRecords - uint32(len(out))})
@@ -142,6 +185,13 @@ func (c *GroupConsumer) Poll(ctx context.Context, maxRecords uint32) ([]Record, 
 		}
 		if err != nil {
 			return nil, err
+		}
+		if c.prover != nil {
+			// The records and the next offset come from the node: prove them before the
+			// position moves (and can be committed) past them.
+			if err := c.prover.CheckRange(ctx, key.topic, key.partition, pos, res.NextOffset, res.Records); err != nil {
+				return nil, err
+			}
 		}
 		for _, r := range res.Records {
 			out = append(out, Record{Topic: key.topic, Partition: key.partition, Record: r})
@@ -157,6 +207,22 @@ func (c *GroupConsumer) Poll(ctx context.Context, maxRecords uint32) ([]Record, 
 		c.positions[key], c.dirty[key] = pos, true
 	}
 	return out, nil
+}
+
+// logStart is a partition's log start offset, proven when the consumer has a prover.
+func (c *GroupConsumer) logStart(ctx context.Context, key tp) (uint64, error) {
+	if c.prover != nil {
+		p, err := c.prover.Partition(ctx, key.topic, key.partition)
+		return p.LogStartOffset, err
+	}
+	parts, err := c.query.Partitions(ctx, &types.QueryPartitionsRequest{Name: key.topic})
+	if err != nil {
+		return 0, err
+	}
+	if int(key.partition) >= len(parts.Partitions) {
+		return 0, fmt.Errorf("topic %s has no partition %d", key.topic, key.partition)
+	}
+	return parts.Partitions[key.partition].LogStartOffset, nil
 }
 
 // ErrRebalanced means the group moved to a new generation: the commit was fenced, and the
@@ -216,7 +282,7 @@ func (c *GroupConsumer) Heartbeat(ctx context.Context) error {
 	if hbs[0].Generation == c.generation {
 		return nil
 	}
-	if err := c.adopt(ctx, hbs[0].Generation, hbs[0].Assignment); err != nil {
+	if err := c.adopt(ctx, res.Height, hbs[0].Generation, hbs[0].Assignment); err != nil {
 		return err
 	}
 	return ErrRebalanced

@@ -48,3 +48,67 @@ func (c *Client) CheckConsumed(ctx context.Context, topic string, partition uint
 		}
 	}
 }
+
+// CheckRange checks a fetch answer read from the node without proofs before a consumer moves
+// its position to next: recs must be exactly the records at offsets [offset, next), proven as
+// CheckConsumed does. A node answering "no records, next offset = high watermark" (or any range
+// wider than the records it served) would otherwise make the consumer commit past records it
+// never saw; next is never beyond the proven high watermark, since every offset below it is a
+// proven record.
+func (c *Client) CheckRange(ctx context.Context, topic string, partition uint32, offset, next uint64, recs []types.Record) (FetchResult, error) {
+	what := fmt.Sprintf("fetch of %s/%d from offset %d", topic, partition, offset)
+	var claim error
+	switch {
+	case next < offset:
+		claim = fmt.Errorf("the node's next offset %d is before the position", next)
+	case next-offset != uint64(len(recs)):
+		claim = fmt.Errorf("the node served %d records but moved the position to %d: offsets [%d, %d) were not all served", len(recs), next, offset, next)
+	}
+	for i := 0; claim == nil && i < len(recs); i++ {
+		if recs[i].Offset != offset+uint64(i) {
+			claim = fmt.Errorf("record %d has offset %d, expected %d", i, recs[i].Offset, offset+uint64(i))
+		}
+	}
+	if claim != nil {
+		h, _ := c.LatestHeight(ctx)
+		return FetchResult{Height: h, NextOffset: offset}, &Error{What: what, Height: h, Err: claim}
+	}
+	if len(recs) == 0 {
+		return FetchResult{NextOffset: offset}, nil
+	}
+	res, err := c.CheckConsumed(ctx, topic, partition, recs)
+	if err == nil && res.NextOffset != next {
+		err = &Error{What: what, Height: res.Height, Err: fmt.Errorf("proven next offset %d, the node said %d", res.NextOffset, next)}
+	}
+	return res, err
+}
+
+// ConsumerStart proves where a group's consumption of a partition starts, at a height of at
+// least minHeight (waiting up to ConsumedWait for it to become provable): the group's committed
+// offset, or its proven absence, and the partition at the same height.
+func (c *Client) ConsumerStart(ctx context.Context, minHeight int64, group, topic string, partition uint32) (CommittedOffsetResult, PartitionResult, error) {
+	deadline := time.Now().Add(ConsumedWait)
+	for {
+		h, err := c.LatestHeight(ctx)
+		if err != nil {
+			return CommittedOffsetResult{}, PartitionResult{}, err
+		}
+		if h >= minHeight {
+			off, err := c.CommittedOffset(ctx, h, group, topic, partition)
+			if err != nil {
+				return off, PartitionResult{Height: h}, err
+			}
+			p, err := c.Partition(ctx, h, topic, partition)
+			return off, p, err
+		}
+		if time.Now().After(deadline) {
+			return CommittedOffsetResult{Height: h}, PartitionResult{Height: h}, &Error{What: fmt.Sprintf("committed offset of group %s for %s/%d", group, topic, partition), Height: h,
+				Err: fmt.Errorf("height %d is not provable yet", minHeight)}
+		}
+		select {
+		case <-ctx.Done():
+			return CommittedOffsetResult{}, PartitionResult{}, ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
