@@ -72,8 +72,9 @@ var (
 		{Account: stakingtypes.BondedPoolName, Permissions: []string{authtypes.Burner, stakingtypes.ModuleName}},
 		{Account: stakingtypes.NotBondedPoolName, Permissions: []string{authtypes.Burner, stakingtypes.ModuleName}},
 		{Account: govtypes.ModuleName, Permissions: []string{authtypes.Burner}},
-		// x/poa mints the stake that gives an admitted validator its power.
-		{Account: poatypes.ModuleName, Permissions: []string{authtypes.Minter}},
+		// x/poa mints the stake that gives an admitted validator its power, and burns it when
+		// the power is lowered or the validator removed.
+		{Account: poatypes.ModuleName, Permissions: []string{authtypes.Minter, authtypes.Burner}},
 		// x/topics escrows topic and partition deposits (no mint, no burn).
 		{Account: topicstypes.ModuleName},
 	}
@@ -115,6 +116,8 @@ var (
 					EndBlockers: []string{
 						govtypes.ModuleName,
 						stakingtypes.ModuleName,
+						// after staking: burns the stake its completed unbondings returned
+						poatypes.ModuleName,
 						topicstypes.ModuleName,
 					},
 					// Keep the store key of auth as "acc" like every SDK chain.

@@ -52,6 +52,16 @@ func (b *fakeBank) MintCoins(_ context.Context, _ string, amt sdk.Coins) error {
 func (b *fakeBank) SendCoinsFromModuleToAccount(context.Context, string, sdk.AccAddress, sdk.Coins) error {
 	return nil
 }
+func (b *fakeBank) BurnCoins(context.Context, string, sdk.Coins) error { return nil }
+func (b *fakeBank) SendCoinsFromAccountToModule(context.Context, sdk.AccAddress, string, sdk.Coins) error {
+	return nil
+}
+func (b *fakeBank) SpendableCoin(_ context.Context, _ sdk.AccAddress, denom string) sdk.Coin {
+	return sdk.NewInt64Coin(denom, 0)
+}
+func (b *fakeBank) GetBalance(_ context.Context, _ sdk.AccAddress, denom string) sdk.Coin {
+	return sdk.NewInt64Coin(denom, 0)
+}
 
 type fakeSlashing struct{}
 

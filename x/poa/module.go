@@ -31,10 +31,11 @@ import (
 )
 
 var (
-	_ module.AppModuleBasic = AppModule{}
-	_ module.HasGenesis     = AppModule{}
-	_ module.HasServices    = AppModule{}
-	_ appmodule.AppModule   = AppModule{}
+	_ module.AppModuleBasic   = AppModule{}
+	_ module.HasGenesis       = AppModule{}
+	_ module.HasServices      = AppModule{}
+	_ appmodule.AppModule     = AppModule{}
+	_ appmodule.HasEndBlocker = AppModule{}
 )
 
 // AppModule is the x/poa module.
@@ -123,6 +124,9 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 		},
 	}
 }
+
+// EndBlock burns the stake returned by unbondings that completed in x/staking's end block.
+func (am AppModule) EndBlock(ctx context.Context) error { return am.keeper.EndBlock(ctx) }
 
 // Keeper gives the app the keeper, for its ante handler.
 func (am AppModule) Keeper() keeper.Keeper { return am.keeper }

@@ -3,6 +3,7 @@ package keeper
 
 import (
 	"context"
+	"time"
 
 	"cosmossdk.io/collections"
 	"cosmossdk.io/core/address"
@@ -29,6 +30,8 @@ type Keeper struct {
 	Schema      collections.Schema
 	Admissions  collections.Map[[]byte, types.Admission]
 	GenesisDone collections.Item[bool]
+	Granted     collections.Map[[]byte, math.Int]
+	Clawbacks   collections.Map[collections.Pair[time.Time, []byte], math.Int]
 }
 
 // NewKeeper builds the keeper; authority is a bech32 account address (gov by default).
@@ -38,6 +41,8 @@ func NewKeeper(cdc codec.BinaryCodec, store corestore.KVStoreService, authority 
 		authority: authority, staking: sk, bank: bk, slashing: slk, valCodec: sk.ValidatorAddressCodec(),
 		Admissions:  collections.NewMap(sb, types.AdmissionsPrefix, "admissions", collections.BytesKey, codec.CollValue[types.Admission](cdc)),
 		GenesisDone: collections.NewItem(sb, types.GenesisDonePrefix, "genesis_done", collections.BoolValue),
+		Granted:     collections.NewMap(sb, types.GrantedPrefix, "granted", collections.BytesKey, sdk.IntValue),
+		Clawbacks:   collections.NewMap(sb, types.ClawbacksPrefix, "clawbacks", collections.PairKeyCodec(sdk.TimeKey, collections.BytesKey), sdk.IntValue),
 	}
 	schema, err := sb.Build()
 	if err != nil {
@@ -125,7 +130,7 @@ func (k Keeper) Admit(ctx context.Context, signer, operator string, power int64)
 			}
 		}
 	} else {
-		if err := k.setPower(ctx, val, power); err != nil {
+		if err := k.setTokens(ctx, val, k.tokens(ctx, power)); err != nil {
 			return err
 		}
 		if val.IsJailed() {
@@ -158,15 +163,20 @@ func (k Keeper) SetPower(ctx context.Context, signer, operator string, power int
 	}
 	val, err := k.staking.GetValidator(ctx, op)
 	if errorsmod.IsOf(err, stakingtypes.ErrNoValidatorFound) {
-		// Not created yet: the create-validator must bring the new power; top up the stake.
+		// Not created yet: the create-validator must bring the new power; top up the stake, or
+		// take back and burn the part of the grant the lower power no longer needs.
 		if power > a.Power {
 			if err := k.grantStake(ctx, op, power-a.Power); err != nil {
+				return err
+			}
+		} else if power < a.Power {
+			if err := k.clawback(ctx, sdk.AccAddress(op), k.tokens(ctx, a.Power-power)); err != nil {
 				return err
 			}
 		}
 	} else if err != nil {
 		return err
-	} else if err := k.setPower(ctx, val, power); err != nil {
+	} else if err := k.setTokens(ctx, val, k.tokens(ctx, power)); err != nil {
 		return err
 	}
 	a.Power = power
@@ -176,11 +186,12 @@ func (k Keeper) SetPower(ctx context.Context, signer, operator string, power int
 	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventValidatorPowerSet{Operator: operator, Power: power})
 }
 
-// setPower moves a validator's bonded tokens to power: more stake is minted to the poa module
+// setTokens moves a validator's bonded tokens to target: more stake is minted to the poa module
 // account and delegated; less is undelegated, from the module's delegation first and then
-// from the operator's self-delegation. x/staking applies the change at the end block.
-func (k Keeper) setPower(ctx context.Context, val stakingtypes.Validator, power int64) error {
-	target := k.tokens(ctx, power)
+// from the operator's self-delegation. x/staking applies the change at the end block. What
+// unbonds is burned when the unbonding completes (EndBlock): all of the module's, and of the
+// operator's as much as x/poa granted it.
+func (k Keeper) setTokens(ctx context.Context, val stakingtypes.Validator, target math.Int) error {
 	op, err := k.operator(val.OperatorAddress)
 	if err != nil {
 		return err
@@ -221,18 +232,25 @@ func (k Keeper) setPower(ctx context.Context, val stakingtypes.Validator, power 
 			if shares.GT(d.Shares) {
 				shares = d.Shares
 			}
-			_, amt, err := k.staking.Undelegate(ctx, del, op, shares)
+			done, amt, err := k.staking.Undelegate(ctx, del, op, shares)
 			if err != nil {
 				return err
 			}
 			remaining = remaining.Sub(amt)
+			if !del.Equals(moduleAddr) {
+				if err := k.owe(ctx, done, del, amt); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil
 }
 
-// Remove revokes an admission and jails the validator, so it leaves the active set at the next
-// end block; only a new admission brings it back (MsgUnjail is refused without one).
+// Remove revokes an admission, jails the validator, so it leaves the active set at the next
+// end block, and undelegates all its stake, which is burned when the unbonding completes; only
+// a new admission brings it back (MsgUnjail is refused without one). For an operator that never
+// created its validator, the granted stake is taken back and burned at once.
 func (k Keeper) Remove(ctx context.Context, signer, operator string) error {
 	if err := k.checkAuthority(signer); err != nil {
 		return err
@@ -250,16 +268,32 @@ func (k Keeper) Remove(ctx context.Context, signer, operator string) error {
 		return err
 	}
 	val, err := k.staking.GetValidator(ctx, op)
-	if err == nil && !val.IsJailed() {
-		consAddr, err := val.GetConsAddr()
-		if err != nil {
+	switch {
+	case errorsmod.IsOf(err, stakingtypes.ErrNoValidatorFound):
+		if err := k.clawback(ctx, sdk.AccAddress(op), k.tokens(ctx, types.MaxPower)); err != nil {
 			return err
 		}
-		if err := k.staking.Jail(ctx, consAddr); err != nil {
-			return err
-		}
-	} else if err != nil && !errorsmod.IsOf(err, stakingtypes.ErrNoValidatorFound) {
+	case err != nil:
 		return err
+	default:
+		if !val.IsJailed() {
+			consAddr, err := val.GetConsAddr()
+			if err != nil {
+				return err
+			}
+			if err := k.staking.Jail(ctx, consAddr); err != nil {
+				return err
+			}
+			if val, err = k.staking.GetValidator(ctx, op); err != nil {
+				return err
+			}
+		}
+		// A validator whose power was lowered often recently may be at x/staking's limit of
+		// unbonding entries: it is still removed (jailed), and its remaining stake stays bonded
+		// to it until a later removal can unbond it, rather than refusing the removal.
+		if err := k.setTokens(ctx, val, math.ZeroInt()); err != nil && !errorsmod.IsOf(err, stakingtypes.ErrMaxUnbondingDelegationEntries) {
+			return err
+		}
 	}
 	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventValidatorRemoved{Operator: operator})
 }
@@ -313,5 +347,121 @@ func (k Keeper) grantStake(ctx context.Context, op sdk.ValAddress, power int64) 
 	if err := k.bank.MintCoins(ctx, types.ModuleName, coins); err != nil {
 		return err
 	}
+	granted, err := k.granted(ctx, sdk.AccAddress(op))
+	if err != nil {
+		return err
+	}
+	if err := k.Granted.Set(ctx, op, granted.Add(coin.Amount)); err != nil {
+		return err
+	}
 	return k.bank.SendCoinsFromModuleToAccount(ctx, types.ModuleName, sdk.AccAddress(op), coins)
+}
+
+// granted is the stake minted into acc's account and not burned yet.
+func (k Keeper) granted(ctx context.Context, acc sdk.AccAddress) (math.Int, error) {
+	g, err := k.Granted.Get(ctx, acc)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		return math.ZeroInt(), nil
+	}
+	return g, err
+}
+
+// owe schedules the granted part of amt, unbonding from acc's self-delegation until done, to be
+// taken back and burned then. The grant is debited now, so it is never claimed twice.
+func (k Keeper) owe(ctx context.Context, done time.Time, acc sdk.AccAddress, amt math.Int) error {
+	granted, err := k.granted(ctx, acc)
+	if err != nil {
+		return err
+	}
+	amt = math.MinInt(amt, granted)
+	if !amt.IsPositive() {
+		return nil
+	}
+	if err := k.setGranted(ctx, acc, granted.Sub(amt)); err != nil {
+		return err
+	}
+	key := collections.Join(done, []byte(acc))
+	prev, err := k.Clawbacks.Get(ctx, key)
+	if errorsmod.IsOf(err, collections.ErrNotFound) {
+		prev = math.ZeroInt()
+	} else if err != nil {
+		return err
+	}
+	return k.Clawbacks.Set(ctx, key, prev.Add(amt))
+}
+
+func (k Keeper) setGranted(ctx context.Context, acc sdk.AccAddress, amt math.Int) error {
+	if amt.IsPositive() {
+		return k.Granted.Set(ctx, acc, amt)
+	}
+	return k.Granted.Remove(ctx, acc)
+}
+
+// clawback takes back and burns up to amt of the stake still granted to acc.
+func (k Keeper) clawback(ctx context.Context, acc sdk.AccAddress, amt math.Int) error {
+	granted, err := k.granted(ctx, acc)
+	if err != nil {
+		return err
+	}
+	taken, err := k.burnFrom(ctx, acc, math.MinInt(amt, granted))
+	if err != nil {
+		return err
+	}
+	return k.setGranted(ctx, acc, granted.Sub(taken))
+}
+
+// burnFrom moves up to amt of stake out of acc's account and burns it; it takes at most what
+// acc can spend (a slashed unbonding returns less than was scheduled).
+func (k Keeper) burnFrom(ctx context.Context, acc sdk.AccAddress, amt math.Int) (math.Int, error) {
+	denom, err := k.staking.BondDenom(ctx)
+	if err != nil {
+		return math.ZeroInt(), err
+	}
+	amt = math.MinInt(amt, k.bank.SpendableCoin(ctx, acc, denom).Amount)
+	if !amt.IsPositive() {
+		return math.ZeroInt(), nil
+	}
+	coins := sdk.NewCoins(sdk.NewCoin(denom, amt))
+	if err := k.bank.SendCoinsFromAccountToModule(ctx, acc, types.ModuleName, coins); err != nil {
+		return math.ZeroInt(), err
+	}
+	return amt, k.bank.BurnCoins(ctx, types.ModuleName, coins)
+}
+
+// EndBlock runs after x/staking's, which has just paid out the unbondings due at this block
+// time: it takes back the granted stake those returned to operators and burns it, with the
+// module's own returned delegations. Its work is one entry per governance-ordered undelegation,
+// so it is bounded by what governance passed, not by what any account can send.
+func (k Keeper) EndBlock(ctx context.Context) error {
+	now := sdk.UnwrapSDKContext(ctx).BlockTime()
+	rng := new(collections.Range[collections.Pair[time.Time, []byte]]).
+		EndExclusive(collections.Join(now.Add(time.Nanosecond), []byte{}))
+	var due []collections.KeyValue[collections.Pair[time.Time, []byte], math.Int]
+	err := k.Clawbacks.Walk(ctx, rng, func(key collections.Pair[time.Time, []byte], amt math.Int) (bool, error) {
+		due = append(due, collections.KeyValue[collections.Pair[time.Time, []byte], math.Int]{Key: key, Value: amt})
+		return false, nil
+	})
+	if err != nil {
+		return err
+	}
+	denom, err := k.staking.BondDenom(ctx)
+	if err != nil {
+		return err
+	}
+	for _, kv := range due {
+		if err := k.Clawbacks.Remove(ctx, kv.Key); err != nil {
+			return err
+		}
+		// The grant was debited when the undelegation was scheduled.
+		if _, err := k.burnFrom(ctx, sdk.AccAddress(kv.Key.K2()), kv.Value); err != nil {
+			return err
+		}
+	}
+	// Everything the module account holds is minted stake returned by its own undelegations:
+	// nothing else is ever sent to it.
+	held := k.bank.GetBalance(ctx, authtypes.NewModuleAddress(types.ModuleName), denom)
+	if held.IsPositive() {
+		return k.bank.BurnCoins(ctx, types.ModuleName, sdk.NewCoins(held))
+	}
+	return nil
 }

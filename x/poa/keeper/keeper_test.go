@@ -74,7 +74,7 @@ func newFixture(t *testing.T) *fixture {
 		map[string][]string{
 			stakingtypes.BondedPoolName:    {authtypes.Burner, authtypes.Staking},
 			stakingtypes.NotBondedPoolName: {authtypes.Burner, authtypes.Staking},
-			types.ModuleName:               {authtypes.Minter},
+			types.ModuleName:               {authtypes.Minter, authtypes.Burner},
 		}, accCodec, "bftlog", gov)
 	bk := bankkeeper.NewBaseKeeper(enc.Codec, runtime.NewKVStoreService(keys[banktypes.StoreKey]), ak, nil, gov, logger)
 	sk := stakingkeeper.NewKeeper(enc.Codec, runtime.NewKVStoreService(keys[stakingtypes.StoreKey]), ak, bk, gov, valCodec, consCodec)

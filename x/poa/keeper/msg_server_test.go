@@ -139,7 +139,8 @@ func TestSetPowerOfBondedValidator(t *testing.T) {
 	require.Equal(t, before, f.state())
 }
 
-// Before its validator exists, a raised power tops up the operator's stake; a lowered one keeps it.
+// Before its validator exists, a raised power tops up the operator's stake; a lowered one takes
+// the surplus back and burns it.
 func TestSetPowerOfPendingAdmission(t *testing.T) {
 	f := newFixture(t)
 	op, addr := f.operator("pending")
@@ -149,7 +150,8 @@ func TestSetPowerOfPendingAdmission(t *testing.T) {
 	require.Equal(t, tokens(8), f.balance(addr))
 	_, err = f.msgs.SetValidatorPower(f.ctx, &types.MsgSetValidatorPower{Authority: f.gov, Operator: op, Power: 2})
 	require.NoError(t, err)
-	require.Equal(t, tokens(8), f.balance(addr))
+	require.Equal(t, tokens(2), f.balance(addr))
+	require.Equal(t, tokens(2), f.supply())
 	a, _ := f.admission(addr)
 	require.Equal(t, int64(2), a.Power)
 }
@@ -209,5 +211,5 @@ func TestTombstonedReadmissionRefused(t *testing.T) {
 	_, ok := f.admission(addr)
 	require.False(t, ok)
 	require.True(t, f.validator(addr).IsJailed())
-	require.Equal(t, tokens(10), f.validator(addr).Tokens)
+	require.True(t, f.validator(addr).Tokens.IsZero()) // Remove unbonded it all
 }

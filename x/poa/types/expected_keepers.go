@@ -25,10 +25,15 @@ type StakingKeeper interface {
 	ValidatorAddressCodec() address.Codec
 }
 
-// BankKeeper mints the stake an admitted operator creates its validator with.
+// BankKeeper mints the stake an admitted operator creates its validator with, and takes back
+// and burns it when power is lowered or the validator removed.
 type BankKeeper interface {
 	MintCoins(ctx context.Context, moduleName string, amt sdk.Coins) error
+	BurnCoins(ctx context.Context, moduleName string, amt sdk.Coins) error
 	SendCoinsFromModuleToAccount(ctx context.Context, senderModule string, recipientAddr sdk.AccAddress, amt sdk.Coins) error
+	SendCoinsFromAccountToModule(ctx context.Context, senderAddr sdk.AccAddress, recipientModule string, amt sdk.Coins) error
+	SpendableCoin(ctx context.Context, addr sdk.AccAddress, denom string) sdk.Coin
+	GetBalance(ctx context.Context, addr sdk.AccAddress, denom string) sdk.Coin
 }
 
 // SlashingKeeper tells whether a validator double-signed.

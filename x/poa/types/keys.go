@@ -15,4 +15,11 @@ var (
 	// GenesisDonePrefix marks that x/poa's genesis ran: before it, the genesis transactions
 	// create the genesis validators and pass the ante decorator.
 	GenesisDonePrefix = collections.NewPrefix(1)
+	// GrantedPrefix keys, by operator address bytes, the stake x/poa minted into the operator's
+	// own account (for its create-validator) and has not burned yet: only that much of a
+	// self-delegation is taken back, never stake the operator brought itself (genesis).
+	GrantedPrefix = collections.NewPrefix(2)
+	// ClawbacksPrefix keys (unbonding completion time, operator account) to the granted stake
+	// that returns to the operator's account then and is burned in the same end block.
+	ClawbacksPrefix = collections.NewPrefix(3)
 )
