@@ -30,7 +30,8 @@ single broker that leads every partition. Metadata, ListOffsets and Fetch read c
 --node (or --grpc-addr); Produce, CreateTopics, DeleteTopics and CreatePartitions become
 transactions signed by --from, with produce requests from all clients coalesced into few large
 MsgProduce transactions. Produce answers once the records are in a block (acks=1 and acks=-1
-alike; acks=0 is not answered).`,
+alike; acks=0 is not answered). Transactions are unordered (no account sequence), so the --from
+key may also sign elsewhere: with the CLI, or in a second gateway for availability.`,
 		Example: `bftlogd kafka serve --listen 127.0.0.1:9092 --from gateway --node tcp://127.0.0.1:26657
 kcat -b 127.0.0.1:9092 -L`,
 		Args: cobra.NoArgs,
