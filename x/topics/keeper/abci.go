@@ -1,11 +1,31 @@
 package keeper
 
-import "context"
+import (
+	"context"
 
-// EndBlocker expires silent group members and applies retention, each with bounded work.
+	sdk "github.com/cosmos/cosmos-sdk/types"
+)
+
+// EndBlocker expires silent group members, then purges deleted topics and applies retention
+// within one shared cleanup budget. Which of the two goes first alternates by block height, so
+// a flood of deleted topics cannot starve retention, nor a retention backlog the purges.
 func (k Keeper) EndBlocker(ctx context.Context) error {
 	if err := k.ExpireMembers(ctx); err != nil {
 		return err
 	}
-	return k.ApplyRetention(ctx)
+	params, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
+	budget := newCleanupBudget(params)
+	if sdk.UnwrapSDKContext(ctx).BlockHeight()%2 == 1 {
+		if err := k.applyRetention(ctx, params, &budget); err != nil {
+			return err
+		}
+		return k.purgeTopics(ctx, &budget)
+	}
+	if err := k.purgeTopics(ctx, &budget); err != nil {
+		return err
+	}
+	return k.applyRetention(ctx, params, &budget)
 }

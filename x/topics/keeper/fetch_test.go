@@ -42,7 +42,7 @@ func TestFetch(t *testing.T) {
 	require.Equal(t, []uint64{1, 2, 3}, offsets(res))
 	require.Equal(t, uint64(4), res.NextOffset)
 
-	res, err = f.fetch("t", 0, 2, 0, 25) // 10 bytes each: two fit in 25
+	res, err = f.fetch("t", 0, 2, 0, 45) // 19 stored bytes each: two fit in 45
 	require.NoError(t, err)
 	require.Equal(t, []uint64{2, 3}, offsets(res))
 

@@ -28,7 +28,12 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 	}
 	for _, b := range gs.Batches {
 		last := b.Batch.BaseOffset + uint64(len(b.Batch.Records)) - 1
-		if err := k.Batches.Set(ctx, collections.Join(types.TopicPartition{Topic: b.Topic, Partition: b.Partition}, last), b.Batch); err != nil {
+		key := collections.Join(types.TopicPartition{Topic: b.Topic, Partition: b.Partition}, last)
+		if err := k.Batches.Set(ctx, key, b.Batch); err != nil {
+			return err
+		}
+		// Metadata is derived, not exported: rebuilt here from the validated batch.
+		if err := k.BatchMetas.Set(ctx, key, b.Batch.Meta()); err != nil {
 			return err
 		}
 	}
@@ -93,7 +98,13 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 	if err != nil {
 		return nil, err
 	}
+	// Deleted topics still being purged are left out (their batches and producer states are
+	// unreadable leftovers), so the exported state is what the purge would end with.
+	purging := func(topic string) (bool, error) { return k.TopicPurges.Has(ctx, topic) }
 	err = k.Batches.Walk(ctx, nil, func(key collections.Pair[types.TopicPartition, uint64], b types.RecordBatch) (bool, error) {
+		if gone, err := purging(key.K1().Topic); err != nil || gone {
+			return false, err
+		}
 		gs.Batches = append(gs.Batches, types.GenesisBatch{Topic: key.K1().Topic, Partition: key.K1().Partition, Batch: b})
 		return false, nil
 	})
@@ -129,6 +140,9 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 		return nil, err
 	}
 	err = k.ProducerStates.Walk(ctx, nil, func(_ collections.Pair[types.TopicPartition, string], ps types.ProducerState) (bool, error) {
+		if gone, err := purging(ps.Topic); err != nil || gone {
+			return false, err
+		}
 		gs.ProducerStates = append(gs.ProducerStates, ps)
 		return false, nil
 	})

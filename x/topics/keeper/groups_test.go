@@ -293,6 +293,7 @@ func TestDeleteTopicRemovesOffsetsAndProducerState(t *testing.T) {
 	require.Len(t, offs.Offsets, 1)
 	require.Equal(t, "b", offs.Offsets[0].Committed.Topic)
 	// A recreated topic starts with fresh producer state: sequence 1 is new again.
+	require.NoError(t, f.k.EndBlocker(f.ctx)) // the purge frees the name
 	f.createTopic("a", 1)
 	res, err := f.produce(f.alice, types.ProduceBatch{Topic: "a", Partition: 0, Sequence: 1, Records: []types.BatchRecord{rec("", "x")}})
 	require.NoError(t, err)

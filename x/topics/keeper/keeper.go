@@ -27,6 +27,11 @@ type Keeper struct {
 	// Batches is keyed by ((topic, partition), last offset of the batch).
 	Batches       collections.Map[collections.Pair[types.TopicPartition, uint64], types.RecordBatch]
 	SpreadCursors collections.Map[string, uint32]
+	// BatchMetas holds each batch's append time and stored size under the batch's key, so
+	// retention and purges read a few bytes per batch instead of decoding it.
+	BatchMetas collections.Map[collections.Pair[types.TopicPartition, uint64], types.BatchMeta]
+	// TopicPurges holds deleted topics whose keys the EndBlocker is still removing.
+	TopicPurges collections.Map[string, types.TopicPurge]
 
 	Groups collections.Map[string, types.Group]
 	// Members is keyed by (group, member address).
@@ -73,7 +78,10 @@ func NewKeeper(cdc codec.BinaryCodec, addressCodec address.Codec, storeService c
 		Batches: collections.NewMap(sb, types.BatchesPrefix, "batches",
 			types.BatchKeyCodec, codec.CollValue[types.RecordBatch](cdc)),
 		SpreadCursors: collections.NewMap(sb, types.SpreadCursorsPrefix, "spread_cursors", collections.StringKey, collections.Uint32Value),
-		Groups:        collections.NewMap(sb, types.GroupsPrefix, "groups", collections.StringKey, codec.CollValue[types.Group](cdc)),
+		BatchMetas: collections.NewMap(sb, types.BatchMetaPrefix, "batch_metas",
+			types.BatchKeyCodec, codec.CollValue[types.BatchMeta](cdc)),
+		TopicPurges: collections.NewMap(sb, types.TopicPurgesPrefix, "topic_purges", collections.StringKey, codec.CollValue[types.TopicPurge](cdc)),
+		Groups:      collections.NewMap(sb, types.GroupsPrefix, "groups", collections.StringKey, codec.CollValue[types.Group](cdc)),
 		Members: collections.NewMap(sb, types.MembersPrefix, "members",
 			collections.PairKeyCodec(collections.StringKey, collections.StringKey), codec.CollValue[types.Member](cdc)),
 		MemberExpiry: collections.NewMap(sb, types.MemberExpiryPrefix, "member_expiry",

@@ -17,7 +17,8 @@ type pendingBatch struct {
 	topic     string
 	partition uint32
 	records   []types.BatchRecord
-	size      uint64
+	// size is the sum of the records' stored sizes (RecordSize).
+	size uint64
 	// sequenced notes the idempotent batch among the records, to record its producer state.
 	sequenced *sequencedBatch
 }
@@ -183,15 +184,19 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 			Producer:        producer,
 			LogAppendTimeMs: appendMs,
 			Height:          sdkCtx.BlockHeight(),
-			SizeBytes:       pb.size,
 			Records:         pb.records,
 		}
-		if err := k.Batches.Set(ctx, collections.Join(pkey, part.HighWatermark+n-1), batch); err != nil {
+		batch.SizeBytes = batch.StoredSize(pb.size)
+		bkey := collections.Join(pkey, part.HighWatermark+n-1)
+		if err := k.Batches.Set(ctx, bkey, batch); err != nil {
+			return nil, err
+		}
+		if err := k.BatchMetas.Set(ctx, bkey, batch.Meta()); err != nil {
 			return nil, err
 		}
 		part.HighWatermark += n
 		part.RecordCount += n
-		part.ByteCount += pb.size
+		part.ByteCount += batch.SizeBytes
 		if err := k.Partitions.Set(ctx, pkey, part); err != nil {
 			return nil, err
 		}
@@ -206,7 +211,7 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 			}
 		}
 		if err := sdkCtx.EventManager().EmitTypedEvent(&types.EventBatchAppended{
-			Topic: pb.topic, Partition: pb.partition, BaseOffset: batch.BaseOffset, Count: uint32(n), SizeBytes: pb.size, Producer: producer,
+			Topic: pb.topic, Partition: pb.partition, BaseOffset: batch.BaseOffset, Count: uint32(n), SizeBytes: batch.SizeBytes, Producer: producer,
 		}); err != nil {
 			return nil, err
 		}

@@ -144,7 +144,8 @@ func TestProduceErrorsChangeNothing(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("t", 2)
 	cfg := anyone()
-	cfg.MaxRecordBytes = 10
+	// Sizes are stored sizes: rec("", v) takes len(v) + 9 bytes of encoding ("fine" 13).
+	cfg.MaxRecordBytes = 19
 	_, err := f.msgs.UpdateTopicConfig(f.ctx, &types.MsgUpdateTopicConfig{Authority: f.alice, Name: "t", Config: cfg})
 	require.NoError(t, err)
 	_, err = f.msgs.CreateTopic(f.ctx, &types.MsgCreateTopic{Owner: f.alice, Name: "private", Partitions: 1,
@@ -152,7 +153,7 @@ func TestProduceErrorsChangeNothing(t *testing.T) {
 	require.NoError(t, err)
 	p := types.DefaultParams()
 	p.MaxRecordsPerBatch = 10
-	p.MaxBatchBytes = 30
+	p.MaxBatchBytes = 60
 	p.MaxRecordBytes = 30
 	p.MaxHeadersPerRecord = 2
 	_, err = f.msgs.UpdateParams(f.ctx, &types.MsgUpdateParams{Authority: f.gov, Params: p})

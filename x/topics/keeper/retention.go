@@ -10,23 +10,48 @@ import (
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-// ApplyRetention deletes whole batches that are older than a topic's retention_ms (by
-// LogAppendTime against block time) or that lie beyond its retention_bytes (oldest first, as
-// long as the partition keeps at least retention_bytes, as Kafka does), and advances the log
-// start offset. Work per block is bounded: it inspects at most retention_partitions_per_block
-// partitions and deletes at most retention_batches_per_block batches, resuming from a stored
-// cursor, so a backlog continues in the next block.
+// cleanupBudget is what the EndBlocker may delete in one block, shared by topic purges and
+// retention: keys (batches, producer states, purged partitions) and stored batch bytes.
+type cleanupBudget struct {
+	keys  uint32
+	bytes uint64
+}
+
+func newCleanupBudget(p types.Params) cleanupBudget {
+	return cleanupBudget{keys: p.RetentionBatchesPerBlock, bytes: p.CleanupBytesPerBlock}
+}
+
+// open reports whether another key may be deleted. A batch larger than what is left still
+// goes, so a block always makes progress; the overshoot is below one batch.
+func (b *cleanupBudget) open() bool { return b.keys > 0 && b.bytes > 0 }
+
+func (b *cleanupBudget) spend(bytes uint64) {
+	b.keys--
+	b.bytes -= min(bytes, b.bytes)
+}
+
+// ApplyRetention runs retention alone with a whole block's budget.
 func (k Keeper) ApplyRetention(ctx context.Context) error {
 	params, err := k.Params.Get(ctx)
 	if err != nil {
 		return err
 	}
+	budget := newCleanupBudget(params)
+	return k.applyRetention(ctx, params, &budget)
+}
+
+// applyRetention deletes whole batches that are older than a topic's retention_ms (by
+// LogAppendTime against block time) or that lie beyond its retention_bytes (oldest first, as
+// long as the partition keeps at least retention_bytes, as Kafka does), and advances the log
+// start offset. It reads only BatchMetas, never a batch. Work per block is bounded: at most
+// retention_partitions_per_block partitions inspected, and deletions within the shared budget,
+// resuming from a stored cursor, so a backlog continues in the next block.
+func (k Keeper) applyRetention(ctx context.Context, params types.Params, budget *cleanupBudget) error {
 	cursor, err := k.RetentionCursor.Get(ctx)
 	if err != nil && !isNotFound(err) {
 		return err
 	}
 	now := sdk.UnwrapSDKContext(ctx).BlockTime().UnixMilli()
-	budget := params.RetentionBatchesPerBlock
 	start := types.TopicPartition{Topic: cursor.Topic, Partition: cursor.Partition}
 	rng := new(collections.Range[types.TopicPartition]).StartInclusive(start)
 	var (
@@ -68,7 +93,7 @@ func (k Keeper) ApplyRetention(ctx context.Context) error {
 		if topic.Config.RetentionMs <= 0 && topic.Config.RetentionBytes <= 0 {
 			continue
 		}
-		done, err := k.retainPartition(ctx, topic.Config, p, now, &budget)
+		done, err := k.retainPartition(ctx, topic.Config, p, now, budget)
 		if err != nil {
 			return err
 		}
@@ -85,9 +110,9 @@ func (k Keeper) ApplyRetention(ctx context.Context) error {
 
 // retainPartition deletes a partition's expired batches within the budget and reports
 // whether it finished.
-func (k Keeper) retainPartition(ctx context.Context, cfg types.TopicConfig, p types.Partition, now int64, budget *uint32) (bool, error) {
+func (k Keeper) retainPartition(ctx context.Context, cfg types.TopicConfig, p types.Partition, now int64, budget *cleanupBudget) (bool, error) {
 	rng := collections.NewPrefixedPairRange[types.TopicPartition, uint64](types.TopicPartition{Topic: p.Topic, Partition: p.Partition})
-	iter, err := k.Batches.Iterate(ctx, rng)
+	iter, err := k.BatchMetas.Iterate(ctx, rng)
 	if err != nil {
 		return false, err
 	}
@@ -98,37 +123,33 @@ func (k Keeper) retainPartition(ctx context.Context, cfg types.TopicConfig, p ty
 	)
 	size := p.ByteCount
 	for ; iter.Valid(); iter.Next() {
-		b, err := iter.Value()
+		kv, err := iter.KeyValue()
 		if err != nil {
 			iter.Close()
 			return false, err
 		}
-		expired := cfg.RetentionMs > 0 && b.LogAppendTimeMs < now-cfg.RetentionMs
-		oversize := cfg.RetentionBytes > 0 && size-b.SizeBytes >= uint64(cfg.RetentionBytes)
+		m := kv.Value
+		expired := cfg.RetentionMs > 0 && m.LogAppendTimeMs < now-cfg.RetentionMs
+		oversize := cfg.RetentionBytes > 0 && size-m.SizeBytes >= uint64(cfg.RetentionBytes)
 		if !expired && !oversize {
 			break
 		}
-		if *budget == 0 {
+		if !budget.open() {
 			finished = false
 			break
 		}
-		key, err := iter.Key()
-		if err != nil {
-			iter.Close()
-			return false, err
-		}
-		doomed = append(doomed, key)
-		*budget--
-		size -= b.SizeBytes
-		records += uint64(len(b.Records))
-		nbytes += b.SizeBytes
+		doomed = append(doomed, kv.Key)
+		budget.spend(m.SizeBytes)
+		size -= m.SizeBytes
+		records += kv.Key.K2() - m.BaseOffset + 1
+		nbytes += m.SizeBytes
 	}
 	iter.Close()
 	if len(doomed) == 0 {
 		return finished, nil
 	}
 	for _, key := range doomed {
-		if err := k.Batches.Remove(ctx, key); err != nil {
+		if err := k.removeBatch(ctx, key); err != nil {
 			return false, err
 		}
 	}
@@ -141,4 +162,12 @@ func (k Keeper) retainPartition(ctx context.Context, cfg types.TopicConfig, p ty
 	return finished, sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventRetentionApplied{
 		Topic: p.Topic, Partition: p.Partition, LogStartOffset: p.LogStartOffset, RecordsDeleted: records, BytesDeleted: nbytes,
 	})
+}
+
+// removeBatch deletes a batch and its metadata without reading the batch.
+func (k Keeper) removeBatch(ctx context.Context, key collections.Pair[types.TopicPartition, uint64]) error {
+	if err := k.Batches.Remove(ctx, key); err != nil {
+		return err
+	}
+	return k.BatchMetas.Remove(ctx, key)
 }

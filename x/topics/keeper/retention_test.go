@@ -4,7 +4,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosmos/gogoproto/proto"
 	"github.com/stretchr/testify/require"
+
+	"cosmossdk.io/collections"
 
 	"github.com/bftlog/bftlog/x/topics/types"
 )
@@ -48,7 +51,8 @@ func TestRetentionByTimeIsBoundedAndResumes(t *testing.T) {
 	}
 	require.Equal(t, [][2]uint64{{6, 0}, {10, 1}, {10, 4}, {10, 5}, {10, 5}}, starts)
 	ps := f.partitions("t")
-	require.Equal(t, types.Partition{Topic: "t", Partition: 0, HighWatermark: 20, LogStartOffset: 10, RecordCount: 10, ByteCount: 100}, ps[0])
+	require.Equal(t, types.Partition{Topic: "t", Partition: 0, HighWatermark: 20, LogStartOffset: 10, RecordCount: 10, ByteCount: storedBytes(t, f, "t", 0)}, ps[0])
+	require.Equal(t, uint64(490), ps[0].ByteCount, "5 batches of 98 stored bytes (2 x 19 of records, 60 of batch)")
 	require.Equal(t, uint64(5), ps[1].RecordCount)
 	require.Zero(t, f.partitions("forever")[0].LogStartOffset)
 	requireEvent(t, f.ctx, "bftlog.topics.v1.EventRetentionApplied")
@@ -71,11 +75,15 @@ func TestRetentionByBytesKeepsAtLeastTheLimit(t *testing.T) {
 		_, err := f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: 0, Records: []types.BatchRecord{rec("", "0123456789")}})
 		require.NoError(t, err)
 	}
-	setRetention(t, f, "t", -1, 25) // 60 bytes stored: delete whole batches while >= 25 remain
+	last, err := f.k.BatchMetas.Get(f.ctx, collections.Join(types.TopicPartition{Topic: "t"}, uint64(5)))
+	require.NoError(t, err)
+	// Delete whole batches while at least 2.5 batches' stored bytes remain: 3 batches stay.
+	setRetention(t, f, "t", -1, int64(last.SizeBytes*5/2))
 	require.NoError(t, f.k.EndBlocker(f.ctx))
 	p := f.partitions("t")[0]
 	require.Equal(t, uint64(3), p.LogStartOffset)
-	require.Equal(t, uint64(30), p.ByteCount)
+	require.Equal(t, 3*last.SizeBytes, p.ByteCount)
+	require.Equal(t, storedBytes(t, f, "t", 0), p.ByteCount)
 	require.Equal(t, uint64(3), p.RecordCount)
 	require.NoError(t, f.k.EndBlocker(f.ctx))
 	require.Equal(t, uint64(3), f.partitions("t")[0].LogStartOffset, "stable once within the limit")
@@ -102,4 +110,20 @@ func TestRetentionPartitionBudgetCarriesOver(t *testing.T) {
 	require.Equal(t, []uint64{1, 1, 1, 0}, starts, "three partitions in the first block")
 	require.NoError(t, f.k.EndBlocker(f.ctx))
 	require.Equal(t, uint64(1), f.partitions("t")[3].LogStartOffset, "the fourth in the next")
+}
+
+// storedBytes sums the encoded size of a partition's stored batches, the figure byte_count
+// must equal.
+func storedBytes(t *testing.T, f *fixture, topic string, partition uint32) uint64 {
+	t.Helper()
+	var n uint64
+	rng := collections.NewPrefixedPairRange[types.TopicPartition, uint64](types.TopicPartition{Topic: topic, Partition: partition})
+	require.NoError(t, f.k.Batches.Walk(f.ctx, rng, func(_ collections.Pair[types.TopicPartition, uint64], b types.RecordBatch) (bool, error) {
+		bz, err := proto.Marshal(&b)
+		require.NoError(t, err)
+		require.Equal(t, uint64(len(bz)), b.SizeBytes, "size_bytes is the stored size")
+		n += uint64(len(bz))
+		return false, nil
+	}))
+	return n
 }

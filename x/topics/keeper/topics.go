@@ -37,6 +37,12 @@ func (k Keeper) CreateTopic(ctx context.Context, owner, name string, partitions 
 	} else if has {
 		return errorsmod.Wrapf(types.ErrTopicExists, "topic %q", name)
 	}
+	// A deleted topic's old batches still sit under its name until the purge ends.
+	if purging, err := k.TopicPurges.Has(ctx, name); err != nil {
+		return err
+	} else if purging {
+		return errorsmod.Wrapf(types.ErrTopicBeingDeleted, "topic %q was deleted and is still being purged; retry in a few blocks", name)
+	}
 	// The deposit is the first write: an owner who cannot pay leaves nothing behind.
 	deposit, err := k.escrow(ctx, owner, params.TopicDepositFor(partitions))
 	if err != nil {
@@ -137,8 +143,11 @@ func (k Keeper) AddPartitions(ctx context.Context, signer, name string, total ui
 	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventPartitionsAdded{Name: name, OldPartitions: old, NewPartitions: total})
 }
 
-// DeleteTopic removes a topic, its partitions, its batches and its spread cursor.
-// The work is proportional to the topic's batches and is paid for by the signer's gas.
+// DeleteTopic makes a topic unreadable and unwritable at once: the topic, its partitions, its
+// spread cursor and its groups' committed offsets go now (bounded by the partition count and
+// the groups that committed), and the batches and producer states, which can be unboundedly
+// many, are left to the EndBlocker's budgeted purge (purgeTopics). The name is reusable once
+// the purge ends.
 func (k Keeper) DeleteTopic(ctx context.Context, signer, name string) error {
 	if err := k.validAddress(signer, "authority"); err != nil {
 		return err
@@ -165,15 +174,12 @@ func (k Keeper) DeleteTopic(ctx context.Context, signer, name string) error {
 			return err
 		}
 		records += p.RecordCount
-		if err := k.Batches.Clear(ctx, collections.NewPrefixedPairRange[types.TopicPartition, uint64](tp)); err != nil {
-			return err
-		}
 		if err := k.Partitions.Remove(ctx, tp); err != nil {
 			return err
 		}
-		if err := k.ProducerStates.Clear(ctx, collections.NewPrefixedPairRange[types.TopicPartition, string](tp)); err != nil {
-			return err
-		}
+	}
+	if err := k.TopicPurges.Set(ctx, name, types.TopicPurge{Name: name, Partitions: t.Partitions}); err != nil {
+		return err
 	}
 	// Committed offsets of every group that read the topic go too.
 	var groups []string

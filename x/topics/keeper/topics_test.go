@@ -146,6 +146,10 @@ func TestDeleteTopic(t *testing.T) {
 	requireEvent(t, f.ctx, "bftlog.topics.v1.EventTopicDeleted")
 	_, err = f.fetch("t", 0, 0, 0, 0)
 	require.ErrorIs(t, err, types.ErrUnknownTopic)
+	// The name stays taken until the EndBlocker has purged the old batches.
+	_, err = f.msgs.CreateTopic(f.ctx, &types.MsgCreateTopic{Owner: f.alice, Name: "t", Partitions: 1, Config: anyone()})
+	require.ErrorIs(t, err, types.ErrTopicBeingDeleted)
+	require.NoError(t, f.k.EndBlocker(f.ctx))
 	n := 0
 	require.NoError(t, f.k.Batches.Walk(f.ctx, nil, func(k collections.Pair[types.TopicPartition, uint64], _ types.RecordBatch) (bool, error) {
 		require.Equal(t, "keep", k.K1().Topic)

@@ -92,10 +92,7 @@ func (gs GenesisState) Validate(ac address.Codec) error {
 		if b.Batch.BaseOffset != tl.next {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "partition %s: batch at offset %d, expected %d", p.Label(), b.Batch.BaseOffset, tl.next)
 		}
-		var size uint64
-		for _, r := range b.Batch.Records {
-			size += r.RecordSize()
-		}
+		size := b.Batch.StoredSize(b.Batch.RecordBytes())
 		if size != b.Batch.SizeBytes {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "partition %s: batch at offset %d says %d bytes, records hold %d", p.Label(), b.Batch.BaseOffset, b.Batch.SizeBytes, size)
 		}

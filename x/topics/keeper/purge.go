@@ -1,0 +1,90 @@
+package keeper
+
+import (
+	"context"
+
+	"cosmossdk.io/collections"
+
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// purgeTopics removes the batches and producer states of deleted topics within the shared
+// cleanup budget, oldest name first, partition by partition; a purge that runs out of budget
+// resumes from its stored next_partition in the next block. A finished purge frees the name.
+// Each partition finished costs one key, so even empty purges are bounded per block.
+func (k Keeper) purgeTopics(ctx context.Context, budget *cleanupBudget) error {
+	var purges []types.TopicPurge
+	err := k.TopicPurges.Walk(ctx, nil, func(_ string, tp types.TopicPurge) (bool, error) {
+		purges = append(purges, tp)
+		return uint32(len(purges)) >= budget.keys, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, tp := range purges {
+		for tp.NextPartition < tp.Partitions && budget.open() {
+			done, err := k.purgePartition(ctx, types.TopicPartition{Topic: tp.Name, Partition: tp.NextPartition}, budget)
+			if err != nil {
+				return err
+			}
+			if !done {
+				break
+			}
+			tp.NextPartition++
+			budget.spend(0)
+		}
+		if tp.NextPartition < tp.Partitions {
+			return k.TopicPurges.Set(ctx, tp.Name, tp)
+		}
+		if err := k.TopicPurges.Remove(ctx, tp.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// purgePartition deletes one partition's batches (by their metadata, never decoding a batch)
+// and then its producer states, within the budget, and reports whether none are left.
+func (k Keeper) purgePartition(ctx context.Context, tp types.TopicPartition, budget *cleanupBudget) (bool, error) {
+	var batches []collections.Pair[types.TopicPartition, uint64]
+	err := k.BatchMetas.Walk(ctx, collections.NewPrefixedPairRange[types.TopicPartition, uint64](tp),
+		func(key collections.Pair[types.TopicPartition, uint64], m types.BatchMeta) (bool, error) {
+			if !budget.open() {
+				return true, nil
+			}
+			batches = append(batches, key)
+			budget.spend(m.SizeBytes)
+			return false, nil
+		})
+	if err != nil {
+		return false, err
+	}
+	for _, key := range batches {
+		if err := k.removeBatch(ctx, key); err != nil {
+			return false, err
+		}
+	}
+	var producers []collections.Pair[types.TopicPartition, string]
+	err = k.ProducerStates.Walk(ctx, collections.NewPrefixedPairRange[types.TopicPartition, string](tp),
+		func(key collections.Pair[types.TopicPartition, string], _ types.ProducerState) (bool, error) {
+			if !budget.open() {
+				return true, nil
+			}
+			producers = append(producers, key)
+			budget.spend(0)
+			return false, nil
+		})
+	if err != nil {
+		return false, err
+	}
+	for _, key := range producers {
+		if err := k.ProducerStates.Remove(ctx, key); err != nil {
+			return false, err
+		}
+	}
+	if !budget.open() {
+		// Out of budget: whether anything is left is found out next block.
+		return false, nil
+	}
+	return true, nil
+}
