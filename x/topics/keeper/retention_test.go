@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"cosmossdk.io/collections"
+	storetypes "cosmossdk.io/store/types"
 
 	"github.com/bftlog/bftlog/x/topics/types"
 )
@@ -126,4 +127,88 @@ func storedBytes(t *testing.T, f *fixture, topic string, partition uint32) uint6
 		return false, nil
 	}))
 	return n
+}
+
+// worstCaseRecords is the batch that costs the most to decode per stored byte: the most
+// records, each with the most headers, all empty (once counted as 0 bytes).
+func worstCaseRecords(p types.Params) []types.BatchRecord {
+	rs := make([]types.BatchRecord, p.MaxRecordsPerBatch)
+	for i := range rs {
+		rs[i].Headers = make([]types.Header, p.MaxHeadersPerRecord)
+	}
+	return rs
+}
+
+// The retention stall: 200 partitions (retention_partitions_per_block) each holding a batch of
+// 10,000 records x 64 empty headers. Retention used to decode every partition's first batch each
+// block, due or not (0.7-1.1 s for 20 such partitions), and counted these batches as 0 bytes.
+// Now the batches count their stored size, and the EndBlocker reads only BatchMetas: with
+// nothing due it reads a few dozen bytes per partition and takes milliseconds; when all is due
+// it deletes within the shared budget without decoding a batch.
+func TestRetentionStallWorstCaseBatches(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds 200 worst-case batches (about 260 MB)")
+	}
+	f := newFixture(t)
+	params, err := f.k.Params.Get(f.ctx)
+	require.NoError(t, err)
+	n := params.RetentionPartitionsPerBlock
+	f.createTopic("w", n)
+	setRetention(t, f, "w", time.Hour.Milliseconds(), -1)
+	records := worstCaseRecords(params)
+	start := time.Now()
+	for i := uint32(0); i < n; i++ {
+		_, err := f.produce(f.alice, types.ProduceBatch{Topic: "w", Partition: int32(i), Records: records})
+		require.NoError(t, err)
+	}
+	p0 := f.partitions("w")[0]
+	require.Equal(t, storedBytes(t, f, "w", 0), p0.ByteCount, "byte_count is the stored size")
+	require.Greater(t, p0.ByteCount, uint64(len(records))*uint64(params.MaxHeadersPerRecord)*2, "empty headers are paid for")
+	t.Logf("%d partitions x 1 batch of %d records x %d empty headers: %d stored bytes each (once counted as 0), built in %s",
+		n, len(records), params.MaxHeadersPerRecord, p0.ByteCount, time.Since(start).Round(time.Millisecond))
+
+	// What the old EndBlocker did per block for 20 of them: decode each first batch.
+	start = time.Now()
+	for i := uint32(0); i < 20; i++ {
+		_, err := f.k.Batches.Get(f.ctx, collections.Join(types.TopicPartition{Topic: "w", Partition: i}, uint64(len(records)-1)))
+		require.NoError(t, err)
+	}
+	decode20 := time.Since(start)
+
+	// Nothing due: every partition is inspected, nothing deleted, a few bytes read each.
+	var worst time.Duration
+	var gas storetypes.Gas
+	for b := 0; b < 5; b++ {
+		f.advance(time.Second)
+		ctx := f.ctx.WithGasMeter(storetypes.NewInfiniteGasMeter())
+		start = time.Now()
+		require.NoError(t, f.k.EndBlocker(ctx))
+		worst = max(worst, time.Since(start))
+		gas = ctx.GasMeter().GasConsumed()
+	}
+	require.Equal(t, p0, f.partitions("w")[0], "nothing was due")
+	t.Logf("EndBlocker over %d partitions, nothing due: slowest of 5 blocks %s, %d gas of store reads (decoding 20 first batches, as before: %s)",
+		n, worst, gas, decode20.Round(time.Millisecond))
+	require.Less(t, gas, uint64(n)*5_000, "reads metadata only, not 1.3 MB batches")
+	require.Less(t, worst, 100*time.Millisecond)
+
+	// All due: deleted within the byte budget, a few blocks, still no batch decoded.
+	f.advance(2 * time.Hour)
+	blocks := 0
+	worst = 0
+	for f.partitions("w")[n-1].RecordCount > 0 {
+		blocks++
+		require.LessOrEqual(t, blocks, 20, "retention must finish")
+		f.advance(time.Second)
+		start = time.Now()
+		require.NoError(t, f.k.EndBlocker(f.ctx))
+		worst = max(worst, time.Since(start))
+	}
+	for _, p := range f.partitions("w") {
+		require.Zero(t, p.ByteCount)
+		require.Equal(t, uint64(len(records)), p.LogStartOffset)
+	}
+	wantBlocks := (uint64(n)*p0.ByteCount + params.CleanupBytesPerBlock - 1) / params.CleanupBytesPerBlock
+	t.Logf("all %d batches due: deleted in %d blocks (cleanup_bytes_per_block %d), slowest block %s", n, blocks, params.CleanupBytesPerBlock, worst)
+	require.InDelta(t, float64(wantBlocks), float64(blocks), 1, "the byte budget bounds each block")
 }

@@ -1,0 +1,172 @@
+package keeper_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"cosmossdk.io/collections"
+	storetypes "cosmossdk.io/store/types"
+
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// topicKeys counts the keys a topic still has in the batch, metadata and producer-state
+// collections.
+func topicKeys(t *testing.T, f *fixture, topic string, partitions uint32) (batches, metas, producers int) {
+	t.Helper()
+	for i := uint32(0); i < partitions; i++ {
+		tp := types.TopicPartition{Topic: topic, Partition: i}
+		for _, c := range []struct {
+			n    *int
+			walk func() error
+		}{
+			{&batches, func() error {
+				return f.k.Batches.Walk(f.ctx, collections.NewPrefixedPairRange[types.TopicPartition, uint64](tp), func(collections.Pair[types.TopicPartition, uint64], types.RecordBatch) (bool, error) {
+					batches++
+					return false, nil
+				})
+			}},
+			{&metas, func() error {
+				return f.k.BatchMetas.Walk(f.ctx, collections.NewPrefixedPairRange[types.TopicPartition, uint64](tp), func(collections.Pair[types.TopicPartition, uint64], types.BatchMeta) (bool, error) {
+					metas++
+					return false, nil
+				})
+			}},
+			{&producers, func() error {
+				return f.k.ProducerStates.Walk(f.ctx, collections.NewPrefixedPairRange[types.TopicPartition, string](tp), func(collections.Pair[types.TopicPartition, string], types.ProducerState) (bool, error) {
+					producers++
+					return false, nil
+				})
+			}},
+		} {
+			require.NoError(t, c.walk())
+		}
+	}
+	return batches, metas, producers
+}
+
+// requireGone checks that nothing of a deleted topic can be read or written.
+func requireGone(t *testing.T, f *fixture, topic string) {
+	t.Helper()
+	_, err := f.query.Topic(f.ctx, &types.QueryTopicRequest{Name: topic})
+	require.ErrorIs(t, err, types.ErrUnknownTopic)
+	_, err = f.query.Partitions(f.ctx, &types.QueryPartitionsRequest{Name: topic})
+	require.ErrorIs(t, err, types.ErrUnknownTopic)
+	for _, p := range []uint32{0, 2} {
+		_, err = f.fetch(topic, p, 0, 0, 0)
+		require.ErrorIs(t, err, types.ErrUnknownTopic)
+		_, err = f.query.Record(f.ctx, &types.QueryRecordRequest{Topic: topic, Partition: p, Offset: 1})
+		require.ErrorIs(t, err, types.ErrUnknownTopic)
+		_, err = f.query.ListOffsets(f.ctx, &types.QueryListOffsetsRequest{Topic: topic, Partition: p, Spec: types.OFFSET_SPEC_EARLIEST})
+		require.ErrorIs(t, err, types.ErrUnknownTopic)
+		_, err = f.query.ProducerStates(f.ctx, &types.QueryProducerStatesRequest{Topic: topic, Partition: p})
+		require.ErrorIs(t, err, types.ErrUnknownTopic)
+	}
+	_, err = f.produce(f.alice, types.ProduceBatch{Topic: topic, Partition: 0, Records: []types.BatchRecord{rec("", "late")}})
+	require.ErrorIs(t, err, types.ErrUnknownTopic)
+}
+
+// Issue "Hostile accounts" item 5: DeleteTopic was one transaction over every batch. With a
+// finite gas cap (max_tx_gas) a big topic could never be deleted: clearing this topic's batches
+// in one transaction runs out of gas. Now the delete tx costs what the partitions cost, the topic
+// is unreadable and unwritable at once, its name is refused until the EndBlocker has purged the
+// batches and producer states within the shared per-block budget, and retention elsewhere keeps
+// running during the purge.
+func TestDeleteBigTopicIsBoundedAndPurgedOverBlocks(t *testing.T) {
+	f := newFixture(t)
+	params, err := f.k.Params.Get(f.ctx)
+	require.NoError(t, err)
+	const parts = 3
+	f.createTopic("big", parts)
+	f.createTopic("keep", 1)
+	setRetention(t, f, "keep", 1000, -1)
+	_, err = f.produce(f.bob, types.ProduceBatch{Topic: "keep", Partition: 0, Records: []types.BatchRecord{rec("", "old")}})
+	require.NoError(t, err)
+	// 120 batches of one 1,000,000-byte record on partitions 0 and 1 (idempotent, so producer
+	// states exist), and 1,200 one-record batches on partition 2 from three producers.
+	value := string(make([]byte, 1_000_000))
+	for i := 0; i < 60; i++ {
+		for p := int32(0); p < 2; p++ {
+			_, err := f.produce(f.alice, types.ProduceBatch{Topic: "big", Partition: p, Sequence: uint64(i + 1), Records: []types.BatchRecord{rec("", value)}})
+			require.NoError(t, err)
+		}
+	}
+	for i := 0; i < 400; i++ {
+		for _, who := range []string{f.alice, f.bob, f.carol} {
+			_, err := f.produce(who, types.ProduceBatch{Topic: "big", Partition: 2, Sequence: uint64(i + 1), Records: []types.BatchRecord{rec("", fmt.Sprint(i))}})
+			require.NoError(t, err)
+		}
+	}
+	batches, metas, producers := topicKeys(t, f, "big", parts)
+	require.Equal(t, []int{1320, 1320, 5}, []int{batches, metas, producers})
+	var stored uint64
+	for _, p := range f.partitions("big") {
+		stored += p.ByteCount
+	}
+
+	// The old delete, replayed: clearing the batches in one transaction capped at max_tx_gas.
+	cache, _ := f.ctx.CacheContext()
+	cache = cache.WithGasMeter(storetypes.NewGasMeter(params.MaxTxGas))
+	outOfGas := func() (out bool) {
+		defer func() { _, out = recover().(storetypes.ErrorOutOfGas) }()
+		for p := uint32(0); p < parts; p++ {
+			_ = f.k.Batches.Clear(cache, collections.NewPrefixedPairRange[types.TopicPartition, uint64](types.TopicPartition{Topic: "big", Partition: p}))
+		}
+		return false
+	}()
+	require.True(t, outOfGas, "clearing %d stored bytes in one tx exceeds max_tx_gas", stored)
+
+	// The delete: bounded by the partition count, well within the cap.
+	ctx := f.ctx.WithGasMeter(storetypes.NewGasMeter(params.MaxTxGas))
+	start := time.Now()
+	_, err = f.msgs.DeleteTopic(ctx, &types.MsgDeleteTopic{Authority: f.alice, Name: "big"})
+	require.NoError(t, err)
+	gas, took := ctx.GasMeter().GasConsumed(), time.Since(start)
+	require.Less(t, gas, uint64(200_000), "the delete tx does not touch the batches")
+	t.Logf("delete of a topic with %d batches (%d stored bytes, %d producer states): %d gas (max_tx_gas %d), %s; the old one-tx delete ran out of gas",
+		batches, stored, producers, gas, params.MaxTxGas, took.Round(time.Microsecond))
+	requireEvent(t, f.ctx, "bftlog.topics.v1.EventTopicDeleted")
+
+	requireGone(t, f, "big")
+	blocks := 0
+	var slowest time.Duration
+	for {
+		has, err := f.k.TopicPurges.Has(f.ctx, "big")
+		require.NoError(t, err)
+		if !has {
+			break
+		}
+		_, err = f.msgs.CreateTopic(f.ctx, &types.MsgCreateTopic{Owner: f.bob, Name: "big", Partitions: 1, Config: anyone()})
+		require.ErrorIs(t, err, types.ErrTopicBeingDeleted, "block %d", blocks)
+		before, _, _ := topicKeys(t, f, "big", parts)
+		f.advance(time.Second)
+		start := time.Now()
+		require.NoError(t, f.k.EndBlocker(f.ctx))
+		slowest = max(slowest, time.Since(start))
+		blocks++
+		after, _, _ := topicKeys(t, f, "big", parts)
+		require.LessOrEqual(t, before-after, int(params.RetentionBatchesPerBlock), "per-block key budget")
+		requireGone(t, f, "big")
+		require.Less(t, blocks, 20, "the purge must end")
+	}
+	batches, metas, producers = topicKeys(t, f, "big", parts)
+	require.Equal(t, []int{0, 0, 0}, []int{batches, metas, producers}, "nothing of the topic is left")
+	require.Equal(t, uint64(1), f.partitions("keep")[0].LogStartOffset, "retention ran during the purge")
+	t.Logf("purged in %d blocks (retention_batches_per_block %d, cleanup_bytes_per_block %d), slowest EndBlocker %s",
+		blocks, params.RetentionBatchesPerBlock, params.CleanupBytesPerBlock, slowest.Round(time.Microsecond))
+	require.GreaterOrEqual(t, blocks, 3, "more than one block's budget of work")
+
+	// Purged: the name is free and the new topic starts empty, with fresh producer state.
+	_, err = f.msgs.CreateTopic(f.ctx, &types.MsgCreateTopic{Owner: f.bob, Name: "big", Partitions: 1, Config: anyone()})
+	require.NoError(t, err)
+	res, err := f.fetch("big", 0, 0, 0, 0)
+	require.NoError(t, err)
+	require.Empty(t, res.Records)
+	out, err := f.produce(f.alice, types.ProduceBatch{Topic: "big", Partition: 0, Sequence: 1, Records: []types.BatchRecord{rec("", "new")}})
+	require.NoError(t, err)
+	require.Equal(t, uint64(0), out.Results[0].BaseOffset)
+	require.False(t, out.Results[0].Duplicate)
+}
