@@ -109,11 +109,11 @@ func (am AppModule) InitGenesis(ctx sdk.Context, cdc codec.JSONCodec, bz json.Ra
 
 // ExportGenesis exports the module state.
 func (am AppModule) ExportGenesis(ctx sdk.Context, cdc codec.JSONCodec) json.RawMessage {
-	gs, err := am.keeper.ExportGenesis(ctx)
+	bz, err := am.keeper.ExportGenesisJSON(ctx, cdc)
 	if err != nil {
 		panic(fmt.Errorf("x/topics export: %w", err))
 	}
-	return cdc.MustMarshalJSON(gs)
+	return bz
 }
 
 // EndBlock expires silent group members and enforces retention, with bounded work per block.

@@ -1,9 +1,14 @@
 package keeper
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"cosmossdk.io/collections"
+
+	"github.com/cosmos/cosmos-sdk/codec"
 
 	"github.com/bftlog/bftlog/x/topics/types"
 )
@@ -79,6 +84,82 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 
 // ExportGenesis writes out all module state in store order.
 func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) {
+	gs, err := k.exportAllButBatches(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = k.walkGenesisBatches(ctx, func(b types.GenesisBatch) error {
+		gs.Batches = append(gs.Batches, b)
+		return nil
+	})
+	return gs, err
+}
+
+// batchesField is how the codec writes an empty batches list, where ExportGenesisJSON splices
+// the batches in.
+var batchesField = []byte(`"batches":[]`)
+
+// ExportGenesisJSON is ExportGenesis marshalled by cdc, byte for byte, but the batches (nearly
+// all of a log's state) are marshalled one at a time straight into the output: decoded records
+// never exist for more than one batch at once, so exporting a large log needs memory for its
+// JSON, not also for every record as Go objects and the codec's work on all of them at once.
+func (k Keeper) ExportGenesisJSON(ctx context.Context, cdc codec.JSONCodec) (json.RawMessage, error) {
+	gs, err := k.exportAllButBatches(ctx)
+	if err != nil {
+		return nil, err
+	}
+	head, err := cdc.MarshalJSON(gs)
+	if err != nil {
+		return nil, err
+	}
+	// Field names are quoted and quotes inside strings are escaped, so the only match is the
+	// GenesisState's own field (no nested message has a batches field).
+	at := bytes.Index(head, batchesField)
+	if at < 0 || bytes.Contains(head[at+1:], batchesField) {
+		return nil, fmt.Errorf("x/topics export: no single %s in the marshalled state", batchesField)
+	}
+	var stored uint64
+	for _, p := range gs.Partitions {
+		stored += p.ByteCount
+	}
+	// Base64 makes bytes 4/3 larger; sizing the buffer once avoids growing (copying) it.
+	out := bytes.NewBuffer(make([]byte, 0, uint64(len(head))+stored/2*3))
+	split := at + len(batchesField) - 1 // just after the list's '['
+	out.Write(head[:split])
+	first := true
+	err = k.walkGenesisBatches(ctx, func(b types.GenesisBatch) error {
+		bz, err := cdc.MarshalJSON(&b)
+		if err != nil {
+			return err
+		}
+		if !first {
+			out.WriteByte(',')
+		}
+		first = false
+		out.Write(bz)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Write(head[split:])
+	return out.Bytes(), nil
+}
+
+// walkGenesisBatches hands fn every exported batch in store order, one at a time.
+func (k Keeper) walkGenesisBatches(ctx context.Context, fn func(types.GenesisBatch) error) error {
+	// Deleted topics still being purged are left out (their batches are unreadable leftovers),
+	// so the exported state is what the purge would end with.
+	return k.Batches.Walk(ctx, nil, func(key collections.Pair[types.TopicPartition, uint64], b types.RecordBatch) (bool, error) {
+		if gone, err := k.TopicPurges.Has(ctx, key.K1().Topic); err != nil || gone {
+			return false, err
+		}
+		return false, fn(types.GenesisBatch{Topic: key.K1().Topic, Partition: key.K1().Partition, Batch: b})
+	})
+}
+
+// exportAllButBatches is the exported state without its batches.
+func (k Keeper) exportAllButBatches(ctx context.Context) (*types.GenesisState, error) {
 	params, err := k.Params.Get(ctx)
 	if err != nil {
 		return nil, err
@@ -101,16 +182,6 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 	// Deleted topics still being purged are left out (their batches and producer states are
 	// unreadable leftovers), so the exported state is what the purge would end with.
 	purging := func(topic string) (bool, error) { return k.TopicPurges.Has(ctx, topic) }
-	err = k.Batches.Walk(ctx, nil, func(key collections.Pair[types.TopicPartition, uint64], b types.RecordBatch) (bool, error) {
-		if gone, err := purging(key.K1().Topic); err != nil || gone {
-			return false, err
-		}
-		gs.Batches = append(gs.Batches, types.GenesisBatch{Topic: key.K1().Topic, Partition: key.K1().Partition, Batch: b})
-		return false, nil
-	})
-	if err != nil {
-		return nil, err
-	}
 	err = k.SpreadCursors.Walk(ctx, nil, func(topic string, next uint32) (bool, error) {
 		gs.SpreadCursors = append(gs.SpreadCursors, types.SpreadCursor{Topic: topic, NextPartition: next})
 		return false, nil

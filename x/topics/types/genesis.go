@@ -28,13 +28,14 @@ func (gs GenesisState) Validate(ac address.Codec) error {
 		if _, err := ac.StringToBytes(t.Owner); err != nil {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "topic %s owner: %v", t.Name, err)
 		}
-		if err := ValidatePartitionCount(t.Partitions, gs.Params); err != nil {
-			return errorsmod.Wrapf(ErrInvalidGenesis, "topic %s: %v", t.Name, err)
+		// Only structure is checked against existing objects, never the current limits
+		// (max_partitions_per_topic, max_record_bytes, max_group_members, ...): governance may
+		// lower a limit below what existing topics and groups already have, the limits apply to
+		// new actions, and the exported state must still validate and import.
+		if t.Partitions == 0 {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "topic %s has no partitions", t.Name)
 		}
 		if err := t.Config.ValidateBasic(ac); err != nil {
-			return errorsmod.Wrapf(ErrInvalidGenesis, "topic %s: %v", t.Name, err)
-		}
-		if err := t.Config.ValidateAgainst(gs.Params); err != nil {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "topic %s: %v", t.Name, err)
 		}
 		if err := t.Deposit.Validate(); err != nil {
@@ -173,7 +174,6 @@ func (gs GenesisState) validateGroups(ac address.Codec, parts map[TopicPartition
 	}
 	members := map[memberKey]bool{}
 	owned := map[groupPartitionKey]string{}
-	perGroup := map[string]uint32{}
 	for _, m := range gs.Members {
 		if _, ok := groups[m.GroupId]; !ok {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "member %s of unknown group %s", m.Member, m.GroupId)
@@ -196,10 +196,6 @@ func (gs GenesisState) validateGroups(ac address.Codec, parts map[TopicPartition
 				}
 				owned[k] = m.Member
 			}
-		}
-		perGroup[m.GroupId]++
-		if perGroup[m.GroupId] > gs.Params.MaxGroupMembers {
-			return errorsmod.Wrapf(ErrInvalidGenesis, "group %s has more than %d members", m.GroupId, gs.Params.MaxGroupMembers)
 		}
 	}
 	seen := map[groupPartitionKey]bool{}
