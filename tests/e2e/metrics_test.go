@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -69,15 +71,26 @@ func TestMetrics(t *testing.T) {
 	const topic, group = "e2e.metrics", "metrics-readers"
 	n.MustCLI("", "tx", "topics", "create-topic", topic, "--partitions", "2", "--from", "alice")
 
-	// Seven keyed records with a header into partition 0, in one batch. The chain counts key +
-	// value + header key and value bytes.
+	// Seven keyed records with a header into partition 0, in one batch. The chain counts the
+	// batch's stored (encoded) size, the partition's byte_count: more than the key + value +
+	// header bytes alone.
 	records := []string{"k1:a", "k2:bb", "key-3:ccc", "k4:", "k5:hello world", "k6:x", "k7:0123456789"}
-	wantBytes := 0
+	payload := 0
 	for _, r := range records {
-		wantBytes += len(r) - len(":") + len("src") + len("e2e")
+		payload += len(r) - len(":") + len("src") + len("e2e")
 	}
 	n.MustCLI("", append([]string{"tx", "topics", "produce", topic}, append(records,
 		"--partition", "0", "--key-separator", ":", "--header", "src=e2e", "--from", "bob")...)...)
+	var ps struct {
+		Partitions []struct {
+			ByteCount string `json:"byte_count"`
+		} `json:"partitions"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(n.MustCLI("", "query", "topics", "partitions", topic, "-o", "json")), &ps))
+	wantBytes, err := strconv.Atoi(ps.Partitions[0].ByteCount)
+	require.NoError(t, err)
+	require.Greater(t, wantBytes, payload)
+	t.Logf("batch of %d records: %d stored bytes (%d of keys, values and headers)", len(records), wantBytes, payload)
 
 	// A produce to a partition the topic lacks passes CheckTx (which runs only the ante handler)
 	// and fails in the block; --gas skips the simulation that would refuse it before broadcast.
