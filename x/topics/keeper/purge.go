@@ -13,6 +13,9 @@ import (
 // resumes from its stored next_partition in the next block. A finished purge frees the name.
 // Each partition finished costs one key, so even empty purges are bounded per block.
 func (k Keeper) purgeTopics(ctx context.Context, budget *cleanupBudget) error {
+	if !budget.open() { // retention went first and used it all
+		return nil
+	}
 	var purges []types.TopicPurge
 	err := k.TopicPurges.Walk(ctx, nil, func(_ string, tp types.TopicPurge) (bool, error) {
 		purges = append(purges, tp)

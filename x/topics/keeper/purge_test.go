@@ -170,3 +170,54 @@ func TestDeleteBigTopicIsBoundedAndPurgedOverBlocks(t *testing.T) {
 	require.Equal(t, uint64(0), out.Results[0].BaseOffset)
 	require.False(t, out.Results[0].Duplicate)
 }
+
+// Retention and purges share one budget: together they never delete more keys per block than
+// retention_batches_per_block, and neither starves the other (they take turns going first).
+func TestPurgeAndRetentionShareTheBudget(t *testing.T) {
+	f := newFixture(t)
+	f.setParams(func(p *types.Params) { p.RetentionBatchesPerBlock = 10 })
+	f.createTopic("r", 1)
+	f.createTopic("d", 1)
+	for i := 0; i < 30; i++ {
+		_, err := f.produce(f.alice,
+			types.ProduceBatch{Topic: "r", Partition: 0, Records: []types.BatchRecord{rec("", "x")}},
+			types.ProduceBatch{Topic: "d", Partition: 0, Records: []types.BatchRecord{rec("", "y")}})
+		require.NoError(t, err)
+	}
+	setRetention(t, f, "r", 1000, -1)
+	_, err := f.msgs.DeleteTopic(f.ctx, &types.MsgDeleteTopic{Authority: f.alice, Name: "d"})
+	require.NoError(t, err)
+	f.advance(time.Hour)
+	total := func() int {
+		n := 0
+		require.NoError(t, f.k.BatchMetas.Walk(f.ctx, nil, func(collections.Pair[types.TopicPartition, uint64], types.BatchMeta) (bool, error) {
+			n++
+			return false, nil
+		}))
+		return n
+	}
+	var perBlock []int
+	for blocks := 0; total() > 0; blocks++ {
+		require.Less(t, blocks, 20)
+		before := total()
+		f.advance(time.Second)
+		require.NoError(t, f.k.EndBlocker(f.ctx))
+		perBlock = append(perBlock, before-total())
+		require.LessOrEqual(t, before-total(), 10, "one budget for both")
+		if blocks == 1 {
+			left, _, _ := topicKeys(t, f, "d", 1)
+			require.Less(t, left, 30, "the purge progressed")
+			require.Positive(t, f.partitions("r")[0].LogStartOffset, "retention progressed")
+		}
+	}
+	has, err := f.k.TopicPurges.Has(f.ctx, "d")
+	require.NoError(t, err)
+	if has { // the last partition's end is noticed with budget to spare
+		require.NoError(t, f.k.EndBlocker(f.ctx))
+		has, err = f.k.TopicPurges.Has(f.ctx, "d")
+		require.NoError(t, err)
+	}
+	require.False(t, has)
+	require.Equal(t, uint64(30), f.partitions("r")[0].LogStartOffset)
+	t.Logf("60 batches (30 due, 30 purged) at retention_batches_per_block 10: deleted per block %v", perBlock)
+}
