@@ -30,9 +30,9 @@ const (
 	// member plus members x subscribed partitions per rebalanced group): one full-size group
 	// (100 members x 1024 partitions) fits, a backlog waits for the next block.
 	DefaultMaxExpiryWorkPerBlock = 200_000
-	// DefaultMaxTxGas fits the largest produce (a 4 MiB batch uses about 171M gas, 30 per stored
+	// DefaultMaxTxGas fits the largest produce (a 4 MiB batch uses about 168M gas, 30 per stored
 	// byte plus 10 per tx byte, measured by app's TestLargestProduceGas; the clients' 1.3
-	// adjustment asks 223M, size-derived gas 252M) and keeps a block (app.DefaultBlockMaxGas)
+	// adjustment asks 218M, size-derived gas 252M) and keeps a block (app.DefaultBlockMaxGas)
 	// five such transactions wide.
 	DefaultMaxTxGas = 300_000_000
 )
