@@ -82,7 +82,7 @@ func (AppModule) ValidateGenesis(cdc codec.JSONCodec, _ client.TxEncodingConfig,
 		}
 		seen[a.Operator] = true
 	}
-	return nil
+	return gs.ValidateStake()
 }
 
 func (am AppModule) InitGenesis(ctx sdk.Context, cdc codec.JSONCodec, bz json.RawMessage) {

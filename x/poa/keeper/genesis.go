@@ -2,6 +2,10 @@ package keeper
 
 import (
 	"context"
+	"time"
+
+	"cosmossdk.io/collections"
+	"cosmossdk.io/math"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
@@ -11,8 +15,21 @@ import (
 // InitGenesis stores the admissions; with none listed, every validator the genesis
 // transactions created is admitted at its genesis power. From then on the ante decorator applies.
 func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
+	if err := gs.ValidateStake(); err != nil {
+		return err
+	}
 	if err := k.initAdmissions(ctx, gs); err != nil {
 		return err
+	}
+	for _, g := range gs.Grants {
+		if err := k.Granted.Set(ctx, sdk.MustAccAddressFromBech32(g.Account), g.Amount); err != nil {
+			return err
+		}
+	}
+	for _, c := range gs.Clawbacks {
+		if err := k.Clawbacks.Set(ctx, collections.Join(c.CompletionTime, []byte(sdk.MustAccAddressFromBech32(c.Account))), c.Amount); err != nil {
+			return err
+		}
 	}
 	return k.GenesisDone.Set(ctx, true)
 }
@@ -54,11 +71,25 @@ func (k Keeper) initAdmissions(ctx context.Context, gs *types.GenesisState) erro
 	return nil
 }
 
-// ExportGenesis exports every admission.
+// ExportGenesis exports every admission, and the minted stake still to be burned.
 func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) {
 	gs := &types.GenesisState{}
 	err := k.Admissions.Walk(ctx, nil, func(_ []byte, a types.Admission) (bool, error) {
 		gs.Admissions = append(gs.Admissions, a)
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = k.Granted.Walk(ctx, nil, func(acc []byte, amt math.Int) (bool, error) {
+		gs.Grants = append(gs.Grants, types.Grant{Account: sdk.AccAddress(acc).String(), Amount: amt})
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = k.Clawbacks.Walk(ctx, nil, func(key collections.Pair[time.Time, []byte], amt math.Int) (bool, error) {
+		gs.Clawbacks = append(gs.Clawbacks, types.Clawback{CompletionTime: key.K1(), Account: sdk.AccAddress(key.K2()).String(), Amount: amt})
 		return false, nil
 	})
 	return gs, err

@@ -4,18 +4,23 @@
 package types
 
 import (
+	cosmossdk_io_math "cosmossdk.io/math"
 	fmt "fmt"
 	_ "github.com/cosmos/gogoproto/gogoproto"
 	proto "github.com/cosmos/gogoproto/proto"
+	github_com_cosmos_gogoproto_types "github.com/cosmos/gogoproto/types"
+	_ "google.golang.org/protobuf/types/known/timestamppb"
 	io "io"
 	math "math"
 	math_bits "math/bits"
+	time "time"
 )
 
 // Reference imports to suppress errors if they are not otherwise used.
 var _ = proto.Marshal
 var _ = fmt.Errorf
 var _ = math.Inf
+var _ = time.Kitchen
 
 // This is a compile-time assertion to ensure that this generated file
 // is compatible with the proto package it is being compiled against.
@@ -27,6 +32,10 @@ const _ = proto.GoGoProtoPackageIsVersion3 // please upgrade the proto package
 // transactions is admitted with its genesis power.
 type GenesisState struct {
 	Admissions []Admission `protobuf:"bytes,1,rep,name=admissions,proto3" json:"admissions"`
+	// Stake x/poa minted into operators' accounts and has not burned yet.
+	Grants []Grant `protobuf:"bytes,2,rep,name=grants,proto3" json:"grants"`
+	// Granted stake unbonding back to operators, burned when the unbonding completes.
+	Clawbacks []Clawback `protobuf:"bytes,3,rep,name=clawbacks,proto3" json:"clawbacks"`
 }
 
 func (m *GenesisState) Reset()         { *m = GenesisState{} }
@@ -69,27 +78,156 @@ func (m *GenesisState) GetAdmissions() []Admission {
 	return nil
 }
 
+func (m *GenesisState) GetGrants() []Grant {
+	if m != nil {
+		return m.Grants
+	}
+	return nil
+}
+
+func (m *GenesisState) GetClawbacks() []Clawback {
+	if m != nil {
+		return m.Clawbacks
+	}
+	return nil
+}
+
+// Grant is stake x/poa minted into an account (an operator's, for its create-validator): only
+// that much of the operator's self-delegation is burned on a power decrease or removal.
+type Grant struct {
+	Account string                `protobuf:"bytes,1,opt,name=account,proto3" json:"account,omitempty"`
+	Amount  cosmossdk_io_math.Int `protobuf:"bytes,2,opt,name=amount,proto3,customtype=cosmossdk.io/math.Int" json:"amount"`
+}
+
+func (m *Grant) Reset()         { *m = Grant{} }
+func (m *Grant) String() string { return proto.CompactTextString(m) }
+func (*Grant) ProtoMessage()    {}
+func (*Grant) Descriptor() ([]byte, []int) {
+	return fileDescriptor_1b4a915211d16326, []int{1}
+}
+func (m *Grant) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *Grant) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_Grant.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *Grant) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_Grant.Merge(m, src)
+}
+func (m *Grant) XXX_Size() int {
+	return m.Size()
+}
+func (m *Grant) XXX_DiscardUnknown() {
+	xxx_messageInfo_Grant.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_Grant proto.InternalMessageInfo
+
+func (m *Grant) GetAccount() string {
+	if m != nil {
+		return m.Account
+	}
+	return ""
+}
+
+// Clawback is granted stake unbonding to account until completion_time, burned then.
+type Clawback struct {
+	CompletionTime time.Time             `protobuf:"bytes,1,opt,name=completion_time,json=completionTime,proto3,stdtime" json:"completion_time"`
+	Account        string                `protobuf:"bytes,2,opt,name=account,proto3" json:"account,omitempty"`
+	Amount         cosmossdk_io_math.Int `protobuf:"bytes,3,opt,name=amount,proto3,customtype=cosmossdk.io/math.Int" json:"amount"`
+}
+
+func (m *Clawback) Reset()         { *m = Clawback{} }
+func (m *Clawback) String() string { return proto.CompactTextString(m) }
+func (*Clawback) ProtoMessage()    {}
+func (*Clawback) Descriptor() ([]byte, []int) {
+	return fileDescriptor_1b4a915211d16326, []int{2}
+}
+func (m *Clawback) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *Clawback) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_Clawback.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *Clawback) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_Clawback.Merge(m, src)
+}
+func (m *Clawback) XXX_Size() int {
+	return m.Size()
+}
+func (m *Clawback) XXX_DiscardUnknown() {
+	xxx_messageInfo_Clawback.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_Clawback proto.InternalMessageInfo
+
+func (m *Clawback) GetCompletionTime() time.Time {
+	if m != nil {
+		return m.CompletionTime
+	}
+	return time.Time{}
+}
+
+func (m *Clawback) GetAccount() string {
+	if m != nil {
+		return m.Account
+	}
+	return ""
+}
+
 func init() {
 	proto.RegisterType((*GenesisState)(nil), "bftlog.poa.v1.GenesisState")
+	proto.RegisterType((*Grant)(nil), "bftlog.poa.v1.Grant")
+	proto.RegisterType((*Clawback)(nil), "bftlog.poa.v1.Clawback")
 }
 
 func init() { proto.RegisterFile("bftlog/poa/v1/genesis.proto", fileDescriptor_1b4a915211d16326) }
 
 var fileDescriptor_1b4a915211d16326 = []byte{
-	// 193 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xe2, 0x92, 0x4e, 0x4a, 0x2b, 0xc9,
-	0xc9, 0x4f, 0xd7, 0x2f, 0xc8, 0x4f, 0xd4, 0x2f, 0x33, 0xd4, 0x4f, 0x4f, 0xcd, 0x4b, 0x2d, 0xce,
-	0x2c, 0xd6, 0x2b, 0x28, 0xca, 0x2f, 0xc9, 0x17, 0xe2, 0x85, 0x48, 0xea, 0x15, 0xe4, 0x27, 0xea,
-	0x95, 0x19, 0x4a, 0x89, 0xa4, 0xe7, 0xa7, 0xe7, 0x83, 0x65, 0xf4, 0x41, 0x2c, 0x88, 0x22, 0x29,
-	0x71, 0x54, 0x13, 0x40, 0x6a, 0xc1, 0x12, 0x4a, 0x7e, 0x5c, 0x3c, 0xee, 0x10, 0xe3, 0x82, 0x4b,
-	0x12, 0x4b, 0x52, 0x85, 0xec, 0xb8, 0xb8, 0x12, 0x53, 0x72, 0x33, 0x8b, 0x8b, 0x33, 0xf3, 0xf3,
-	0x8a, 0x25, 0x18, 0x15, 0x98, 0x35, 0xb8, 0x8d, 0x24, 0xf4, 0x50, 0xac, 0xd0, 0x73, 0x84, 0x29,
-	0x70, 0x62, 0x39, 0x71, 0x4f, 0x9e, 0x21, 0x08, 0x49, 0x87, 0x93, 0xdd, 0x89, 0x47, 0x72, 0x8c,
-	0x17, 0x1e, 0xc9, 0x31, 0x3e, 0x78, 0x24, 0xc7, 0x38, 0xe1, 0xb1, 0x1c, 0xc3, 0x85, 0xc7, 0x72,
-	0x0c, 0x37, 0x1e, 0xcb, 0x31, 0x44, 0xa9, 0xa4, 0x67, 0x96, 0x64, 0x94, 0x26, 0xe9, 0x25, 0xe7,
-	0xe7, 0xea, 0x43, 0x5d, 0x03, 0xa5, 0x2a, 0xc0, 0xce, 0x2a, 0xa9, 0x2c, 0x48, 0x2d, 0x4e, 0x62,
-	0x03, 0x3b, 0xcb, 0x18, 0x10, 0x00, 0x00, 0xff, 0xff, 0x5f, 0x27, 0x06, 0x73, 0xf3, 0x00, 0x00,
-	0x00,
+	// 395 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0x94, 0x92, 0xcf, 0xaa, 0xd3, 0x40,
+	0x14, 0xc6, 0x33, 0xad, 0xd6, 0x7b, 0xe7, 0xfa, 0x07, 0xc2, 0x95, 0x86, 0x8a, 0x49, 0x29, 0x2e,
+	0xba, 0x9a, 0xa1, 0x15, 0x57, 0x42, 0xc1, 0xb8, 0x28, 0x2e, 0xdc, 0x44, 0x17, 0xe2, 0x46, 0x26,
+	0x69, 0x3a, 0x0d, 0xcd, 0xe4, 0x84, 0xce, 0xb4, 0xea, 0x5b, 0xf4, 0x39, 0x7c, 0x09, 0xb7, 0x5d,
+	0x76, 0x29, 0x2e, 0xaa, 0xb4, 0x2f, 0x22, 0x33, 0x99, 0xd0, 0x3f, 0xe0, 0xe2, 0xae, 0x92, 0xe1,
+	0xfb, 0x7e, 0xe7, 0xfb, 0x38, 0x1c, 0xfc, 0x2c, 0x9e, 0xaa, 0x1c, 0x38, 0x2d, 0x81, 0xd1, 0xd5,
+	0x80, 0xf2, 0xb4, 0x48, 0x65, 0x26, 0x49, 0xb9, 0x00, 0x05, 0xee, 0xa3, 0x4a, 0x24, 0x25, 0x30,
+	0xb2, 0x1a, 0x74, 0x6e, 0x39, 0x70, 0x30, 0x0a, 0xd5, 0x7f, 0x95, 0xa9, 0x13, 0x70, 0x00, 0x9e,
+	0xa7, 0xd4, 0xbc, 0xe2, 0xe5, 0x94, 0xaa, 0x4c, 0xa4, 0x52, 0x31, 0x51, 0x5a, 0x43, 0xfb, 0x3c,
+	0x42, 0x0f, 0x33, 0x42, 0xef, 0x27, 0xc2, 0x0f, 0xc7, 0x55, 0xe0, 0x07, 0xc5, 0x54, 0xea, 0x8e,
+	0x30, 0x66, 0x13, 0x91, 0x49, 0x99, 0x41, 0x21, 0x3d, 0xd4, 0x6d, 0xf6, 0x6f, 0x86, 0x1e, 0x39,
+	0x2b, 0x41, 0xde, 0xd4, 0x86, 0xf0, 0xde, 0x66, 0x17, 0x38, 0xd1, 0x09, 0xe1, 0x0e, 0x71, 0x8b,
+	0x2f, 0x58, 0xa1, 0xa4, 0xd7, 0x30, 0xec, 0xed, 0x05, 0x3b, 0xd6, 0xa2, 0xe5, 0xac, 0xd3, 0x7d,
+	0x8d, 0xaf, 0x93, 0x9c, 0x7d, 0x8d, 0x59, 0x32, 0x97, 0x5e, 0xd3, 0x60, 0xed, 0x0b, 0xec, 0xad,
+	0xd5, 0x2d, 0x79, 0xf4, 0xf7, 0x3e, 0xe1, 0xfb, 0x66, 0xa6, 0xeb, 0xe1, 0x07, 0x2c, 0x49, 0x60,
+	0x59, 0x28, 0x0f, 0x75, 0x51, 0xff, 0x3a, 0xaa, 0x9f, 0xee, 0x2b, 0xdc, 0x62, 0xc2, 0x08, 0x0d,
+	0x2d, 0x84, 0xcf, 0xf5, 0x8c, 0xdf, 0xbb, 0xe0, 0x69, 0x02, 0x52, 0x80, 0x94, 0x93, 0x39, 0xc9,
+	0x80, 0x0a, 0xa6, 0x66, 0xe4, 0x5d, 0xa1, 0x22, 0x6b, 0xee, 0xfd, 0x40, 0xf8, 0xaa, 0xce, 0x75,
+	0xdf, 0xe3, 0x27, 0x09, 0x88, 0x32, 0x4f, 0x55, 0x06, 0xc5, 0x17, 0xbd, 0x5f, 0x93, 0x72, 0x33,
+	0xec, 0x90, 0x6a, 0xf9, 0xa4, 0x5e, 0x3e, 0xf9, 0x58, 0x2f, 0x3f, 0xbc, 0xd2, 0x41, 0xeb, 0x3f,
+	0x01, 0x8a, 0x1e, 0x1f, 0x61, 0x2d, 0x9f, 0x96, 0x6d, 0xfc, 0xaf, 0x6c, 0xf3, 0x0e, 0x65, 0xc3,
+	0xd1, 0x66, 0xef, 0xa3, 0xed, 0xde, 0x47, 0x7f, 0xf7, 0x3e, 0x5a, 0x1f, 0x7c, 0x67, 0x7b, 0xf0,
+	0x9d, 0x5f, 0x07, 0xdf, 0xf9, 0xfc, 0x82, 0x67, 0x6a, 0xb6, 0x8c, 0x49, 0x02, 0x82, 0xda, 0x33,
+	0xb0, 0x9f, 0x6f, 0xe6, 0x1e, 0xd4, 0xf7, 0x32, 0x95, 0x71, 0xcb, 0xd4, 0x7f, 0xf9, 0x2f, 0x00,
+	0x00, 0xff, 0xff, 0x27, 0x5e, 0xbc, 0x50, 0x8d, 0x02, 0x00, 0x00,
 }
 
 func (m *GenesisState) Marshal() (dAtA []byte, err error) {
@@ -112,6 +250,34 @@ func (m *GenesisState) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if len(m.Clawbacks) > 0 {
+		for iNdEx := len(m.Clawbacks) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Clawbacks[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenesis(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x1a
+		}
+	}
+	if len(m.Grants) > 0 {
+		for iNdEx := len(m.Grants) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Grants[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGenesis(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x12
+		}
+	}
 	if len(m.Admissions) > 0 {
 		for iNdEx := len(m.Admissions) - 1; iNdEx >= 0; iNdEx-- {
 			{
@@ -126,6 +292,94 @@ func (m *GenesisState) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 			dAtA[i] = 0xa
 		}
 	}
+	return len(dAtA) - i, nil
+}
+
+func (m *Grant) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Grant) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *Grant) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.Amount.Size()
+		i -= size
+		if _, err := m.Amount.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintGenesis(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x12
+	if len(m.Account) > 0 {
+		i -= len(m.Account)
+		copy(dAtA[i:], m.Account)
+		i = encodeVarintGenesis(dAtA, i, uint64(len(m.Account)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *Clawback) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Clawback) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *Clawback) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size := m.Amount.Size()
+		i -= size
+		if _, err := m.Amount.MarshalTo(dAtA[i:]); err != nil {
+			return 0, err
+		}
+		i = encodeVarintGenesis(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0x1a
+	if len(m.Account) > 0 {
+		i -= len(m.Account)
+		copy(dAtA[i:], m.Account)
+		i = encodeVarintGenesis(dAtA, i, uint64(len(m.Account)))
+		i--
+		dAtA[i] = 0x12
+	}
+	n1, err1 := github_com_cosmos_gogoproto_types.StdTimeMarshalTo(m.CompletionTime, dAtA[i-github_com_cosmos_gogoproto_types.SizeOfStdTime(m.CompletionTime):])
+	if err1 != nil {
+		return 0, err1
+	}
+	i -= n1
+	i = encodeVarintGenesis(dAtA, i, uint64(n1))
+	i--
+	dAtA[i] = 0xa
 	return len(dAtA) - i, nil
 }
 
@@ -152,6 +406,50 @@ func (m *GenesisState) Size() (n int) {
 			n += 1 + l + sovGenesis(uint64(l))
 		}
 	}
+	if len(m.Grants) > 0 {
+		for _, e := range m.Grants {
+			l = e.Size()
+			n += 1 + l + sovGenesis(uint64(l))
+		}
+	}
+	if len(m.Clawbacks) > 0 {
+		for _, e := range m.Clawbacks {
+			l = e.Size()
+			n += 1 + l + sovGenesis(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *Grant) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Account)
+	if l > 0 {
+		n += 1 + l + sovGenesis(uint64(l))
+	}
+	l = m.Amount.Size()
+	n += 1 + l + sovGenesis(uint64(l))
+	return n
+}
+
+func (m *Clawback) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = github_com_cosmos_gogoproto_types.SizeOfStdTime(m.CompletionTime)
+	n += 1 + l + sovGenesis(uint64(l))
+	l = len(m.Account)
+	if l > 0 {
+		n += 1 + l + sovGenesis(uint64(l))
+	}
+	l = m.Amount.Size()
+	n += 1 + l + sovGenesis(uint64(l))
 	return n
 }
 
@@ -221,6 +519,339 @@ func (m *GenesisState) Unmarshal(dAtA []byte) error {
 			}
 			m.Admissions = append(m.Admissions, Admission{})
 			if err := m.Admissions[len(m.Admissions)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Grants", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Grants = append(m.Grants, Grant{})
+			if err := m.Grants[len(m.Grants)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Clawbacks", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Clawbacks = append(m.Clawbacks, Clawback{})
+			if err := m.Clawbacks[len(m.Clawbacks)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenesis(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Grant) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenesis
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Grant: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Grant: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Account", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Account = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Amount", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Amount.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenesis(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Clawback) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenesis
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Clawback: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Clawback: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CompletionTime", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := github_com_cosmos_gogoproto_types.StdTimeUnmarshal(&m.CompletionTime, dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Account", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Account = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Amount", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenesis
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenesis
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Amount.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex

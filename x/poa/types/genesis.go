@@ -1,0 +1,44 @@
+package types
+
+import (
+	"fmt"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+)
+
+// ValidateStake checks the minted stake x/poa still has to burn: accounts well formed, amounts
+// positive, one grant per account and one clawback per (completion time, account).
+func (gs GenesisState) ValidateStake() error {
+	grants := map[string]bool{}
+	for _, g := range gs.Grants {
+		if _, err := sdk.AccAddressFromBech32(g.Account); err != nil {
+			return fmt.Errorf("%w: grant account %q: %v", ErrInvalidGen, g.Account, err)
+		}
+		if g.Amount.IsNil() || !g.Amount.IsPositive() {
+			return fmt.Errorf("%w: grant to %s of %s", ErrInvalidGen, g.Account, g.Amount)
+		}
+		if grants[g.Account] {
+			return fmt.Errorf("%w: grant to %s listed twice", ErrInvalidGen, g.Account)
+		}
+		grants[g.Account] = true
+	}
+	type due struct {
+		at      int64
+		account string
+	}
+	clawbacks := map[due]bool{}
+	for _, c := range gs.Clawbacks {
+		if _, err := sdk.AccAddressFromBech32(c.Account); err != nil {
+			return fmt.Errorf("%w: clawback account %q: %v", ErrInvalidGen, c.Account, err)
+		}
+		if c.Amount.IsNil() || !c.Amount.IsPositive() {
+			return fmt.Errorf("%w: clawback from %s of %s", ErrInvalidGen, c.Account, c.Amount)
+		}
+		k := due{c.CompletionTime.UnixNano(), c.Account}
+		if clawbacks[k] {
+			return fmt.Errorf("%w: clawback from %s at %s listed twice", ErrInvalidGen, c.Account, c.CompletionTime)
+		}
+		clawbacks[k] = true
+	}
+	return nil
+}
