@@ -152,6 +152,8 @@ func New(
 	app.SetAnteHandler(func(ctx sdk.Context, tx sdk.Tx, simulate bool) (sdk.Context, error) {
 		return poaCheck.AnteHandle(ctx, tx, simulate, withFee)
 	})
+	// Proposals carrying transactions that break the fee rule are voted down (fees.go).
+	app.SetProcessProposal(app.processProposal)
 
 	// register streaming services (ABCI listeners configured in app.toml)
 	if err := app.RegisterStreamingServices(appOpts, app.kvStoreKeys()); err != nil {

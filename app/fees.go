@@ -1,6 +1,8 @@
 package app
 
 import (
+	abci "github.com/cometbft/cometbft/abci/types"
+
 	errorsmod "cosmossdk.io/errors"
 	"cosmossdk.io/math"
 
@@ -58,4 +60,35 @@ func CheckFee(params topicstypes.Params, gas uint64, fee sdk.Coins) error {
 			paid, price.Denom, gas, price, required, price.Denom)
 	}
 	return nil
+}
+
+// processProposal rejects a proposal that carries a transaction breaking the fee rule, or whose
+// gas limits add up to more than the block's max_gas. DeliverTx would refuse such transactions
+// anyway, but the block would still hold their bytes for ever; with this check honest validators
+// (more than two thirds) vote against it and the round moves on. CometBFT's mempool only offers
+// transactions that passed CheckTx (which applies the same rule), so honest proposals pass.
+func (app *App) processProposal(ctx sdk.Context, req *abci.RequestProcessProposal) (*abci.ResponseProcessProposal, error) {
+	reject := &abci.ResponseProcessProposal{Status: abci.ResponseProcessProposal_REJECT}
+	params, err := app.TopicsKeeper.Params.Get(ctx)
+	if err != nil {
+		return reject, nil
+	}
+	maxGas := app.GetMaximumBlockGas(ctx)
+	var total uint64
+	for _, bz := range req.Txs {
+		tx, err := app.TxDecode(bz)
+		if err != nil {
+			return reject, nil
+		}
+		feeTx, ok := tx.(sdk.FeeTx)
+		if !ok || CheckFee(params, feeTx.GetGas(), feeTx.GetFee()) != nil {
+			return reject, nil
+		}
+		gas := feeTx.GetGas()
+		if maxGas > 0 && (gas > maxGas || total > maxGas-gas) {
+			return reject, nil
+		}
+		total += gas
+	}
+	return &abci.ResponseProcessProposal{Status: abci.ResponseProcessProposal_ACCEPT}, nil
 }

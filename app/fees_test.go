@@ -348,3 +348,34 @@ func TestGroupDepositsAndGenesisEscrow(t *testing.T) {
 	require.Equal(t, mid.Sub(c.fee(500_000).AmountOf(sdk.DefaultBondDenom)).Add(params.GroupDeposit.Amount), c.balance(alice))
 	t.Logf("deleting one group refunded %s; escrow now %s", params.GroupDeposit, c.escrow())
 }
+
+// A byzantine proposer's block with a zero-fee transaction, or with gas limits adding up past
+// the block's max_gas, is voted down in ProcessProposal, so its bytes never reach a block; a
+// block of paid transactions within max_gas is accepted.
+func TestProposalWithFreeTransactionRejected(t *testing.T) {
+	c := newFeeChain(t, 1e15)
+	alice := c.addr(0)
+	c.deliver(0, 1_000_000, createMsg(alice, "prop", 1))
+	msg := produceMsg(alice, "prop", 10, 100)
+	propose := func(txs ...[]byte) abci.ResponseProcessProposal_ProposalStatus {
+		res, err := c.app.ProcessProposal(&abci.RequestProcessProposal{Height: c.height, Txs: txs})
+		require.NoError(t, err)
+		return res.Status
+	}
+	paid := c.tx(0, c.fee(1_000_000), 1_000_000, msg)
+	require.Equal(t, abci.ResponseProcessProposal_ACCEPT, propose(paid))
+	require.Equal(t, abci.ResponseProcessProposal_REJECT, propose(paid, c.tx(0, nil, 1_000_000, msg)), "one zero-fee tx spoils the proposal")
+
+	// Six transactions at max_tx_gas each: 1.8 billion gas wanted in a 1.5 billion block.
+	maxTx := c.params().MaxTxGas
+	var txs [][]byte
+	for i := uint64(0); i < 6; i++ {
+		c.seqs[0] = i
+		txs = append(txs, c.tx(0, c.fee(maxTx), maxTx, msg))
+	}
+	c.seqs[0] = 0
+	require.Equal(t, abci.ResponseProcessProposal_ACCEPT, propose(txs[:5]...))
+	require.Equal(t, abci.ResponseProcessProposal_REJECT, propose(txs...))
+	t.Logf("proposals: paid tx accepted; + a zero-fee tx rejected; 5 x %d gas accepted, 6 x (%d > block max_gas %d) rejected",
+		maxTx, 6*maxTx, app.DefaultBlockMaxGas)
+}
