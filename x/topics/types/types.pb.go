@@ -436,7 +436,7 @@ type Partition struct {
 	LogStartOffset uint64 `protobuf:"varint,4,opt,name=log_start_offset,json=logStartOffset,proto3" json:"log_start_offset,omitempty"`
 	// record_count is the number of retained records.
 	RecordCount uint64 `protobuf:"varint,5,opt,name=record_count,json=recordCount,proto3" json:"record_count,omitempty"`
-	// byte_count is the number of retained record bytes.
+	// byte_count is the stored size of the retained batches (their encoding, see RecordBatch.size_bytes).
 	ByteCount uint64 `protobuf:"varint,6,opt,name=byte_count,json=byteCount,proto3" json:"byte_count,omitempty"`
 }
 
