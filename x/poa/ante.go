@@ -3,6 +3,7 @@ package poa
 import (
 	errorsmod "cosmossdk.io/errors"
 
+	cryptotypes "github.com/cosmos/cosmos-sdk/crypto/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/x/authz"
 	govv1 "github.com/cosmos/cosmos-sdk/x/gov/types/v1"
@@ -128,6 +129,14 @@ func (d AnteDecorator) checkCreateValidator(ctx sdk.Context, m *stakingtypes.Msg
 	}
 	if !m.Value.Equal(want) {
 		return errorsmod.Wrapf(types.ErrWrongStake, "admitted power %d needs a self-delegation of exactly %s, got %s", a.Power, want, m.Value)
+	}
+	// A removed validator's record goes once its stake has unbonded, so Admit can no longer see
+	// that its key double-signed: the key itself is checked here.
+	if m.Pubkey == nil {
+		return nil // staking refuses it
+	}
+	if pk, ok := m.Pubkey.GetCachedValue().(cryptotypes.PubKey); ok && d.k.IsTombstonedKey(ctx, pk) {
+		return errorsmod.Wrapf(types.ErrTombstoned, "consensus key of %s double-signed", m.ValidatorAddress)
 	}
 	return nil
 }

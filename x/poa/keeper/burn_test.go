@@ -8,9 +8,14 @@ import (
 
 	sdkmath "cosmossdk.io/math"
 
+	"github.com/cosmos/cosmos-sdk/crypto/keys/ed25519"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
+	slashingtypes "github.com/cosmos/cosmos-sdk/x/slashing/types"
+	stakingkeeper "github.com/cosmos/cosmos-sdk/x/staking/keeper"
+	stakingtypes "github.com/cosmos/cosmos-sdk/x/staking/types"
 
+	"github.com/bftlog/bftlog/x/poa"
 	"github.com/bftlog/bftlog/x/poa/types"
 )
 
@@ -146,4 +151,43 @@ func TestStakeToBurnSurvivesGenesis(t *testing.T) {
 	require.ErrorIs(t, bad.ValidateStake(), types.ErrInvalidGen)
 	bad.Grants = []types.Grant{{Account: exported.Grants[0].Account, Amount: sdkmath.ZeroInt()}}
 	require.ErrorIs(t, bad.ValidateStake(), types.ErrInvalidGen)
+}
+
+// Removal now unbonds all of a validator's stake, so once the unbonding completes x/staking
+// deletes its record and Admit cannot see that it double-signed: the ante decorator refuses a
+// create-validator with a tombstoned consensus key instead.
+func TestTombstonedKeyRefusedAfterRecordGone(t *testing.T) {
+	f := newFixture(t)
+	require.NoError(t, f.k.InitGenesis(f.ctx, &types.GenesisState{}))
+	op, addr := f.operator("twin")
+	f.admit(op, 10)
+	pk := ed25519.GenPrivKey().PubKey()
+	newMsg := func(power int64) *stakingtypes.MsgCreateValidator {
+		m, err := stakingtypes.NewMsgCreateValidator(op, pk, sdk.NewCoin(sdk.DefaultBondDenom, tokens(power)),
+			stakingtypes.NewDescription("v", "", "", "", ""),
+			stakingtypes.NewCommissionRates(sdkmath.LegacyNewDecWithPrec(1, 1), sdkmath.LegacyNewDecWithPrec(2, 1), sdkmath.LegacyNewDecWithPrec(1, 2)),
+			sdkmath.OneInt())
+		require.NoError(t, err)
+		return m
+	}
+	ante := poa.NewAnteDecorator(f.k)
+	require.NoError(t, ante.Check(f.ctx, []sdk.Msg{newMsg(10)}))
+	_, err := stakingkeeper.NewMsgServerImpl(f.staking).CreateValidator(f.ctx, newMsg(10))
+	require.NoError(t, err)
+	f.endBlock()
+	cons := sdk.ConsAddress(pk.Address())
+	require.NoError(t, f.slashing.SetValidatorSigningInfo(f.ctx, cons, slashingtypes.NewValidatorSigningInfo(cons, 1, 0, f.ctx.BlockTime(), false, 0)))
+	require.NoError(t, f.slashing.Tombstone(f.ctx, cons))
+
+	_, err = f.msgs.RemoveValidator(f.ctx, &types.MsgRemoveValidator{Authority: f.gov, Operator: op})
+	require.NoError(t, err)
+	f.endBlock()
+	f.passUnbonding()
+	_, err = f.staking.GetValidator(f.ctx, addr)
+	require.ErrorIs(t, err, stakingtypes.ErrNoValidatorFound)
+
+	f.admit(op, 3) // no record left to check
+	err = ante.Check(f.ctx, []sdk.Msg{newMsg(3)})
+	t.Logf("create-validator with the double-signed key after re-admission: %v", err)
+	require.ErrorIs(t, err, types.ErrTombstoned)
 }

@@ -12,6 +12,7 @@ import (
 	"cosmossdk.io/math"
 
 	"github.com/cosmos/cosmos-sdk/codec"
+	cryptotypes "github.com/cosmos/cosmos-sdk/crypto/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
 	stakingtypes "github.com/cosmos/cosmos-sdk/x/staking/types"
@@ -323,6 +324,11 @@ func (k Keeper) Status(ctx context.Context, a types.Admission) (types.AdmissionS
 		out.Status = "unbonded"
 	}
 	return out, nil
+}
+
+// IsTombstonedKey tells whether the consensus key double-signed.
+func (k Keeper) IsTombstonedKey(ctx context.Context, pk cryptotypes.PubKey) bool {
+	return k.slashing.IsTombstoned(ctx, sdk.ConsAddress(pk.Address()))
 }
 
 // StakingValidatorAddress decodes a validator operator address.
