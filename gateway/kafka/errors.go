@@ -18,7 +18,8 @@ var chainErrors = []struct {
 	code *kerr.Error
 }{
 	{[]error{types.ErrInvalidTopicName}, kerr.InvalidTopicException},
-	{[]error{types.ErrTopicExists}, kerr.TopicAlreadyExists},
+	// A name still being purged is taken, as Kafka answers for a topic marked for deletion.
+	{[]error{types.ErrTopicExists, types.ErrTopicBeingDeleted}, kerr.TopicAlreadyExists},
 	{[]error{types.ErrUnknownTopic, types.ErrInvalidPartition}, kerr.UnknownTopicOrPartition},
 	{[]error{types.ErrRecordTooLarge}, kerr.MessageTooLarge},
 	{[]error{types.ErrBatchTooLarge, types.ErrTooManyRecords}, kerr.RecordListTooLarge},

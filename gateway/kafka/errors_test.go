@@ -23,6 +23,7 @@ func TestKafkaCodeDecidesByErrorIdentity(t *testing.T) {
 	// A transaction's error as the chain reports it: codespace and code.
 	rejected := errorsmod.ABCIError(types.ModuleName, types.ErrTopicExists.ABCICode(), "topic orders exists")
 	require.Equal(t, kerr.TopicAlreadyExists.Code, kafkaCode(rejected))
+	require.Equal(t, kerr.TopicAlreadyExists.Code, kafkaCode(errorsmod.ABCIError(types.ModuleName, types.ErrTopicBeingDeleted.ABCICode(), "topic orders is being deleted")))
 	require.Equal(t, kerr.IllegalGeneration.Code, kafkaCode(fmt.Errorf("commit: %w", errorsmod.Wrap(types.ErrIllegalGeneration, "generation 3"))))
 	require.Equal(t, kerr.UnknownTopicOrPartition.Code, kafkaCode(types.ErrInvalidPartition))
 	require.Equal(t, kerr.RequestTimedOut.Code, kafkaCode(fmt.Errorf("waiting: %w", context.DeadlineExceeded)))
