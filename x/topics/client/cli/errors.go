@@ -30,6 +30,9 @@ func PlainError(err error) error {
 	if err == nil {
 		return nil
 	}
+	if p, ok := err.(*plainError); ok { // commands and main both call it: add the code once
+		return p
+	}
 	var txErr *txclient.TxError
 	if errors.As(err, &txErr) {
 		if txErr.Stage != txclient.Simulated {

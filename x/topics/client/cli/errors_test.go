@@ -55,6 +55,7 @@ func TestPlainError(t *testing.T) {
 	} {
 		got := PlainError(c.in)
 		require.Equal(t, c.want, got.Error())
+		require.Equal(t, c.want, PlainError(got).Error(), "shown twice (by a command and by main), the code appears once")
 		require.ErrorIs(t, got, c.in, "the shown error still unwraps to the original")
 	}
 	require.ErrorIs(t, PlainError(simulated), types.ErrInvalidPartition)
