@@ -1,0 +1,30 @@
+package cmd_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	svrcmd "github.com/cosmos/cosmos-sdk/server/cmd"
+	genutiltypes "github.com/cosmos/cosmos-sdk/x/genutil/types"
+
+	"github.com/bftlog/bftlog/app"
+	"github.com/bftlog/bftlog/cmd/bftlogd/cmd"
+)
+
+// `bftlogd init` writes a finite block max_gas (CometBFT's default -1 lets one transaction use
+// unbounded gas) and the x/topics fee and deposit params into the new genesis.
+func TestInitWritesGasLimitsAndFees(t *testing.T) {
+	home := t.TempDir()
+	root := cmd.NewRootCmd()
+	root.SetArgs([]string{"init", "gas", "--chain-id", "gas-test", "--home", home})
+	require.NoError(t, svrcmd.Execute(root, "BFTLOGD_INIT_TEST", home))
+
+	gen, err := genutiltypes.AppGenesisFromFile(filepath.Join(home, "config", "genesis.json"))
+	require.NoError(t, err)
+	require.Equal(t, int64(app.DefaultBlockMaxGas), gen.Consensus.Params.Block.MaxGas)
+	require.Contains(t, string(gen.AppState), `"min_gas_price"`)
+	require.Contains(t, string(gen.AppState), `"max_tx_gas": "300000000"`)
+	t.Logf("genesis block max_gas %d, max_bytes %d", gen.Consensus.Params.Block.MaxGas, gen.Consensus.Params.Block.MaxBytes)
+}
