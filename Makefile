@@ -26,11 +26,12 @@ test:
 	$(MAKE) fuzz-smoke
 
 # Every fault scenario of the README's Reliability section (1-6 on four validator processes),
-# the hostile-input tables and the flood, with their figures in the log. make test runs all of
-# them except scenarios 3 and 5.
+# the hostile-input tables, the flood, and the hostile-account attacks of the Threat model
+# section, with their figures in the log. make test runs all of them except scenarios 3 and 5.
 FAULT_TESTS = TestCrashFaults|TestNetworkPartition|TestDoubleSign|TestTamperedState|TestFloodOfInvalidTransactions|TestHostileInput|TestPoaHostileInput
+ATTACK_TESTS = TestGroupTakeoverIsRefusedAtTheJoin|TestRemovedMemberIsFencedAndResetWorks|TestGroupJoinRefusedForAnotherAccount|TestRetentionStallWorstCaseBatches|TestZeroFeeProduceRefusedInBlock|TestGasCapRefused|TestTopicDeposits|TestGroupDepositsAndGenesisEscrow|TestProposalWithFreeTransactionRejected|TestJoinOverSubscriptionCapIsRefused|TestExpiryWorkIsBoundedPerBlock|TestRebalanceIsChargedToItsSigner|TestLagQueryIsBounded|TestDeleteBigTopicIsBoundedAndPurgedOverBlocks|TestVerifiedGroupConsumeRefusesASkippedRange|TestVerifiedReadsRejectALyingNode|TestGenesisSurvivesLoweredParams|TestExportAfterLoweringParamsRestarts|TestExportMemoryBounded|TestMintedStakeBurnedOnLowerAndRemove|TestKafkaGatewaysShareAKey
 test-faults:
-	BFTLOG_ALL_FAULTS=1 go test $(GOTEST_FLAGS) -count=1 -timeout 30m -v -run '$(FAULT_TESTS)' ./tests/e2e/ ./app/ ./x/topics/keeper/
+	BFTLOG_ALL_FAULTS=1 go test $(GOTEST_FLAGS) -count=1 -timeout 30m -v -run '$(FAULT_TESTS)|$(ATTACK_TESTS)' ./tests/e2e/ ./app/ ./x/topics/keeper/ ./x/poa/keeper/
 
 # A few thousand executions of each fuzz target (the seed corpus runs in every go test anyway).
 # A count, not a duration: with a duration Go's fuzzer can fail with "context deadline
