@@ -119,6 +119,15 @@ func TestGenesisValidateRejectsInconsistentState(t *testing.T) {
 			gs.Offsets = []types.CommittedOffset{{GroupId: "g", Topic: "a", Partition: 0, Offset: 99}}
 		},
 		"bad session timeout": func(gs *types.GenesisState) { gs.Groups = []types.Group{{GroupId: "g", Admin: f.alice}} },
+		"allowlist without its policy": func(gs *types.GenesisState) {
+			gs.Groups = []types.Group{{GroupId: "g", Admin: f.alice, SessionTimeoutMs: 10_000, AllowedMembers: []string{f.bob}}}
+		},
+		"bad allowed member": func(gs *types.GenesisState) {
+			gs.Groups = []types.Group{{GroupId: "g", Admin: f.alice, SessionTimeoutMs: 10_000, JoinPolicy: types.JOIN_POLICY_ALLOWLIST, AllowedMembers: []string{"x"}}}
+		},
+		"unknown join policy": func(gs *types.GenesisState) {
+			gs.Groups = []types.Group{{GroupId: "g", Admin: f.alice, SessionTimeoutMs: 10_000, JoinPolicy: 99}}
+		},
 		"producer state beyond watermark": func(gs *types.GenesisState) {
 			gs.ProducerStates = []types.ProducerState{{Topic: "a", Partition: 0, Producer: f.alice, LastSequence: 1, BaseOffset: 3, Count: 1}}
 		},

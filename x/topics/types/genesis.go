@@ -164,6 +164,14 @@ func (gs GenesisState) validateGroups(ac address.Codec, parts map[TopicPartition
 		if _, ok := Assignor_name[int32(g.Assignor)]; !ok {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "group %s: unknown assignor %d", g.GroupId, g.Assignor)
 		}
+		// The join policy is the group's access control: a malformed allowlist in genesis would
+		// admit nobody or be unreadable on every join.
+		if err := ValidateJoinPolicy(g.JoinPolicy, g.AllowedMembers, func(a string) error {
+			_, err := ac.StringToBytes(a)
+			return err
+		}); err != nil {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "group %s join policy: %v", g.GroupId, err)
+		}
 		groups[g.GroupId] = g
 	}
 	type memberKey struct{ group, member string }
