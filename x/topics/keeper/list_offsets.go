@@ -38,23 +38,24 @@ func (k Keeper) ListOffsets(ctx context.Context, topic string, partition uint32,
 	default:
 		return ListOffsetsResult{}, errorsmod.Wrapf(types.ErrInvalidRequest, "offset spec must be EARLIEST, LATEST or TIMESTAMP, not %s", spec)
 	}
-	// Smallest offset o in [start, hwm) whose batch was appended at or after ts.
+	// Smallest offset o in [start, hwm) whose batch was appended at or after ts. The search
+	// reads only batch metadata: a lookup never decodes a batch of up to max_batch_bytes.
 	lo, hi := p.LogStartOffset, p.HighWatermark
-	var found *types.RecordBatch
+	var found *types.BatchMeta
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		b, err := k.batchHolding(ctx, topic, partition, mid)
+		last, m, err := k.batchMetaHolding(ctx, topic, partition, mid)
 		if err != nil {
 			return ListOffsetsResult{}, err
 		}
-		if b.LogAppendTimeMs >= ts {
-			found = &b
-			hi = b.BaseOffset // every offset of this batch has the same time
+		if m.LogAppendTimeMs >= ts {
+			found = &m
+			hi = m.BaseOffset // every offset of this batch has the same time
 			if hi < lo {
 				hi = lo
 			}
 		} else {
-			lo = b.BaseOffset + uint64(len(b.Records))
+			lo = last + 1
 		}
 	}
 	if found == nil {
@@ -64,19 +65,24 @@ func (k Keeper) ListOffsets(ctx context.Context, topic string, partition uint32,
 	return ListOffsetsResult{Offset: int64(off), TimestampMs: found.LogAppendTimeMs}, nil
 }
 
-// batchHolding returns the stored batch that holds offset (which must be retained).
-func (k Keeper) batchHolding(ctx context.Context, topic string, partition uint32, offset uint64) (types.RecordBatch, error) {
+// batchMetaHolding returns the last offset and the metadata of the stored batch that holds
+// offset (which must be retained).
+func (k Keeper) batchMetaHolding(ctx context.Context, topic string, partition uint32, offset uint64) (uint64, types.BatchMeta, error) {
 	tp := types.TopicPartition{Topic: topic, Partition: partition}
 	rng := new(collections.Range[collections.Pair[types.TopicPartition, uint64]]).
 		StartInclusive(collections.Join(tp, offset)).
 		EndInclusive(collections.Join(tp, uint64(math.MaxUint64)))
-	iter, err := k.Batches.Iterate(ctx, rng)
+	iter, err := k.BatchMetas.Iterate(ctx, rng)
 	if err != nil {
-		return types.RecordBatch{}, err
+		return 0, types.BatchMeta{}, err
 	}
 	defer iter.Close()
 	if !iter.Valid() {
-		return types.RecordBatch{}, errorsmod.Wrapf(types.ErrOffsetOutOfRange, "no batch holds offset %d of %s/%d", offset, topic, partition)
+		return 0, types.BatchMeta{}, errorsmod.Wrapf(types.ErrOffsetOutOfRange, "no batch holds offset %d of %s/%d", offset, topic, partition)
 	}
-	return iter.Value()
+	kv, err := iter.KeyValue()
+	if err != nil {
+		return 0, types.BatchMeta{}, err
+	}
+	return kv.Key.K2(), kv.Value, nil
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	storetypes "cosmossdk.io/store/types"
+
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -58,4 +60,31 @@ func TestOffsetsForTimes(t *testing.T) {
 	start := f.partitions("t")[0].LogStartOffset
 	require.NotZero(t, start)
 	require.Equal(t, int64(start), list(0))
+}
+
+// A timestamp lookup reads batch metadata only: its gas does not grow with batch size, so a
+// partition of maximal batches cannot make every offsetsForTimes query decode megabytes.
+func TestOffsetsForTimesReadsNoBatch(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("big", 1)
+	value := string(make([]byte, 900))
+	for i := 0; i < 16; i++ {
+		f.advance(time.Second)
+		rs := make([]types.BatchRecord, 1000)
+		for j := range rs {
+			rs[j] = rec("", value)
+		}
+		_, err := f.produce(f.alice, types.ProduceBatch{Topic: "big", Partition: 0, Records: rs})
+		require.NoError(t, err)
+	}
+	p := f.partitions("big")[0]
+	ctx := f.ctx.WithGasMeter(storetypes.NewInfiniteGasMeter())
+	start := time.Now()
+	out, err := f.query.ListOffsets(ctx, &types.QueryListOffsetsRequest{Topic: "big", Partition: 0, Spec: types.OFFSET_SPEC_TIMESTAMP, TimestampMs: f.ctx.BlockTime().UnixMilli()})
+	require.NoError(t, err)
+	require.EqualValues(t, 15_000, out.Offset)
+	gas := ctx.GasMeter().GasConsumed()
+	t.Logf("offsetsForTimes over %d batches of %d stored bytes: %d gas, %s", 16, p.ByteCount/16, gas, time.Since(start))
+	// Reading one ~1 MB batch would cost ~3 gas per byte read, about 3M gas.
+	require.Less(t, gas, uint64(100_000))
 }
