@@ -1,11 +1,14 @@
 package metrics
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
 
 	"github.com/bftlog/bftlog/x/topics/keeper"
@@ -72,6 +75,11 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 		if errorsmod.IsOf(err, types.ErrUnknownGroup) {
 			return nil // a configured group that does not exist (yet)
 		}
+		if errorsmod.IsOf(err, types.ErrInvalidRequest) {
+			// The group's whole lag is over the query's cap: ask topic by topic (each bounded by
+			// its partition count); max-lag-series still bounds what is emitted.
+			res, err = lagPerTopic(ctx, q, b.src.Keeper, g, limit)
+		}
 		if err != nil {
 			logger.Error("x/topics metrics: group lag", "group", g, "err", err)
 			return nil
@@ -99,4 +107,37 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 		logger.Error("x/topics metrics: listing groups", "err", err)
 	}
 	ch <- prometheus.MustNewConstMetric(c.truncated, prometheus.GaugeValue, float64(truncated))
+}
+
+// lagPerTopic asks a group's lag one topic at a time, in topic order: the topics its members
+// subscribe to and those it holds offsets for (as the Lag query covers), at most maxTopics.
+func lagPerTopic(ctx context.Context, q types.QueryServer, k keeper.Keeper, group string, maxTopics int) (*types.QueryLagResponse, error) {
+	var topics []string
+	err := k.Members.Walk(ctx, collections.NewPrefixedPairRange[string, string](group), func(_ collections.Pair[string, string], m types.Member) (bool, error) {
+		topics = append(topics, m.Topics...)
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = k.Offsets.Walk(ctx, collections.NewPrefixedPairRange[string, types.TopicPartition](group), func(key collections.Pair[string, types.TopicPartition], _ types.CommittedOffset) (bool, error) {
+		if n := len(topics); n == 0 || topics[n-1] != key.K2().Topic {
+			topics = append(topics, key.K2().Topic)
+		}
+		return len(topics) > 2*maxTopics, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(topics)
+	topics = slices.Compact(topics)
+	out := &types.QueryLagResponse{}
+	for _, t := range topics[:min(len(topics), maxTopics)] {
+		res, err := q.Lag(ctx, &types.QueryLagRequest{GroupId: group, Topic: t})
+		if err != nil {
+			return nil, err
+		}
+		out.Lags = append(out.Lags, res.Lags...)
+	}
+	return out, nil
 }

@@ -250,6 +250,20 @@ func TestGroupLagSeriesLimitAndFilter(t *testing.T) {
 		"bftlog_topics_group_lag_truncated{}": 0,
 	}, withPrefix(gathered(t, reg), "bftlog_topics_group_lag"))
 
+	// A group whose whole lag is over the Lag query's cap is asked topic by topic.
+	params, err := k.Params.Get(ctx)
+	require.NoError(t, err)
+	params.MaxGroupSubscribedPartitions = 2
+	require.NoError(t, k.Params.Set(ctx, params))
+	reg = prometheus.NewRegistry()
+	m, err = metrics.New(reg, metrics.Config{MaxLagSeries: 500, LagGroups: []string{"g2"}})
+	require.NoError(t, err)
+	m.Bind(metrics.Source{Keeper: k, State: state})
+	require.Equal(t, map[string]float64{
+		lagKey("g2", 0): 8, lagKey("g2", 1): 8, lagKey("g2", 2): 8,
+		"bftlog_topics_group_lag_truncated{}": 0,
+	}, withPrefix(gathered(t, reg), "bftlog_topics_group_lag"))
+
 	// Unreadable state (no block committed yet) gives no series and does not fail the scrape.
 	reg = prometheus.NewRegistry()
 	m, err = metrics.New(reg, metrics.DefaultConfig())
