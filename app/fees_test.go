@@ -144,9 +144,13 @@ func (c *feeChain) escrow() sdk.Coins {
 }
 
 func produceMsg(producer sdk.AccAddress, topic string, records, size int) *topicstypes.MsgProduce {
-	batch := topicstypes.ProduceBatch{Topic: topic, Partition: 0}
-	for i := 0; i < records; i++ {
-		batch.Records = append(batch.Records, topicstypes.BatchRecord{Value: &topicstypes.Bytes{Data: bytes.Repeat([]byte{byte('a' + i%26)}, size)}})
+	recs := make([]topicstypes.BatchRecord, records)
+	for i := range recs {
+		recs[i] = topicstypes.BatchRecord{Value: &topicstypes.Bytes{Data: bytes.Repeat([]byte{byte('a' + i%26)}, size)}}
+	}
+	batch, err := topicstypes.NewProduceBatch(topic, 0, recs, topicstypes.CompressionNone)
+	if err != nil {
+		panic(err)
 	}
 	return &topicstypes.MsgProduce{Producer: producer.String(), Batches: []topicstypes.ProduceBatch{batch}}
 }
@@ -230,11 +234,12 @@ func TestLargestProduceGas(t *testing.T) {
 	alice := c.addr(0)
 	c.deliver(0, 1_000_000, createMsg(alice, "big", 1))
 	params := c.params()
-	// Limits count stored sizes: a value leaves room for its record's encoding (12 bytes around
-	// 1 MiB, 9 around 400 B).
+	// Limits count Kafka-encoded sizes: the batch's 61-byte header, and around each value its
+	// record's framing (at most 12 bytes at these sizes).
+	room := int(params.MaxBatchBytes) - topicstypes.RecordBatchHeaderSize
 	for _, shape := range []struct{ records, size int }{
-		{4, int(params.MaxRecordBytes) - 12},
-		{int(params.MaxRecordsPerBatch), int(params.MaxBatchBytes)/int(params.MaxRecordsPerBatch) - 9},
+		{4, min(int(params.MaxRecordBytes), room/4) - 12},
+		{int(params.MaxRecordsPerBatch), room/int(params.MaxRecordsPerBatch) - 12},
 	} {
 		msg := produceMsg(alice, "big", shape.records, shape.size)
 		r := c.deliver(0, params.MaxTxGas, msg)

@@ -16,7 +16,7 @@ func BenchmarkProduce(b *testing.B) {
 	for i := range records {
 		records[i] = types.BatchRecord{Value: &types.Bytes{Data: bytes.Repeat([]byte{'x'}, 100)}}
 	}
-	batch := types.ProduceBatch{Topic: "bench", Partition: -1, Records: records}
+	batch := pb{Topic: "bench", Partition: 0, Records: records}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -36,7 +36,7 @@ func BenchmarkFetch(b *testing.B) {
 		records[i] = types.BatchRecord{Value: &types.Bytes{Data: bytes.Repeat([]byte{'x'}, 100)}}
 	}
 	for i := 0; i < 20; i++ {
-		if _, err := f.produce(f.alice, types.ProduceBatch{Topic: "bench", Partition: 0, Records: records}); err != nil {
+		if _, err := f.produce(f.alice, pb{Topic: "bench", Partition: 0, Records: records}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-// Fetch limits: a fetch returns at most MaxFetchRecords records and, past the first record,
-// at most MaxFetchBytes record bytes.
+// Fetch limits: past the first batch, a fetch returns at most MaxFetchRecords records and
+// MaxFetchBytes stored bytes.
 const (
 	DefaultFetchRecords = 500
 	MaxFetchRecords     = 10_000
@@ -19,16 +19,18 @@ const (
 	MaxFetchBytes       = 16 << 20
 )
 
-// FetchResult is a Kafka-style fetch answer for one partition.
+// FetchResult is a Kafka-style fetch answer for one partition: whole stored batches, the
+// first holding the requested offset.
 type FetchResult struct {
-	Records   []types.Record
+	Batches   []types.RecordBatch
 	Partition types.Partition
 	// NextOffset is where the next fetch should start.
 	NextOffset uint64
 }
 
-// Fetch reads records of one partition from offset, seeking straight to the batch that holds
-// offset. As in Kafka, the first record is returned even when it exceeds maxBytes.
+// Fetch reads the stored batches of one partition from offset, seeking straight to the batch
+// that holds offset, without decoding them. Past the first batch (always returned, as in
+// Kafka) it stops before maxRecords records or maxBytes stored bytes would be passed.
 func (k Keeper) Fetch(ctx context.Context, topic string, partition uint32, offset uint64, maxRecords uint32, maxBytes uint64) (FetchResult, error) {
 	if err := types.ValidateTopicName(topic); err != nil {
 		return FetchResult{}, err
@@ -63,27 +65,39 @@ func (k Keeper) Fetch(ctx context.Context, topic string, partition uint32, offse
 		return res, err
 	}
 	defer iter.Close()
-	var bytes uint64
+	var records, bytes uint64
 	for ; iter.Valid(); iter.Next() {
 		b, err := iter.Value()
 		if err != nil {
 			return res, err
 		}
-		for i, r := range b.Records {
-			off := b.BaseOffset + uint64(i)
-			if off < offset {
-				continue
-			}
-			size := r.RecordSize()
-			if len(res.Records) > 0 && (uint32(len(res.Records)) >= maxRecords || bytes+size > maxBytes) {
-				return res, nil
-			}
-			res.Records = append(res.Records, b.Record(i))
-			bytes += size
-			res.NextOffset = off + 1
+		n := b.LastOffset() + 1 - max(b.BaseOffset, offset)
+		if len(res.Batches) > 0 && (records+n > uint64(maxRecords) || bytes+b.SizeBytes > maxBytes) {
+			break
 		}
+		res.Batches = append(res.Batches, b)
+		records += n
+		bytes += b.SizeBytes
+		res.NextOffset = b.LastOffset() + 1
 	}
 	return res, nil
+}
+
+// Records decodes the fetched batches' records from offset on, at most maxRecords of them.
+func (r FetchResult) Records(offset uint64, maxRecords uint32) ([]types.Record, error) {
+	var out []types.Record
+	for _, b := range r.Batches {
+		recs, err := b.Records()
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range recs {
+			if rec.Offset >= offset && uint32(len(out)) < maxRecords {
+				out = append(out, rec)
+			}
+		}
+	}
+	return out, nil
 }
 
 // GetRecord returns the record at one offset.
@@ -92,9 +106,13 @@ func (k Keeper) GetRecord(ctx context.Context, topic string, partition uint32, o
 	if err != nil {
 		return types.Record{}, err
 	}
-	if len(res.Records) == 0 {
+	recs, err := res.Records(offset, 1)
+	if err != nil {
+		return types.Record{}, err
+	}
+	if len(recs) == 0 {
 		return types.Record{}, errorsmod.Wrapf(types.ErrOffsetOutOfRange,
 			"offset %d of %s is at the high watermark; no record there yet", offset, res.Partition.Label())
 	}
-	return res.Records[0], nil
+	return recs[0], nil
 }

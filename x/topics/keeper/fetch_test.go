@@ -17,7 +17,7 @@ func TestFetch(t *testing.T) {
 		for i := 0; i < n; i++ {
 			rs = append(rs, rec("", "0123456789"))
 		}
-		_, err := f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: 0, Records: rs})
+		_, err := f.produce(f.alice, pb{Topic: "t", Partition: 0, Records: rs})
 		require.NoError(t, err)
 	}
 	offsets := func(res *types.QueryFetchResponse) []uint64 {
@@ -42,9 +42,16 @@ func TestFetch(t *testing.T) {
 	require.Equal(t, []uint64{1, 2, 3}, offsets(res))
 	require.Equal(t, uint64(4), res.NextOffset)
 
-	res, err = f.fetch("t", 0, 2, 0, 45) // 19 stored bytes each: two fit in 45
+	// Max bytes counts whole stored batches, as Kafka's fetch.max.bytes does: room for the
+	// first two batches gives offset 2 (the first batch's records before 2 are left out) and 3.
+	whole, err := f.query.Fetch(f.ctx, &types.QueryFetchRequest{Topic: "t", Partition: 0, Format: types.FETCH_FORMAT_BATCHES})
+	require.NoError(t, err)
+	require.Len(t, whole.Batches, 3)
+	require.Equal(t, uint64(8), whole.NextOffset)
+	res, err = f.fetch("t", 0, 2, 0, whole.Batches[0].SizeBytes+whole.Batches[1].SizeBytes)
 	require.NoError(t, err)
 	require.Equal(t, []uint64{2, 3}, offsets(res))
+	require.Equal(t, uint64(4), res.NextOffset)
 
 	res, err = f.fetch("t", 0, 2, 0, 1) // at least one record even above max bytes
 	require.NoError(t, err)

@@ -32,18 +32,12 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		}
 	}
 	for _, b := range gs.Batches {
-		last := b.Batch.BaseOffset + uint64(len(b.Batch.Records)) - 1
-		key := collections.Join(types.TopicPartition{Topic: b.Topic, Partition: b.Partition}, last)
+		key := collections.Join(types.TopicPartition{Topic: b.Topic, Partition: b.Partition}, b.Batch.LastOffset())
 		if err := k.Batches.Set(ctx, key, b.Batch); err != nil {
 			return err
 		}
 		// Metadata is derived, not exported: rebuilt here from the validated batch.
 		if err := k.BatchMetas.Set(ctx, key, b.Batch.Meta()); err != nil {
-			return err
-		}
-	}
-	for _, c := range gs.SpreadCursors {
-		if err := k.SpreadCursors.Set(ctx, c.Topic, c.NextPartition); err != nil {
 			return err
 		}
 	}
@@ -122,8 +116,9 @@ func (k Keeper) ExportGenesisJSON(ctx context.Context, cdc codec.JSONCodec) (jso
 	for _, p := range gs.Partitions {
 		stored += p.ByteCount
 	}
-	// Base64 makes bytes 4/3 larger; sizing the buffer once avoids growing (copying) it.
-	out := bytes.NewBuffer(make([]byte, 0, uint64(len(head))+stored/2*3))
+	// Base64 makes the stored batches 4/3 larger, plus field names per batch; sizing the
+	// buffer once avoids growing (copying) it.
+	out := bytes.NewBuffer(make([]byte, 0, uint64(len(head))+stored/3*4+stored/16))
 	split := at + len(batchesField) - 1 // just after the list's '['
 	out.Write(head[:split])
 	first := true
@@ -182,13 +177,6 @@ func (k Keeper) exportAllButBatches(ctx context.Context) (*types.GenesisState, e
 	// Deleted topics still being purged are left out (their batches and producer states are
 	// unreadable leftovers), so the exported state is what the purge would end with.
 	purging := func(topic string) (bool, error) { return k.TopicPurges.Has(ctx, topic) }
-	err = k.SpreadCursors.Walk(ctx, nil, func(topic string, next uint32) (bool, error) {
-		gs.SpreadCursors = append(gs.SpreadCursors, types.SpreadCursor{Topic: topic, NextPartition: next})
-		return false, nil
-	})
-	if err != nil {
-		return nil, err
-	}
 	err = k.Groups.Walk(ctx, nil, func(_ string, g types.Group) (bool, error) {
 		gs.Groups = append(gs.Groups, g)
 		return false, nil

@@ -66,8 +66,8 @@ func TestGenesisSurvivesLoweredParams(t *testing.T) {
 	big := strings.Repeat("v", 2000)
 	for i := 0; i < 3; i++ {
 		_, err := f.produce(f.bob,
-			types.ProduceBatch{Topic: "wide", Partition: -1, Records: []types.BatchRecord{rec("k", big, "h1", "a", "h2", "b"), rec("", "x"), rec("k2", "y")}},
-			types.ProduceBatch{Topic: "configured", Partition: 1, Records: []types.BatchRecord{rec("", big)}})
+			pb{Topic: "wide", Partition: 0, Records: []types.BatchRecord{rec("k", big, "h1", "a", "h2", "b"), rec("", "x"), rec("k2", "y")}},
+			pb{Topic: "configured", Partition: 1, Records: []types.BatchRecord{rec("", big)}})
 		require.NoError(t, err)
 	}
 	f.open(f.alice, "crowd")
@@ -172,7 +172,7 @@ func TestExportMemoryBounded(t *testing.T) {
 		recs[i] = rec(fmt.Sprintf("key-%d", i), value)
 	}
 	for sent := 0; sent < totalBytes; sent += perMessage * recordBytes {
-		_, err := f.produce(f.bob, types.ProduceBatch{Topic: "big", Partition: -1, Records: recs})
+		_, err := f.produce(f.bob, pb{Topic: "big", Partition: 0, Records: recs})
 		require.NoError(t, err)
 	}
 	var stored uint64

@@ -16,11 +16,11 @@ func TestGenesisRoundTrip(t *testing.T) {
 	f.createTopic("b", 1)
 	for i := 0; i < 5; i++ {
 		_, err := f.produce(f.bob,
-			types.ProduceBatch{Topic: "a", Partition: -1, Records: []types.BatchRecord{rec("k1", "v"), rec("", "x", "h", "1"), rec("k2", "w")}},
-			types.ProduceBatch{Topic: "b", Partition: 0, Records: []types.BatchRecord{{}}})
+			pb{Topic: "a", Partition: uint32(i % 3), Records: []types.BatchRecord{rec("k1", "v"), rec("", "x", "h", "1"), rec("k2", "w")}},
+			pb{Topic: "b", Partition: 0, Records: []types.BatchRecord{{}}})
 		require.NoError(t, err)
 	}
-	_, err := f.produce(f.alice, types.ProduceBatch{Topic: "a", Partition: 2, Sequence: 1, Records: []types.BatchRecord{rec("", "s")}})
+	_, err := f.produce(f.alice, pb{Topic: "a", Partition: 2, Sequence: 1, Records: []types.BatchRecord{rec("", "s")}})
 	require.NoError(t, err)
 	f.open(f.alice, "g1")
 	gen := f.join(f.alice, "g1", "a").Generation
@@ -40,7 +40,6 @@ func TestGenesisRoundTrip(t *testing.T) {
 	require.NoError(t, exported.Validate(f.k.AddressCodec()))
 	require.Len(t, exported.Topics, 2)
 	require.Len(t, exported.Partitions, 4)
-	require.NotEmpty(t, exported.SpreadCursors)
 	require.Len(t, exported.Groups, 1)
 	require.Len(t, exported.Members, 2)
 	require.Len(t, exported.Offsets, 1)
@@ -55,10 +54,10 @@ func TestGenesisRoundTrip(t *testing.T) {
 
 	// Imported state keeps working: offsets continue where they stopped, the producer
 	// sequence and the group generation carry over.
-	res, err := g.produce(g.bob, types.ProduceBatch{Topic: "b", Partition: 0, Records: []types.BatchRecord{{}}})
+	res, err := g.produce(g.bob, pb{Topic: "b", Partition: 0, Records: []types.BatchRecord{{}}})
 	require.NoError(t, err)
 	require.Equal(t, uint64(5), res.Results[0].BaseOffset)
-	res, err = g.produce(g.alice, types.ProduceBatch{Topic: "a", Partition: 2, Sequence: 1, Records: []types.BatchRecord{rec("", "s")}})
+	res, err = g.produce(g.alice, pb{Topic: "a", Partition: 2, Sequence: 1, Records: []types.BatchRecord{rec("", "s")}})
 	require.NoError(t, err)
 	require.True(t, res.Results[0].Duplicate)
 	_, err = g.msgs.CommitOffsets(g.ctx, &types.MsgCommitOffsets{Member: g.bob, GroupId: "g1", Generation: gen,
@@ -70,7 +69,7 @@ func TestGenesisValidateRejectsInconsistentState(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("a", 2)
 	for i := 0; i < 3; i++ {
-		_, err := f.produce(f.bob, types.ProduceBatch{Topic: "a", Partition: 0, Records: []types.BatchRecord{rec("", "12345")}})
+		_, err := f.produce(f.bob, pb{Topic: "a", Partition: 0, Records: []types.BatchRecord{rec("", "12345")}})
 		require.NoError(t, err)
 	}
 	good, err := f.k.ExportGenesis(f.ctx)
@@ -92,9 +91,8 @@ func TestGenesisValidateRejectsInconsistentState(t *testing.T) {
 		"wrong high watermark": func(gs *types.GenesisState) { gs.Partitions[0].HighWatermark++ },
 		"wrong byte count":     func(gs *types.GenesisState) { gs.Partitions[0].ByteCount-- },
 		"wrong batch size":     func(gs *types.GenesisState) { gs.Batches[0].Batch.SizeBytes++ },
-		"empty batch":          func(gs *types.GenesisState) { gs.Batches[0].Batch.Records = nil },
+		"empty batch":          func(gs *types.GenesisState) { gs.Batches[0].Batch.RecordBatch = nil },
 		"bad owner":            func(gs *types.GenesisState) { gs.Topics[0].Owner = "x" },
-		"cursor out of range":  func(gs *types.GenesisState) { gs.SpreadCursors = []types.SpreadCursor{{Topic: "a", NextPartition: 2}} },
 		"member without group": func(gs *types.GenesisState) {
 			gs.Members = []types.Member{{GroupId: "nope", Member: f.alice, ExpiresAtMs: 1}}
 		},
@@ -152,8 +150,8 @@ func TestGenesisRebuildsBatchMetaAndSkipsPurgingTopics(t *testing.T) {
 	f.createTopic("gone", 2)
 	for i := 0; i < 4; i++ {
 		_, err := f.produce(f.bob,
-			types.ProduceBatch{Topic: "a", Partition: 0, Records: []types.BatchRecord{rec("k", "v", "h", "")}},
-			types.ProduceBatch{Topic: "gone", Partition: 1, Sequence: uint64(i + 1), Records: []types.BatchRecord{rec("", "x")}})
+			pb{Topic: "a", Partition: 0, Records: []types.BatchRecord{rec("k", "v", "h", "")}},
+			pb{Topic: "gone", Partition: 1, Sequence: uint64(i + 1), Records: []types.BatchRecord{rec("", "x")}})
 		require.NoError(t, err)
 	}
 	_, err := f.msgs.DeleteTopic(f.ctx, &types.MsgDeleteTopic{Authority: f.alice, Name: "gone"})

@@ -44,8 +44,8 @@ func (f *fixture) metered(fn func()) (uint64, time.Duration) {
 func TestGroupTakeoverIsRefusedAtTheJoin(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("a", 3)
-	for p := int32(0); p < 3; p++ {
-		_, err := f.produce(f.carol, types.ProduceBatch{Topic: "a", Partition: p, Records: []types.BatchRecord{rec("", "x"), rec("", "y")}})
+	for p := uint32(0); p < 3; p++ {
+		_, err := f.produce(f.carol, pb{Topic: "a", Partition: p, Records: []types.BatchRecord{rec("", "x"), rec("", "y")}})
 		require.NoError(t, err)
 	}
 	// The victim creates its group implicitly, as `consume --group` does: it is closed.
@@ -140,7 +140,7 @@ func TestRemovedMemberIsFencedAndResetWorks(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("a", 2)
 	for i := 0; i < 3; i++ {
-		_, err := f.produce(f.carol, types.ProduceBatch{Topic: "a", Partition: int32(i % 2), Records: []types.BatchRecord{rec("", "x")}})
+		_, err := f.produce(f.carol, pb{Topic: "a", Partition: uint32(i % 2), Records: []types.BatchRecord{rec("", "x")}})
 		require.NoError(t, err)
 	}
 	_, err := f.msgs.CreateGroup(f.ctx, &types.MsgCreateGroup{Admin: f.carol, GroupId: "g", JoinPolicy: types.JOIN_POLICY_ALLOWLIST,

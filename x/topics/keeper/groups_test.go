@@ -137,7 +137,7 @@ func TestCommitFencingAndLag(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("a", 2)
 	for i := 0; i < 4; i++ {
-		_, err := f.produce(f.alice, types.ProduceBatch{Topic: "a", Partition: int32(i % 2), Records: []types.BatchRecord{rec("", "x"), rec("", "y")}})
+		_, err := f.produce(f.alice, pb{Topic: "a", Partition: uint32(i % 2), Records: []types.BatchRecord{rec("", "x"), rec("", "y")}})
 		require.NoError(t, err)
 	}
 	f.open(f.alice, "g")
@@ -229,7 +229,7 @@ func TestResetAndDeleteGroup(t *testing.T) {
 	f.createTopic("a", 2)
 	for i := 0; i < 3; i++ {
 		f.advance(time.Second)
-		_, err := f.produce(f.alice, types.ProduceBatch{Topic: "a", Partition: 0, Records: []types.BatchRecord{rec("", "x"), rec("", "y")}})
+		_, err := f.produce(f.alice, pb{Topic: "a", Partition: 0, Records: []types.BatchRecord{rec("", "x"), rec("", "y")}})
 		require.NoError(t, err)
 	}
 	t0 := f.ctx.BlockTime().UnixMilli() // the third batch (offsets 4-5) was appended at t0
@@ -281,7 +281,7 @@ func TestDeleteTopicRemovesOffsetsAndProducerState(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("a", 1)
 	f.createTopic("b", 1)
-	_, err := f.produce(f.alice, types.ProduceBatch{Topic: "a", Partition: 0, Sequence: 1, Records: []types.BatchRecord{rec("", "x")}})
+	_, err := f.produce(f.alice, pb{Topic: "a", Partition: 0, Sequence: 1, Records: []types.BatchRecord{rec("", "x")}})
 	require.NoError(t, err)
 	gen := f.join(f.alice, "g", "a", "b").Generation
 	_, err = f.msgs.CommitOffsets(f.ctx, &types.MsgCommitOffsets{Member: f.alice, GroupId: "g", Generation: gen, Offsets: []types.OffsetCommit{{Topic: "a", Offset: 1}, {Topic: "b"}}})
@@ -295,7 +295,7 @@ func TestDeleteTopicRemovesOffsetsAndProducerState(t *testing.T) {
 	// A recreated topic starts with fresh producer state: sequence 1 is new again.
 	require.NoError(t, f.k.EndBlocker(f.ctx)) // the purge frees the name
 	f.createTopic("a", 1)
-	res, err := f.produce(f.alice, types.ProduceBatch{Topic: "a", Partition: 0, Sequence: 1, Records: []types.BatchRecord{rec("", "x")}})
+	res, err := f.produce(f.alice, pb{Topic: "a", Partition: 0, Sequence: 1, Records: []types.BatchRecord{rec("", "x")}})
 	require.NoError(t, err)
 	require.False(t, res.Results[0].Duplicate)
 }

@@ -25,8 +25,7 @@ type Keeper struct {
 	Topics     collections.Map[string, types.Topic]
 	Partitions collections.Map[types.TopicPartition, types.Partition]
 	// Batches is keyed by ((topic, partition), last offset of the batch).
-	Batches       collections.Map[collections.Pair[types.TopicPartition, uint64], types.RecordBatch]
-	SpreadCursors collections.Map[string, uint32]
+	Batches collections.Map[collections.Pair[types.TopicPartition, uint64], types.RecordBatch]
 	// BatchMetas holds each batch's append time and stored size under the batch's key, so
 	// retention and purges read a few bytes per batch instead of decoding it.
 	BatchMetas collections.Map[collections.Pair[types.TopicPartition, uint64], types.BatchMeta]
@@ -77,7 +76,6 @@ func NewKeeper(cdc codec.BinaryCodec, addressCodec address.Codec, storeService c
 			types.TopicPartitionKey, codec.CollValue[types.Partition](cdc)),
 		Batches: collections.NewMap(sb, types.BatchesPrefix, "batches",
 			types.BatchKeyCodec, codec.CollValue[types.RecordBatch](cdc)),
-		SpreadCursors: collections.NewMap(sb, types.SpreadCursorsPrefix, "spread_cursors", collections.StringKey, collections.Uint32Value),
 		BatchMetas: collections.NewMap(sb, types.BatchMetaPrefix, "batch_metas",
 			types.BatchKeyCodec, codec.CollValue[types.BatchMeta](cdc)),
 		TopicPurges: collections.NewMap(sb, types.TopicPurgesPrefix, "topic_purges", collections.StringKey, codec.CollValue[types.TopicPurge](cdc)),

@@ -79,8 +79,33 @@ func rec(key, value string, headers ...string) types.BatchRecord {
 	return r
 }
 
-func (f *fixture) produce(producer string, batches ...types.ProduceBatch) (*types.MsgProduceResponse, error) {
-	return f.msgs.Produce(f.ctx, &types.MsgProduce{Producer: producer, Batches: batches})
+// pb is a produce batch as a test writes it: records, which the fixture encodes into one Kafka
+// record batch as a producer does.
+type pb struct {
+	Topic     string
+	Partition uint32
+	Sequence  uint64
+	Records   []types.BatchRecord
+}
+
+// wire encodes b (uncompressed); no records gives a batch without a record batch.
+func (b pb) wire(t testing.TB) types.ProduceBatch {
+	t.Helper()
+	if len(b.Records) == 0 {
+		return types.ProduceBatch{Topic: b.Topic, Partition: b.Partition, Sequence: b.Sequence}
+	}
+	out, err := types.NewProduceBatch(b.Topic, b.Partition, b.Records, types.CompressionNone)
+	require.NoError(t, err)
+	out.Sequence = b.Sequence
+	return out
+}
+
+func (f *fixture) produce(producer string, batches ...pb) (*types.MsgProduceResponse, error) {
+	msg := &types.MsgProduce{Producer: producer}
+	for _, b := range batches {
+		msg.Batches = append(msg.Batches, b.wire(f.t))
+	}
+	return f.msgs.Produce(f.ctx, msg)
 }
 
 func (f *fixture) partitions(name string) []types.Partition {

@@ -23,7 +23,7 @@ func TestOffsetsForTimes(t *testing.T) {
 		for j := range rs {
 			rs[j] = rec("", "v")
 		}
-		_, err := f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: 0, Records: rs})
+		_, err := f.produce(f.alice, pb{Topic: "t", Partition: 0, Records: rs})
 		require.NoError(t, err)
 	}
 	// Expected answer by a linear walk over the fetched records.
@@ -74,7 +74,7 @@ func TestOffsetsForTimesReadsNoBatch(t *testing.T) {
 		for j := range rs {
 			rs[j] = rec("", value)
 		}
-		_, err := f.produce(f.alice, types.ProduceBatch{Topic: "big", Partition: 0, Records: rs})
+		_, err := f.produce(f.alice, pb{Topic: "big", Partition: 0, Records: rs})
 		require.NoError(t, err)
 	}
 	p := f.partitions("big")[0]

@@ -3,6 +3,7 @@ package keeper_test
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand"
 	"testing"
 
@@ -24,14 +25,14 @@ func TestProduceOffsetsAcrossBatchesAndPartitions(t *testing.T) {
 	}
 	expected := map[string][]want{}
 	for i := 0; i < 200; i++ {
-		var batches []types.ProduceBatch
+		var batches []pb
 		for j := 0; j < 1+rng.Intn(3); j++ {
 			topic, parts := "a", 4
 			if rng.Intn(2) == 0 {
 				topic, parts = "b", 2
 			}
-			p := int32(rng.Intn(parts))
-			b := types.ProduceBatch{Topic: topic, Partition: p}
+			p := uint32(rng.Intn(parts))
+			b := pb{Topic: topic, Partition: p}
 			for n := 0; n < 1+rng.Intn(20); n++ {
 				b.Records = append(b.Records, rec(fmt.Sprintf("k%d", n), fmt.Sprintf("v%d-%d-%d", i, j, n), "h", fmt.Sprint(n)))
 			}
@@ -51,12 +52,15 @@ func TestProduceOffsetsAcrossBatchesAndPartitions(t *testing.T) {
 				expected[id] = append(expected[id], want{value: string(r.Value.Data), key: string(r.Key.Data)})
 			}
 		}
-		// One result per distinct (topic, partition), with the base offset it had before.
-		require.Len(t, res.Results, len(seen))
-		for _, r := range res.Results {
+		// One result per batch, in message order; a partition's batches follow each other.
+		require.Len(t, res.Results, len(batches))
+		for k, r := range res.Results {
 			id := fmt.Sprintf("%s/%d", r.Topic, r.Partition)
+			require.Equal(t, batches[k].Topic, r.Topic)
+			require.Equal(t, batches[k].Partition, r.Partition)
 			require.Equal(t, uint64(seen[id]), r.BaseOffset, id)
-			require.Equal(t, len(expected[id])-seen[id], int(r.Count), id)
+			require.Equal(t, len(batches[k].Records), int(r.Count), id)
+			seen[id] += int(r.Count)
 		}
 	}
 	for _, topic := range []string{"a", "b"} {
@@ -86,38 +90,21 @@ func TestProduceOffsetsAcrossBatchesAndPartitions(t *testing.T) {
 	}
 }
 
-func TestPartitionerPlacement(t *testing.T) {
+// The chain does not judge where a producer put a keyed record (Kafka's brokers do not
+// either): partitioning is the client's, and a record on another partition is stored as sent.
+func TestKeyedRecordOnAnyPartition(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("t", 5)
-	var records []types.BatchRecord
-	for i := 0; i < 50; i++ {
-		records = append(records, rec(fmt.Sprintf("user-%d", i), "v"))
-	}
-	res, err := f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: -1, Records: records})
+	r := rec("user-1", "v")
+	home := types.KeyPartition(r.Key.Data, 5)
+	other := (home + 1) % 5
+	res, err := f.produce(f.alice, pb{Topic: "t", Partition: other, Records: []types.BatchRecord{r}})
 	require.NoError(t, err)
-	var total uint32
-	for _, r := range res.Results {
-		total += r.Count
-	}
-	require.Equal(t, uint32(50), total)
-	for p := uint32(0); p < 5; p++ {
-		fr, err := f.fetch("t", p, 0, 0, 0)
-		require.NoError(t, err)
-		for _, r := range fr.Records {
-			require.Equal(t, p, types.KeyPartition(r.Key.Data, 5), "key %s", r.Key.Data)
-		}
-	}
-
-	// Keyless records stick to one partition per batch and the next batch moves on.
-	got := []uint32{}
-	for i := 0; i < 7; i++ {
-		res, err := f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: -1, Records: []types.BatchRecord{rec("", "a"), rec("", "b")}})
-		require.NoError(t, err)
-		require.Len(t, res.Results, 1)
-		require.Equal(t, uint32(2), res.Results[0].Count)
-		got = append(got, res.Results[0].Partition)
-	}
-	require.Equal(t, []uint32{0, 1, 2, 3, 4, 0, 1}, got)
+	require.Equal(t, other, res.Results[0].Partition)
+	fr, err := f.fetch("t", other, 0, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, fr.Records, 1)
+	require.Equal(t, "user-1", string(fr.Records[0].Key.Data))
 }
 
 func TestProduceNullAndEmptyKeyValue(t *testing.T) {
@@ -128,7 +115,7 @@ func TestProduceNullAndEmptyKeyValue(t *testing.T) {
 		{Key: &types.Bytes{}, Value: &types.Bytes{}},
 		{Key: &types.Bytes{Data: []byte{0, 255}}, Value: &types.Bytes{Data: bytes.Repeat([]byte{7}, 3)}},
 	}
-	_, err := f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: 0, Records: records})
+	_, err := f.produce(f.alice, pb{Topic: "t", Partition: 0, Records: records})
 	require.NoError(t, err)
 	res, err := f.fetch("t", 0, 0, 0, 0)
 	require.NoError(t, err)
@@ -144,8 +131,9 @@ func TestProduceErrorsChangeNothing(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("t", 2)
 	cfg := anyone()
-	// Sizes are stored sizes: rec("", v) takes len(v) + 9 bytes of encoding ("fine" 13).
-	cfg.MaxRecordBytes = 19
+	// Sizes are Kafka-encoded sizes: rec("", v) takes len(v) + 7 bytes ("fine" 11, ten
+	// digits 17); a batch adds its 61-byte header.
+	cfg.MaxRecordBytes = 17
 	_, err := f.msgs.UpdateTopicConfig(f.ctx, &types.MsgUpdateTopicConfig{Authority: f.alice, Name: "t", Config: cfg})
 	require.NoError(t, err)
 	_, err = f.msgs.CreateTopic(f.ctx, &types.MsgCreateTopic{Owner: f.alice, Name: "private", Partitions: 1,
@@ -153,13 +141,17 @@ func TestProduceErrorsChangeNothing(t *testing.T) {
 	require.NoError(t, err)
 	p := types.DefaultParams()
 	p.MaxRecordsPerBatch = 10
-	p.MaxBatchBytes = 60
+	p.MaxBatchBytes = 200
 	p.MaxRecordBytes = 30
 	p.MaxHeadersPerRecord = 2
 	_, err = f.msgs.UpdateParams(f.ctx, &types.MsgUpdateParams{Authority: f.gov, Params: p})
 	require.NoError(t, err)
 
-	ok := types.ProduceBatch{Topic: "t", Partition: 0, Records: []types.BatchRecord{rec("", "fine")}}
+	ok := pb{Topic: "t", Partition: 0, Records: []types.BatchRecord{rec("", "fine")}}
+	tenDigits := make([]types.BatchRecord, 10) // 10 records, 231 bytes
+	for i := range tenDigits {
+		tenDigits[i] = rec("", "0123456789")
+	}
 	many := make([]types.BatchRecord, 11)
 	for i := range many {
 		many[i] = rec("", "")
@@ -167,22 +159,22 @@ func TestProduceErrorsChangeNothing(t *testing.T) {
 	cases := []struct {
 		name     string
 		producer string
-		batches  []types.ProduceBatch
+		batches  []pb
 		err      error
 	}{
 		{"no batches", f.alice, nil, types.ErrEmptyBatch},
-		{"empty batch", f.alice, []types.ProduceBatch{ok, {Topic: "t", Partition: 0}}, types.ErrEmptyBatch},
-		{"unknown topic", f.alice, []types.ProduceBatch{ok, {Topic: "nope", Partition: 0, Records: ok.Records}}, types.ErrUnknownTopic},
-		{"bad topic name", f.alice, []types.ProduceBatch{{Topic: "no pe", Partition: 0, Records: ok.Records}}, types.ErrInvalidTopicName},
-		{"partition beyond count", f.alice, []types.ProduceBatch{ok, {Topic: "t", Partition: 2, Records: ok.Records}}, types.ErrInvalidPartition},
-		{"negative partition", f.alice, []types.ProduceBatch{{Topic: "t", Partition: -2, Records: ok.Records}}, types.ErrInvalidPartition},
-		{"record over topic limit", f.alice, []types.ProduceBatch{ok, {Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "eleven char")}}}, types.ErrRecordTooLarge},
-		{"header bytes count", f.alice, []types.ProduceBatch{{Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "v", "hkey", "hvalue12")}}}, types.ErrRecordTooLarge},
-		{"batch over bytes", f.alice, []types.ProduceBatch{{Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "0123456789"), rec("", "0123456789"), rec("", "0123456789"), rec("", "0")}}}, types.ErrBatchTooLarge},
-		{"too many records", f.alice, []types.ProduceBatch{{Topic: "t", Partition: 1, Records: many}}, types.ErrTooManyRecords},
-		{"too many headers", f.alice, []types.ProduceBatch{{Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "", "a", "", "b", "", "c", "")}}}, types.ErrTooManyHeaders},
-		{"not on allowlist", f.carol, []types.ProduceBatch{ok, {Topic: "private", Partition: 0, Records: ok.Records}}, types.ErrUnauthorizedProducer},
-		{"bad producer", "bftlog1bad", []types.ProduceBatch{ok}, types.ErrInvalidAddress},
+		{"empty batch", f.alice, []pb{ok, {Topic: "t", Partition: 0}}, types.ErrEmptyBatch},
+		{"unknown topic", f.alice, []pb{ok, {Topic: "nope", Partition: 0, Records: ok.Records}}, types.ErrUnknownTopic},
+		{"bad topic name", f.alice, []pb{{Topic: "no pe", Partition: 0, Records: ok.Records}}, types.ErrInvalidTopicName},
+		{"partition beyond count", f.alice, []pb{ok, {Topic: "t", Partition: 2, Records: ok.Records}}, types.ErrInvalidPartition},
+		{"MaxUint32 partition", f.alice, []pb{{Topic: "t", Partition: math.MaxUint32, Records: ok.Records}}, types.ErrInvalidPartition},
+		{"record over topic limit", f.alice, []pb{ok, {Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "eleven char")}}}, types.ErrRecordTooLarge},
+		{"header bytes count", f.alice, []pb{{Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "v", "hkey", "hvalue12")}}}, types.ErrRecordTooLarge},
+		{"batch over bytes", f.alice, []pb{{Topic: "t", Partition: 1, Records: tenDigits}}, types.ErrBatchTooLarge},
+		{"too many records", f.alice, []pb{{Topic: "t", Partition: 1, Records: many}}, types.ErrTooManyRecords},
+		{"too many headers", f.alice, []pb{{Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "", "a", "", "b", "", "c", "")}}}, types.ErrTooManyHeaders},
+		{"not on allowlist", f.carol, []pb{ok, {Topic: "private", Partition: 0, Records: ok.Records}}, types.ErrUnauthorizedProducer},
+		{"bad producer", "bftlog1bad", []pb{ok}, types.ErrInvalidAddress},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -198,7 +190,7 @@ func TestProduceErrorsChangeNothing(t *testing.T) {
 
 	// The allowlisted producer and the owner may produce to the private topic.
 	for _, who := range []string{f.bob, f.alice} {
-		_, err = f.produce(who, types.ProduceBatch{Topic: "private", Partition: 0, Records: ok.Records})
+		_, err = f.produce(who, pb{Topic: "private", Partition: 0, Records: ok.Records})
 		require.NoError(t, err)
 	}
 	requireEvent(t, f.ctx, "bftlog.topics.v1.EventBatchAppended")
@@ -207,12 +199,12 @@ func TestProduceErrorsChangeNothing(t *testing.T) {
 func TestIdempotentProducer(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("t", 2)
-	send := func(partition int32, seq uint64, n int) (*types.MsgProduceResponse, error) {
+	send := func(partition uint32, seq uint64, n int) (*types.MsgProduceResponse, error) {
 		rs := make([]types.BatchRecord, n)
 		for i := range rs {
 			rs[i] = rec("", "v")
 		}
-		return f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: partition, Sequence: seq, Records: rs})
+		return f.produce(f.alice, pb{Topic: "t", Partition: partition, Sequence: seq, Records: rs})
 	}
 	res, err := send(0, 1, 3)
 	require.NoError(t, err)
@@ -235,27 +227,30 @@ func TestIdempotentProducer(t *testing.T) {
 	require.ErrorIs(t, err, types.ErrOutOfOrderSequence)
 	_, err = send(1, 2, 1) // sequences are per partition: partition 1 starts at 1
 	require.ErrorIs(t, err, types.ErrOutOfOrderSequence)
-	_, err = send(-1, 1, 1)
+	// Two idempotent batches for one partition in one message: the second could not be
+	// ordered against the first's retry, so the message is refused.
+	_, err = f.produce(f.alice, pb{Topic: "t", Partition: 1, Sequence: 1, Records: []types.BatchRecord{rec("", "a")}},
+		pb{Topic: "t", Partition: 1, Sequence: 2, Records: []types.BatchRecord{rec("", "b")}})
 	require.ErrorIs(t, err, types.ErrInvalidRequest)
 	require.Equal(t, uint64(5), f.partitions("t")[0].HighWatermark)
 	require.Zero(t, f.partitions("t")[1].HighWatermark)
 
 	// Sequenced and unsequenced batches mix in one message; the state records the
-	// sequenced batch's own offsets inside the merged partition batch.
+	// sequenced batch's own offsets.
 	res, err = f.produce(f.alice,
-		types.ProduceBatch{Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "plain")}},
-		types.ProduceBatch{Topic: "t", Partition: 1, Sequence: 1, Records: []types.BatchRecord{rec("", "s1"), rec("", "s2")}})
+		pb{Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "plain")}},
+		pb{Topic: "t", Partition: 1, Sequence: 1, Records: []types.BatchRecord{rec("", "s1"), rec("", "s2")}})
 	require.NoError(t, err)
-	require.Equal(t, types.ProduceResult{Topic: "t", Partition: 1, BaseOffset: 0, Count: 3}, res.Results[0])
-	res, err = f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: 1, Sequence: 1, Records: []types.BatchRecord{rec("", "s1"), rec("", "s2")}})
+	require.Equal(t, []types.ProduceResult{{Topic: "t", Partition: 1, BaseOffset: 0, Count: 1}, {Topic: "t", Partition: 1, BaseOffset: 1, Count: 2}}, res.Results)
+	res, err = f.produce(f.alice, pb{Topic: "t", Partition: 1, Sequence: 1, Records: []types.BatchRecord{rec("", "s1"), rec("", "s2")}})
 	require.NoError(t, err)
 	require.Equal(t, types.ProduceResult{Topic: "t", Partition: 1, BaseOffset: 1, Count: 2, Duplicate: true}, res.Results[0])
 
 	// Other producers have their own sequences.
-	_, err = f.produce(f.bob, types.ProduceBatch{Topic: "t", Partition: 0, Sequence: 1, Records: []types.BatchRecord{rec("", "b")}})
+	_, err = f.produce(f.bob, pb{Topic: "t", Partition: 0, Sequence: 1, Records: []types.BatchRecord{rec("", "b")}})
 	require.NoError(t, err)
 	_, err = f.produce(f.bob,
-		types.ProduceBatch{Topic: "t", Partition: 0, Sequence: 2, Records: []types.BatchRecord{rec("", "b")}},
-		types.ProduceBatch{Topic: "t", Partition: 0, Sequence: 3, Records: []types.BatchRecord{rec("", "b")}})
+		pb{Topic: "t", Partition: 0, Sequence: 2, Records: []types.BatchRecord{rec("", "b")}},
+		pb{Topic: "t", Partition: 0, Sequence: 3, Records: []types.BatchRecord{rec("", "b")}})
 	require.ErrorIs(t, err, types.ErrInvalidRequest, "one sequenced batch per partition per message")
 }

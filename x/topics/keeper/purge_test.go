@@ -65,7 +65,7 @@ func requireGone(t *testing.T, f *fixture, topic string) {
 		_, err = f.query.ProducerStates(f.ctx, &types.QueryProducerStatesRequest{Topic: topic, Partition: p})
 		require.ErrorIs(t, err, types.ErrUnknownTopic)
 	}
-	_, err = f.produce(f.alice, types.ProduceBatch{Topic: topic, Partition: 0, Records: []types.BatchRecord{rec("", "late")}})
+	_, err = f.produce(f.alice, pb{Topic: topic, Partition: 0, Records: []types.BatchRecord{rec("", "late")}})
 	require.ErrorIs(t, err, types.ErrUnknownTopic)
 }
 
@@ -83,20 +83,20 @@ func TestDeleteBigTopicIsBoundedAndPurgedOverBlocks(t *testing.T) {
 	f.createTopic("big", parts)
 	f.createTopic("keep", 1)
 	setRetention(t, f, "keep", 1000, -1)
-	_, err = f.produce(f.bob, types.ProduceBatch{Topic: "keep", Partition: 0, Records: []types.BatchRecord{rec("", "old")}})
+	_, err = f.produce(f.bob, pb{Topic: "keep", Partition: 0, Records: []types.BatchRecord{rec("", "old")}})
 	require.NoError(t, err)
 	// 120 batches of one 1,000,000-byte record on partitions 0 and 1 (idempotent, so producer
 	// states exist), and 1,200 one-record batches on partition 2 from three producers.
 	value := string(make([]byte, 1_000_000))
 	for i := 0; i < 60; i++ {
-		for p := int32(0); p < 2; p++ {
-			_, err := f.produce(f.alice, types.ProduceBatch{Topic: "big", Partition: p, Sequence: uint64(i + 1), Records: []types.BatchRecord{rec("", value)}})
+		for p := uint32(0); p < 2; p++ {
+			_, err := f.produce(f.alice, pb{Topic: "big", Partition: p, Sequence: uint64(i + 1), Records: []types.BatchRecord{rec("", value)}})
 			require.NoError(t, err)
 		}
 	}
 	for i := 0; i < 400; i++ {
 		for _, who := range []string{f.alice, f.bob, f.carol} {
-			_, err := f.produce(who, types.ProduceBatch{Topic: "big", Partition: 2, Sequence: uint64(i + 1), Records: []types.BatchRecord{rec("", fmt.Sprint(i))}})
+			_, err := f.produce(who, pb{Topic: "big", Partition: 2, Sequence: uint64(i + 1), Records: []types.BatchRecord{rec("", fmt.Sprint(i))}})
 			require.NoError(t, err)
 		}
 	}
@@ -165,7 +165,7 @@ func TestDeleteBigTopicIsBoundedAndPurgedOverBlocks(t *testing.T) {
 	res, err := f.fetch("big", 0, 0, 0, 0)
 	require.NoError(t, err)
 	require.Empty(t, res.Records)
-	out, err := f.produce(f.alice, types.ProduceBatch{Topic: "big", Partition: 0, Sequence: 1, Records: []types.BatchRecord{rec("", "new")}})
+	out, err := f.produce(f.alice, pb{Topic: "big", Partition: 0, Sequence: 1, Records: []types.BatchRecord{rec("", "new")}})
 	require.NoError(t, err)
 	require.Equal(t, uint64(0), out.Results[0].BaseOffset)
 	require.False(t, out.Results[0].Duplicate)
@@ -180,8 +180,8 @@ func TestPurgeAndRetentionShareTheBudget(t *testing.T) {
 	f.createTopic("d", 1)
 	for i := 0; i < 30; i++ {
 		_, err := f.produce(f.alice,
-			types.ProduceBatch{Topic: "r", Partition: 0, Records: []types.BatchRecord{rec("", "x")}},
-			types.ProduceBatch{Topic: "d", Partition: 0, Records: []types.BatchRecord{rec("", "y")}})
+			pb{Topic: "r", Partition: 0, Records: []types.BatchRecord{rec("", "x")}},
+			pb{Topic: "d", Partition: 0, Records: []types.BatchRecord{rec("", "y")}})
 		require.NoError(t, err)
 	}
 	setRetention(t, f, "r", 1000, -1)

@@ -15,12 +15,12 @@ func TestQueryProducerStates(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("a", 2)
 	for seq := uint64(1); seq <= 3; seq++ {
-		_, err := f.produce(f.alice, types.ProduceBatch{Topic: "a", Partition: 1, Sequence: seq, Records: []types.BatchRecord{rec("", "x"), rec("", "y")}})
+		_, err := f.produce(f.alice, pb{Topic: "a", Partition: 1, Sequence: seq, Records: []types.BatchRecord{rec("", "x"), rec("", "y")}})
 		require.NoError(t, err)
 	}
-	_, err := f.produce(f.bob, types.ProduceBatch{Topic: "a", Partition: 1, Sequence: 1, Records: []types.BatchRecord{rec("", "z")}})
+	_, err := f.produce(f.bob, pb{Topic: "a", Partition: 1, Sequence: 1, Records: []types.BatchRecord{rec("", "z")}})
 	require.NoError(t, err)
-	_, err = f.produce(f.carol, types.ProduceBatch{Topic: "a", Partition: 0, Sequence: 1, Records: []types.BatchRecord{rec("", "w")}})
+	_, err = f.produce(f.carol, pb{Topic: "a", Partition: 0, Sequence: 1, Records: []types.BatchRecord{rec("", "w")}})
 	require.NoError(t, err)
 
 	one, err := f.query.ProducerStates(f.ctx, &types.QueryProducerStatesRequest{Topic: "a", Partition: 1, Producer: f.alice})

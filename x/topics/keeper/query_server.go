@@ -82,15 +82,32 @@ func (q queryServer) Fetch(ctx context.Context, req *types.QueryFetchRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	if o := q.k.fetchObserver(); o != nil {
-		o.ObserveFetch(len(res.Records))
-	}
-	return &types.QueryFetchResponse{
-		Records:        res.Records,
+	out := &types.QueryFetchResponse{
 		HighWatermark:  res.Partition.HighWatermark,
 		LogStartOffset: res.Partition.LogStartOffset,
 		NextOffset:     res.NextOffset,
-	}, nil
+	}
+	switch req.Format {
+	case types.FETCH_FORMAT_BATCHES:
+		out.Batches = res.Batches
+	case types.FETCH_FORMAT_RECORDS:
+		maxRecords := req.MaxRecords
+		if maxRecords == 0 {
+			maxRecords = DefaultFetchRecords
+		}
+		if out.Records, err = res.Records(req.Offset, min(maxRecords, MaxFetchRecords)); err != nil {
+			return nil, err
+		}
+		if n := len(out.Records); n > 0 {
+			out.NextOffset = out.Records[n-1].Offset + 1
+		}
+	default:
+		return nil, errorsmod.Wrapf(types.ErrInvalidRequest, "unknown fetch format %d", req.Format)
+	}
+	if o := q.k.fetchObserver(); o != nil {
+		o.ObserveFetch(int(out.NextOffset - req.Offset))
+	}
+	return out, nil
 }
 
 func (q queryServer) Record(ctx context.Context, req *types.QueryRecordRequest) (*types.QueryRecordResponse, error) {

@@ -33,10 +33,10 @@ func TestRetentionByTimeIsBoundedAndResumes(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		f.advance(time.Second)
 		for _, topic := range []string{"t", "forever"} {
-			_, err := f.produce(f.alice, types.ProduceBatch{Topic: topic, Partition: 0, Records: []types.BatchRecord{rec("", "0123456789"), rec("", "0123456789")}})
+			_, err := f.produce(f.alice, pb{Topic: topic, Partition: 0, Records: []types.BatchRecord{rec("", "0123456789"), rec("", "0123456789")}})
 			require.NoError(t, err)
 		}
-		_, err := f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "0123456789")}})
+		_, err := f.produce(f.alice, pb{Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "0123456789")}})
 		require.NoError(t, err)
 	}
 	setRetention(t, f, "t", 4_500, -1)
@@ -53,7 +53,7 @@ func TestRetentionByTimeIsBoundedAndResumes(t *testing.T) {
 	require.Equal(t, [][2]uint64{{6, 0}, {10, 1}, {10, 4}, {10, 5}, {10, 5}}, starts)
 	ps := f.partitions("t")
 	require.Equal(t, types.Partition{Topic: "t", Partition: 0, HighWatermark: 20, LogStartOffset: 10, RecordCount: 10, ByteCount: storedBytes(t, f, "t", 0)}, ps[0])
-	require.Equal(t, uint64(490), ps[0].ByteCount, "5 batches of 98 stored bytes (2 x 19 of records, 60 of batch)")
+	require.Equal(t, uint64(800), ps[0].ByteCount, "5 batches of 160 stored bytes (95 of Kafka batch: a 61-byte header and 2 x 17 of records; 65 of producer, offsets and times)")
 	require.Equal(t, uint64(5), ps[1].RecordCount)
 	require.Zero(t, f.partitions("forever")[0].LogStartOffset)
 	requireEvent(t, f.ctx, "bftlog.topics.v1.EventRetentionApplied")
@@ -73,7 +73,7 @@ func TestRetentionByBytesKeepsAtLeastTheLimit(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("t", 1)
 	for i := 0; i < 6; i++ {
-		_, err := f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: 0, Records: []types.BatchRecord{rec("", "0123456789")}})
+		_, err := f.produce(f.alice, pb{Topic: "t", Partition: 0, Records: []types.BatchRecord{rec("", "0123456789")}})
 		require.NoError(t, err)
 	}
 	last, err := f.k.BatchMetas.Get(f.ctx, collections.Join(types.TopicPartition{Topic: "t"}, uint64(5)))
@@ -97,8 +97,8 @@ func TestRetentionPartitionBudgetCarriesOver(t *testing.T) {
 	p.RetentionPartitionsPerBlock = 3
 	_, err := f.msgs.UpdateParams(f.ctx, &types.MsgUpdateParams{Authority: f.gov, Params: p})
 	require.NoError(t, err)
-	for i := int32(0); i < 4; i++ {
-		_, err := f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: i, Records: []types.BatchRecord{rec("", "x")}})
+	for i := uint32(0); i < 4; i++ {
+		_, err := f.produce(f.alice, pb{Topic: "t", Partition: i, Records: []types.BatchRecord{rec("", "x")}})
 		require.NoError(t, err)
 	}
 	setRetention(t, f, "t", 1000, -1)
@@ -158,7 +158,7 @@ func TestRetentionStallWorstCaseBatches(t *testing.T) {
 	records := worstCaseRecords(params)
 	start := time.Now()
 	for i := uint32(0); i < n; i++ {
-		_, err := f.produce(f.alice, types.ProduceBatch{Topic: "w", Partition: int32(i), Records: records})
+		_, err := f.produce(f.alice, pb{Topic: "w", Partition: i, Records: records})
 		require.NoError(t, err)
 	}
 	p0 := f.partitions("w")[0]

@@ -198,9 +198,6 @@ func (k Keeper) DeleteTopic(ctx context.Context, signer, name string) error {
 			return err
 		}
 	}
-	if err := k.SpreadCursors.Remove(ctx, name); err != nil {
-		return err
-	}
 	if err := k.Topics.Remove(ctx, name); err != nil {
 		return err
 	}

@@ -100,7 +100,7 @@ func TestUpdateTopicConfig(t *testing.T) {
 func TestAddPartitions(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("t", 2)
-	_, err := f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "x")}})
+	_, err := f.produce(f.alice, pb{Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "x")}})
 	require.NoError(t, err)
 
 	for _, n := range []uint32{1, 2} {
@@ -131,9 +131,9 @@ func TestDeleteTopic(t *testing.T) {
 	f.createTopic("keep", 1)
 	for i := 0; i < 3; i++ {
 		_, err := f.produce(f.alice,
-			types.ProduceBatch{Topic: "t", Partition: 0, Records: []types.BatchRecord{rec("", "a"), rec("", "b")}},
-			types.ProduceBatch{Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "c")}},
-			types.ProduceBatch{Topic: "keep", Partition: 0, Records: []types.BatchRecord{rec("", "d")}})
+			pb{Topic: "t", Partition: 0, Records: []types.BatchRecord{rec("", "a"), rec("", "b")}},
+			pb{Topic: "t", Partition: 1, Records: []types.BatchRecord{rec("", "c")}},
+			pb{Topic: "keep", Partition: 0, Records: []types.BatchRecord{rec("", "d")}})
 		require.NoError(t, err)
 	}
 	_, err := f.msgs.DeleteTopic(f.ctx, &types.MsgDeleteTopic{Authority: f.bob, Name: "t"})
@@ -160,7 +160,7 @@ func TestDeleteTopic(t *testing.T) {
 
 	// A new topic of the same name starts from offset 0.
 	f.createTopic("t", 1)
-	res, err := f.produce(f.alice, types.ProduceBatch{Topic: "t", Partition: 0, Records: []types.BatchRecord{rec("", "new")}})
+	res, err := f.produce(f.alice, pb{Topic: "t", Partition: 0, Records: []types.BatchRecord{rec("", "new")}})
 	require.NoError(t, err)
 	require.Equal(t, uint64(0), res.Results[0].BaseOffset)
 

@@ -59,3 +59,13 @@ var (
 	// EndBlocker is still purging; the name is free once the purge ends.
 	ErrTopicBeingDeleted = errorsmod.Register(ModuleName, 37, "topic is being deleted")
 )
+
+// Record batches (Kafka RecordBatch v2).
+var (
+	// ErrInvalidRecordBatch is a batch that is not one well-formed magic-2 batch (framing,
+	// CRC-32C, offset deltas, record fields, control or transactional attributes).
+	ErrInvalidRecordBatch = errorsmod.RegisterWithGRPCCode(ModuleName, 38, codes.InvalidArgument, "invalid record batch")
+	// ErrUnsupportedCompression is a compression codec other than none, gzip, snappy, lz4, zstd,
+	// or compressed data that does not decompress.
+	ErrUnsupportedCompression = errorsmod.RegisterWithGRPCCode(ModuleName, 39, codes.InvalidArgument, "unsupported or corrupt compression")
+)

@@ -87,13 +87,13 @@ func (gs GenesisState) Validate(ac address.Codec) error {
 			tl = &tally{next: p.LogStartOffset}
 			tallies[k] = tl
 		}
-		if len(b.Batch.Records) == 0 {
-			return errorsmod.Wrapf(ErrInvalidGenesis, "empty batch at %s offset %d", p.Label(), b.Batch.BaseOffset)
+		if err := b.Batch.CheckStored(); err != nil {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "batch at %s offset %d: %v", p.Label(), b.Batch.BaseOffset, err)
 		}
 		if b.Batch.BaseOffset != tl.next {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "partition %s: batch at offset %d, expected %d", p.Label(), b.Batch.BaseOffset, tl.next)
 		}
-		size := b.Batch.StoredSize(b.Batch.RecordBytes())
+		size := b.Batch.StoredSize()
 		if size != b.Batch.SizeBytes {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "partition %s: batch at offset %d says %d bytes, records hold %d", p.Label(), b.Batch.BaseOffset, b.Batch.SizeBytes, size)
 		}
@@ -105,8 +105,8 @@ func (gs GenesisState) Validate(ac address.Codec) error {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "partition %s: batch at offset %d appended before the batch in front of it", p.Label(), b.Batch.BaseOffset)
 		}
 		tl.lastTime = b.Batch.LogAppendTimeMs
-		tl.next += uint64(len(b.Batch.Records))
-		tl.records += uint64(len(b.Batch.Records))
+		tl.next += uint64(b.Batch.RecordCount)
+		tl.records += uint64(b.Batch.RecordCount)
 		tl.bytes += size
 	}
 	for _, p := range gs.Partitions {
@@ -121,20 +121,6 @@ func (gs GenesisState) Validate(ac address.Codec) error {
 		}
 	}
 
-	seenCursor := make(map[string]struct{}, len(gs.SpreadCursors))
-	for _, c := range gs.SpreadCursors {
-		t, ok := topics[c.Topic]
-		if !ok {
-			return errorsmod.Wrapf(ErrInvalidGenesis, "spread cursor for unknown topic %s", c.Topic)
-		}
-		if _, dup := seenCursor[c.Topic]; dup {
-			return errorsmod.Wrapf(ErrInvalidGenesis, "spread cursor for %s appears twice", c.Topic)
-		}
-		seenCursor[c.Topic] = struct{}{}
-		if c.NextPartition >= t.Partitions {
-			return errorsmod.Wrapf(ErrInvalidGenesis, "spread cursor %d beyond topic %s's partitions", c.NextPartition, c.Topic)
-		}
-	}
 	if err := gs.validateGroups(ac, parts); err != nil {
 		return err
 	}

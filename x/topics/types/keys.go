@@ -21,10 +21,10 @@ var (
 	PartitionsPrefix = collections.NewPrefix(2)
 	// BatchesPrefix keys record batches by (topic, partition, last offset) so that the batch
 	// holding offset N is the first key >= (topic, partition, N).
-	BatchesPrefix       = collections.NewPrefix(3)
-	SpreadCursorsPrefix = collections.NewPrefix(4)
-	GroupsPrefix        = collections.NewPrefix(5)
-	MembersPrefix       = collections.NewPrefix(6)
+	BatchesPrefix = collections.NewPrefix(3)
+	// Prefix 4 held the keyless-record partitioner's cursors (gone: producers partition).
+	GroupsPrefix  = collections.NewPrefix(5)
+	MembersPrefix = collections.NewPrefix(6)
 	// MemberExpiryPrefix indexes members by (expires_at_ms, group, member) for the EndBlocker.
 	MemberExpiryPrefix = collections.NewPrefix(7)
 	OffsetsPrefix      = collections.NewPrefix(8)

@@ -1,37 +1,42 @@
 package types
 
-// Record returns the i-th record of the batch as a consumer reads it.
-func (b RecordBatch) Record(i int) Record {
-	r := b.Records[i]
-	return Record{
-		Offset:          b.BaseOffset + uint64(i),
-		Key:             r.Key,
-		Value:           r.Value,
-		Headers:         r.Headers,
-		CreateTimeMs:    r.CreateTimeMs,
-		LogAppendTimeMs: b.LogAppendTimeMs,
-		Producer:        b.Producer,
-		Height:          b.Height,
+import (
+	errorsmod "cosmossdk.io/errors"
+)
+
+// Records decodes the batch's records as consumers read them.
+func (b RecordBatch) Records() ([]Record, error) {
+	recs, err := DecodeRecordBatch(b.RecordBatch)
+	if err != nil {
+		return nil, err
 	}
+	if uint32(len(recs)) != b.RecordCount {
+		return nil, errorsmod.Wrapf(ErrInvalidRecordBatch, "batch at offset %d holds %d records, says %d", b.BaseOffset, len(recs), b.RecordCount)
+	}
+	out := make([]Record, len(recs))
+	for i, r := range recs {
+		out[i] = Record{
+			Offset:          b.BaseOffset + uint64(i),
+			Key:             NewBytes(r.Key),
+			Value:           NewBytes(r.Value),
+			Headers:         r.Headers,
+			CreateTimeMs:    r.Timestamp,
+			LogAppendTimeMs: b.LogAppendTimeMs,
+			Producer:        b.Producer,
+			Height:          b.Height,
+		}
+	}
+	return out, nil
 }
 
 // LastOffset is the offset of the batch's last record (its store key).
-func (b RecordBatch) LastOffset() uint64 { return b.BaseOffset + uint64(len(b.Records)) - 1 }
-
-// RecordSize is the record's stored size, counted against every limit: the bytes it occupies
-// inside its batch's encoding (its protobuf encoding plus field tag and length). Counting only
-// keys, values and headers would let empty headers and nulls be stored for free.
-func (r BatchRecord) RecordSize() uint64 {
-	n := uint64(r.Size())
-	return 1 + uvarintLen(n) + n
-}
+func (b RecordBatch) LastOffset() uint64 { return b.BaseOffset + uint64(b.RecordCount) - 1 }
 
 // StoredSize is the size of b's encoding once SizeBytes holds it: what the store keeps, and
-// what partition byte counts and retention_bytes count. recordBytes is the sum of the records'
-// RecordSize, so a caller that has it need not walk the records again.
-func (b RecordBatch) StoredSize(recordBytes uint64) uint64 {
-	b.Records, b.SizeBytes = nil, 0
-	base := uint64(b.Size()) + recordBytes
+// what partition byte counts and retention_bytes count.
+func (b RecordBatch) StoredSize() uint64 {
+	b.SizeBytes = 0
+	base := uint64(b.Size())
 	// size_bytes adds its tag and its own varint: settle the fixed point (at most 3 steps).
 	n := base
 	for {
@@ -43,19 +48,51 @@ func (b RecordBatch) StoredSize(recordBytes uint64) uint64 {
 	}
 }
 
-// RecordBytes is the sum of the records' RecordSize.
-func (b RecordBatch) RecordBytes() uint64 {
-	var n uint64
-	for _, r := range b.Records {
-		n += r.RecordSize()
+// CheckStored checks what a stored or imported batch must satisfy without decompressing it:
+// one framed batch with a valid CRC, its base offset and record count matching the metadata.
+func (b RecordBatch) CheckStored() error {
+	if err := checkBatchFraming(b.RecordBatch); err != nil {
+		return err
 	}
-	return n
+	if b.RecordCount == 0 || RecordBatchCount(b.RecordBatch) != b.RecordCount {
+		return errorsmod.Wrapf(ErrInvalidRecordBatch, "record count %d, the batch holds %d", b.RecordCount, RecordBatchCount(b.RecordBatch))
+	}
+	if base := RecordBatchBaseOffset(b.RecordBatch); base != b.BaseOffset {
+		return errorsmod.Wrapf(ErrInvalidRecordBatch, "base offset %d, the batch says %d", b.BaseOffset, base)
+	}
+	return nil
 }
 
 // Meta is what the EndBlocker keeps of the batch.
 func (b RecordBatch) Meta() BatchMeta {
 	return BatchMeta{BaseOffset: b.BaseOffset, LogAppendTimeMs: b.LogAppendTimeMs, SizeBytes: b.SizeBytes}
 }
+
+// RecordSize is a record's encoded size inside an uncompressed batch (length prefix
+// included): what max_record_bytes bounds. Producers use it to split records into batches.
+func (r BatchRecord) RecordSize() uint64 {
+	// attributes, timestamp delta (at most the timestamp), offset delta (under 2^20 records)
+	n := uint64(1) + varintLen(r.CreateTimeMs) + 3
+	n += nullableLen(r.Key) + nullableLen(r.Value) + varintLen(int64(len(r.Headers)))
+	for _, h := range r.Headers {
+		n += varintLen(int64(len(h.Key))) + uint64(len(h.Key))
+		if h.Value == nil {
+			n++
+		} else {
+			n += varintLen(int64(len(h.Value))) + uint64(len(h.Value))
+		}
+	}
+	return varintLen(int64(n)) + n
+}
+
+func nullableLen(b *Bytes) uint64 {
+	if b == nil {
+		return 1
+	}
+	return varintLen(int64(len(b.Data))) + uint64(len(b.Data))
+}
+
+func varintLen(v int64) uint64 { return uvarintLen(uint64(v<<1) ^ uint64(v>>63)) }
 
 func uvarintLen(n uint64) uint64 {
 	l := uint64(1)

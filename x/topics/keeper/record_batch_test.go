@@ -1,0 +1,176 @@
+package keeper_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	storetypes "cosmossdk.io/store/types"
+
+	"github.com/bftlog/bftlog/x/topics/keeper"
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// A batch in every codec is stored as it came (compressed), with only its base offset set,
+// and reads back record for record: keys and values (null and empty kept), headers in order,
+// timestamps.
+func TestCompressedBatchesStoredAsTheyCame(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("t", 1)
+	records := []types.BatchRecord{
+		rec("k", "a value that repeats, a value that repeats, a value that repeats", "h1", "x", "h2", ""),
+		{Key: nil, Value: nil, CreateTimeMs: 99},
+		{Key: &types.Bytes{}, Value: &types.Bytes{}, CreateTimeMs: 100},
+	}
+	var next uint64
+	for _, c := range []types.Compression{types.CompressionNone, types.CompressionGzip, types.CompressionSnappy, types.CompressionLZ4, types.CompressionZstd} {
+		t.Run(c.String(), func(t *testing.T) {
+			b, err := types.NewProduceBatch("t", 0, records, c)
+			require.NoError(t, err)
+			sent := bytes.Clone(b.RecordBatch)
+			res, err := f.msgs.Produce(f.ctx, &types.MsgProduce{Producer: f.alice, Batches: []types.ProduceBatch{b}})
+			require.NoError(t, err)
+			require.Equal(t, next, res.Results[0].BaseOffset)
+
+			out, err := f.query.Fetch(f.ctx, &types.QueryFetchRequest{Topic: "t", Partition: 0, Offset: next, MaxRecords: 1, Format: types.FETCH_FORMAT_BATCHES})
+			require.NoError(t, err)
+			require.Len(t, out.Batches, 1)
+			stored := out.Batches[0].RecordBatch
+			require.Equal(t, next, types.RecordBatchBaseOffset(stored))
+			require.Equal(t, sent[8:], stored[8:], "everything after the base offset is what the producer sent")
+			require.Equal(t, uint16(c), binary.BigEndian.Uint16(stored[21:23])&7, "stored compressed")
+
+			got, err := f.fetch("t", 0, next, 0, 0)
+			require.NoError(t, err)
+			require.Len(t, got.Records, len(records))
+			for i, r := range got.Records {
+				require.Equal(t, next+uint64(i), r.Offset)
+				requireSameBytes(t, records[i].Key, r.Key, "record %d key", i)
+				requireSameBytes(t, records[i].Value, r.Value, "record %d value", i)
+				require.Equal(t, records[i].CreateTimeMs, r.CreateTimeMs)
+				require.Equal(t, len(records[i].Headers), len(r.Headers))
+				for j, h := range records[i].Headers {
+					require.Equal(t, h.Key, r.Headers[j].Key)
+					require.Equal(t, string(h.Value), string(r.Headers[j].Value))
+				}
+			}
+			next += uint64(len(records))
+		})
+	}
+}
+
+// requireSameBytes: both null, or both present with equal contents (empty is not null).
+func requireSameBytes(t *testing.T, want, got *types.Bytes, msg string, args ...any) {
+	t.Helper()
+	require.Equal(t, want == nil, got == nil, msg, args)
+	if want != nil {
+		require.Equal(t, string(want.Data), string(got.Data), msg, args)
+	}
+}
+
+// resealed recomputes a batch's CRC after a test changed its bytes, so that a check other
+// than the CRC is what refuses it.
+func resealed(b []byte) []byte {
+	binary.BigEndian.PutUint32(b[17:21], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+// Malformed batches are refused with a registered error and change nothing.
+func TestMalformedBatchesRefused(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("t", 1)
+	good := func() types.ProduceBatch {
+		b, err := types.NewProduceBatch("t", 0, []types.BatchRecord{rec("k", "v"), rec("", "w")}, types.CompressionNone)
+		require.NoError(t, err)
+		return b
+	}
+	cases := []struct {
+		name  string
+		edit  func(b *types.ProduceBatch)
+		error error
+	}{
+		{"CRC mismatch", func(b *types.ProduceBatch) { b.RecordBatch[len(b.RecordBatch)-1] ^= 1 }, types.ErrInvalidRecordBatch},
+		{"truncated", func(b *types.ProduceBatch) { b.RecordBatch = b.RecordBatch[:len(b.RecordBatch)-3] }, types.ErrInvalidRecordBatch},
+		{"count says more than the batch", func(b *types.ProduceBatch) { b.RecordCount = 3 }, types.ErrInvalidRecordBatch},
+		{"magic 1", func(b *types.ProduceBatch) { b.RecordBatch[16] = 1 }, types.ErrInvalidRecordBatch},
+		{"transactional", func(b *types.ProduceBatch) { b.RecordBatch[22] |= 0x10; resealed(b.RecordBatch) }, types.ErrInvalidRecordBatch},
+		{"codec 7", func(b *types.ProduceBatch) { b.RecordBatch[22] |= 0x07; resealed(b.RecordBatch) }, types.ErrUnsupportedCompression},
+		{"no record batch", func(b *types.ProduceBatch) { b.RecordBatch = nil }, types.ErrEmptyBatch},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := good()
+			tc.edit(&b)
+			_, err := f.msgs.Produce(f.ctx, &types.MsgProduce{Producer: f.alice, Batches: []types.ProduceBatch{good(), b}})
+			require.ErrorIs(t, err, tc.error)
+			require.Zero(t, f.partitions("t")[0].HighWatermark, "a refused message appends nothing")
+		})
+	}
+}
+
+// bomb is one record batch of n records of zeros (each just under the record limit)
+// compressed with c: a few KB that decompress to n times the limit.
+func bomb(t testing.TB, c types.Compression, n int, recordBytes uint64) types.ProduceBatch {
+	recs := make([]types.BatchRecord, n)
+	zeros := make([]byte, recordBytes-16)
+	for i := range recs {
+		recs[i] = types.BatchRecord{Value: &types.Bytes{Data: zeros}}
+	}
+	b, err := types.NewProduceBatch("t", 0, recs, c)
+	require.NoError(t, err)
+	return b
+}
+
+// A decompression bomb (a small compressed batch whose records expand past max_batch_bytes) is
+// refused after decompressing at most max_batch_bytes, and pays gas for that work: it costs its
+// sender what a full-size batch of real records costs, so a block can hold no more of them
+// than of honest full batches. Each codec's figure (bytes sent, time, gas) is printed.
+func TestDecompressionBombRefusedAndPaid(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("t", 1)
+	params, err := f.k.Params.Get(f.ctx)
+	require.NoError(t, err)
+	for _, c := range []types.Compression{types.CompressionGzip, types.CompressionSnappy, types.CompressionLZ4, types.CompressionZstd} {
+		b := bomb(t, c, 64, params.MaxRecordBytes) // 64 MiB of records at the default 1 MiB
+		ctx := f.ctx.WithGasMeter(storetypes.NewInfiniteGasMeter())
+		start := time.Now()
+		_, err := f.msgs.Produce(ctx, &types.MsgProduce{Producer: f.alice, Batches: []types.ProduceBatch{b}})
+		took := time.Since(start)
+		require.ErrorIs(t, err, types.ErrBatchTooLarge, c.String())
+		gas := ctx.GasMeter().GasConsumed()
+		t.Logf("%s bomb: %d B sent claiming %d MiB of records; refused in %v after decompressing %d MiB, gas %d (%d per byte sent)",
+			c, len(b.RecordBatch), 64*params.MaxRecordBytes>>20, took, params.MaxBatchBytes>>20, gas, gas/uint64(len(b.RecordBatch)))
+		require.GreaterOrEqual(t, gas, params.MaxBatchBytes*(keeper.RecordBytesGas+keeper.DecompressedBytesGas), "the decompression is paid for")
+		require.Zero(t, f.partitions("t")[0].HighWatermark)
+	}
+}
+
+// Gas follows the decompressed size: a compressed batch pays for its records as an
+// uncompressed one does (beside the smaller transaction-size and store-write gas).
+func TestCompressedBatchGasByDecompressedSize(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("t", 1)
+	recs := make([]types.BatchRecord, 200)
+	for i := range recs {
+		recs[i] = rec(fmt.Sprintf("key-%d", i), fmt.Sprintf(`{"event":"payment","currency":"EUR","amount":%d,"status":"settled"}`, i))
+	}
+	gas := map[types.Compression]uint64{}
+	for _, c := range []types.Compression{types.CompressionNone, types.CompressionLZ4} {
+		b, err := types.NewProduceBatch("t", 0, recs, c)
+		require.NoError(t, err)
+		ctx := f.ctx.WithGasMeter(storetypes.NewInfiniteGasMeter())
+		_, err = f.msgs.Produce(ctx, &types.MsgProduce{Producer: f.alice, Batches: []types.ProduceBatch{b}})
+		require.NoError(t, err)
+		gas[c] = ctx.GasMeter().GasConsumed()
+		t.Logf("%s: %d B batch, gas %d", c, len(b.RecordBatch), gas[c])
+	}
+	none, err := types.NewProduceBatch("t", 0, recs, types.CompressionNone)
+	require.NoError(t, err)
+	recordBytes := uint64(len(none.RecordBatch) - types.RecordBatchHeaderSize)
+	require.GreaterOrEqual(t, gas[types.CompressionLZ4], recordBytes*(keeper.RecordBytesGas+keeper.DecompressedBytesGas))
+}
