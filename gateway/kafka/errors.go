@@ -28,6 +28,8 @@ var chainErrors = []struct {
 	{[]error{types.ErrOffsetOutOfRange}, kerr.OffsetOutOfRange},
 	{[]error{types.ErrInvalidConfig}, kerr.InvalidConfig},
 	{[]error{types.ErrEmptyBatch, types.ErrTooManyHeaders}, kerr.InvalidRecord},
+	{[]error{types.ErrInvalidRecordBatch}, kerr.CorruptMessage},
+	{[]error{types.ErrUnsupportedCompression}, kerr.UnsupportedCompressionType},
 	{[]error{types.ErrOutOfOrderSequence}, kerr.OutOfOrderSequenceNumber},
 	{[]error{types.ErrInvalidRequest}, kerr.InvalidRequest},
 	{[]error{types.ErrInvalidGroupID}, kerr.InvalidGroupID},

@@ -29,6 +29,11 @@ func TestKafkaCodeDecidesByErrorIdentity(t *testing.T) {
 	require.Equal(t, kerr.RequestTimedOut.Code, kafkaCode(fmt.Errorf("waiting: %w", context.DeadlineExceeded)))
 	require.Equal(t, kerr.RequestTimedOut.Code, kafkaCode(fmt.Errorf("tx ABC: %w", txclient.ErrNotCommitted)))
 	require.Zero(t, kafkaCode(nil))
+	// Record batch refusals, as a delivered transaction reports them.
+	require.Equal(t, kerr.CorruptMessage.Code, kafkaCode(errorsmod.ABCIError(types.ModuleName, types.ErrInvalidRecordBatch.ABCICode(), "CRC mismatch")))
+	require.Equal(t, kerr.UnsupportedCompressionType.Code, kafkaCode(errorsmod.ABCIError(types.ModuleName, types.ErrUnsupportedCompression.ABCICode(), "codec 6")))
+	require.Equal(t, kerr.MessageTooLarge.Code, kafkaCode(errorsmod.ABCIError(types.ModuleName, types.ErrRecordTooLarge.ABCICode(), "record 0")))
+	require.Equal(t, kerr.RecordListTooLarge.Code, kafkaCode(errorsmod.ABCIError(types.ModuleName, types.ErrBatchTooLarge.ABCICode(), "records")))
 	// The text of a registered error is not enough.
 	require.Equal(t, kerr.UnknownServerError.Code, kafkaCode(fmt.Errorf("%s", types.ErrTopicExists.Error())))
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"google.golang.org/grpc"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/query"
@@ -153,15 +154,16 @@ func (s *Server) fetchOnce(ctx context.Context, r *kmsg.FetchRequest) (*kmsg.Fet
 			if p.Partition < 0 || p.FetchOffset < 0 {
 				rp.ErrorCode = kerr.OffsetOutOfRange.Code
 			} else if maxBytes > 0 {
-				res, err := s.query.Fetch(ctx, &types.QueryFetchRequest{Topic: t.Topic, Partition: uint32(p.Partition), Offset: uint64(p.FetchOffset), MaxBytes: uint64(maxBytes), MaxRecords: 10_000})
+				// Whole stored batches, as produced (compressed as they came): the first may
+				// start before the fetch offset, and clients skip those records, as with Kafka.
+				res, err := s.query.Fetch(ctx, &types.QueryFetchRequest{Topic: t.Topic, Partition: uint32(p.Partition), Offset: uint64(p.FetchOffset),
+					MaxBytes: uint64(maxBytes), MaxRecords: maxFetchRecords, Format: types.FETCH_FORMAT_BATCHES}, grpc.MaxCallRecvMsgSize(maxFetchAnswer))
 				if err != nil {
 					rp.ErrorCode = s.fetchCode(ctx, t.Topic, p.Partition, p.FetchOffset, err)
 				} else {
 					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = int64(res.HighWatermark), int64(res.HighWatermark), int64(res.LogStartOffset)
-					if len(res.Records) > 0 {
-						rp.RecordBatches = encodeBatch(res.Records)
-						total += len(rp.RecordBatches)
-					}
+					rp.RecordBatches = appendBatches(rp.RecordBatches, res.Batches, total, budget)
+					total += len(rp.RecordBatches)
 				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)
@@ -169,6 +171,24 @@ func (s *Server) fetchOnce(ctx context.Context, r *kmsg.FetchRequest) (*kmsg.Fet
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, total
+}
+
+// maxFetchRecords is the most records one partition's fetch asks for (the chain's own cap).
+const maxFetchRecords = 10_000
+
+// appendBatches appends the stored batches' bytes to out while the response (total bytes so
+// far) stays within budget. The chain returns a partition's first batch whatever its size
+// (past it, within the partition's max bytes); it is kept when it fits the budget or when the
+// response is still empty, so a batch larger than the client's limits is still delivered, as
+// Kafka does for the first batch of a fetch (KIP-74).
+func appendBatches(out []byte, batches []types.RecordBatch, total, budget int) []byte {
+	for _, b := range batches {
+		if total+len(out) > 0 && total+len(out)+len(b.RecordBatch) > budget {
+			break
+		}
+		out = append(out, b.RecordBatch...)
+	}
+	return out
 }
 
 // fetchCode is Kafka's code for a failed fetch. A node serving queries on its RPC endpoint

@@ -27,23 +27,29 @@ import (
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-// Coalescing: the producer gathers what arrives within lingerFor (or up to maxTxBytes) from
-// every client into one MsgProduce, so a block carries few large transactions, not many small.
+// Coalescing: the producer gathers what arrives within lingerFor from every client into one
+// MsgProduce, so a block carries few large transactions, not many small. A message holds at
+// most the chain's default max_batch_bytes of record batches and max_records_per_batch records
+// (the keeper counts both over the whole message).
 const (
 	lingerFor  = 20 * time.Millisecond
-	maxTxBytes = 4 << 20
+	maxTxBytes = types.DefaultMaxBatchBytes
+	maxTxRecs  = types.DefaultMaxRecordsPerBatch
 )
+
+// errClosed fails the batches still waiting when the gateway closes.
+var errClosed = errors.New("kafka gateway closed")
 
 type partitionKey struct {
 	topic     string
 	partition int32
 }
 
-// appendReq is one Kafka batch waiting to be appended.
+// appendReq is one Kafka record batch waiting to be appended, as the client sent it.
 type appendReq struct {
 	key     partitionKey
-	records []types.BatchRecord
-	bytes   int
+	batch   []byte
+	records uint32
 	done    chan appendRes
 }
 
@@ -153,44 +159,69 @@ func (p *producer) close() {
 
 func (l *lane) loop() {
 	p := l.p
-	var carry *appendReq // the request that did not fit the previous transaction
+	var held []*appendReq // arrived, not yet sent: in arrival order
 	for {
-		var first *appendReq
-		if carry != nil {
-			first, carry = carry, nil
-		} else {
+		if len(held) == 0 {
 			select {
 			case <-p.stop:
 				return
-			case first = <-l.in:
+			case r := <-l.in:
+				held = append(held, r)
+			}
+		} else {
+			select {
+			case <-p.stop:
+				p.fail(held, errClosed)
+				return
+			default:
 			}
 		}
-		reqs := []*appendReq{first}
-		size := first.bytes
-		// Per partition, a merged batch stays within the chain's default batch limits, so
-		// client batches that are valid alone stay valid together.
-		perBytes := map[partitionKey]int{first.key: first.bytes}
-		perRecs := map[partitionKey]int{first.key: len(first.records)}
 		timer := time.NewTimer(lingerFor)
 	gather:
-		for size < maxTxBytes {
+		for !full(held) {
 			select {
 			case r := <-l.in:
-				if size+r.bytes > maxTxBytes || perBytes[r.key]+r.bytes > types.DefaultMaxBatchBytes ||
-					perRecs[r.key]+len(r.records) > types.DefaultMaxRecordsPerBatch {
-					carry = r
-					break gather
-				}
-				reqs, size = append(reqs, r), size+r.bytes
-				perBytes[r.key] += r.bytes
-				perRecs[r.key] += len(r.records)
+				held = append(held, r)
 			case <-timer.C:
 				break gather
 			}
 		}
 		timer.Stop()
-		l.append(reqs, 0)
+		var tx []*appendReq
+		tx, held = nextTx(held)
+		l.append(tx, 0)
 	}
+}
+
+// full tells whether reqs hold a whole transaction's worth, so gathering more can stop.
+func full(reqs []*appendReq) bool {
+	bytes, recs := 0, 0
+	for _, r := range reqs {
+		bytes, recs = bytes+len(r.batch), recs+int(r.records)
+	}
+	return bytes >= maxTxBytes || recs >= maxTxRecs
+}
+
+// nextTx takes, in arrival order, the requests of the next transaction and returns the rest
+// (in order). A transaction holds at most one batch per partition: the chain accepts one
+// idempotent batch per partition in a message, and a partition's later batches must wait
+// for its earlier ones. It stays within maxTxBytes and maxTxRecs, except that the first
+// request is always taken (alone too large, the chain refuses it with the fitting error).
+func nextTx(held []*appendReq) (tx, rest []*appendReq) {
+	blocked := map[partitionKey]bool{} // partitions with a batch in tx or held back
+	bytes, recs := 0, 0
+	for i, r := range held {
+		fits := i == 0 || (bytes+len(r.batch) <= maxTxBytes && recs+int(r.records) <= maxTxRecs)
+		if blocked[r.key] || !fits {
+			blocked[r.key] = true
+			rest = append(rest, r)
+			continue
+		}
+		blocked[r.key] = true
+		tx = append(tx, r)
+		bytes, recs = bytes+len(r.batch), recs+int(r.records)
+	}
+	return tx, rest
 }
 
 // maxResyncs bounds how often one append re-reads its sequence and sends again: another
@@ -198,53 +229,39 @@ func (l *lane) loop() {
 // from under it, and each round one of them wins, so a few rounds suffice.
 const maxResyncs = 8
 
+// maxFetchAnswer bounds a fetch answer the gateway accepts from the node (gRPC's default is
+// 4 MiB): the chain returns up to 16 MiB of stored batches past the first batch, which itself
+// may be as large as max_batch_bytes.
+const maxFetchAnswer = 64 << 20
+
 // recordFetcher is the query ours asks (types.QueryClient has it).
 type recordFetcher interface {
 	Fetch(ctx context.Context, in *types.QueryFetchRequest, opts ...grpc.CallOption) (*types.QueryFetchResponse, error)
 }
 
-// ours tells whether the batch the chain answered as a duplicate (at res's offsets) holds
-// exactly the records sent: the chain matches a resend by the producer's sequence and count
-// only, and a process sharing the gateway's key may have used the same sequence for other
-// records, which must not be acknowledged as if they were these.
-func (l *lane) ours(k partitionKey, res types.ProduceResult, sent []types.BatchRecord) (bool, error) {
-	if res.Count != uint32(len(sent)) {
+// ours tells whether the batch the chain answered as a duplicate (at res's offsets) is exactly
+// the batch sent: the chain matches a resend by the producer's sequence and record count only,
+// and a process sharing the gateway's key may have used the same sequence for other records,
+// which must not be acknowledged as if they were these. The chain stores a batch as it came
+// with only its base offset (bytes 0-7) set, so the rest of the bytes must be equal.
+func (l *lane) ours(k partitionKey, res types.ProduceResult, sent []byte) (bool, error) {
+	if res.Count != types.RecordBatchCount(sent) || len(sent) < types.RecordBatchHeaderSize {
 		return false, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	next := res.BaseOffset
-	for i := 0; i < len(sent); {
-		out, err := l.p.records.Fetch(ctx, &types.QueryFetchRequest{Topic: k.topic, Partition: uint32(k.partition), Offset: next, MaxRecords: uint32(len(sent) - i)})
-		if err != nil {
-			return false, err
-		}
-		if len(out.Records) == 0 {
-			return false, fmt.Errorf("duplicate of %s/%d at %d: no records there", k.topic, k.partition, next)
-		}
-		for _, r := range out.Records {
-			if i == len(sent) {
-				break
-			}
-			if r.Offset != next {
-				return false, nil
-			}
-			stored := types.BatchRecord{Key: r.Key, Value: r.Value, Headers: r.Headers, CreateTimeMs: r.CreateTimeMs}
-			a, err := stored.Marshal()
-			if err != nil {
-				return false, err
-			}
-			b, err := sent[i].Marshal()
-			if err != nil {
-				return false, err
-			}
-			if !bytes.Equal(a, b) {
-				return false, nil
-			}
-			i, next = i+1, next+1
-		}
+	// The batch holding the base offset, alone (the first batch comes whatever the limits).
+	out, err := l.p.records.Fetch(ctx, &types.QueryFetchRequest{Topic: k.topic, Partition: uint32(k.partition), Offset: res.BaseOffset,
+		MaxRecords: 1, MaxBytes: 1, Format: types.FETCH_FORMAT_BATCHES}, grpc.MaxCallRecvMsgSize(maxFetchAnswer))
+	if err != nil {
+		return false, err
 	}
-	return true, nil
+	if len(out.Batches) == 0 {
+		return false, fmt.Errorf("duplicate of %s/%d at %d: no batch there", k.topic, k.partition, res.BaseOffset)
+	}
+	stored := out.Batches[0]
+	return stored.BaseOffset == res.BaseOffset && len(stored.RecordBatch) == len(sent) &&
+		bytes.Equal(stored.RecordBatch[8:], sent[8:]), nil
 }
 
 // producerStates is the query resync asks (types.QueryClient has it).
@@ -270,77 +287,73 @@ func (l *lane) resync(k partitionKey) bool {
 	return true
 }
 
-// append submits reqs as one transaction, one batch per partition in arrival order. If the
-// chain refuses it, each partition is tried alone so one bad batch fails only its own senders.
-// resyncs counts how often these records' sequence was re-read from the chain already.
+// append submits reqs (one batch per partition) as one transaction. If the chain refuses it,
+// each batch is tried alone so one bad batch fails only its own senders. resyncs counts how
+// often these batches' sequence was re-read from the chain already.
 func (l *lane) append(reqs []*appendReq, resyncs int) {
 	p := l.p
-	var order []partitionKey
-	groups := map[partitionKey][]*appendReq{}
-	for _, r := range reqs {
-		if _, ok := groups[r.key]; !ok {
-			order = append(order, r.key)
-		}
-		groups[r.key] = append(groups[r.key], r)
-	}
 	msg := &types.MsgProduce{Producer: p.signer.Address()}
-	for _, k := range order {
-		b := types.ProduceBatch{Topic: k.topic, Partition: k.partition, Sequence: l.seq[k] + 1}
-		for _, r := range groups[k] {
-			b.Records = append(b.Records, r.records...)
-		}
-		msg.Batches = append(msg.Batches, b)
+	for _, r := range reqs {
+		msg.Batches = append(msg.Batches, types.ProduceBatch{Topic: r.key.topic, Partition: uint32(r.key.partition),
+			RecordBatch: r.batch, RecordCount: r.records, Sequence: l.seq[r.key] + 1})
 	}
 	for attempt := 0; ; attempt++ {
 		res, err := p.signer.SubmitAndWait(msg)
 		if err == nil {
 			out, rerr := txclient.Responses[types.MsgProduceResponse](p.clientCtx, res)
-			if rerr == nil && (len(out) != 1 || len(out[0].Results) != len(order)) {
-				rerr = fmt.Errorf("produce response with %d results for %d batches", len(out), len(order))
+			if rerr == nil && (len(out) != 1 || len(out[0].Results) != len(reqs)) {
+				rerr = fmt.Errorf("produce response with %d results for %d batches", len(out), len(reqs))
 			}
 			if rerr != nil {
 				p.fail(reqs, rerr)
 				return
 			}
-			for i, k := range order {
-				if res := out[0].Results[i]; res.Duplicate {
-					mine, err := l.ours(k, res, msg.Batches[i].Records)
+			// The chain lists duplicates after the appended batches: match by partition,
+			// which is unique in the message.
+			results := map[partitionKey]types.ProduceResult{}
+			for _, res := range out[0].Results {
+				results[partitionKey{res.Topic, int32(res.Partition)}] = res
+			}
+			for i, r := range reqs {
+				res, ok := results[r.key]
+				if !ok {
+					p.fail([]*appendReq{r}, fmt.Errorf("produce response without %s/%d", r.key.topic, r.key.partition))
+					continue
+				}
+				if res.Duplicate {
+					mine, err := l.ours(r.key, res, r.batch)
 					if err != nil {
-						p.fail(groups[k], err)
+						p.fail([]*appendReq{r}, err)
 						continue
 					}
 					if !mine {
 						// The sequence was stale (a restart, or another process with the
-						// gateway's key used it): these records are not on chain yet. Re-read
-						// the sequence and send them again under the next one.
-						if resyncs >= maxResyncs || !l.resync(k) {
-							p.fail(groups[k], errorsmod.Wrapf(types.ErrOutOfOrderSequence, "%s/%d: sequence %d taken by other records %d times", k.topic, k.partition, msg.Batches[i].Sequence, resyncs+1))
+						// gateway's key used it): this batch is not on chain yet. Re-read
+						// the sequence and send it again under the next one.
+						if resyncs >= maxResyncs || !l.resync(r.key) {
+							p.fail([]*appendReq{r}, errorsmod.Wrapf(types.ErrOutOfOrderSequence, "%s/%d: sequence %d taken by other records %d times", r.key.topic, r.key.partition, msg.Batches[i].Sequence, resyncs+1))
 							continue
 						}
-						l.append(groups[k], resyncs+1)
+						l.append([]*appendReq{r}, resyncs+1)
 						continue
 					}
 				}
-				l.seq[k] = msg.Batches[i].Sequence
-				next := out[0].Results[i].BaseOffset
-				for _, r := range groups[k] {
-					r.done <- appendRes{baseOffset: next}
-					next += uint64(len(r.records))
-				}
+				l.seq[r.key] = msg.Batches[i].Sequence
+				r.done <- appendRes{baseOffset: res.BaseOffset}
 			}
 			return
 		}
-		switch afterFailure(err, len(order), resyncs, attempt) {
+		switch afterFailure(err, len(reqs), resyncs, attempt) {
 		case resyncAndResend:
-			if l.resync(order[0]) {
+			if l.resync(reqs[0].key) {
 				l.append(reqs, resyncs+1)
 				return
 			}
 			p.fail(reqs, err)
 			return
 		case splitByPartition:
-			for _, k := range order {
-				l.append(groups[k], resyncs)
+			for _, r := range reqs {
+				l.append([]*appendReq{r}, resyncs)
 			}
 			return
 		case giveUp:
@@ -454,20 +467,21 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kms
 		for pi, pt := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition, rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = pt.Partition, -1, -1, -1
-			batches, code, err := decodeBatches(pt.Records)
+			batches, err := splitBatches(pt.Records)
+			if pt.Partition < 0 {
+				err = errorsmod.Wrapf(types.ErrInvalidPartition, "partition %d", pt.Partition)
+			} else if err == nil && len(batches) == 0 {
+				err = errorsmod.Wrap(types.ErrEmptyBatch, "no record batch")
+			}
 			if err != nil {
-				rp.ErrorCode, rp.ErrorMessage = code, kmsg.StringPtr(err.Error())
+				rp.ErrorCode, rp.ErrorMessage = kafkaCode(err), kmsg.StringPtr(err.Error())
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
 			key := partitionKey{t.Topic, pt.Partition}
 			for _, b := range batches {
 				w := waiting{topic: ti, part: pi}
-				size := 0
-				for _, rec := range b.records {
-					size += int(rec.RecordSize())
-				}
-				ar := &appendReq{key: key, records: b.records, bytes: size, done: make(chan appendRes, 1)}
+				ar := &appendReq{key: key, batch: b.bytes, records: b.records, done: make(chan appendRes, 1)}
 				if b.producerID < 0 {
 					s.producer.enqueue(ar)
 					w.result = watch(ar)
@@ -477,7 +491,7 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kms
 				// Kafka's idempotent producer: a resend of the last batch gets that batch's
 				// outcome (waiting for it if still in flight); a gap in sequences is refused.
 				seqKey := kafkaSeqKey{b.producerID, key}
-				count := int32(len(b.records))
+				count := int32(b.records)
 				s.producer.mu.Lock()
 				last := s.producer.last[seqKey]
 				switch {

@@ -92,38 +92,91 @@ func (f fetchFunc) Fetch(_ context.Context, req *types.QueryFetchRequest, _ ...g
 	return f(req)
 }
 
-// A duplicate answer is acknowledged only when the chain holds exactly the records sent at
-// its offsets: a second gateway with the same key may have used the sequence for others.
+// A duplicate answer is acknowledged only when the chain holds exactly the batch sent at its
+// offsets (the stored batch is the sent one with the base offset set): a second gateway with
+// the same key may have used the sequence for others.
 func TestDuplicateIsOursOnlyWithOurRecords(t *testing.T) {
-	rec := func(v string) types.BatchRecord {
-		return types.BatchRecord{Key: &types.Bytes{Data: []byte("k")}, Value: &types.Bytes{Data: []byte(v)}, CreateTimeMs: 7}
+	rec := func(v string, ts int64) types.BatchRecord {
+		return types.BatchRecord{Key: &types.Bytes{Data: []byte("k")}, Value: &types.Bytes{Data: []byte(v)}, CreateTimeMs: ts}
 	}
-	stored := []types.BatchRecord{rec("a"), rec("b"), rec("c")}
+	batch := func(c types.Compression, recs ...types.BatchRecord) []byte {
+		b, err := types.EncodeRecordBatch(recs, c)
+		require.NoError(t, err)
+		return b
+	}
+	sent := batch(types.CompressionLZ4, rec("a", 7), rec("b", 7), rec("c", 7))
+	var asked []*types.QueryFetchRequest
 	fetcher := fetchFunc(func(req *types.QueryFetchRequest) (*types.QueryFetchResponse, error) {
-		// Two records per answer, so that ours must page.
-		out := &types.QueryFetchResponse{}
-		for o := req.Offset; o < 10+uint64(len(stored)) && len(out.Records) < 2; o++ {
-			r := stored[o-10]
-			out.Records = append(out.Records, types.Record{Offset: o, Key: r.Key, Value: r.Value, Headers: r.Headers, CreateTimeMs: r.CreateTimeMs})
-		}
-		return out, nil
+		asked = append(asked, req)
+		stored := types.RecordBatch{BaseOffset: 10, RecordCount: 3, RecordBatch: types.WithBaseOffset(sent, 10)}
+		return &types.QueryFetchResponse{Batches: []types.RecordBatch{stored}, NextOffset: 13}, nil
 	})
 	l := &lane{p: &producer{records: fetcher}}
 	k := partitionKey{"orders", 0}
 	dup := types.ProduceResult{Topic: "orders", BaseOffset: 10, Count: 3, Duplicate: true}
 	for name, c := range map[string]struct {
-		sent []types.BatchRecord
+		sent []byte
 		want bool
 	}{
-		"the same records":            {[]types.BatchRecord{rec("a"), rec("b"), rec("c")}, true},
-		"another gateway's records":   {[]types.BatchRecord{rec("a"), rec("b"), rec("x")}, false},
-		"another timestamp":           {[]types.BatchRecord{rec("a"), rec("b"), {Key: rec("c").Key, Value: rec("c").Value, CreateTimeMs: 8}}, false},
-		"another count (never asked)": {[]types.BatchRecord{rec("a")}, false},
+		"the same batch":                {sent, true},
+		"the same batch, base offset 0": {types.WithBaseOffset(sent, 0), true},
+		"another gateway's records":     {batch(types.CompressionLZ4, rec("a", 7), rec("b", 7), rec("x", 7)), false},
+		"another timestamp":             {batch(types.CompressionLZ4, rec("a", 7), rec("b", 7), rec("c", 8)), false},
+		"the same records uncompressed": {batch(types.CompressionNone, rec("a", 7), rec("b", 7), rec("c", 7)), false},
+		"another count (never asked)":   {batch(types.CompressionLZ4, rec("a", 7)), false},
 	} {
+		asked = nil
 		got, err := l.ours(k, dup, c.sent)
 		require.NoError(t, err, name)
 		require.Equal(t, c.want, got, name)
+		if c.want {
+			require.Len(t, asked, 1, name)
+			require.Equal(t, types.FETCH_FORMAT_BATCHES, asked[0].Format, name)
+			require.EqualValues(t, 10, asked[0].Offset, name)
+		}
 	}
+
+	// A duplicate whose offsets hold a batch starting elsewhere is not ours.
+	l.p.records = fetchFunc(func(req *types.QueryFetchRequest) (*types.QueryFetchResponse, error) {
+		return &types.QueryFetchResponse{Batches: []types.RecordBatch{{BaseOffset: 8, RecordCount: 5, RecordBatch: types.WithBaseOffset(sent, 8)}}}, nil
+	})
+	got, err := l.ours(k, dup, sent)
+	require.NoError(t, err)
+	require.False(t, got)
+	// Nothing at the duplicate's offsets: an error, not an acknowledgement.
+	l.p.records = fetchFunc(func(*types.QueryFetchRequest) (*types.QueryFetchResponse, error) {
+		return &types.QueryFetchResponse{}, nil
+	})
+	_, err = l.ours(k, dup, sent)
+	require.Error(t, err)
+}
+
+// A transaction takes at most one batch per partition (the chain accepts one sequenced batch
+// per partition in a message), keeps each partition's order, and stays within the message
+// limits, the first request excepted.
+func TestNextTxOneBatchPerPartition(t *testing.T) {
+	a, b := partitionKey{"orders", 0}, partitionKey{"orders", 1}
+	req := func(k partitionKey, size int, recs uint32) *appendReq {
+		return &appendReq{key: k, batch: make([]byte, size), records: recs}
+	}
+	a1, a2, b1, a3 := req(a, 100, 1), req(a, 100, 1), req(b, 100, 1), req(a, 100, 1)
+	tx, rest := nextTx([]*appendReq{a1, a2, b1, a3})
+	require.Equal(t, []*appendReq{a1, b1}, tx)
+	require.Equal(t, []*appendReq{a2, a3}, rest)
+	tx, rest = nextTx(rest)
+	require.Equal(t, []*appendReq{a2}, tx)
+	require.Equal(t, []*appendReq{a3}, rest)
+
+	big, b2, c1 := req(a, maxTxBytes, 1), req(b, 1, 1), req(partitionKey{"orders", 2}, 1, 1)
+	tx, rest = nextTx([]*appendReq{big, b2})
+	require.Equal(t, []*appendReq{big}, tx, "the first is taken even alone too large")
+	require.Equal(t, []*appendReq{b2}, rest)
+	many := req(a, 10, maxTxRecs)
+	tx, rest = nextTx([]*appendReq{many, b2, c1})
+	require.Equal(t, []*appendReq{many}, tx)
+	require.Equal(t, []*appendReq{b2, c1}, rest)
+	require.True(t, full([]*appendReq{many}))
+	require.False(t, full([]*appendReq{b2, c1}))
 }
 
 // producerStatesFunc answers the ProducerStates query.

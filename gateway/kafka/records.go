@@ -2,122 +2,67 @@ package kafka
 
 import (
 	"encoding/binary"
-	"errors"
 	"hash/crc32"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
+	errorsmod "cosmossdk.io/errors"
 
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-var (
-	crc32c       = crc32.MakeTable(crc32.Castagnoli)
-	decompressor = kgo.DefaultDecompressor()
-)
+var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
-// producedBatch is one Kafka record batch of a produce request, decoded.
+// producedBatch is one Kafka record batch of a produce request. Its bytes go to the chain
+// unchanged: the chain stores them as sent, with the base offset set.
 type producedBatch struct {
+	bytes         []byte
+	records       uint32
 	producerID    int64
 	firstSequence int32
-	records       []types.BatchRecord
 }
 
-// decodeBatches reads the record batches (magic 2) of one partition of a produce request.
-func decodeBatches(b []byte) ([]producedBatch, int16, error) {
+// splitBatches splits one partition's record set of a produce request into its record batches
+// (a client may send more than one) and checks what costs nothing here: framing, magic 2, the
+// CRC-32C, the attributes and the record count. Every record is checked by the chain
+// (CheckRecordBatch), whose refusal comes back as a registered error; so do these.
+func splitBatches(b []byte) ([]producedBatch, error) {
 	var out []producedBatch
 	for len(b) > 0 {
-		if len(b) < 61 {
-			return nil, kerr.CorruptMessage.Code, errors.New("truncated record batch")
+		// Legacy message sets (magic 0 and 1) keep the magic at byte 16 too.
+		if len(b) < 17 {
+			return nil, errorsmod.Wrapf(types.ErrInvalidRecordBatch, "truncated record batch (%d bytes)", len(b))
 		}
-		size := int(int32(binary.BigEndian.Uint32(b[8:12]))) + 12
-		if size < 61 || size > len(b) {
-			return nil, kerr.CorruptMessage.Code, errors.New("record batch length out of range")
+		if b[16] != 2 {
+			return nil, errorsmod.Wrapf(types.ErrInvalidRecordBatch, "magic %d; only record batches of magic 2 are accepted", b[16])
 		}
-		var rb kmsg.RecordBatch
-		if err := rb.ReadFrom(b[:size]); err != nil {
-			return nil, kerr.CorruptMessage.Code, err
+		size := int64(int32(binary.BigEndian.Uint32(b[8:12]))) + 12
+		if size < types.RecordBatchHeaderSize || size > int64(len(b)) {
+			return nil, errorsmod.Wrapf(types.ErrInvalidRecordBatch, "record batch length %d out of range (%d bytes left)", size, len(b))
 		}
-		if rb.Magic != 2 {
-			return nil, kerr.UnsupportedVersion.Code, errors.New("only record batches of magic 2 are accepted")
+		batch := b[:size:size]
+		if got, want := binary.BigEndian.Uint32(batch[17:21]), crc32.Checksum(batch[21:], crc32c); got != want {
+			return nil, errorsmod.Wrapf(types.ErrInvalidRecordBatch, "CRC-32C is %08x, the batch's bytes give %08x", got, want)
 		}
-		if uint32(rb.CRC) != crc32.Checksum(b[21:size], crc32c) {
-			return nil, kerr.CorruptMessage.Code, errors.New("record batch CRC mismatch")
+		attrs := binary.BigEndian.Uint16(batch[21:23])
+		if attrs&0x30 != 0 {
+			return nil, errorsmod.Wrap(types.ErrInvalidRecordBatch, "transactional and control batches are not accepted")
 		}
-		if rb.Attributes&0x10 != 0 || rb.Attributes&0x20 != 0 {
-			return nil, kerr.InvalidRecord.Code, errors.New("transactional and control batches are not accepted")
+		if c := types.Compression(attrs & 0x07); c > types.CompressionZstd {
+			return nil, errorsmod.Wrapf(types.ErrUnsupportedCompression, "codec %d", c)
 		}
-		raw, err := decompressor.Decompress(rb.Records, kgo.CompressionCodecType(rb.Attributes&0x07))
-		if err != nil {
-			return nil, kerr.UnsupportedCompressionType.Code, err
+		count := int32(binary.BigEndian.Uint32(batch[57:61]))
+		if count <= 0 {
+			return nil, errorsmod.Wrapf(types.ErrEmptyBatch, "record batch has %d records", count)
 		}
-		pb := producedBatch{producerID: rb.ProducerID, firstSequence: rb.FirstSequence}
-		for i := int32(0); i < rb.NumRecords; i++ {
-			l, n := binary.Varint(raw)
-			if n <= 0 || l < 0 || int(l) > len(raw)-n {
-				return nil, kerr.CorruptMessage.Code, errors.New("record length out of range")
-			}
-			var r kmsg.Record
-			if err := r.ReadFrom(raw[:n+int(l)]); err != nil {
-				return nil, kerr.CorruptMessage.Code, err
-			}
-			raw = raw[n+int(l):]
-			ts := rb.FirstTimestamp + r.TimestampDelta64
-			br := types.BatchRecord{Key: types.NewBytes(r.Key), Value: types.NewBytes(r.Value), CreateTimeMs: ts}
-			for _, h := range r.Headers {
-				br.Headers = append(br.Headers, types.Header{Key: h.Key, Value: h.Value})
-			}
-			pb.records = append(pb.records, br)
+		if last := int32(binary.BigEndian.Uint32(batch[23:27])); last != count-1 {
+			return nil, errorsmod.Wrapf(types.ErrInvalidRecordBatch, "%d records with last offset delta %d", count, last)
 		}
-		out = append(out, pb)
+		out = append(out, producedBatch{
+			bytes:         batch,
+			records:       uint32(count),
+			producerID:    int64(binary.BigEndian.Uint64(batch[43:51])),
+			firstSequence: int32(binary.BigEndian.Uint32(batch[53:57])),
+		})
 		b = b[size:]
 	}
-	return out, 0, nil
-}
-
-func unwrap(b *types.Bytes) []byte {
-	if b == nil {
-		return nil
-	}
-	if b.Data == nil {
-		return []byte{}
-	}
-	return b.Data
-}
-
-// encodeBatch writes records (consecutive offsets of one partition) as one uncompressed
-// record batch of magic 2 with CreateTime timestamps.
-func encodeBatch(recs []types.Record) []byte {
-	first := recs[0]
-	ts := func(r types.Record) int64 {
-		if r.CreateTimeMs > 0 {
-			return r.CreateTimeMs
-		}
-		return r.LogAppendTimeMs
-	}
-	firstTs, maxTs := ts(first), ts(first)
-	var body []byte
-	for _, r := range recs {
-		t := ts(r)
-		firstTs, maxTs = min(firstTs, t), max(maxTs, t)
-	}
-	for _, r := range recs {
-		kr := kmsg.Record{TimestampDelta64: ts(r) - firstTs, OffsetDelta: int32(r.Offset - first.Offset), Key: unwrap(r.Key), Value: unwrap(r.Value)}
-		for _, h := range r.Headers {
-			kr.Headers = append(kr.Headers, kmsg.Header{Key: h.Key, Value: h.Value})
-		}
-		kr.Length = int32(len(kr.AppendTo(nil)) - 1) // the body after a one-byte zero length
-		body = kr.AppendTo(body)
-	}
-	last := recs[len(recs)-1]
-	rb := kmsg.RecordBatch{
-		FirstOffset: int64(first.Offset), Magic: 2, LastOffsetDelta: int32(last.Offset - first.Offset),
-		FirstTimestamp: firstTs, MaxTimestamp: maxTs, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
-		NumRecords: int32(len(recs)), Records: body,
-	}
-	out := rb.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[8:12], uint32(len(out)-12))
-	binary.BigEndian.PutUint32(out[17:21], crc32.Checksum(out[21:], crc32c))
-	return out
+	return out, nil
 }

@@ -1,14 +1,18 @@
 package kafka
 
 import (
+	"context"
 	"encoding/binary"
+	"hash/crc32"
 	"io"
 	"net"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"google.golang.org/grpc"
 
 	"github.com/bftlog/bftlog/x/topics/types"
 )
@@ -72,33 +76,187 @@ func TestUnsupportedRequestsGetAnErrorNotAHangup(t *testing.T) {
 	require.False(t, keys[kmsg.DescribeACLs], "DescribeACLs not advertised")
 }
 
-// Records survive the trip through Kafka's batch encoding: keys, values, headers, null versus
-// empty, offsets and timestamps.
-func TestRecordBatchRoundTrip(t *testing.T) {
-	recs := []types.Record{
-		{Offset: 40, Key: &types.Bytes{Data: []byte("k")}, Value: &types.Bytes{Data: []byte("v")}, Headers: []types.Header{{Key: "h", Value: []byte("x")}}, CreateTimeMs: 1000},
-		{Offset: 41, Key: nil, Value: &types.Bytes{}, CreateTimeMs: 1005},
-		{Offset: 42, Key: &types.Bytes{}, Value: nil, LogAppendTimeMs: 2000},
-	}
-	got, code, err := decodeBatches(encodeBatch(recs))
+func encode(t *testing.T, c types.Compression, recs ...types.BatchRecord) []byte {
+	t.Helper()
+	b, err := types.EncodeRecordBatch(recs, c)
 	require.NoError(t, err)
-	require.Zero(t, code)
-	require.Len(t, got, 1)
-	b := got[0].records
-	require.Len(t, b, 3)
-	require.Equal(t, "k", string(b[0].Key.Data))
-	require.Equal(t, "x", string(b[0].Headers[0].Value))
-	require.EqualValues(t, 1000, b[0].CreateTimeMs)
-	require.Nil(t, b[1].Key)
-	require.NotNil(t, b[1].Value)
-	require.Empty(t, b[1].Value.Data)
-	require.NotNil(t, b[2].Key)
-	require.Nil(t, b[2].Value)
-	require.EqualValues(t, 2000, b[2].CreateTimeMs)
+	return b
+}
 
-	corrupt := encodeBatch(recs)
-	corrupt[len(corrupt)-1] ^= 0xff
-	_, code, err = decodeBatches(corrupt)
-	require.Error(t, err)
-	require.Equal(t, kerr.CorruptMessage.Code, code)
+// withHeader changes one header field of a batch and recomputes its CRC (what a client sets).
+func withHeader(b []byte, set func(h []byte)) []byte {
+	out := append([]byte(nil), b...)
+	set(out)
+	binary.BigEndian.PutUint32(out[17:21], crc32.Checksum(out[21:], crc32c))
+	return out
+}
+
+// A produce request's record set is split into its batches, each kept byte for byte (the
+// chain stores it as sent), with the idempotent producer's id and first sequence read.
+func TestSplitBatchesKeepsTheBytes(t *testing.T) {
+	rec := types.BatchRecord{Key: &types.Bytes{Data: []byte("k")}, Value: &types.Bytes{Data: []byte("v")}, Headers: []types.Header{{Key: "h", Value: []byte("x")}}, CreateTimeMs: 1000}
+	plain := encode(t, types.CompressionNone, rec, rec)
+	zstd := withHeader(encode(t, types.CompressionZstd, rec, rec, rec), func(h []byte) {
+		binary.BigEndian.PutUint64(h[43:51], 77) // producer id
+		binary.BigEndian.PutUint32(h[53:57], 5)  // first sequence
+	})
+	got, err := splitBatches(append(append([]byte(nil), plain...), zstd...))
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Equal(t, plain, got[0].bytes)
+	require.EqualValues(t, 2, got[0].records)
+	require.EqualValues(t, -1, got[0].producerID)
+	require.Equal(t, zstd, got[1].bytes)
+	require.EqualValues(t, 3, got[1].records)
+	require.EqualValues(t, 77, got[1].producerID)
+	require.EqualValues(t, 5, got[1].firstSequence)
+
+	none, err := splitBatches(nil)
+	require.NoError(t, err)
+	require.Empty(t, none)
+}
+
+// What splitBatches refuses, it refuses with the chain's registered errors, so the client sees
+// the Kafka code it would for the chain's own refusal.
+func TestSplitBatchesRefusals(t *testing.T) {
+	rec := types.BatchRecord{Value: &types.Bytes{Data: []byte("v")}}
+	good := encode(t, types.CompressionLZ4, rec, rec)
+	for name, c := range map[string]struct {
+		batch []byte
+		err   error
+		code  int16
+	}{
+		"valid":        {good, nil, 0},
+		"CRC mismatch": {func() []byte { b := append([]byte(nil), good...); b[len(b)-1] ^= 0xff; return b }(), types.ErrInvalidRecordBatch, kerr.CorruptMessage.Code},
+		"truncated":    {good[:40], types.ErrInvalidRecordBatch, kerr.CorruptMessage.Code},
+		"trailing":     {append(append([]byte(nil), good...), 0, 0, 0), types.ErrInvalidRecordBatch, kerr.CorruptMessage.Code},
+		"length past the end": {withHeader(good, func(h []byte) { binary.BigEndian.PutUint32(h[8:12], uint32(len(good))) }),
+			types.ErrInvalidRecordBatch, kerr.CorruptMessage.Code},
+		"magic 1":       {withHeader(good, func(h []byte) { h[16] = 1 }), types.ErrInvalidRecordBatch, kerr.CorruptMessage.Code},
+		"codec 6":       {withHeader(good, func(h []byte) { h[22] = h[22]&^0x07 | 6 }), types.ErrUnsupportedCompression, kerr.UnsupportedCompressionType.Code},
+		"transactional": {withHeader(good, func(h []byte) { h[22] |= 0x10 }), types.ErrInvalidRecordBatch, kerr.CorruptMessage.Code},
+		"control":       {withHeader(good, func(h []byte) { h[22] |= 0x20 }), types.ErrInvalidRecordBatch, kerr.CorruptMessage.Code},
+		"no records": {withHeader(good, func(h []byte) {
+			binary.BigEndian.PutUint32(h[57:61], 0)
+			binary.BigEndian.PutUint32(h[23:27], ^uint32(0))
+		}), types.ErrEmptyBatch, kerr.InvalidRecord.Code},
+		"count and last offset delta disagree": {withHeader(good, func(h []byte) { binary.BigEndian.PutUint32(h[23:27], 5) }), types.ErrInvalidRecordBatch, kerr.CorruptMessage.Code},
+	} {
+		_, err := splitBatches(c.batch)
+		if c.err == nil {
+			require.NoError(t, err, name)
+			continue
+		}
+		require.ErrorIs(t, err, c.err, name)
+		require.Equal(t, c.code, kafkaCode(err), name)
+	}
+}
+
+// fetchOnly answers the Fetch query from stored batches; the gateway's other queries are not
+// expected.
+type fetchOnly struct {
+	types.QueryClient
+	batches []types.RecordBatch
+	asked   []*types.QueryFetchRequest
+}
+
+func (q *fetchOnly) Fetch(_ context.Context, req *types.QueryFetchRequest, _ ...grpc.CallOption) (*types.QueryFetchResponse, error) {
+	q.asked = append(q.asked, req)
+	out := &types.QueryFetchResponse{HighWatermark: 7, NextOffset: req.Offset}
+	var size uint64
+	for _, b := range q.batches {
+		if b.LastOffset() < req.Offset || (len(out.Batches) > 0 && size+uint64(len(b.RecordBatch)) > req.MaxBytes) {
+			continue
+		}
+		out.Batches = append(out.Batches, b)
+		size += uint64(len(b.RecordBatch))
+		out.NextOffset = b.LastOffset() + 1
+	}
+	return out, nil
+}
+
+// A fetch answers with the stored batches byte for byte (compressed as produced), the first
+// holding the fetch offset; franz-go skips the records before it and reads the rest intact:
+// keys, values, headers, null versus empty, offsets and timestamps.
+func TestFetchReturnsStoredBatchesUnchanged(t *testing.T) {
+	first := types.WithBaseOffset(encode(t, types.CompressionLZ4,
+		types.BatchRecord{Key: &types.Bytes{Data: []byte("k")}, Value: &types.Bytes{Data: []byte("v")}, Headers: []types.Header{{Key: "h", Value: []byte("x")}, {Key: "n"}}, CreateTimeMs: 1000},
+		types.BatchRecord{Key: nil, Value: &types.Bytes{}, CreateTimeMs: 1005},
+		types.BatchRecord{Key: &types.Bytes{}, Value: nil, CreateTimeMs: 1007},
+	), 0)
+	second := types.WithBaseOffset(encode(t, types.CompressionZstd,
+		types.BatchRecord{Value: &types.Bytes{Data: []byte("w")}, CreateTimeMs: 2000},
+		types.BatchRecord{Value: &types.Bytes{Data: []byte("y")}, CreateTimeMs: 2001},
+		types.BatchRecord{Value: &types.Bytes{Data: []byte("z")}, CreateTimeMs: 2002},
+		types.BatchRecord{Value: &types.Bytes{Data: []byte("!")}, CreateTimeMs: 2003},
+	), 3)
+	q := &fetchOnly{batches: []types.RecordBatch{{BaseOffset: 0, RecordCount: 3, RecordBatch: first}, {BaseOffset: 3, RecordCount: 4, RecordBatch: second}}}
+	s := &Server{query: q}
+	fetch := func(offset int64, partitionMax, requestMax int32) *kmsg.FetchResponseTopicPartition {
+		t.Helper()
+		r := kmsg.NewPtrFetchRequest()
+		r.SetVersion(11)
+		r.MaxBytes = requestMax
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "orders"
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.FetchOffset, rp.PartitionMaxBytes = offset, partitionMax
+		rt.Partitions = append(rt.Partitions, rp)
+		r.Topics = append(r.Topics, rt)
+		resp := s.fetch(context.Background(), r).(*kmsg.FetchResponse)
+		require.Len(t, resp.Topics, 1)
+		require.Len(t, resp.Topics[0].Partitions, 1)
+		return &resp.Topics[0].Partitions[0]
+	}
+
+	rp := fetch(1, 1<<20, 50<<20)
+	require.Zero(t, rp.ErrorCode)
+	require.Equal(t, append(append([]byte(nil), first...), second...), rp.RecordBatches, "the stored bytes, unchanged")
+	require.EqualValues(t, 7, rp.HighWatermark)
+	last := q.asked[len(q.asked)-1]
+	require.Equal(t, types.FETCH_FORMAT_BATCHES, last.Format)
+	require.EqualValues(t, 1, last.Offset)
+	require.EqualValues(t, 1<<20, last.MaxBytes, "the partition's max bytes")
+
+	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: 1, Topic: "orders"}, rp, kgo.DefaultDecompressor(), nil)
+	require.NoError(t, fp.Err)
+	require.Len(t, fp.Records, 6, "offset 0 skipped by the client")
+	r1, r2 := fp.Records[0], fp.Records[1]
+	require.EqualValues(t, 1, r1.Offset)
+	require.Nil(t, r1.Key)
+	require.NotNil(t, r1.Value)
+	require.Empty(t, r1.Value)
+	require.EqualValues(t, 1005, r1.Timestamp.UnixMilli())
+	require.NotNil(t, r2.Key)
+	require.Empty(t, r2.Key)
+	require.Nil(t, r2.Value)
+	require.Equal(t, "z", string(fp.Records[4].Value))
+	require.EqualValues(t, 5, fp.Records[4].Offset)
+
+	fp, _ = kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: 0, Topic: "orders"}, rp, kgo.DefaultDecompressor(), nil)
+	require.Len(t, fp.Records, 7)
+	require.Equal(t, "k", string(fp.Records[0].Key))
+	require.Equal(t, []kgo.RecordHeader{{Key: "h", Value: []byte("x")}, {Key: "n"}}, fp.Records[0].Headers)
+
+	// The request's max bytes bound the answer past its first batch.
+	rp = fetch(0, 1<<20, int32(len(first)+1))
+	require.Equal(t, first, rp.RecordBatches)
+	// A first batch larger than every limit still comes, so the client makes progress.
+	rp = fetch(0, 10, 10)
+	require.Equal(t, first, rp.RecordBatches)
+	// At the high watermark: an empty record set, not a null one.
+	q.batches = nil
+	rp = fetch(7, 1<<20, 50<<20)
+	require.NotNil(t, rp.RecordBatches)
+	require.Empty(t, rp.RecordBatches)
+}
+
+// Past the response's first batch, batches stop where the request's budget would be passed.
+func TestAppendBatchesKeepsTheBudget(t *testing.T) {
+	b := func(n int) types.RecordBatch { return types.RecordBatch{RecordBatch: make([]byte, n)} }
+	require.Len(t, appendBatches(nil, []types.RecordBatch{b(100), b(50)}, 0, 10), 100, "the first batch of the response comes whatever its size")
+	require.Len(t, appendBatches(nil, []types.RecordBatch{b(100), b(50)}, 0, 150), 150)
+	require.Len(t, appendBatches(nil, []types.RecordBatch{b(100), b(50)}, 0, 149), 100)
+	require.Empty(t, appendBatches(nil, []types.RecordBatch{b(100)}, 60, 150), "another partition filled the response")
+	require.Len(t, appendBatches(nil, []types.RecordBatch{b(90)}, 60, 150), 90)
 }
