@@ -25,13 +25,22 @@ func FuzzValidateTopicName(f *testing.F) {
 	})
 }
 
-// FuzzRecordBatchDecoding: arbitrary bytes never panic the stored-batch decoder, and whatever
-// decodes re-encodes to bytes that decode to the same batch.
+// FuzzRecordBatchDecoding: arbitrary bytes never panic the stored-batch decoder, whatever
+// decodes re-encodes to bytes that decode to the same batch, and a stored batch that passes
+// CheckStored decodes without panicking.
 func FuzzRecordBatchDecoding(f *testing.F) {
-	seed := types.RecordBatch{BaseOffset: 7, Producer: "bftlog1x", LogAppendTimeMs: 1, Height: 2, SizeBytes: 3,
-		Records: []types.BatchRecord{{Key: &types.Bytes{Data: []byte("k")}, Value: &types.Bytes{}, Headers: []types.Header{{Key: "h", Value: []byte("v")}}, CreateTimeMs: 5}, {}}}
-	bz, _ := seed.Marshal()
-	f.Add(bz)
+	recs := []types.BatchRecord{{Key: &types.Bytes{Data: []byte("k")}, Value: &types.Bytes{}, Headers: []types.Header{{Key: "h", Value: []byte("v")}}, CreateTimeMs: 5}, {}}
+	for _, c := range []types.Compression{types.CompressionNone, types.CompressionZstd} {
+		bz, err := types.EncodeRecordBatch(recs, c)
+		if err != nil {
+			f.Fatal(err)
+		}
+		seed := types.RecordBatch{BaseOffset: 7, Producer: "bftlog1x", LogAppendTimeMs: 1, Height: 2,
+			RecordCount: uint32(len(recs)), RecordBatch: types.WithBaseOffset(bz, 7)}
+		seed.Seal()
+		seedBz, _ := seed.Marshal()
+		f.Add(seedBz)
+	}
 	f.Add([]byte{})
 	f.Add([]byte{0x32, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -51,8 +60,57 @@ func FuzzRecordBatchDecoding(f *testing.F) {
 		if !bytes.Equal(out, out2) {
 			t.Fatalf("encoding not stable")
 		}
-		for _, r := range b.Records {
-			_ = r.RecordSize()
+		if b.CheckStored() == nil {
+			if recs, err := b.Records(); err == nil && uint32(len(recs)) != b.RecordCount {
+				t.Fatalf("%d records decoded, the batch says %d", len(recs), b.RecordCount)
+			}
+		}
+	})
+}
+
+// FuzzCheckRecordBatch: the keeper's check never panics on any bytes, and a batch it accepts
+// decodes, without error, to exactly the record count it reported, at consecutive offsets. The
+// consumer's decoder never panics either, whatever the check said.
+func FuzzCheckRecordBatch(f *testing.F) {
+	recs := sampleRecords()
+	for _, c := range allCodecs {
+		b, err := types.EncodeRecordBatch(recs, c)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+		one, err := types.EncodeRecordBatch(recs[:1], c)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(one)
+	}
+	f.Add([]byte{})
+	f.Add(rawBatch(0, 1, 0, rawRecord(0, nil, nil, rawHeader{key: []byte("h")})))
+	f.Add(rawBatch(0, 0x7fffffff, 0x7ffffffe, rawRecord(0, nil, nil)))
+	f.Add(rawBatch(0x10, 1, 0, rawRecord(0, nil, nil)))
+	// Fuzzed inputs cannot make the check allocate more than this.
+	lim := types.BatchLimits{MaxRecordBytes: 64 << 10, MaxDecompressedBytes: 256 << 10, MaxHeaders: 8}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		info, err := types.CheckRecordBatch(data, lim)
+		decoded, derr := types.DecodeRecordBatch(data)
+		if err != nil {
+			return
+		}
+		if info.RecordBytes > lim.MaxDecompressedBytes {
+			t.Fatalf("accepted %d record bytes over the %d limit", info.RecordBytes, lim.MaxDecompressedBytes)
+		}
+		if derr != nil {
+			t.Fatalf("accepted batch does not decode: %v", derr)
+		}
+		if uint32(len(decoded)) != info.Records || types.RecordBatchCount(data) != info.Records {
+			t.Fatalf("check reported %d records, decoded %d, header says %d", info.Records, len(decoded), types.RecordBatchCount(data))
+		}
+		base := int64(types.RecordBatchBaseOffset(data))
+		for i, r := range decoded {
+			if r.Offset != base+int64(i) {
+				t.Fatalf("record %d at offset %d, base %d", i, r.Offset, base)
+			}
 		}
 	})
 }
