@@ -5,7 +5,7 @@ GOTEST_FLAGS ?=
 # scripts/ldflags.sh, which localnet.sh and the test harness (testutil/node) run too.
 VERSION_LDFLAGS = $(shell ./scripts/ldflags.sh)
 
-.PHONY: all build install localnet test test-faults fuzz-smoke test-unit bench proto-tools proto-gen clean
+.PHONY: all build install localnet test test-faults fuzz-smoke test-unit bench bench-large proto-tools proto-gen clean
 
 all: build
 
@@ -43,11 +43,17 @@ fuzz-smoke:
 	go test -run '^$$' -fuzz '^FuzzKeyPartition$$' -fuzztime $(FUZZTIME) ./x/topics/types/
 	go test -run '^$$' -fuzz '^FuzzProduce$$' -fuzztime $(FUZZTIME) ./x/topics/keeper/
 
-# The side-by-side benchmark (README, Performance): bftlog on 1 and 4 validator processes,
-# the one-record-per-transaction design and NATS JetStream R1/R3, in one run. Flags via BENCH_FLAGS.
+# The side-by-side benchmark (README, Performance): bftlog on 1, 4 and 7 validator processes,
+# JSON events compressed by the producer, the one-record-per-transaction design, a Kafka
+# client through the gateway and NATS JetStream R1/R3, in one run. Flags via BENCH_FLAGS.
 BENCH_FLAGS ?=
 bench:
 	go run ./bench/cmd/bftlogbench $(BENCH_FLAGS)
+
+# One validator measured empty, filled with BENCH_LARGE_GB of log, measured again (not in bench).
+BENCH_LARGE_GB ?= 5
+bench-large:
+	go run ./bench/cmd/bftlogbench -large-gb $(BENCH_LARGE_GB) $(BENCH_FLAGS)
 
 test-unit:
 	go test -count=1 -short ./x/...

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,9 +55,27 @@ func (r *runT) close() {
 	os.RemoveAll(r.dir)
 }
 
+// inTempDir runs f with a runT rooted in a new temporary directory: the process harness's
+// failures (its Fatal panics) become errors, and every process it started is stopped.
+func inTempDir(prefix string, f func(t *runT) error) (err error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return err
+	}
+	t := &runT{dir: dir}
+	defer t.close()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	return f(t)
+}
+
 // pending is a submitted transaction waiting for its block.
 type pending struct {
 	records  int
+	payload  int64         // value bytes of its records
 	enqueued time.Time     // when its first record was handed to the producer
 	done     chan struct{} // closed when the tx's block is seen
 }
@@ -66,7 +85,9 @@ type tracker struct {
 	mu        sync.Mutex
 	byHash    map[string]pending
 	committed atomic.Int64
+	payload   atomic.Int64 // committed value bytes
 	failed    atomic.Int64
+	failure   string // the first failed transaction's log, for the error
 	first     time.Time
 	last      time.Time
 	lat       *latencies
@@ -109,8 +130,13 @@ func (tr *tracker) watch(ctx context.Context, rpc *rpchttp.HTTP, blocks cmtservi
 					continue
 				}
 				close(p.done)
-				if results.TxsResults[i].Code != 0 {
+				if r := results.TxsResults[i]; r.Code != 0 {
 					tr.failed.Add(int64(p.records))
+					tr.mu.Lock()
+					if tr.failure == "" {
+						tr.failure = fmt.Sprintf("code %d (%s): %s", r.Code, r.Codespace, r.Log)
+					}
+					tr.mu.Unlock()
 					continue
 				}
 				tr.mu.Lock()
@@ -120,22 +146,69 @@ func (tr *tracker) watch(ctx context.Context, rpc *rpchttp.HTTP, blocks cmtservi
 				tr.last = now
 				tr.mu.Unlock()
 				tr.committed.Add(int64(p.records))
+				tr.payload.Add(p.payload)
 				tr.lat.add(now.Sub(p.enqueued))
 			}
 		}
 	}
 }
 
-// load drives `records` records from cfg.Producers accounts, batchRecords per transaction
-// spread over the partitions, at most ratePerSec records/s in total (0: as fast as possible),
-// and waits until all of them are committed or failed.
-func load(ctx context.Context, cfg Config, n0 *node.Node, signers []*txclient.Signer, cctxs []client.Context, topic string,
+// buildFunc makes producer pi's next MsgProduce of about n records (its records next, next+1,
+// ...) and returns it with the records and value bytes it carries.
+type buildFunc func(producer string, pi, next, n int, now time.Time) (*types.MsgProduce, int, int64, error)
+
+// workload is what the measured producers send: record values, used in turn, and the codec
+// the producer compresses its batches with.
+type workload struct {
+	values      [][]byte
+	compression types.Compression
+}
+
+// fixedValues is the classic load: every record holds the same value of cfg.RecordBytes.
+func fixedValues(cfg Config) workload {
+	value := make([]byte, cfg.RecordBytes)
+	for i := range value {
+		value[i] = 'a' + byte(i%26)
+	}
+	return workload{values: [][]byte{value}}
+}
+
+// builder spreads a message's records evenly over the topic's partitions, starting at a
+// partition that differs per producer: one batch per partition, each encoded (and compressed)
+// once here, on the client, as a Kafka producer does before it sends.
+func (w workload) builder(topic string, partitions int) buildFunc {
+	return func(producer string, pi, next, n int, now time.Time) (*types.MsgProduce, int, int64, error) {
+		msg := &types.MsgProduce{Producer: producer}
+		per := (n + partitions - 1) / partitions
+		var payload int64
+		for p, i := 0, 0; i < n; p++ {
+			recs := make([]types.BatchRecord, min(per, n-i))
+			for j := range recs {
+				v := w.values[(next+i+j)%len(w.values)]
+				recs[j] = types.BatchRecord{Value: &types.Bytes{Data: v}, CreateTimeMs: now.UnixMilli()}
+				payload += int64(len(v))
+			}
+			b, err := types.NewProduceBatch(topic, uint32((p+pi)%partitions), recs, w.compression)
+			if err != nil {
+				return nil, 0, 0, err
+			}
+			msg.Batches = append(msg.Batches, b)
+			i += len(recs)
+		}
+		return msg, n, payload, nil
+	}
+}
+
+// load drives `records` records from the signers, batchRecords per transaction built by
+// build, at most ratePerSec records/s in total (0: as fast as possible), and waits until all
+// of them are committed or failed.
+func load(ctx context.Context, cfg Config, c *chain, signers []*txclient.Signer, build buildFunc,
 	records, batchRecords, inFlight int, ratePerSec float64) (*tracker, time.Duration, error) {
-	rpc, err := rpchttp.New(n0.RPC, "/websocket")
+	rpc, err := rpchttp.New(c.n0.RPC, "/websocket")
 	if err != nil {
 		return nil, 0, err
 	}
-	start, err := n0.Height()
+	start, err := c.n0.Height()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -143,16 +216,14 @@ func load(ctx context.Context, cfg Config, n0 *node.Node, signers []*txclient.Si
 	// The watcher outlives ctx (which only stops the producers) to see the last commits.
 	wctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	go tr.watch(wctx, rpc, cmtservice.NewServiceClient(cctxs[0].GRPCClient), start+1)
+	go tr.watch(wctx, rpc, cmtservice.NewServiceClient(c.cctxs[0].GRPCClient), start+1)
 
-	value := make([]byte, cfg.RecordBytes)
-	for i := range value {
-		value[i] = 'a' + byte(i%26)
-	}
 	began := time.Now()
 	var wg sync.WaitGroup
 	var firstErr atomic.Value
 	var sentTotal atomic.Int64
+	var encodeNanos atomic.Int64
+	var messages atomic.Int64
 	perProducer := records / len(signers)
 	for pi, s := range signers {
 		wg.Add(1)
@@ -176,37 +247,36 @@ func load(ctx context.Context, cfg Config, n0 *node.Node, signers []*txclient.Si
 					}
 				}
 				enq := time.Now()
-				msg := &types.MsgProduce{Producer: s.Address()}
-				per := (n + cfg.Partitions - 1) / cfg.Partitions
-				for p, left := 0, n; left > 0; p++ {
-					k := min(per, left)
-					b := types.ProduceBatch{Topic: topic, Partition: int32((p + pi) % cfg.Partitions), Records: make([]types.BatchRecord, k)}
-					for j := range b.Records {
-						b.Records[j] = types.BatchRecord{Value: &types.Bytes{Data: value}, CreateTimeMs: enq.UnixMilli()}
-					}
-					msg.Batches = append(msg.Batches, b)
-					left -= k
-				}
-				select {
-				case inflight <- struct{}{}:
-				case <-ctx.Done():
-					return
-				}
-				hash, err := s.Submit(msg)
+				msg, n, payload, err := build(s.Address(), pi, pi*perProducer+sent, n, enq)
 				if err != nil {
-					<-inflight
-					if errors.Is(err, sdkerrors.ErrMempoolIsFull) {
-						time.Sleep(50 * time.Millisecond)
-						continue
-					}
-					if ctx.Err() != nil {
-						return
-					}
 					firstErr.CompareAndSwap(nil, err)
 					return
 				}
+				encodeNanos.Add(int64(time.Since(enq)))
+				messages.Add(1)
+				var hash string
+				for {
+					select {
+					case inflight <- struct{}{}:
+					case <-ctx.Done():
+						return
+					}
+					// A full mempool is back-pressure: the same encoded message is resent.
+					if hash, err = s.Submit(msg); err == nil || !errors.Is(err, sdkerrors.ErrMempoolIsFull) {
+						break
+					}
+					<-inflight
+					time.Sleep(50 * time.Millisecond)
+				}
+				if err != nil {
+					<-inflight
+					if ctx.Err() == nil {
+						firstErr.CompareAndSwap(nil, err)
+					}
+					return
+				}
 				done := make(chan struct{})
-				tr.submitted(hash, pending{records: n, enqueued: enq, done: done})
+				tr.submitted(hash, pending{records: n, payload: payload, enqueued: enq, done: done})
 				sent += n
 				sentTotal.Add(int64(n))
 				// Release the in-flight slot when the tx's block is seen (committed or failed).
@@ -224,6 +294,9 @@ func load(ctx context.Context, cfg Config, n0 *node.Node, signers []*txclient.Si
 	if e := firstErr.Load(); e != nil {
 		return tr, 0, e.(error)
 	}
+	if m := messages.Load(); m > 0 {
+		cfg.Log("  client-side batch encoding: %.1f ms per message (%d messages)", float64(encodeNanos.Load())/1e6/float64(m), m)
+	}
 	total := sentTotal.Load()
 	deadline := time.Now().Add(60 * time.Second)
 	for tr.committed.Load()+tr.failed.Load() < total && time.Now().Before(deadline) {
@@ -233,101 +306,196 @@ func load(ctx context.Context, cfg Config, n0 *node.Node, signers []*txclient.Si
 		cfg.Log("%d submitted records were not committed within 60 s", lost)
 	}
 	tr.mu.Lock()
-	elapsed := tr.last.Sub(began)
+	elapsed, failure := tr.last.Sub(began), tr.failure
 	tr.mu.Unlock()
 	if tr.failed.Load() > 0 {
-		return tr, elapsed, fmt.Errorf("%d records failed in their blocks", tr.failed.Load())
+		return tr, elapsed, fmt.Errorf("%d records failed in their blocks, the first with %s", tr.failed.Load(), failure)
 	}
 	return tr, elapsed, nil
 }
 
-// runChain measures bftlog on n validators, then the one-record-per-tx design on the same chain.
-func runChain(cfg Config, n int) (Result, *Result, error) {
-	dir, err := os.MkdirTemp("", "bftlogbench-")
-	if err != nil {
-		return Result{}, nil, err
+// chain is a running bftlog network with funded producer accounts, all clients on node 0.
+type chain struct {
+	net     *node.Network
+	n0      *node.Node
+	signers []*txclient.Signer
+	cctxs   []client.Context
+}
+
+// startChain starts n validators with `accounts` producer accounts prod0, prod1, ...
+func startChain(t *runT, cfg Config, n, accounts int) (*chain, error) {
+	names := make([]string, accounts)
+	for i := range names {
+		names[i] = fmt.Sprintf("prod%d", i)
 	}
-	t := &runT{dir: dir}
-	defer t.close()
-	var res Result
-	var peer *Result
-	err = func() (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("%v", r)
-			}
-		}()
-		accounts := make([]string, max(cfg.Producers, cfg.PeerProducers))
-		for i := range accounts {
-			accounts[i] = fmt.Sprintf("prod%d", i)
+	cfg.Log("starting %d validator(s)", n)
+	net := node.StartNetwork(t, node.NetworkOptions{Validators: n, Accounts: names})
+	c := &chain{net: net, n0: net.Nodes[0], signers: make([]*txclient.Signer, accounts), cctxs: make([]client.Context, accounts)}
+	// Producers submit through the node's binary ingress and readers use its gRPC, as a
+	// production client should: JSON-RPC and the SDK's gRPC interceptor spend most of the
+	// node's CPU on large transactions (README, Performance).
+	conn, err := grpc.NewClient(c.n0.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { conn.Close() })
+	for i, a := range names {
+		c.cctxs[i], c.signers[i] = c.n0.ClientContext(c.n0.Home, a)
+		c.cctxs[i] = c.cctxs[i].WithGRPCClient(conn)
+		c.signers[i].SetFixedGas()
+		c.signers[i].UseRawIngress(c.n0.API + app.RawTxPath)
+	}
+	return c, nil
+}
+
+func (c *chain) createTopic(name string, partitions int) error {
+	_, err := c.signers[0].SubmitAndWait(&types.MsgCreateTopic{Owner: c.signers[0].Address(), Name: name, Partitions: uint32(partitions)})
+	return err
+}
+
+// logSize sums a topic's high watermarks and stored bytes (the partitions' byte counts).
+func (c *chain) logSize(ctx context.Context, topic string) (records, bytes uint64, err error) {
+	parts, err := types.NewQueryClient(c.cctxs[0]).Partitions(ctx, &types.QueryPartitionsRequest{Name: topic})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, p := range parts.Partitions {
+		records += p.HighWatermark
+		bytes += p.ByteCount
+	}
+	return records, bytes, nil
+}
+
+// waitCommitted waits one block past the current one: a block's results are visible before
+// the app has committed it, so state read right after the tracker saw a block may lag it.
+func (c *chain) waitCommitted() {
+	if h, err := c.n0.Height(); err == nil {
+		_ = c.n0.WaitForHeight(h+1, 30*time.Second)
+	}
+}
+
+func (c *chain) pids() []int {
+	out := make([]int, len(c.net.Nodes))
+	for i, v := range c.net.Nodes {
+		out[i] = v.Pid()
+	}
+	return out
+}
+
+// resetPeakRSS starts a new peak-RSS window on every validator, so each measured phase
+// reports its own peak rather than the largest since the node started.
+func (c *chain) resetPeakRSS() { resetPeakRSS(c.pids()...) }
+
+// peakRSS is every validator's peak RSS in MiB since the last reset.
+func (c *chain) peakRSS() []int {
+	out := make([]int, len(c.net.Nodes))
+	for i, v := range c.net.Nodes {
+		out[i] = int(v.PeakRSS() >> 20)
+	}
+	return out
+}
+
+// resetPeakRSS resets the processes' VmHWM (Linux: writing 5 to /proc/<pid>/clear_refs).
+func resetPeakRSS(pids ...int) {
+	for _, pid := range pids {
+		_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
+	}
+}
+
+// procStatus reads a /proc/<pid>/status field given in kB (VmRSS, VmHWM) as bytes.
+func procStatus(pid int, field string) uint64 {
+	bz, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(bz), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field+":" {
+			kb, _ := strconv.ParseUint(f[1], 10, 64)
+			return kb << 10
 		}
-		cfg.Log("starting %d validator(s)", n)
-		net := node.StartNetwork(t, node.NetworkOptions{Validators: n, Accounts: accounts})
-		n0 := net.Nodes[0]
-		signers := make([]*txclient.Signer, len(accounts))
-		cctxs := make([]client.Context, len(accounts))
-		// Producers submit through the node's binary ingress and readers use its gRPC, as a
-		// production client should: JSON-RPC and the SDK's gRPC interceptor spend most of the
-		// node's CPU on large transactions (README, Performance).
-		conn, err := grpc.NewClient(n0.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+	}
+	return 0
+}
+
+// measure is one measured load on topic: `records` records from cfg.Producers producers as
+// fast as they go, cross-checked against the high watermarks; optionally latency at half that
+// rate; then a read of the whole topic. Peak RSS is each validator's over these phases.
+func (c *chain) measure(cfg Config, topic string, wl workload, records int, halfLoad bool) (Result, error) {
+	ctx := context.Background()
+	c.resetPeakRSS()
+	producers := c.signers[:cfg.Producers]
+	build := wl.builder(topic, cfg.Partitions)
+	before, _, err := c.logSize(ctx, topic)
+	if err != nil {
+		return Result{}, err
+	}
+	tr, elapsed, err := load(ctx, cfg, c, producers, build, records, cfg.BatchRecords, cfg.InFlight, 0)
+	if err != nil {
+		return Result{}, err
+	}
+	committed := int(tr.committed.Load())
+	// Cross-check against chain state: the high watermarks must add up.
+	c.waitCommitted()
+	hwm, _, err := c.logSize(ctx, topic)
+	if err != nil {
+		return Result{}, err
+	}
+	if hwm-before != uint64(committed) {
+		return Result{}, fmt.Errorf("committed %d records by block results, but high watermarks grew by %d", committed, hwm-before)
+	}
+	secs := elapsed.Seconds()
+	res := Result{
+		Records: committed, Seconds: secs,
+		RecordsPerSec: float64(committed) / secs, MBPerSec: float64(tr.payload.Load()) / secs / 1e6,
+		LatencyP50Ms: tr.lat.pct(50), LatencyP95Ms: tr.lat.pct(95), LatencyP99Ms: tr.lat.pct(99),
+		PayloadBytesPerRec: float64(tr.payload.Load()) / float64(committed),
+	}
+	if halfLoad {
+		cfg.Log("  latency at half load (%.0f records/s)", res.RecordsPerSec/2)
+		half, _, err := load(ctx, cfg, c, producers, build, records/2, cfg.BatchRecords, cfg.InFlight, res.RecordsPerSec/2)
+		if err != nil {
+			return Result{}, err
+		}
+		res.HalfLoadP99Ms = half.lat.pct(99)
+	}
+	if res.FetchPerSec, err = c.measureFetch(ctx, cfg, topic); err != nil {
+		return Result{}, err
+	}
+	res.PeakRSSMiB = c.peakRSS()
+	res.PeakRSSOf = "validators"
+	return res, nil
+}
+
+// runChain measures bftlog on n validators, then the one-record-per-tx design on the same chain.
+func runChain(cfg Config, n int) (res Result, peer *Result, err error) {
+	err = inTempDir("bftlogbench-", func(t *runT) error {
+		c, err := startChain(t, cfg, n, max(cfg.Producers, cfg.PeerProducers))
 		if err != nil {
 			return err
 		}
-		defer conn.Close()
-		for i, a := range accounts {
-			cctxs[i], signers[i] = n0.ClientContext(n0.Home, a)
-			cctxs[i] = cctxs[i].WithGRPCClient(conn)
-			signers[i].SetFixedGas()
-			signers[i].UseRawIngress(n0.API + app.RawTxPath)
-		}
-		ctx := context.Background()
-		if _, err := signers[0].SubmitAndWait(&types.MsgCreateTopic{Owner: signers[0].Address(), Name: "bench", Partitions: uint32(cfg.Partitions)}); err != nil {
+		if err := c.createTopic("bench", cfg.Partitions); err != nil {
 			return err
 		}
 		cfg.Log("bftlog N=%d: %d records of %d B, %d producers, %d records per tx", n, cfg.Records, cfg.RecordBytes, cfg.Producers, cfg.BatchRecords)
-		main := signers[:cfg.Producers]
-		tr, elapsed, err := load(ctx, cfg, n0, main, cctxs, "bench", cfg.Records, cfg.BatchRecords, cfg.InFlight, 0)
+		if res, err = c.measure(cfg, "bench", fixedValues(cfg), cfg.Records, cfg.HalfLoad); err != nil {
+			return err
+		}
+		res.System, res.Validators = "bftlog", n
+		// Disk per record before the peer runs: its one-record transactions cost far more
+		// block store per record and would blur the batched figure.
+		total, stored, err := c.logSize(context.Background(), "bench")
 		if err != nil {
 			return err
 		}
-		committed := int(tr.committed.Load())
-		// Cross-check against chain state: the high watermarks must add up. A block's results
-		// are visible before the app has committed it, so read the state one block later.
-		if h, err := n0.Height(); err == nil {
-			_ = n0.WaitForHeight(h+1, 30*time.Second)
-		}
-		var hwm uint64
-		parts, err := types.NewQueryClient(cctxs[0]).Partitions(ctx, &types.QueryPartitionsRequest{Name: "bench"})
-		if err != nil {
-			return err
-		}
-		for _, p := range parts.Partitions {
-			hwm += p.HighWatermark
-		}
-		if hwm != uint64(committed) {
-			return fmt.Errorf("committed %d records by block results, but high watermarks add to %d", committed, hwm)
-		}
-		secs := elapsed.Seconds()
-		res = Result{
-			System: "bftlog", Validators: n, Records: committed, Seconds: secs,
-			RecordsPerSec: float64(committed) / secs, MBPerSec: float64(committed*cfg.RecordBytes) / secs / 1e6,
-			LatencyP50Ms: tr.lat.pct(50), LatencyP95Ms: tr.lat.pct(95), LatencyP99Ms: tr.lat.pct(99),
-		}
-		var extra uint64 // records appended after the main run
-		if cfg.HalfLoad {
-			cfg.Log("bftlog N=%d: latency at half load (%.0f records/s)", n, res.RecordsPerSec/2)
-			half, _, err := load(ctx, cfg, n0, main, cctxs, "bench", cfg.Records/2, cfg.BatchRecords, cfg.InFlight, res.RecordsPerSec/2)
-			if err != nil {
-				return err
-			}
-			res.HalfLoadP99Ms = half.lat.pct(99)
-			extra += uint64(half.committed.Load())
-		}
+		res.DiskBytesPerRec = float64(c.n0.DataBytes()) / float64(total)
+		res.LogBytesPerRec = float64(stored) / float64(total)
 		if cfg.PeerRecords > 0 {
 			cfg.Log("one record per tx on N=%d: up to %d records or %s", n, cfg.PeerRecords, cfg.PeerDuration)
-			pctx, cancel := context.WithTimeout(ctx, cfg.PeerDuration)
-			ptr, pel, err := load(pctx, cfg, n0, signers[:max(1, cfg.PeerProducers)], cctxs, "bench", cfg.PeerRecords, 1, cfg.PeerInFlight, 0)
+			c.resetPeakRSS()
+			pctx, cancel := context.WithTimeout(context.Background(), cfg.PeerDuration)
+			build := fixedValues(cfg).builder("bench", cfg.Partitions)
+			ptr, pel, err := load(pctx, cfg, c, c.signers[:max(1, cfg.PeerProducers)], build, cfg.PeerRecords, 1, cfg.PeerInFlight, 0)
 			cancel()
 			if err != nil {
 				return err
@@ -335,43 +503,85 @@ func runChain(cfg Config, n int) (Result, *Result, error) {
 			pc := int(ptr.committed.Load())
 			peer = &Result{
 				System: "one record per tx", Validators: n, Records: pc, Seconds: pel.Seconds(),
-				RecordsPerSec: float64(pc) / pel.Seconds(), MBPerSec: float64(pc*cfg.RecordBytes) / pel.Seconds() / 1e6,
+				RecordsPerSec: float64(pc) / pel.Seconds(), MBPerSec: float64(ptr.payload.Load()) / pel.Seconds() / 1e6,
 				LatencyP50Ms: ptr.lat.pct(50), LatencyP95Ms: ptr.lat.pct(95), LatencyP99Ms: ptr.lat.pct(99),
+				PayloadBytesPerRec: float64(cfg.RecordBytes), PeakRSSMiB: c.peakRSS(), PeakRSSOf: "validators",
 				Note: "the seed design: same chain, one MsgProduce with one record per transaction",
 			}
-			extra += uint64(pc)
-		}
-		res.FetchPerSec, err = measureFetch(ctx, cctxs[0], cfg)
-		if err != nil {
-			return err
-		}
-		res.DiskBytesPerRec = float64(n0.DataBytes()) / float64(hwm+extra)
-		for _, v := range net.Nodes {
-			res.PeakRSSMiB = append(res.PeakRSSMiB, int(v.PeakRSS()>>20))
 		}
 		return nil
-	}()
+	})
 	return res, peer, err
 }
 
-// measureFetch reads the whole topic from one node through gRPC-over-RPC queries.
-func measureFetch(ctx context.Context, cctx client.Context, cfg Config) (float64, error) {
-	q := types.NewQueryClient(cctx)
-	parts, err := q.Partitions(ctx, &types.QueryPartitionsRequest{Name: "bench"})
+// runEvents measures JSON event records compressed by the producer with codec on a fresh
+// one-validator chain, so that its data directory holds only them: disk bytes per record
+// against payload bytes per record is what compression saves end to end.
+func runEvents(cfg Config, codec types.Compression) (res Result, err error) {
+	err = inTempDir("bftlogbench-events-", func(t *runT) error {
+		c, err := startChain(t, cfg, 1, cfg.Producers)
+		if err != nil {
+			return err
+		}
+		if err := c.createTopic("events", cfg.Partitions); err != nil {
+			return err
+		}
+		wl := workload{values: eventValues(10_000, 1), compression: codec}
+		cfg.Log("bftlog events (%s): %d JSON records, %d producers, %d records per tx", codec, cfg.EventsRecords, cfg.Producers, cfg.BatchRecords)
+		if res, err = c.measure(cfg, "events", wl, cfg.EventsRecords, false); err != nil {
+			return err
+		}
+		res.System, res.Validators = "bftlog events "+codec.String(), 1
+		total, stored, err := c.logSize(context.Background(), "events")
+		if err != nil {
+			return err
+		}
+		res.DiskBytesPerRec = float64(c.n0.DataBytes()) / float64(total)
+		res.LogBytesPerRec = float64(stored) / float64(total)
+		res.Note = fmt.Sprintf("JSON events of about 240 B, producer compression %s", codec)
+		return nil
+	})
+	return res, err
+}
+
+// measureFetch reads the whole topic from one node through gRPC queries as a consumer does:
+// stored batches (FETCH_FORMAT_BATCHES), decoded here, the client.
+func (c *chain) measureFetch(ctx context.Context, cfg Config, topic string) (float64, error) {
+	q := types.NewQueryClient(c.cctxs[0])
+	parts, err := q.Partitions(ctx, &types.QueryPartitionsRequest{Name: topic})
 	if err != nil {
 		return 0, err
 	}
 	began := time.Now()
-	var got int
+	var got, want uint64
 	for _, p := range parts.Partitions {
+		want += p.HighWatermark - p.LogStartOffset
 		for off := p.LogStartOffset; off < p.HighWatermark; {
-			res, err := q.Fetch(ctx, &types.QueryFetchRequest{Topic: "bench", Partition: p.Partition, Offset: off, MaxRecords: uint32(cfg.FetchRecords)})
+			res, err := q.Fetch(ctx, &types.QueryFetchRequest{Topic: topic, Partition: p.Partition, Offset: off,
+				MaxRecords: uint32(cfg.FetchRecords), Format: types.FETCH_FORMAT_BATCHES})
 			if err != nil {
 				return 0, err
 			}
-			got += len(res.Records)
+			for _, b := range res.Batches {
+				recs, err := b.Records()
+				if err != nil {
+					return 0, err
+				}
+				// The first batch may start before the offset asked for, as in Kafka.
+				for _, r := range recs {
+					if r.Offset >= off {
+						got++
+					}
+				}
+			}
+			if res.NextOffset <= off {
+				return 0, fmt.Errorf("fetch of %s/%d at offset %d made no progress", topic, p.Partition, off)
+			}
 			off = res.NextOffset
 		}
+	}
+	if got != want {
+		return 0, fmt.Errorf("fetched %d records of %s, the partitions hold %d", got, topic, want)
 	}
 	return float64(got) / time.Since(began).Seconds(), nil
 }

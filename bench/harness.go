@@ -1,7 +1,9 @@
 // Package bench measures bftlog against its peers in one run on one machine: bftlog with
-// batched produce, the same chain with one record per transaction, an unchanged Kafka client
-// through the gateway, and NATS JetStream (R1 and R3). Only committed records count: bftlog's from the committed blocks' transaction results,
-// JetStream's from publish acknowledgements.
+// batched produce on 1, 4 and 7 validators, JSON event records compressed by the producer,
+// the same chain with one record per transaction, an unchanged Kafka client through the
+// gateway, and NATS JetStream (R1 and R3); RunLarge compares one validator empty and holding
+// gigabytes of log. Only committed records count: bftlog's from the committed blocks'
+// transaction results, JetStream's from publish acknowledgements.
 package bench
 
 import (
@@ -10,6 +12,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/bftlog/bftlog/x/topics/types"
 )
 
 // Config is one harness run.
@@ -31,30 +35,55 @@ type Config struct {
 	HalfLoad      bool          // also measure latency at half the peak rate
 	FetchRecords  int           // records per fetch request when measuring fetch
 	KafkaRecords  int           // records for the Kafka-client-through-the-gateway run (0: skip)
-	OutDir        string
-	Log           func(format string, args ...any) `json:"-"`
+	// EventsRecords JSON event records (about 240 B each) per codec of EventsCodecs, each on
+	// a fresh one-validator chain, compressed by the producer (0: skip).
+	EventsRecords int
+	EventsCodecs  []string // Kafka codec names: none, gzip, snappy, lz4, zstd
+	// The large-log run (RunLarge): fill one validator with LargeBytes of log, using
+	// FillProducers accounts with FillInFlight transactions each, FillBatchesPerTx batches of
+	// about FillBatchBytes per transaction.
+	LargeBytes       uint64
+	FillProducers    int
+	FillInFlight     int
+	FillBatchBytes   int
+	FillBatchesPerTx int
+	OutDir           string
+	Log              func(format string, args ...any) `json:"-"`
 }
 
 // Result is one measured system.
 type Result struct {
-	System          string  `json:"system"`
-	Validators      int     `json:"validators,omitempty"`
-	Records         int     `json:"records_committed"`
-	Seconds         float64 `json:"seconds"`
-	RecordsPerSec   float64 `json:"records_per_sec"`
-	MBPerSec        float64 `json:"mb_per_sec"`
-	LatencyP50Ms    float64 `json:"latency_p50_ms"`
-	LatencyP95Ms    float64 `json:"latency_p95_ms"`
-	LatencyP99Ms    float64 `json:"latency_p99_ms"`
-	HalfLoadP99Ms   float64 `json:"half_load_p99_ms,omitempty"`
-	FetchPerSec     float64 `json:"fetch_records_per_sec,omitempty"`
+	System        string  `json:"system"`
+	Validators    int     `json:"validators,omitempty"`
+	Records       int     `json:"records_committed"`
+	Seconds       float64 `json:"seconds"`
+	RecordsPerSec float64 `json:"records_per_sec"`
+	MBPerSec      float64 `json:"mb_per_sec"`
+	LatencyP50Ms  float64 `json:"latency_p50_ms"`
+	LatencyP95Ms  float64 `json:"latency_p95_ms"`
+	LatencyP99Ms  float64 `json:"latency_p99_ms"`
+	HalfLoadP99Ms float64 `json:"half_load_p99_ms,omitempty"`
+	FetchPerSec   float64 `json:"fetch_records_per_sec,omitempty"`
+	// PayloadBytesPerRec is the value bytes per record the producers handed over.
+	PayloadBytesPerRec float64 `json:"payload_bytes_per_record,omitempty"`
+	// DiskBytesPerRec is node 0's data directory (blocks, state, application store) per record.
 	DiskBytesPerRec float64 `json:"disk_bytes_per_record,omitempty"`
-	PeakRSSMiB      []int   `json:"peak_rss_mib,omitempty"`
-	Note            string  `json:"note,omitempty"`
+	// LogBytesPerRec is the stored record batches (the partitions' byte counts) per record:
+	// what the producer's compression left, before the store's own overhead.
+	LogBytesPerRec float64 `json:"log_bytes_per_record,omitempty"`
+	// PeakRSSMiB is the peak RSS during this measurement: of each validator, or of the
+	// harness process for peers that run inside it (PeakRSSOf says which).
+	PeakRSSMiB []int  `json:"peak_rss_mib,omitempty"`
+	PeakRSSOf  string `json:"peak_rss_of,omitempty"`
+	// LogBytesBefore is the log the chain already held when this measurement began (RunLarge).
+	LogBytesBefore uint64 `json:"log_bytes_before,omitempty"`
+	DataDirBytes   uint64 `json:"data_dir_bytes,omitempty"`
+	Note           string `json:"note,omitempty"`
 }
 
 // Report is a whole run.
 type Report struct {
+	Mode    string   `json:"mode"` // "bench" (Run) or "large" (RunLarge)
 	Time    string   `json:"time"`
 	Machine string   `json:"machine"`
 	Config  Config   `json:"config"`
@@ -92,8 +121,15 @@ func Run(cfg Config) (*Report, error) {
 	if cfg.JetRecords == 0 {
 		cfg.JetRecords = cfg.Records
 	}
-	host, _ := os.Hostname()
-	rep := &Report{Time: time.Now().UTC().Format(time.RFC3339), Machine: fmt.Sprintf("%s, %d CPUs", host, numCPU()), Config: cfg}
+	codecs := make([]types.Compression, len(cfg.EventsCodecs))
+	for i, name := range cfg.EventsCodecs {
+		c, err := types.ParseCompression(name)
+		if err != nil {
+			return nil, err
+		}
+		codecs[i] = c
+	}
+	rep := newReport(cfg, "bench")
 	for _, n := range cfg.Validators {
 		r, peer, err := runChain(cfg, n)
 		if err != nil {
@@ -102,6 +138,15 @@ func Run(cfg Config) (*Report, error) {
 		rep.Results = append(rep.Results, r)
 		if peer != nil {
 			rep.Results = append(rep.Results, *peer)
+		}
+	}
+	if cfg.EventsRecords > 0 {
+		for _, c := range codecs {
+			r, err := runEvents(cfg, c)
+			if err != nil {
+				return rep, fmt.Errorf("bftlog events %s: %w", c, err)
+			}
+			rep.Results = append(rep.Results, r)
 		}
 	}
 	if cfg.KafkaRecords > 0 {
@@ -121,4 +166,9 @@ func Run(cfg Config) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+func newReport(cfg Config, mode string) *Report {
+	host, _ := os.Hostname()
+	return &Report{Mode: mode, Time: time.Now().UTC().Format(time.RFC3339), Machine: fmt.Sprintf("%s, %d CPUs", host, numCPU()), Config: cfg}
 }

@@ -112,8 +112,9 @@ func runKafka(cfg Config) (Result, error) {
 			System: "Kafka client via gateway", Validators: 1, Records: int(acked.Load()), Seconds: secs,
 			RecordsPerSec: float64(acked.Load()) / secs, MBPerSec: float64(acked.Load()*int64(cfg.RecordBytes)) / secs / 1e6,
 			LatencyP50Ms: lat.pct(50), LatencyP95Ms: lat.pct(95), LatencyP99Ms: lat.pct(99),
-			PeakRSSMiB: []int{int(n0.PeakRSS() >> 20)},
-			Note:       "franz-go producer (idempotent, acks=all, no compression) through bftlogd kafka serve to one validator",
+			PayloadBytesPerRec: float64(cfg.RecordBytes),
+			PeakRSSMiB:         []int{int(n0.PeakRSS() >> 20)}, PeakRSSOf: "validators",
+			Note: "franz-go producer (idempotent, acks=all, no compression) through bftlogd kafka serve to one validator",
 		}
 		return nil
 	}()

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
 	"testing"
 	"time"
 
@@ -17,7 +19,7 @@ func TestHarnessSmoke(t *testing.T) {
 	cfg := Config{
 		Validators: []int{1}, Records: 400, RecordBytes: 100, Partitions: 2, Producers: 2, BatchRecords: 50,
 		InFlight: 2, PeerInFlight: 10, PeerProducers: 2, PeerRecords: 20, PeerDuration: 10 * time.Second, JetStream: true, HalfLoad: true,
-		FetchRecords: 100, KafkaRecords: 300, Log: t.Logf,
+		FetchRecords: 100, KafkaRecords: 300, EventsRecords: 300, EventsCodecs: []string{"lz4"}, Log: t.Logf,
 	}
 	rep, err := Run(cfg)
 	require.NoError(t, err)
@@ -31,11 +33,60 @@ func TestHarnessSmoke(t *testing.T) {
 	require.Equal(t, 400, systems["JetStream R3"].Records)
 	require.Equal(t, 300, systems["Kafka client via gateway"].Records)
 	require.NotZero(t, systems["bftlog"].FetchPerSec)
-	require.NotEmpty(t, systems["bftlog"].PeakRSSMiB)
+	require.Len(t, systems["bftlog"].PeakRSSMiB, 1)
+	require.NotZero(t, systems["bftlog"].PeakRSSMiB[0])
+	require.NotZero(t, systems["one record per tx"].PeakRSSMiB[0])
+	require.Equal(t, 100.0, systems["bftlog"].PayloadBytesPerRec)
+
+	events := systems["bftlog events lz4"]
+	require.Equal(t, 300, events.Records)
+	require.NotZero(t, events.FetchPerSec, "compressed batches are fetched and decoded")
+	require.Greater(t, events.PayloadBytesPerRec, 100.0)
+	require.Less(t, events.PayloadBytesPerRec, 300.0)
+	require.NotZero(t, events.DiskBytesPerRec)
+	require.Less(t, events.LogBytesPerRec, events.PayloadBytesPerRec, "lz4 batches are stored as produced, smaller than the JSON")
+
 	var buf bytes.Buffer
 	rep.WriteTable(&buf)
 	require.Contains(t, buf.String(), "bftlog N=1 / JetStream R3")
 	require.Contains(t, buf.String(), "Kafka client via gateway / native client, N=1")
+	require.Contains(t, buf.String(), "bftlog events lz4 N=1 disk / payload")
 	_, err = rep.WriteJSON(t.TempDir())
 	require.NoError(t, err)
+}
+
+// TestLargeHarnessSmoke runs the large-log comparison with a few megabytes of fill.
+func TestLargeHarnessSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node")
+	}
+	cfg := Config{
+		Records: 400, RecordBytes: 100, Partitions: 2, Producers: 2, BatchRecords: 50, InFlight: 2,
+		FetchRecords: 100, LargeBytes: 3_000_000, FillProducers: 2, FillInFlight: 2,
+		FillBatchBytes: 200_000, FillBatchesPerTx: 2, Log: t.Logf,
+	}
+	rep, err := RunLarge(cfg)
+	require.NoError(t, err)
+	require.Len(t, rep.Results, 2)
+	empty, large := rep.Results[0], rep.Results[1]
+	require.Equal(t, 400, empty.Records)
+	require.Equal(t, 400, large.Records)
+	require.Zero(t, empty.LogBytesBefore)
+	require.GreaterOrEqual(t, large.LogBytesBefore, cfg.LargeBytes)
+	require.Greater(t, large.DataDirBytes, large.LogBytesBefore, "the data directory holds at least the log")
+	require.NotZero(t, empty.PeakRSSMiB[0])
+	require.NotZero(t, large.PeakRSSMiB[0])
+	var buf bytes.Buffer
+	rep.WriteTable(&buf)
+	require.Contains(t, buf.String(), "empty chain")
+	require.Contains(t, buf.String(), "GB log")
+	dir := t.TempDir()
+	name, err := rep.WriteJSON(dir)
+	require.NoError(t, err)
+	require.Contains(t, name, "large-")
+	var back Report
+	bz, err := os.ReadFile(name)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(bz, &back))
+	require.Equal(t, "large", back.Mode)
 }

@@ -12,20 +12,16 @@ import (
 
 // WriteTable prints the results with the ratios the README tracks.
 func (r *Report) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "\n%-26s %4s %10s %12s %8s %9s %9s %9s %10s %12s %10s %s\n",
-		"system", "N", "records", "records/s", "MB/s", "p50 ms", "p95 ms", "p99 ms", "½load p99", "fetch rec/s", "disk B/rec", "peak RSS MiB")
+	fmt.Fprintf(w, "\n%-26s %4s %10s %12s %8s %9s %9s %9s %10s %12s %11s %10s %s\n",
+		"system", "N", "records", "records/s", "MB/s", "p50 ms", "p95 ms", "p99 ms", "½load p99", "fetch rec/s", "payload B/r", "disk B/rec", "peak RSS MiB")
 	for _, x := range r.Results {
 		n := "-"
 		if x.Validators > 0 {
 			n = fmt.Sprint(x.Validators)
 		}
-		rss := make([]string, len(x.PeakRSSMiB))
-		for i, v := range x.PeakRSSMiB {
-			rss[i] = fmt.Sprint(v)
-		}
-		fmt.Fprintf(w, "%-26s %4s %10d %12.0f %8.2f %9.1f %9.1f %9.1f %10s %12s %10s %s\n",
+		fmt.Fprintf(w, "%-26s %4s %10d %12.0f %8.2f %9.1f %9.1f %9.1f %10s %12s %11s %10s %s\n",
 			x.System, n, x.Records, x.RecordsPerSec, x.MBPerSec, x.LatencyP50Ms, x.LatencyP95Ms, x.LatencyP99Ms,
-			opt(x.HalfLoadP99Ms, "%.1f"), opt(x.FetchPerSec, "%.0f"), opt(x.DiskBytesPerRec, "%.0f"), strings.Join(rss, "/"))
+			opt(x.HalfLoadP99Ms, "%.1f"), opt(x.FetchPerSec, "%.0f"), opt(x.PayloadBytesPerRec, "%.0f"), opt(x.DiskBytesPerRec, "%.0f"), rssCell(x))
 	}
 	find := func(system string, n int) *Result {
 		for i := range r.Results {
@@ -49,10 +45,69 @@ func (r *Report) WriteTable(w io.Writer) {
 		if k := find("Kafka client via gateway", x.Validators); k != nil && k.RecordsPerSec > 0 {
 			fmt.Fprintf(w, "Kafka client via gateway / native client, N=%d: %.2fx\n", x.Validators, k.RecordsPerSec/x.RecordsPerSec)
 		}
-		if x.DiskBytesPerRec > 0 {
-			fmt.Fprintf(w, "bftlog N=%d disk / payload: %.1fx\n", x.Validators, x.DiskBytesPerRec/float64(r.Config.RecordBytes))
+	}
+	for _, x := range r.Results {
+		if x.DiskBytesPerRec > 0 && x.PayloadBytesPerRec > 0 {
+			fmt.Fprintf(w, "%s N=%d disk / payload: %.0f / %.0f B per record = %.2fx (stored batches %.0f B per record)\n",
+				x.System, x.Validators, x.DiskBytesPerRec, x.PayloadBytesPerRec, x.DiskBytesPerRec/x.PayloadBytesPerRec, x.LogBytesPerRec)
 		}
 	}
+	r.writeLarge(w)
+}
+
+// rssCell lists each validator's peak RSS; a peer run inside the harness is marked so.
+func rssCell(x Result) string {
+	rss := make([]string, len(x.PeakRSSMiB))
+	for i, v := range x.PeakRSSMiB {
+		rss[i] = fmt.Sprint(v)
+	}
+	s := strings.Join(rss, "/")
+	if s != "" && x.PeakRSSOf == "harness process" {
+		s += " (harness)"
+	}
+	return s
+}
+
+// writeLarge prints a RunLarge report's empty and large measurements side by side.
+func (r *Report) writeLarge(w io.Writer) {
+	var empty, large *Result
+	for i := range r.Results {
+		switch x := &r.Results[i]; {
+		case x.LogBytesBefore > 0:
+			large = x
+		case r.Mode == "large":
+			empty = x
+		}
+	}
+	if empty == nil || large == nil {
+		return
+	}
+	fmt.Fprintf(w, "\none validator, same measured load (%d records of %d B):\n", r.Config.Records, r.Config.RecordBytes)
+	fmt.Fprintf(w, "%-18s %14s %14s %8s\n", "", "empty chain", fmt.Sprintf("%.1f GB log", float64(large.LogBytesBefore)/1e9), "ratio")
+	row := func(name string, a, b float64) {
+		ratio := "-"
+		if a > 0 {
+			ratio = fmt.Sprintf("%.2fx", b/a)
+		}
+		fmt.Fprintf(w, "%-18s %14s %14s %8s\n", name, opt(a, "%.0f"), opt(b, "%.0f"), ratio)
+	}
+	row("records/s", empty.RecordsPerSec, large.RecordsPerSec)
+	row("p50 ms", empty.LatencyP50Ms, large.LatencyP50Ms)
+	row("p99 ms", empty.LatencyP99Ms, large.LatencyP99Ms)
+	row("½ load p99 ms", empty.HalfLoadP99Ms, large.HalfLoadP99Ms)
+	row("fetch rec/s", empty.FetchPerSec, large.FetchPerSec)
+	row("peak RSS MiB", float64(sum(empty.PeakRSSMiB)), float64(sum(large.PeakRSSMiB)))
+	if large.DataDirBytes > 0 {
+		fmt.Fprintf(w, "data dir after the large run: %.2f GB\n", float64(large.DataDirBytes)/1e9)
+	}
+}
+
+func sum(xs []int) int {
+	var s int
+	for _, x := range xs {
+		s += x
+	}
+	return s
 }
 
 func opt(v float64, f string) string {
@@ -62,7 +117,8 @@ func opt(v float64, f string) string {
 	return fmt.Sprintf(f, v)
 }
 
-// WriteJSON stores the report under dir as bench-<time>.json and latest.json.
+// WriteJSON stores the report under dir as bench-<time>.json and latest.json (a RunLarge
+// report: large-<time>.json and latest-large.json).
 func (r *Report) WriteJSON(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -71,9 +127,13 @@ func (r *Report) WriteJSON(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	name := filepath.Join(dir, "bench-"+time.Now().UTC().Format("20060102T150405Z")+".json")
+	prefix, latest := "bench-", "latest.json"
+	if r.Mode == "large" {
+		prefix, latest = "large-", "latest-large.json"
+	}
+	name := filepath.Join(dir, prefix+time.Now().UTC().Format("20060102T150405Z")+".json")
 	if err := os.WriteFile(name, bz, 0o644); err != nil {
 		return "", err
 	}
-	return name, os.WriteFile(filepath.Join(dir, "latest.json"), bz, 0o644)
+	return name, os.WriteFile(filepath.Join(dir, latest), bz, 0o644)
 }

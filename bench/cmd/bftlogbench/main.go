@@ -1,5 +1,6 @@
 // Command bftlogbench measures bftlog against JetStream and the one-record-per-transaction
-// design in one run (see README, Performance). `make bench` runs it with the defaults.
+// design in one run (see README, Performance). `make bench` runs it with the defaults;
+// `make bench-large` runs it with -large-gb, which compares one validator empty and full.
 package main
 
 import (
@@ -16,7 +17,9 @@ import (
 
 func main() {
 	var (
-		validators = flag.String("validators", "1,4", "comma-separated validator counts to measure")
+		validators = flag.String("validators", "1,4,7", "comma-separated validator counts to measure")
+		codecs     = flag.String("events-compression", "none,lz4", "producer codecs for the JSON-events runs (none, gzip, snappy, lz4, zstd)")
+		largeGB    = flag.Float64("large-gb", 0, "instead of the usual run: fill one validator with this many GB of log and compare the measured load empty and full")
 		cfg        bench.Config
 	)
 	flag.IntVar(&cfg.Records, "records", 200_000, "records per bftlog run")
@@ -35,6 +38,11 @@ func main() {
 	flag.BoolVar(&cfg.HalfLoad, "half-load", true, "also measure latency at half the peak rate")
 	flag.IntVar(&cfg.FetchRecords, "fetch-records", 10_000, "records per fetch request")
 	flag.IntVar(&cfg.KafkaRecords, "kafka-records", 100_000, "records for the franz-go producer through the Kafka gateway (0: skip)")
+	flag.IntVar(&cfg.EventsRecords, "events-records", 200_000, "JSON event records per -events-compression codec, each on a fresh one-validator chain (0: skip)")
+	flag.IntVar(&cfg.FillProducers, "fill-producers", 4, "-large-gb: producer accounts filling the log")
+	flag.IntVar(&cfg.FillInFlight, "fill-in-flight", 2, "-large-gb: fill transactions in flight per producer")
+	flag.IntVar(&cfg.FillBatchBytes, "fill-batch-bytes", 1_000_000, "-large-gb: bytes per fill batch (incompressible 1,000-byte values)")
+	flag.IntVar(&cfg.FillBatchesPerTx, "fill-batches-per-tx", 4, "-large-gb: fill batches per transaction (each on its own partition; max_batch_bytes bounds their sum)")
 	flag.StringVar(&cfg.OutDir, "out", "bench/results", "where to write the JSON report")
 	flag.Parse()
 	for _, v := range strings.Split(*validators, ",") {
@@ -44,8 +52,22 @@ func main() {
 		}
 		cfg.Validators = append(cfg.Validators, n)
 	}
+	for _, c := range strings.Split(*codecs, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			cfg.EventsCodecs = append(cfg.EventsCodecs, c)
+		}
+	}
 	cfg.Log = func(format string, args ...any) { log.Printf(format, args...) }
-	rep, err := bench.Run(cfg)
+	var (
+		rep *bench.Report
+		err error
+	)
+	if *largeGB > 0 {
+		cfg.LargeBytes = uint64(*largeGB * 1e9)
+		rep, err = bench.RunLarge(cfg)
+	} else {
+		rep, err = bench.Run(cfg)
+	}
 	if rep != nil && len(rep.Results) > 0 {
 		rep.WriteTable(os.Stdout)
 		if name, werr := rep.WriteJSON(cfg.OutDir); werr == nil {
