@@ -253,15 +253,18 @@ func (s *Signer) submit(msgs ...sdk.Msg) (string, error) {
 		txf = txf.WithGas(gas)
 	}
 	if s.fixedGas {
-		var size int
+		var size, decompressed uint64
 		for _, m := range msgs {
 			if pm, ok := m.(interface{ Size() int }); ok {
-				size += pm.Size()
+				size += uint64(pm.Size())
 			}
+			decompressed += compressedRecordBytes(m)
 		}
 		// Store writes cost 30 gas per byte and the tx 10 per byte; 60 per byte leaves room
-		// for key bytes, reads and events.
-		txf = txf.WithGas(uint64(300_000 + 60*size))
+		// for key bytes, reads and events. A compressed batch also pays 12 gas per byte it
+		// decompresses to (the keeper's RecordBytesGas + DecompressedBytesGas), which its
+		// size does not show.
+		txf = txf.WithGas(300_000 + 60*size + 12*decompressed)
 	}
 	txb, err := txf.BuildUnsignedTx(msgs...)
 	if err != nil {
@@ -416,6 +419,23 @@ func Responses[T any, PT interface {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// compressedRecordBytes is what a MsgProduce's compressed batches decompress to (0 for other
+// messages, uncompressed batches and batches the chain will refuse anyway).
+func compressedRecordBytes(m sdk.Msg) uint64 {
+	pm, ok := m.(*types.MsgProduce)
+	if !ok {
+		return 0
+	}
+	var n uint64
+	for _, b := range pm.Batches {
+		info, err := types.CheckRecordBatch(b.RecordBatch, types.BatchLimits{MaxRecordBytes: 1 << 40, MaxDecompressedBytes: 1 << 40, MaxHeaders: 1 << 30})
+		if err == nil && info.Compression != types.CompressionNone {
+			n += info.RecordBytes
+		}
+	}
+	return n
 }
 
 // SetFixedGas stops per-transaction simulation: the gas limit is then derived from the
