@@ -162,8 +162,13 @@ func (s *Server) fetchOnce(ctx context.Context, r *kmsg.FetchRequest) (*kmsg.Fet
 					rp.ErrorCode = s.fetchCode(ctx, t.Topic, p.Partition, p.FetchOffset, err)
 				} else {
 					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = int64(res.HighWatermark), int64(res.HighWatermark), int64(res.LogStartOffset)
-					rp.RecordBatches = appendBatches(rp.RecordBatches, res.Batches, total, budget)
-					total += len(rp.RecordBatches)
+					if r.Version < 10 && holdsZstd(res.Batches) {
+						// As Kafka: a client fetching below v10 cannot read zstd.
+						rp.ErrorCode = kerr.UnsupportedCompressionType.Code
+					} else {
+						rp.RecordBatches = appendBatches(rp.RecordBatches, res.Batches, total, budget)
+						total += len(rp.RecordBatches)
+					}
 				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)
@@ -189,6 +194,16 @@ func appendBatches(out []byte, batches []types.RecordBatch, total, budget int) [
 		out = append(out, b.RecordBatch...)
 	}
 	return out
+}
+
+// holdsZstd tells whether any of the stored batches is compressed with zstd.
+func holdsZstd(batches []types.RecordBatch) bool {
+	for _, b := range batches {
+		if len(b.RecordBatch) >= types.RecordBatchHeaderSize && types.Compression(b.RecordBatch[22]&0x07) == types.CompressionZstd {
+			return true
+		}
+	}
+	return false
 }
 
 // fetchCode is Kafka's code for a failed fetch. A node serving queries on its RPC endpoint

@@ -473,6 +473,12 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kms
 			} else if err == nil && len(batches) == 0 {
 				err = errorsmod.Wrap(types.ErrEmptyBatch, "no record batch")
 			}
+			for _, b := range batches {
+				// As Kafka: zstd needs produce v7, so that older clients never meet it.
+				if err == nil && b.compression == types.CompressionZstd && r.Version < 7 {
+					err = errorsmod.Wrapf(types.ErrUnsupportedCompression, "zstd needs produce v7 or later, the request is v%d", r.Version)
+				}
+			}
 			if err != nil {
 				rp.ErrorCode, rp.ErrorMessage = kafkaCode(err), kmsg.StringPtr(err.Error())
 				rt.Partitions = append(rt.Partitions, rp)

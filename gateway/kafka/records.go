@@ -16,6 +16,7 @@ var crc32c = crc32.MakeTable(crc32.Castagnoli)
 type producedBatch struct {
 	bytes         []byte
 	records       uint32
+	compression   types.Compression
 	producerID    int64
 	firstSequence int32
 }
@@ -46,7 +47,8 @@ func splitBatches(b []byte) ([]producedBatch, error) {
 		if attrs&0x30 != 0 {
 			return nil, errorsmod.Wrap(types.ErrInvalidRecordBatch, "transactional and control batches are not accepted")
 		}
-		if c := types.Compression(attrs & 0x07); c > types.CompressionZstd {
+		c := types.Compression(attrs & 0x07)
+		if c > types.CompressionZstd {
 			return nil, errorsmod.Wrapf(types.ErrUnsupportedCompression, "codec %d", c)
 		}
 		count := int32(binary.BigEndian.Uint32(batch[57:61]))
@@ -59,6 +61,7 @@ func splitBatches(b []byte) ([]producedBatch, error) {
 		out = append(out, producedBatch{
 			bytes:         batch,
 			records:       uint32(count),
+			compression:   c,
 			producerID:    int64(binary.BigEndian.Uint64(batch[43:51])),
 			firstSequence: int32(binary.BigEndian.Uint32(batch[53:57])),
 		})

@@ -110,6 +110,8 @@ func TestSplitBatchesKeepsTheBytes(t *testing.T) {
 	require.EqualValues(t, 3, got[1].records)
 	require.EqualValues(t, 77, got[1].producerID)
 	require.EqualValues(t, 5, got[1].firstSequence)
+	require.Equal(t, types.CompressionNone, got[0].compression)
+	require.Equal(t, types.CompressionZstd, got[1].compression)
 
 	none, err := splitBatches(nil)
 	require.NoError(t, err)
@@ -192,10 +194,11 @@ func TestFetchReturnsStoredBatchesUnchanged(t *testing.T) {
 	), 3)
 	q := &fetchOnly{batches: []types.RecordBatch{{BaseOffset: 0, RecordCount: 3, RecordBatch: first}, {BaseOffset: 3, RecordCount: 4, RecordBatch: second}}}
 	s := &Server{query: q}
+	version := int16(11)
 	fetch := func(offset int64, partitionMax, requestMax int32) *kmsg.FetchResponseTopicPartition {
 		t.Helper()
 		r := kmsg.NewPtrFetchRequest()
-		r.SetVersion(11)
+		r.SetVersion(version)
 		r.MaxBytes = requestMax
 		rt := kmsg.NewFetchRequestTopic()
 		rt.Topic = "orders"
@@ -244,6 +247,15 @@ func TestFetchReturnsStoredBatchesUnchanged(t *testing.T) {
 	// A first batch larger than every limit still comes, so the client makes progress.
 	rp = fetch(0, 10, 10)
 	require.Equal(t, first, rp.RecordBatches)
+	// As Kafka: zstd is not served below fetch v10, lz4 is.
+	version = 9
+	rp = fetch(0, 1<<20, int32(len(first)+1))
+	require.Zero(t, rp.ErrorCode)
+	require.Equal(t, first, rp.RecordBatches)
+	rp = fetch(3, 1<<20, 50<<20)
+	require.Equal(t, kerr.UnsupportedCompressionType.Code, rp.ErrorCode)
+	require.Empty(t, rp.RecordBatches)
+	version = 11
 	// At the high watermark: an empty record set, not a null one.
 	q.batches = nil
 	rp = fetch(7, 1<<20, 50<<20)

@@ -9,9 +9,11 @@ import (
 )
 
 // versions are the request versions the gateway answers, by API key: ranges whose fields it
-// fills correctly (no topic IDs; record batches of magic 2).
+// fills correctly (no topic IDs; record batches of magic 2). Produce starts at v0 although
+// only magic 2 is accepted (older message sets are refused as CORRUPT_MESSAGE): librdkafka
+// before 2.4 compresses with gzip, snappy or lz4 only for a broker that lists Produce v0.
 var versions = map[kmsg.Key][2]int16{
-	kmsg.Produce:          {3, 9},
+	kmsg.Produce:          {0, 9},
 	kmsg.Fetch:            {4, 12},
 	kmsg.ListOffsets:      {1, 7},
 	kmsg.Metadata:         {1, 9},
