@@ -23,6 +23,12 @@ func Messages(signer string) []sdk.Msg {
 		panic(err)
 	}
 	params := types.DefaultParams()
+	// A real record batch, encoded as a producer does, so the chain and explorers decode it.
+	produce, err := types.NewProduceBatch("orders", 2, ProduceRecords(), types.CompressionNone)
+	if err != nil {
+		panic(err)
+	}
+	produce.Sequence = 1
 	return []sdk.Msg{
 		&types.MsgCreateTopic{Owner: signer, Name: "orders", Partitions: 3,
 			Config: types.TopicConfig{RetentionMs: 86_400_000, RetentionBytes: -1}},
@@ -31,14 +37,7 @@ func Messages(signer string) []sdk.Msg {
 				ProducerPolicy: types.PRODUCER_POLICY_ALLOWLIST, AllowedProducers: []string{signer}}},
 		&types.MsgAddPartitions{Authority: signer, Name: "orders", Partitions: 4},
 		&types.MsgDeleteTopic{Authority: signer, Name: "orders"},
-		&types.MsgProduce{Producer: signer, Batches: []types.ProduceBatch{{
-			Topic: "orders", Partition: 2, Sequence: 1,
-			Records: []types.BatchRecord{
-				{Key: &types.Bytes{Data: []byte("customer-7")}, Value: &types.Bytes{Data: []byte(`{"total":42}`)},
-					Headers: []types.Header{{Key: "source", Value: []byte("pos")}}, CreateTimeMs: 1_764_000_000_000},
-				{Value: &types.Bytes{Data: []byte("no key")}},
-			},
-		}}},
+		&types.MsgProduce{Producer: signer, Batches: []types.ProduceBatch{produce}},
 		&types.MsgUpdateParams{Authority: signer, Params: params},
 		&types.MsgJoinGroup{Member: signer, GroupId: "billing", Topics: []string{"orders"},
 			Assignor: types.ASSIGNOR_RANGE, SessionTimeoutMs: 30_000},
@@ -57,5 +56,15 @@ func Messages(signer string) []sdk.Msg {
 		&poatypes.MsgAdmitValidator{Authority: signer, Operator: operator, Power: 50},
 		&poatypes.MsgSetValidatorPower{Authority: signer, Operator: operator, Power: 80},
 		&poatypes.MsgRemoveValidator{Authority: signer, Operator: operator},
+	}
+}
+
+// ProduceRecords are the records of the sample MsgProduce: one keyed with a header and a
+// CreateTime, one with neither key, headers nor CreateTime.
+func ProduceRecords() []types.BatchRecord {
+	return []types.BatchRecord{
+		{Key: &types.Bytes{Data: []byte("customer-7")}, Value: &types.Bytes{Data: []byte(`{"total":42}`)},
+			Headers: []types.Header{{Key: "source", Value: []byte("pos")}}, CreateTimeMs: 1_764_000_000_000},
+		{Value: &types.Bytes{Data: []byte("no key")}},
 	}
 }

@@ -200,11 +200,13 @@ func lagState(t *testing.T) (keeper.Keeper, sdk.Context) {
 		Config: types.TopicConfig{RetentionMs: -1, RetentionBytes: -1}})
 	require.NoError(t, err)
 	var batches []types.ProduceBatch
-	for p := int32(0); p < 3; p++ {
-		b := types.ProduceBatch{Topic: "t", Partition: p}
+	for p := uint32(0); p < 3; p++ {
+		var recs []types.BatchRecord
 		for i := 0; i < 10; i++ {
-			b.Records = append(b.Records, types.BatchRecord{Value: &types.Bytes{Data: []byte("v")}})
+			recs = append(recs, types.BatchRecord{Value: &types.Bytes{Data: []byte("v")}})
 		}
+		b, err := types.NewProduceBatch("t", p, recs, types.CompressionNone)
+		require.NoError(t, err)
 		batches = append(batches, b)
 	}
 	_, err = msgs.Produce(ctx, &types.MsgProduce{Producer: owner, Batches: batches})

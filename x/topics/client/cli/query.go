@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -196,6 +197,10 @@ func runConsume(cmd *cobra.Command, args []string, v Verifier) error {
 				res, err := r.Fetch(ctx, &types.QueryFetchRequest{Topic: topic, Partition: p.Partition, Offset: next[p.Partition], MaxRecords: want})
 				if err != nil {
 					return PlainError(err)
+				}
+				if maxTotal > 0 {
+					// Whole batches come back; print no more than --max.
+					consumer.Truncate(res, uint32(min(maxTotal-printed, math.MaxUint32)))
 				}
 				for _, rec := range res.Records {
 					if err := printRecord(w, cmd, clientCtx.OutputFormat, topic, p.Partition, rec); err != nil {

@@ -20,6 +20,8 @@ import (
 // answers: the node's query service, or a reader that proves every answer.
 type Reader interface {
 	Partitions(ctx context.Context, topic string) ([]types.Partition, error)
+	// Fetch answers with decoded records (Records) from req.Offset on: at most req.MaxRecords,
+	// unless the first stored batch alone holds more (whole batches, as in Kafka).
 	Fetch(ctx context.Context, req *types.QueryFetchRequest) (*types.QueryFetchResponse, error)
 	GroupOffsets(ctx context.Context, group, topic string) (*types.QueryGroupOffsetsResponse, error)
 	// CheckConsumed checks records a group consumer fetched from the node.
@@ -50,8 +52,10 @@ func (r NodeReader) Partitions(ctx context.Context, topic string) ([]types.Parti
 	return res.Partitions, nil
 }
 
+// Fetch reads the stored batches and decodes them here (consumer.FetchRecords): the node
+// only reads its store.
 func (r NodeReader) Fetch(ctx context.Context, req *types.QueryFetchRequest) (*types.QueryFetchResponse, error) {
-	return r.QC.Fetch(ctx, req)
+	return consumer.FetchRecords(ctx, r.QC, req)
 }
 
 func (r NodeReader) GroupOffsets(ctx context.Context, group, topic string) (*types.QueryGroupOffsetsResponse, error) {

@@ -8,10 +8,14 @@ import (
 	"github.com/cosmos/cosmos-sdk/client"
 	"github.com/cosmos/cosmos-sdk/client/flags"
 
+	"github.com/bftlog/bftlog/x/topics/client/consumer"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
 const flagTopic = "topic"
+
+// defaultFetchRecords is what fetch returns without --max-records (the node's default).
+const defaultFetchRecords = 500
 
 // readCmd is a query command that reads through a Reader: the node's, or, with v and
 // --verify, a proving one.
@@ -50,10 +54,14 @@ func newFetchCmd(v Verifier) *cobra.Command {
 				return err
 			}
 			maxRecords, _ := cmd.Flags().GetUint32("max-records")
+			if maxRecords == 0 {
+				maxRecords = defaultFetchRecords
+			}
 			res, err := r.Fetch(cmd.Context(), &types.QueryFetchRequest{Topic: args[0], Partition: partition, Offset: offset, MaxRecords: maxRecords})
 			if err != nil {
 				return PlainError(err)
 			}
+			consumer.Truncate(res, maxRecords)
 			_, batches, _ := r.Proven()
 			provenNote(cmd, r, fmt.Sprintf("%d records in %d batches", len(res.Records), batches))
 			return clientCtx.PrintProto(res)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"time"
@@ -36,6 +37,7 @@ const (
 	flagAnyProducer    = "any-producer"
 	flagBatchRecords   = "batch-records"
 	flagInFlight       = "in-flight"
+	flagCompression    = "compression"
 )
 
 // NewTxCmd is the root of `bftlogd tx topics`.
@@ -164,12 +166,14 @@ func newProduceCmd() *cobra.Command {
 		Short: "Append records, one per argument or per line of --file or stdin, and wait until they are committed",
 		Long: `Append records to a topic, like kafka-console-producer. Records come from the arguments
 after the topic, else from --file, else from stdin, one per line. With --key-separator each
-line is split at the first separator into key and value. Without --partition, keyed records
-go to murmur2(key) % partitions (Kafka's default partitioner) and keyless ones to one
-partition per batch. The command waits until every batch is committed in a block (acks=all)
-and prints the offsets; large inputs are sent as several batches with a progress line.`,
+line is split at the first separator into key and value. Records are partitioned and encoded
+as Kafka record batches here, as a Kafka producer does: without --partition, keyed records go
+to murmur2(key) % partitions (Kafka's default partitioner) and the keyless ones of a
+transaction together to one partition, the next one per transaction; --compression compresses
+each batch. The command waits until every transaction is committed in a block (acks=all) and
+prints the offsets; large inputs are sent as several transactions with a progress line.`,
 		Example: `bftlogd tx topics produce orders 'hello' 'world' --from alice
-seq 1000 | bftlogd tx topics produce orders --key-separator : --header source=cli --from alice`,
+seq 1000 | bftlogd tx topics produce orders --key-separator : --header source=cli --compression lz4 --from alice`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: runProduce,
 	}
@@ -179,6 +183,7 @@ seq 1000 | bftlogd tx topics produce orders --key-separator : --header source=cl
 	cmd.Flags().StringArray(flagHeader, nil, "header key=value added to every record; repeatable")
 	cmd.Flags().Uint32(flagBatchRecords, 0, "records per transaction (0: as many as the module params allow)")
 	cmd.Flags().Int(flagInFlight, 4, "transactions in flight before waiting for commits")
+	cmd.Flags().String(flagCompression, "none", "record batch compression: none, gzip, snappy, lz4 or zstd")
 	flags.AddTxFlagsToCmd(cmd)
 	return cmd
 }
@@ -278,6 +283,11 @@ func runProduce(cmd *cobra.Command, args []string) error {
 	if inFlight < 1 {
 		inFlight = 1
 	}
+	codec, _ := fs.GetString(flagCompression)
+	compression, err := types.ParseCompression(codec)
+	if err != nil {
+		return PlainError(err)
+	}
 	headers := make([]types.Header, 0, len(headerArgs))
 	for _, h := range headerArgs {
 		k, v, ok := strings.Cut(h, "=")
@@ -308,9 +318,19 @@ func runProduce(cmd *cobra.Command, args []string) error {
 		return fmt.Errorf("no records to produce")
 	}
 
-	params, err := types.NewQueryClient(clientCtx).Params(cmd.Context(), &types.QueryParamsRequest{})
+	qc := types.NewQueryClient(clientCtx)
+	params, err := qc.Params(cmd.Context(), &types.QueryParamsRequest{})
 	if err != nil {
 		return PlainError(err)
+	}
+	// The partitioner needs the partition count; an explicit partition is checked by the chain.
+	var partitions uint32
+	if partition < 0 {
+		t, err := qc.Topic(cmd.Context(), &types.QueryTopicRequest{Name: topic})
+		if err != nil {
+			return PlainError(err)
+		}
+		partitions = t.Topic.Partitions
 	}
 	maxRecords := params.Params.MaxRecordsPerBatch
 	if batchRecords > 0 && batchRecords < maxRecords {
@@ -327,14 +347,17 @@ func runProduce(cmd *cobra.Command, args []string) error {
 		}
 		records[i] = r
 	}
-	batches := splitBatches(records, maxRecords, params.Params.MaxBatchBytes)
+	txs, err := buildProduceTxs(topic, partition, partitions, records, maxRecords, params.Params.MaxBatchBytes, compression, rand.Uint32())
+	if err != nil {
+		return err
+	}
 
 	s, err := txclient.NewSignerFromFlags(clientCtx, fs)
 	if err != nil {
 		return err
 	}
 	out := ProduceOutput{}
-	progress := len(batches) > 1
+	progress := len(txs) > 1
 	var pendingHashes []string
 	var committed uint64
 	wait := func(hash string) error {
@@ -359,7 +382,7 @@ func runProduce(cmd *cobra.Command, args []string) error {
 		}
 		return nil
 	}
-	for _, b := range batches {
+	for _, batches := range txs {
 		if len(pendingHashes) >= inFlight {
 			if err := wait(pendingHashes[0]); err != nil {
 				return err
@@ -368,7 +391,7 @@ func runProduce(cmd *cobra.Command, args []string) error {
 		}
 		hash, err := s.Submit(&types.MsgProduce{
 			Producer: clientCtx.GetFromAddress().String(),
-			Batches:  []types.ProduceBatch{{Topic: topic, Partition: partition, Records: b}},
+			Batches:  batches,
 		})
 		if err != nil {
 			return fmt.Errorf("%w (records acknowledged before this batch: %d)", PlainError(err), committed)
@@ -408,18 +431,75 @@ func readLines(r io.Reader) ([]string, error) {
 	return lines, sc.Err()
 }
 
-// splitBatches cuts records into batches within the module's per-message limits. The node's
-// mempool max_tx_bytes is set well above max_batch_bytes to leave room for the encoding.
-func splitBatches(records []types.BatchRecord, maxRecords uint32, maxBytes uint64) [][]types.BatchRecord {
-	var out [][]types.BatchRecord
-	start, bytes := 0, uint64(0)
-	for i, r := range records {
-		size := r.RecordSize()
-		if i > start && (uint32(i-start) >= maxRecords || bytes+size > maxBytes) {
-			out = append(out, records[start:i])
-			start, bytes = i, 0
+// buildProduceTxs cuts records into transactions within the module's per-message limits
+// (max_records_per_batch records; max_batch_bytes of record batch bytes, which also bounds a
+// batch's decompressed records) and encodes each transaction's records as one record batch per
+// partition: partition when it is >= 0, else murmur2 of the key, and for keyless records one
+// sticky partition per transaction (sticky, sticky+1, ...), so they spread over the
+// partitions. The node's mempool max_tx_bytes is set well above max_batch_bytes to leave room
+// for the transaction's own encoding.
+func buildProduceTxs(topic string, partition int32, partitions uint32, records []types.BatchRecord, maxRecords uint32, maxBytes uint64, c types.Compression, sticky uint32) ([][]types.ProduceBatch, error) {
+	const keyless = int64(-1)
+	target := func(r types.BatchRecord) int64 {
+		switch {
+		case partition >= 0:
+			return int64(partition)
+		case r.Key != nil:
+			return int64(types.KeyPartition(r.Key.Data, partitions))
 		}
+		return keyless
+	}
+	var txs [][]types.ProduceBatch
+	// encode partitions one transaction's records; a chunk whose encoding passes max_batch_bytes
+	// (compression can expand incompressible records a little) is halved.
+	var encode func(chunk []types.BatchRecord) error
+	encode = func(chunk []types.BatchRecord) error {
+		var batches []types.ProduceBatch
+		var err error
+		if partition >= 0 {
+			var b types.ProduceBatch
+			b, err = types.NewProduceBatch(topic, uint32(partition), chunk, c)
+			batches = []types.ProduceBatch{b}
+		} else {
+			batches, err = types.PartitionBatches(topic, partitions, chunk, sticky+uint32(len(txs)), c)
+		}
+		if err != nil {
+			return err
+		}
+		var size uint64
+		for _, b := range batches {
+			size += uint64(len(b.RecordBatch))
+		}
+		if size > maxBytes && len(chunk) > 1 {
+			if err := encode(chunk[:len(chunk)/2]); err != nil {
+				return err
+			}
+			return encode(chunk[len(chunk)/2:])
+		}
+		// A single record over the limit is sent anyway: the chain refuses it with its error.
+		txs = append(txs, batches)
+		return nil
+	}
+	start, bytes := 0, uint64(0)
+	used := map[int64]bool{}
+	for i, r := range records {
+		p := target(r)
+		size := r.RecordSize()
+		if !used[p] {
+			size += types.RecordBatchHeaderSize // each partition's batch has its own header
+		}
+		if i > start && (uint32(i-start) >= maxRecords || bytes+size > maxBytes) {
+			if err := encode(records[start:i]); err != nil {
+				return nil, err
+			}
+			start, bytes, used = i, 0, map[int64]bool{}
+			size = r.RecordSize() + types.RecordBatchHeaderSize
+		}
+		used[p] = true
 		bytes += size
 	}
-	return append(out, records[start:])
+	if err := encode(records[start:]); err != nil {
+		return nil, err
+	}
+	return txs, nil
 }

@@ -169,7 +169,7 @@ func (c *GroupConsumer) Poll(ctx context.Context, maxRecords uint32) ([]Record, 
 		}
 		key := keys[(c.polls+i)%len(keys)]
 		pos := c.positions[key]
-		res, err := c.query.Fetch(ctx, &types.QueryFetchRequest{Topic: key.topic, Partition: key.partition, Offset: pos, MaxRecords: maxRecords - uint32(len(out))})
+		res, err := FetchRecords(ctx, c.query, &types.QueryFetchRequest{Topic: key.topic, Partition: key.partition, Offset: pos, MaxRecords: maxRecords - uint32(len(out))})
 		if err != nil {
 			// A query's error reaches us as a gRPC status, without the module's code: whether
 			// retention passed the position is read from the partition itself.
@@ -180,12 +180,14 @@ func (c *GroupConsumer) Poll(ctx context.Context, maxRecords uint32) ([]Record, 
 			if pos < start {
 				pos = start
 				moved[key] = pos
-				res, err = c.query.Fetch(ctx, &types.QueryFetchRequest{Topic: key.topic, Partition: key.partition, Offset: pos, MaxRecords: maxRecords - uint32(len(out))})
+				res, err = FetchRecords(ctx, c.query, &types.QueryFetchRequest{Topic: key.topic, Partition: key.partition, Offset: pos, MaxRecords: maxRecords - uint32(len(out))})
 			}
 		}
 		if err != nil {
 			return nil, err
 		}
+		// Whole batches come back: keep the poll within maxRecords, the rest is read next poll.
+		Truncate(res, maxRecords-uint32(len(out)))
 		if c.prover != nil {
 			// The records and the next offset come from the node: prove them before the
 			// position moves (and can be committed) past them.
@@ -207,6 +209,43 @@ func (c *GroupConsumer) Poll(ctx context.Context, maxRecords uint32) ([]Record, 
 		c.positions[key], c.dirty[key] = pos, true
 	}
 	return out, nil
+}
+
+// FetchRecords fetches the stored batches (FETCH_FORMAT_BATCHES) and decodes them here, so
+// the node only reads its store. It answers with every record of those batches from
+// req.Offset on (the first batch may start before it, as in Kafka) and NextOffset after the
+// last batch: whole batches, so at most req.MaxRecords (0: the node's default) records unless
+// the first batch alone holds more. Truncate cuts an answer to a hard cap.
+func FetchRecords(ctx context.Context, qc types.QueryClient, req *types.QueryFetchRequest) (*types.QueryFetchResponse, error) {
+	breq := *req
+	breq.Format = types.FETCH_FORMAT_BATCHES
+	res, err := qc.Fetch(ctx, &breq)
+	if err != nil {
+		return nil, err
+	}
+	out := &types.QueryFetchResponse{HighWatermark: res.HighWatermark, LogStartOffset: res.LogStartOffset, NextOffset: res.NextOffset}
+	for _, b := range res.Batches {
+		recs, err := b.Records()
+		if err != nil {
+			return nil, fmt.Errorf("fetch %s/%d from offset %d: batch at offset %d: %w", req.Topic, req.Partition, req.Offset, b.BaseOffset, err)
+		}
+		for _, r := range recs {
+			if r.Offset >= req.Offset {
+				out.Records = append(out.Records, r)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Truncate keeps at most n of res's records; when it drops some, NextOffset moves to just
+// after the last one kept, so the rest is fetched again.
+func Truncate(res *types.QueryFetchResponse, n uint32) {
+	if uint32(len(res.Records)) <= n {
+		return
+	}
+	res.NextOffset = res.Records[n].Offset
+	res.Records = res.Records[:n]
 }
 
 // logStart is a partition's log start offset, proven when the consumer has a prover.

@@ -20,22 +20,46 @@ type partition struct {
 }
 
 // fakeQuery answers Fetch and Partitions from logs; Fetch outside a log fails as the node's
-// gRPC does, with a status whose text the consumer must not need.
+// gRPC does, with a status whose text the consumer must not need. Fetch answers as the node
+// does for FETCH_FORMAT_BATCHES: whole stored batches of batchSize records from the log start,
+// the first holding the requested offset.
 type fakeQuery struct {
 	types.QueryClient
 	logs []partition
 }
 
+const batchSize = 3
+
 func (q *fakeQuery) Fetch(_ context.Context, req *types.QueryFetchRequest, _ ...grpc.CallOption) (*types.QueryFetchResponse, error) {
+	if req.Format != types.FETCH_FORMAT_BATCHES {
+		return nil, status.Error(codes.InvalidArgument, "the consumer decodes batches itself")
+	}
 	l := q.logs[req.Partition]
 	hw := l.start + uint64(len(l.values))
 	if req.Offset < l.start || req.Offset > hw {
 		return nil, status.Error(codes.OutOfRange, "no words to go by")
 	}
 	res := &types.QueryFetchResponse{HighWatermark: hw, LogStartOffset: l.start, NextOffset: req.Offset}
-	for o := req.Offset; o < hw && uint32(len(res.Records)) < req.MaxRecords; o++ {
-		res.Records = append(res.Records, types.Record{Offset: o, Value: &types.Bytes{Data: []byte(l.values[o-l.start])}})
-		res.NextOffset = o + 1
+	var n uint64
+	for base := l.start; base < hw; base += batchSize {
+		end := min(base+batchSize, hw)
+		if end <= req.Offset {
+			continue
+		}
+		if len(res.Batches) > 0 && n+end-base > uint64(req.MaxRecords) {
+			break
+		}
+		var recs []types.BatchRecord
+		for o := base; o < end; o++ {
+			recs = append(recs, types.BatchRecord{Value: types.NewBytes([]byte(l.values[o-l.start]))})
+		}
+		bz, err := types.EncodeRecordBatch(recs, types.CompressionNone)
+		if err != nil {
+			return nil, err
+		}
+		res.Batches = append(res.Batches, types.RecordBatch{BaseOffset: base, RecordCount: uint32(len(recs)), RecordBatch: types.WithBaseOffset(bz, base)})
+		n += end - max(base, req.Offset)
+		res.NextOffset = end
 	}
 	return res, nil
 }
@@ -73,7 +97,7 @@ type skipping struct{ fakeQuery }
 func (q *skipping) Fetch(ctx context.Context, req *types.QueryFetchRequest, opts ...grpc.CallOption) (*types.QueryFetchResponse, error) {
 	res, err := q.fakeQuery.Fetch(ctx, req, opts...)
 	if err == nil {
-		res.Records, res.NextOffset = nil, res.HighWatermark
+		res.Batches, res.NextOffset = nil, res.HighWatermark
 	}
 	return res, err
 }
@@ -141,4 +165,75 @@ func TestProverRefusesASkippedRange(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, recs, 3)
 	require.Equal(t, uint64(4), honest.positions[tp{"t", 0}])
+}
+
+func values(recs []types.Record) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = string(r.Value.Data)
+	}
+	return out
+}
+
+// FetchRecords decodes the stored batches: the records of the first batch before the offset
+// are skipped and whole batches come back; Truncate cuts an answer so that the rest is fetched
+// next; a batch that does not hold the records it claims is refused.
+func TestFetchRecordsDecodesBatches(t *testing.T) {
+	q := &fakeQuery{logs: []partition{{start: 0, values: []string{"a", "b", "c", "d", "e", "f", "g"}}}}
+	ctx := context.Background()
+
+	res, err := FetchRecords(ctx, q, &types.QueryFetchRequest{Topic: "t", Offset: 1, MaxRecords: 100})
+	require.NoError(t, err)
+	require.Equal(t, []string{"b", "c", "d", "e", "f", "g"}, values(res.Records))
+	require.Equal(t, uint64(1), res.Records[0].Offset)
+	require.Equal(t, uint64(7), res.NextOffset)
+	require.Empty(t, res.Batches)
+
+	res, err = FetchRecords(ctx, q, &types.QueryFetchRequest{Topic: "t", Offset: 1, MaxRecords: 1})
+	require.NoError(t, err)
+	require.Equal(t, []string{"b", "c"}, values(res.Records), "the first batch whole, from the offset")
+	require.Equal(t, uint64(3), res.NextOffset)
+	Truncate(res, 1)
+	require.Equal(t, []string{"b"}, values(res.Records))
+	require.Equal(t, uint64(2), res.NextOffset, "the rest of the batch is read next")
+	Truncate(res, 5)
+	require.Equal(t, []string{"b"}, values(res.Records))
+	require.Equal(t, uint64(2), res.NextOffset)
+
+	res, err = FetchRecords(ctx, q, &types.QueryFetchRequest{Topic: "t", Offset: 7, MaxRecords: 10})
+	require.NoError(t, err)
+	require.Empty(t, res.Records)
+	require.Equal(t, uint64(7), res.NextOffset)
+
+	_, err = FetchRecords(ctx, &miscounting{*q}, &types.QueryFetchRequest{Topic: "t", Offset: 0, MaxRecords: 10})
+	require.ErrorIs(t, err, types.ErrInvalidRecordBatch)
+}
+
+// A poll never returns more than asked, though the node answers with whole batches.
+func TestPollCutsBatches(t *testing.T) {
+	q := &fakeQuery{logs: []partition{{start: 0, values: []string{"a", "b", "c", "d", "e"}}}}
+	c := &GroupConsumer{query: q, assignment: []types.TopicPartitions{{Topic: "t", Partitions: []uint32{0}}},
+		positions: map[tp]uint64{{"t", 0}: 0}, dirty: map[tp]bool{}}
+	var got []string
+	for _, n := range []uint32{2, 2, 2} {
+		recs, err := c.Poll(context.Background(), n)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(recs), int(n))
+		for _, r := range recs {
+			got = append(got, string(r.Value.Data))
+		}
+	}
+	require.Equal(t, []string{"a", "b", "c", "d", "e"}, got)
+	require.Equal(t, uint64(5), c.positions[tp{"t", 0}])
+}
+
+// miscounting serves batches whose record count says one record more than they hold.
+type miscounting struct{ fakeQuery }
+
+func (q *miscounting) Fetch(ctx context.Context, req *types.QueryFetchRequest, opts ...grpc.CallOption) (*types.QueryFetchResponse, error) {
+	res, err := q.fakeQuery.Fetch(ctx, req, opts...)
+	if err == nil {
+		res.Batches[0].RecordCount++
+	}
+	return res, err
 }

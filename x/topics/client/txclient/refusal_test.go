@@ -126,11 +126,12 @@ func newFixture(t *testing.T) *fixture {
 	require.NoError(t, err)
 	producer, err := enc.InterfaceRegistry.SigningContext().AddressCodec().BytesToString(addr)
 	require.NoError(t, err)
+	batch, err := types.NewProduceBatch("demo", 7, []types.BatchRecord{{Value: &types.Bytes{Data: []byte("x")}}}, types.CompressionNone)
+	require.NoError(t, err)
 	f := &fixture{
 		node:    &node{simulations: []abci.ResponseQuery{simulated(100_000)}, txs: map[string]cmttypes.Tx{}},
 		account: &account{seq: 3},
-		msg: &types.MsgProduce{Producer: producer, Batches: []types.ProduceBatch{{Topic: "demo", Partition: 7,
-			Records: []types.BatchRecord{{Value: &types.Bytes{Data: []byte("x")}}}}}},
+		msg:     &types.MsgProduce{Producer: producer, Batches: []types.ProduceBatch{batch}},
 	}
 	f.ctx = client.Context{}.WithCodec(enc.Codec).WithInterfaceRegistry(enc.InterfaceRegistry).WithTxConfig(enc.TxConfig).
 		WithAccountRetriever(f.account).WithKeyring(kr).WithClient(f.node).WithChainID("test").
