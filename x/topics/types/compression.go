@@ -74,11 +74,13 @@ func decompress(c Compression, in []byte, limit uint64) ([]byte, error) {
 		if !bytes.HasPrefix(in, xerialHeader) {
 			return snappyBlock(in, nil, limit, fail, tooLarge)
 		}
-		// xerial framing: 16-byte header, then (int32 length, snappy block) chunks.
+		// xerial framing: 16-byte header, then (int32 length, snappy block) chunks. The chunks'
+		// decoded lengths are summed first, so a bomb is refused before anything is decoded
+		// and the output is allocated once (not regrown chunk by chunk).
 		if len(in) < 16 {
 			return fail(io.ErrUnexpectedEOF)
 		}
-		var out []byte
+		var total uint64
 		for rest := in[16:]; len(rest) > 0; {
 			if len(rest) < 4 {
 				return fail(io.ErrUnexpectedEOF)
@@ -87,10 +89,23 @@ func decompress(c Compression, in []byte, limit uint64) ([]byte, error) {
 			if uint64(n) > uint64(len(rest)-4) {
 				return fail(io.ErrUnexpectedEOF)
 			}
-			var err error
-			if out, err = snappyBlock(rest[4:4+n], out, limit, fail, tooLarge); err != nil {
-				return nil, err
+			d, err := snappy.DecodedLen(rest[4 : 4+n])
+			if err != nil {
+				return fail(err)
 			}
+			if total += uint64(d); total > limit {
+				return tooLarge()
+			}
+			rest = rest[4+n:]
+		}
+		out := make([]byte, 0, total)
+		for rest := in[16:]; len(rest) > 0; {
+			n := binary.BigEndian.Uint32(rest)
+			d, err := snappy.Decode(out[len(out):cap(out)], rest[4:4+n]) // decodes in place
+			if err != nil {
+				return fail(err)
+			}
+			out = out[:len(out)+len(d)]
 			rest = rest[4+n:]
 		}
 		return out, nil

@@ -264,7 +264,9 @@ func DecodeRecordBatch(b []byte) ([]KafkaRecord, error) {
 			return nil, err
 		}
 	}
-	out := make([]KafkaRecord, 0, count)
+	// The count is the sender's word: each record takes at least 7 bytes (length, attributes,
+	// timestamp and offset deltas, key, value, header count), so the bytes bound the capacity.
+	out := make([]KafkaRecord, 0, min(int(count), len(records)/7))
 	r := kreader{b: records}
 	for i := int32(0); i < count; i++ {
 		l, err := r.varint()
