@@ -37,7 +37,9 @@ import (
 	poakeeper "github.com/bftlog/bftlog/x/poa/keeper"
 	"github.com/bftlog/bftlog/x/topics/client/console"
 	topicsdocs "github.com/bftlog/bftlog/x/topics/client/docs"
+	"github.com/bftlog/bftlog/x/topics"
 	topicskeeper "github.com/bftlog/bftlog/x/topics/keeper"
+	topicstypes "github.com/bftlog/bftlog/x/topics/types"
 )
 
 // DefaultNodeHome is the default home directory of bftlogd (~/.bftlogd,
@@ -108,6 +110,8 @@ func New(
 	var (
 		app        = &App{}
 		appBuilder *runtime.AppBuilder
+		// Record batch bytes live outside IAVL (x/topics/keeper/record_store.go).
+		recordKey = storetypes.NewKVStoreKey(topicstypes.RecordStoreKey)
 	)
 
 	if err := depinject.Inject(
@@ -116,6 +120,7 @@ func New(
 			depinject.Supply(
 				appOpts, // used e.g. by x/upgrade (skip heights, home dir)
 				logger,
+				topics.RecordStore{Service: runtime.NewKVStoreService(recordKey)},
 			),
 		),
 		&appBuilder,
@@ -143,6 +148,7 @@ func New(
 	// staking message gets around governance, then the consensus fee rule (fees.go), so a
 	// transaction that pays too little is refused before anything is deducted or run.
 	app.App = appBuilder.Build(db, traceStore, baseAppOptions...)
+	app.MountStore(recordKey, storetypes.StoreTypeDB)
 	std := app.AnteHandler()
 	poaCheck := poa.NewAnteDecorator(app.PoaKeeper)
 	feeCheck := NewFeeDecorator(app.TopicsKeeper)

@@ -67,13 +67,17 @@ func (k Keeper) Fetch(ctx context.Context, topic string, partition uint32, offse
 	defer iter.Close()
 	var records, bytes uint64
 	for ; iter.Valid(); iter.Next() {
-		b, err := iter.Value()
+		kv, err := iter.KeyValue()
 		if err != nil {
 			return res, err
 		}
+		b := kv.Value
 		n := b.LastOffset() + 1 - max(b.BaseOffset, offset)
 		if len(res.Batches) > 0 && (records+n > uint64(maxRecords) || bytes+b.SizeBytes > maxBytes) {
 			break
+		}
+		if b, err = k.withBytes(ctx, kv.Key, b); err != nil {
+			return res, err
 		}
 		res.Batches = append(res.Batches, b)
 		records += n

@@ -33,11 +33,8 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 	}
 	for _, b := range gs.Batches {
 		key := collections.Join(types.TopicPartition{Topic: b.Topic, Partition: b.Partition}, b.Batch.LastOffset())
-		if err := k.Batches.Set(ctx, key, b.Batch); err != nil {
-			return err
-		}
 		// Metadata is derived, not exported: rebuilt here from the validated batch.
-		if err := k.BatchMetas.Set(ctx, key, b.Batch.Meta()); err != nil {
+		if err := k.setBatch(ctx, key, b.Batch); err != nil {
 			return err
 		}
 	}
@@ -147,6 +144,10 @@ func (k Keeper) walkGenesisBatches(ctx context.Context, fn func(types.GenesisBat
 	// so the exported state is what the purge would end with.
 	return k.Batches.Walk(ctx, nil, func(key collections.Pair[types.TopicPartition, uint64], b types.RecordBatch) (bool, error) {
 		if gone, err := k.TopicPurges.Has(ctx, key.K1().Topic); err != nil || gone {
+			return false, err
+		}
+		b, err := k.withBytes(ctx, key, b)
+		if err != nil {
 			return false, err
 		}
 		return false, fn(types.GenesisBatch{Topic: key.K1().Topic, Partition: key.K1().Partition, Batch: b})

@@ -24,8 +24,12 @@ type Keeper struct {
 	Params     collections.Item[types.Params]
 	Topics     collections.Map[string, types.Topic]
 	Partitions collections.Map[types.TopicPartition, types.Partition]
-	// Batches is keyed by ((topic, partition), last offset of the batch).
+	// Batches is keyed by ((topic, partition), last offset of the batch). It holds each
+	// batch without its record bytes, which RecordBytes holds under the same key.
 	Batches collections.Map[collections.Pair[types.TopicPartition, uint64], types.RecordBatch]
+	// RecordBytes holds each batch's Kafka record batch bytes, in the record store when the
+	// app gives one (WithRecordStore), else in the module store.
+	RecordBytes collections.Map[collections.Pair[types.TopicPartition, uint64], []byte]
 	// BatchMetas holds each batch's append time and stored size under the batch's key, so
 	// retention and purges read a few bytes per batch instead of decoding it.
 	BatchMetas collections.Map[collections.Pair[types.TopicPartition, uint64], types.BatchMeta]
@@ -76,6 +80,7 @@ func NewKeeper(cdc codec.BinaryCodec, addressCodec address.Codec, storeService c
 			types.TopicPartitionKey, codec.CollValue[types.Partition](cdc)),
 		Batches: collections.NewMap(sb, types.BatchesPrefix, "batches",
 			types.BatchKeyCodec, codec.CollValue[types.RecordBatch](cdc)),
+		RecordBytes: collections.NewMap(sb, types.RecordBytesPrefix, "record_bytes", types.BatchKeyCodec, collections.BytesValue),
 		BatchMetas: collections.NewMap(sb, types.BatchMetaPrefix, "batch_metas",
 			types.BatchKeyCodec, codec.CollValue[types.BatchMeta](cdc)),
 		TopicPurges: collections.NewMap(sb, types.TopicPurgesPrefix, "topic_purges", collections.StringKey, codec.CollValue[types.TopicPurge](cdc)),

@@ -8,11 +8,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"cosmossdk.io/log"
+	"cosmossdk.io/store"
+	"cosmossdk.io/store/metrics"
 	storetypes "cosmossdk.io/store/types"
+	cmtproto "github.com/cometbft/cometbft/proto/tendermint/types"
+	dbm "github.com/cosmos/cosmos-db"
 
 	addresscodec "github.com/cosmos/cosmos-sdk/codec/address"
 	"github.com/cosmos/cosmos-sdk/runtime"
-	"github.com/cosmos/cosmos-sdk/testutil"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	moduletestutil "github.com/cosmos/cosmos-sdk/types/module/testutil"
 	"github.com/cosmos/cosmos-sdk/types/query"
@@ -39,14 +43,20 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	key := storetypes.NewKVStoreKey(types.StoreKey)
-	tctx := testutil.DefaultContextWithDB(t, key, storetypes.NewTransientStoreKey("transient_test"))
-	ctx := tctx.Ctx.WithBlockHeight(7).WithBlockTime(time.UnixMilli(1_700_000_000_000).UTC())
+	// The module store in IAVL and the record store as a plain database store, as the app
+	// mounts them.
+	key, recordKey := storetypes.NewKVStoreKey(types.StoreKey), storetypes.NewKVStoreKey(types.RecordStoreKey)
+	cms := store.NewCommitMultiStore(dbm.NewMemDB(), log.NewNopLogger(), metrics.NewNoOpMetrics())
+	cms.MountStoreWithDB(key, storetypes.StoreTypeIAVL, nil)
+	cms.MountStoreWithDB(recordKey, storetypes.StoreTypeDB, nil)
+	require.NoError(t, cms.LoadLatestVersion())
+	ctx := sdk.NewContext(cms, cmtproto.Header{}, false, log.NewNopLogger()).
+		WithBlockHeight(7).WithBlockTime(time.UnixMilli(1_700_000_000_000).UTC())
 	enc := moduletestutil.MakeTestEncodingConfig(topics.AppModule{})
 	ac := addresscodec.NewBech32Codec("bftlog")
 	str := func(b []byte) string { s, err := ac.BytesToString(b); require.NoError(t, err); return s }
 	gov := str(authtypes.NewModuleAddress(govtypes.ModuleName))
-	k := keeper.NewKeeper(enc.Codec, ac, runtime.NewKVStoreService(key), gov)
+	k := keeper.NewKeeper(enc.Codec, ac, runtime.NewKVStoreService(key), gov).WithRecordStore(runtime.NewKVStoreService(recordKey))
 	require.NoError(t, k.InitGenesis(ctx, types.DefaultGenesis()))
 	// Group assignment orders members by address: name the accounts so that alice < bob < carol.
 	addrs := []string{str([]byte("alice_______________")), str([]byte("bob_________________")), str([]byte("carol_______________"))}

@@ -139,12 +139,8 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 			RecordCount:     b.RecordCount,
 			RecordBatch:     types.WithBaseOffset(b.RecordBatch, part.HighWatermark),
 		}
-		batch.SizeBytes = batch.StoredSize()
-		bkey := collections.Join(pkey, batch.LastOffset())
-		if err := k.Batches.Set(ctx, bkey, batch); err != nil {
-			return nil, err
-		}
-		if err := k.BatchMetas.Set(ctx, bkey, batch.Meta()); err != nil {
+		batch.Seal()
+		if err := k.setBatch(ctx, collections.Join(pkey, batch.LastOffset()), batch); err != nil {
 			return nil, err
 		}
 		part.HighWatermark += n

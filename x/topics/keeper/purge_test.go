@@ -113,7 +113,9 @@ func TestDeleteBigTopicIsBoundedAndPurgedOverBlocks(t *testing.T) {
 	outOfGas := func() (out bool) {
 		defer func() { _, out = recover().(storetypes.ErrorOutOfGas) }()
 		for p := uint32(0); p < parts; p++ {
-			_ = f.k.Batches.Clear(cache, collections.NewPrefixedPairRange[types.TopicPartition, uint64](types.TopicPartition{Topic: "big", Partition: p}))
+			rng := collections.NewPrefixedPairRange[types.TopicPartition, uint64](types.TopicPartition{Topic: "big", Partition: p})
+			_ = f.k.Batches.Clear(cache, rng)
+			_ = f.k.RecordBytes.Clear(cache, rng)
 		}
 		return false
 	}()

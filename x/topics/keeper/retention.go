@@ -169,5 +169,8 @@ func (k Keeper) removeBatch(ctx context.Context, key collections.Pair[types.Topi
 	if err := k.Batches.Remove(ctx, key); err != nil {
 		return err
 	}
+	if err := k.RecordBytes.Remove(ctx, key); err != nil {
+		return err
+	}
 	return k.BatchMetas.Remove(ctx, key)
 }

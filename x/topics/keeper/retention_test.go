@@ -53,7 +53,7 @@ func TestRetentionByTimeIsBoundedAndResumes(t *testing.T) {
 	require.Equal(t, [][2]uint64{{6, 0}, {10, 1}, {10, 4}, {10, 5}, {10, 5}}, starts)
 	ps := f.partitions("t")
 	require.Equal(t, types.Partition{Topic: "t", Partition: 0, HighWatermark: 20, LogStartOffset: 10, RecordCount: 10, ByteCount: storedBytes(t, f, "t", 0)}, ps[0])
-	require.Equal(t, uint64(800), ps[0].ByteCount, "5 batches of 160 stored bytes (95 of Kafka batch: a 61-byte header and 2 x 17 of records; 65 of producer, offsets and times)")
+	require.Equal(t, uint64(970), ps[0].ByteCount, "5 batches of 194 stored bytes (95 of Kafka batch: a 61-byte header and 2 x 17 of records; 34 of its SHA-256; 65 of producer, offsets and times)")
 	require.Equal(t, uint64(5), ps[1].RecordCount)
 	require.Zero(t, f.partitions("forever")[0].LogStartOffset)
 	requireEvent(t, f.ctx, "bftlog.topics.v1.EventRetentionApplied")
@@ -113,13 +113,17 @@ func TestRetentionPartitionBudgetCarriesOver(t *testing.T) {
 	require.Equal(t, uint64(1), f.partitions("t")[3].LogStartOffset, "the fourth in the next")
 }
 
-// storedBytes sums the encoded size of a partition's stored batches, the figure byte_count
-// must equal.
+// storedBytes sums the encoded size of a partition's stored batches (metadata in the state,
+// bytes in the record store), the figure byte_count must equal.
 func storedBytes(t *testing.T, f *fixture, topic string, partition uint32) uint64 {
 	t.Helper()
 	var n uint64
 	rng := collections.NewPrefixedPairRange[types.TopicPartition, uint64](types.TopicPartition{Topic: topic, Partition: partition})
-	require.NoError(t, f.k.Batches.Walk(f.ctx, rng, func(_ collections.Pair[types.TopicPartition, uint64], b types.RecordBatch) (bool, error) {
+	require.NoError(t, f.k.Batches.Walk(f.ctx, rng, func(key collections.Pair[types.TopicPartition, uint64], b types.RecordBatch) (bool, error) {
+		require.Empty(t, b.RecordBatch, "the Merkle state holds no record bytes")
+		raw, err := f.k.RecordBytes.Get(f.ctx, key)
+		require.NoError(t, err)
+		b.RecordBatch = raw
 		bz, err := proto.Marshal(&b)
 		require.NoError(t, err)
 		require.Equal(t, uint64(len(bz)), b.SizeBytes, "size_bytes is the stored size")

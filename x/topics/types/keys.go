@@ -12,6 +12,10 @@ const (
 	ModuleName = "topics"
 	// StoreKey is the module's KV store key.
 	StoreKey = ModuleName
+	// RecordStoreKey is the store of record batch bytes: a plain database store outside
+	// IAVL (no Merkle tree, no node caches), each batch bound to the Merkle state by the
+	// SHA-256 stored in the batches collection.
+	RecordStoreKey = "topics_records"
 )
 
 // Store prefixes. Changing them breaks existing chain state.
@@ -36,6 +40,9 @@ var (
 	BatchMetaPrefix = collections.NewPrefix(12)
 	// TopicPurgesPrefix keys deleted topics still being purged, by name.
 	TopicPurgesPrefix = collections.NewPrefix(13)
+	// RecordBytesPrefix keys record batch bytes like their batch, in the record store (or in
+	// the module store when a chain gives the keeper no record store).
+	RecordBytesPrefix = collections.NewPrefix(14)
 )
 
 // TopicPartition names one partition of a topic. It is x/topics' one (topic, partition) key:

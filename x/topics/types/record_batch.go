@@ -1,6 +1,9 @@
 package types
 
 import (
+	"bytes"
+	"crypto/sha256"
+
 	errorsmod "cosmossdk.io/errors"
 )
 
@@ -48,11 +51,22 @@ func (b RecordBatch) StoredSize() uint64 {
 	}
 }
 
+// Seal sets the batch's SHA-256 and then its stored size (which counts the hash).
+func (b *RecordBatch) Seal() {
+	sum := sha256.Sum256(b.RecordBatch)
+	b.RecordBatchSha256 = sum[:]
+	b.SizeBytes = b.StoredSize()
+}
+
 // CheckStored checks what a stored or imported batch must satisfy without decompressing it:
-// one framed batch with a valid CRC, its base offset and record count matching the metadata.
+// one framed batch with a valid CRC, its bytes matching their SHA-256, its base offset and
+// record count matching the metadata.
 func (b RecordBatch) CheckStored() error {
 	if err := checkBatchFraming(b.RecordBatch); err != nil {
 		return err
+	}
+	if sum := sha256.Sum256(b.RecordBatch); !bytes.Equal(sum[:], b.RecordBatchSha256) {
+		return errorsmod.Wrapf(ErrInvalidRecordBatch, "batch at offset %d: record batch bytes do not match record_batch_sha256", b.BaseOffset)
 	}
 	if b.RecordCount == 0 || RecordBatchCount(b.RecordBatch) != b.RecordCount {
 		return errorsmod.Wrapf(ErrInvalidRecordBatch, "record count %d, the batch holds %d", b.RecordCount, RecordBatchCount(b.RecordBatch))

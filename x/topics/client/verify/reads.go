@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	rpcclient "github.com/cometbft/cometbft/rpc/client"
+
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -153,16 +155,31 @@ func (c *Client) Fetch(ctx context.Context, height int64, topic string, partitio
 		if !ok || t != topic || part != partition {
 			return res, &Error{What: what, Height: h, Err: fmt.Errorf("no batch holds it, yet the proven high watermark is %d", p.HighWatermark)}
 		}
+		// The records are decoded from the proven batch bytes themselves: their framing, CRC,
+		// base offset and record count must match the proven metadata.
 		var b types.RecordBatch
-		if err := b.Unmarshal(value); err != nil || len(b.Records) == 0 || b.LastOffset() != last {
+		err = b.Unmarshal(value)
+		if err == nil {
+			// The state commits to the bytes' SHA-256; the bytes come unproven from the
+			// node's record store and must match it (CheckStored).
+			b.RecordBatch, err = c.recordBytes(ctx, h, topic, partition, b.BaseOffset)
+		}
+		if err == nil {
+			err = b.CheckStored()
+		}
+		if err != nil || b.LastOffset() != last {
 			return res, &Error{What: what, Height: h, Err: fmt.Errorf("stored batch under last offset %d does not decode to one ending there (%v)", last, err)}
 		}
 		if b.BaseOffset > next {
 			return res, &Error{What: what, Height: h, Err: fmt.Errorf("offsets %d..%d are missing: the next batch starts at %d", next, b.BaseOffset-1, b.BaseOffset)}
 		}
+		recs, err := b.Records()
+		if err != nil {
+			return res, &Error{What: what, Height: h, Err: fmt.Errorf("stored batch under last offset %d does not decode: %w", last, err)}
+		}
 		res.Batches++
-		for i := next - b.BaseOffset; i < uint64(len(b.Records)) && uint32(len(res.Records)) < maxRecords; i++ {
-			res.Records = append(res.Records, b.Record(int(i)))
+		for i := next - b.BaseOffset; i < uint64(len(recs)) && uint32(len(res.Records)) < maxRecords; i++ {
+			res.Records = append(res.Records, recs[i])
 			next = b.BaseOffset + i + 1
 		}
 	}
@@ -194,4 +211,29 @@ func (c *Client) CommittedOffset(ctx context.Context, height int64, group, topic
 		return CommittedOffsetResult{Height: h}, &Error{What: what, Height: h, Err: fmt.Errorf("proven value is not that offset (%v)", err)}
 	}
 	return CommittedOffsetResult{Height: h, Offset: o, Found: true}, nil
+}
+
+// recordBytes asks the node for the bytes of the batch at base offset base (the Fetch query at
+// height h); they are unproven until checked against the proven record_batch_sha256.
+func (c *Client) recordBytes(ctx context.Context, h int64, topic string, partition uint32, base uint64) ([]byte, error) {
+	req := types.QueryFetchRequest{Topic: topic, Partition: partition, Offset: base, MaxRecords: 1, MaxBytes: 1, Format: types.FETCH_FORMAT_BATCHES}
+	bz, err := req.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.rpc.ABCIQueryWithOptions(ctx, "/bftlog.topics.v1.Query/Fetch", bz, rpcclient.ABCIQueryOptions{Height: h})
+	if err != nil {
+		return nil, err
+	}
+	if res.Response.Code != 0 {
+		return nil, fmt.Errorf("record bytes query failed: %s", res.Response.Log)
+	}
+	var out types.QueryFetchResponse
+	if err := out.Unmarshal(res.Response.Value); err != nil {
+		return nil, err
+	}
+	if len(out.Batches) == 0 || out.Batches[0].BaseOffset != base {
+		return nil, fmt.Errorf("the node sent no batch at offset %d", base)
+	}
+	return out.Batches[0].RecordBatch, nil
 }
