@@ -2,6 +2,7 @@ package keeper_test
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"cosmossdk.io/collections"
 
 	storetypes "cosmossdk.io/store/types"
 
@@ -173,4 +176,31 @@ func TestCompressedBatchGasByDecompressedSize(t *testing.T) {
 	require.NoError(t, err)
 	recordBytes := uint64(len(none.RecordBatch) - types.RecordBatchHeaderSize)
 	require.GreaterOrEqual(t, gas[types.CompressionLZ4], recordBytes*(keeper.RecordBytesGas+keeper.DecompressedBytesGas))
+}
+
+// The Merkle state holds each batch's SHA-256, not its bytes; a node whose record store holds
+// other bytes than were appended (a disk fault, or an operator editing it) refuses to serve
+// the batch instead of serving them.
+func TestRecordStoreBytesBoundToState(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("t", 1)
+	_, err := f.produce(f.alice, pb{Topic: "t", Partition: 0, Records: []types.BatchRecord{rec("k", "v"), rec("", "w")}})
+	require.NoError(t, err)
+	key := collections.Join(types.TopicPartition{Topic: "t", Partition: 0}, uint64(1))
+	meta, err := f.k.Batches.Get(f.ctx, key)
+	require.NoError(t, err)
+	require.Empty(t, meta.RecordBatch)
+	stored, err := f.k.RecordBytes.Get(f.ctx, key)
+	require.NoError(t, err)
+	sum := sha256.Sum256(stored)
+	require.Equal(t, sum[:], meta.RecordBatchSha256)
+
+	forged := bytes.Clone(stored)
+	forged[len(forged)-1] ^= 1
+	require.NoError(t, f.k.RecordBytes.Set(f.ctx, key, resealed(forged)))
+	_, err = f.fetch("t", 0, 0, 0, 0)
+	require.ErrorContains(t, err, "do not match their SHA-256")
+	require.NoError(t, f.k.RecordBytes.Remove(f.ctx, key))
+	_, err = f.fetch("t", 0, 0, 0, 0)
+	require.Error(t, err)
 }
