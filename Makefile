@@ -40,6 +40,7 @@ FUZZTIME ?= 10000x
 fuzz-smoke:
 	go test -run '^$$' -fuzz '^FuzzValidateTopicName$$' -fuzztime $(FUZZTIME) ./x/topics/types/
 	go test -run '^$$' -fuzz '^FuzzRecordBatchDecoding$$' -fuzztime $(FUZZTIME) ./x/topics/types/
+	go test -run '^$$' -fuzz '^FuzzCheckRecordBatch$$' -fuzztime $(FUZZTIME) ./x/topics/types/
 	go test -run '^$$' -fuzz '^FuzzKeyPartition$$' -fuzztime $(FUZZTIME) ./x/topics/types/
 	go test -run '^$$' -fuzz '^FuzzProduce$$' -fuzztime $(FUZZTIME) ./x/topics/keeper/
 

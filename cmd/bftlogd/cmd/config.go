@@ -43,6 +43,11 @@ func initCometBFTConfig() *cmtcfg.Config {
 	// A transaction carries a whole record batch: let it be larger than the module's
 	// default max_batch_bytes (4 MiB) plus its encoding.
 	cfg.Mempool.MaxTxBytes = 8 << 20
+	// The mempool holds transactions in memory until a block takes them: CometBFT's 1 GB
+	// default alone would break a validator's memory budget (README, Performance: RSS at a
+	// large log) once producers outrun blocks. 128 MiB is ~6 full blocks of record batches;
+	// past it CheckTx answers "mempool is full" and clients retry.
+	cfg.Mempool.MaxTxsBytes = 128 << 20
 	// The RPC carries such a tx base64-encoded in broadcast_tx and hex-encoded in a simulate
 	// abci_query, so its request body limit must cover twice max_tx_bytes.
 	cfg.RPC.MaxBodyBytes = 20 << 20
