@@ -82,10 +82,17 @@ func (p *ackedProducer) run(ctx context.Context, t *testing.T, firstNode int) {
 	}
 	for i := 0; ctx.Err() == nil; i++ {
 		part := i % p.partitions
-		msg := &types.MsgProduce{Producer: "", Batches: []types.ProduceBatch{{Topic: p.topic, Partition: int32(part), Sequence: seq[part] + 1}}}
+		var records []types.BatchRecord
 		for j := 0; j < 5; j++ {
-			msg.Batches[0].Records = append(msg.Batches[0].Records, types.BatchRecord{Value: &types.Bytes{Data: []byte(fmt.Sprintf("r-%d-%d", i, j))}})
+			records = append(records, types.BatchRecord{Value: &types.Bytes{Data: []byte(fmt.Sprintf("r-%d-%d", i, j))}})
 		}
+		batch, err := types.NewProduceBatch(p.topic, uint32(part), records, types.CompressionNone)
+		if err != nil {
+			t.Errorf("encode batch: %v", err)
+			return
+		}
+		batch.Sequence = seq[part] + 1
+		msg := &types.MsgProduce{Producer: "", Batches: []types.ProduceBatch{batch}}
 		for ctx.Err() == nil {
 			if signer == nil {
 				connect()
@@ -111,7 +118,7 @@ func (p *ackedProducer) run(ctx context.Context, t *testing.T, firstNode int) {
 			}
 			r := out[0].Results[0]
 			p.mu.Lock()
-			for j, rec := range msg.Batches[0].Records {
+			for j, rec := range records {
 				p.acked[ackKey{r.Partition, r.BaseOffset + uint64(j)}] = string(rec.Value.Data)
 			}
 			p.mu.Unlock()

@@ -181,7 +181,7 @@ func TestGovernanceControlsValidatorsAndTopics(t *testing.T) {
 	unjail := n0.CLI("", "tx", "slashing", "unjail", "--from", "carol", "--gas", "400000")
 	require.Contains(t, unjail.Stderr+unjail.Stdout, "may not unjail without a new admission")
 
-	// 3. A topic config proposal: the new limit (23 stored bytes: a 10-byte value) applies to the next produce.
+	// 3. A topic config proposal: the new limit (17 encoded bytes: a 10-byte value) applies to the next produce.
 	n0.MustCLI("", "tx", "topics", "create-topic", "demo", "--partitions", "1", "--from", "val0")
 	n0.MustCLI("", "tx", "topics", "produce", "demo", "eleven byte", "--from", "val0")
 	_, status = passProposal(t, net, proposalFile(t, "topic-config.json"), "yes")

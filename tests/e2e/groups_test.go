@@ -41,11 +41,13 @@ func TestConsumerGroupSplitAndTakeOver(t *testing.T) {
 		Config: types.TopicConfig{RetentionMs: -1, RetentionBytes: -1}})
 	require.NoError(t, err)
 	var batches []types.ProduceBatch
-	for p := int32(0); p < 4; p++ {
-		b := types.ProduceBatch{Topic: "events", Partition: p}
+	for p := uint32(0); p < 4; p++ {
+		var recs []types.BatchRecord
 		for i := 0; i < 10; i++ {
-			b.Records = append(b.Records, types.BatchRecord{Value: &types.Bytes{Data: []byte(fmt.Sprintf("p%d-%d", p, i))}})
+			recs = append(recs, types.BatchRecord{Value: &types.Bytes{Data: []byte(fmt.Sprintf("p%d-%d", p, i))}})
 		}
+		b, err := types.NewProduceBatch("events", p, recs, types.CompressionNone)
+		require.NoError(t, err)
 		batches = append(batches, b)
 	}
 	_, err = sigA.SubmitAndWait(&types.MsgProduce{Producer: sigA.Address(), Batches: batches})

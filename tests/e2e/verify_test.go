@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bftlog/bftlog/testutil/node"
+	"github.com/bftlog/bftlog/x/topics/client/consumer"
+	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/client/verify"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
@@ -70,23 +73,24 @@ func (l lie) records(recs []types.Record) []types.Record {
 	return recs
 }
 
+// batch lies about a stored batch as a careful liar would: it decodes the records, applies the
+// lie and writes a well-formed batch again (new CRC, record count and base offset in step), so
+// only the proofs can give it away.
 func (l lie) batch(b *types.RecordBatch) {
-	for i, r := range b.Records {
-		if r.Value == nil || string(r.Value.Data) != victim {
-			continue
-		}
-		switch l {
-		case alterValue:
-			b.Records[i].Value = &types.Bytes{Data: []byte("X-7")}
-		case dropRecord:
-			b.Records = append(b.Records[:i], b.Records[i+1:]...)
-		case reorderRecords:
-			if i > 0 {
-				b.Records[i-1], b.Records[i] = b.Records[i], b.Records[i-1]
-			}
-		}
+	recs, err := b.Records()
+	if err != nil || !slices.Contains(values(recs), victim) {
 		return
 	}
+	recs = l.records(recs)
+	brs := make([]types.BatchRecord, len(recs))
+	for i, r := range recs {
+		brs[i] = types.BatchRecord{Key: r.Key, Value: r.Value, Headers: r.Headers, CreateTimeMs: r.CreateTimeMs}
+	}
+	bz, err := types.EncodeRecordBatch(brs, types.CompressionNone)
+	if err != nil {
+		return
+	}
+	b.RecordBatch, b.RecordCount = types.WithBaseOffset(bz, b.BaseOffset), uint32(len(brs))
 }
 
 // lyingProxy sits between clients and a real node's CometBFT RPC and rewrites ABCI query answers
@@ -148,11 +152,14 @@ func (p *lyingProxy) rewrite(path string, out []byte) []byte {
 		var f types.QueryFetchResponse
 		if f.Unmarshal(value) == nil {
 			f.Records = l.records(f.Records)
+			for i := range f.Batches {
+				l.batch(&f.Batches[i])
+			}
 			if l == wrongWatermark {
 				f.HighWatermark += 5
 			}
 			if l == skipToWatermark {
-				f.Records, f.NextOffset = nil, f.HighWatermark
+				f.Records, f.Batches, f.NextOffset = nil, nil, f.HighWatermark
 			}
 			value, _ = f.Marshal()
 		}
@@ -196,7 +203,7 @@ func (p *lyingProxy) rewrite(path string, out []byte) []byte {
 // storeValue lies about a raw x/topics store value: a record batch or a partition.
 func (l lie) storeValue(v []byte) []byte {
 	var b types.RecordBatch
-	if b.Unmarshal(v) == nil && len(b.Records) > 0 && b.Producer != "" {
+	if b.Unmarshal(v) == nil && b.RecordCount > 0 && len(b.RecordBatch) > 0 && b.Producer != "" {
 		l.batch(&b)
 		bz, _ := b.Marshal()
 		return bz
@@ -221,14 +228,7 @@ func TestVerifiedReadsRejectALyingNode(t *testing.T) {
 	n := node.StartSingle(t, "alice")
 	n.MustCLI("", "tx", "topics", "create-topic", "audit", "--partitions", "1", "--from", "alice")
 	cctx, signer := n.ClientContext(n.Home, "alice")
-	for b := 0; b < 3; b++ {
-		msg := &types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{{Topic: "audit"}}}
-		for i := 0; i < 5; i++ {
-			msg.Batches[0].Records = append(msg.Batches[0].Records, types.BatchRecord{Value: &types.Bytes{Data: []byte(fmt.Sprintf("v-%d", b*5+i))}})
-		}
-		_, err := signer.SubmitAndWait(msg)
-		require.NoError(t, err)
-	}
+	produceAudit(t, signer)
 	n.MustCLI("", "query", "topics", "consume", "audit", "--group", "auditors", "--from", "alice", "--stay", "--max", "8")
 	h, err := n.Height()
 	require.NoError(t, err)
@@ -289,19 +289,25 @@ func TestVerifiedReadsRejectALyingNode(t *testing.T) {
 
 	for _, l := range []lie{alterValue, dropRecord, reorderRecords, wrongWatermark} {
 		proxy.lie.Store(int32(l))
-		// The unverified path believes the node.
-		res, err := plain.Fetch(ctx, &types.QueryFetchRequest{Topic: "audit", Partition: 0, Offset: 0, MaxRecords: 100})
+		// The unverified paths believe the node: records decoded by the node, and the stored
+		// batches decoded here.
+		req := &types.QueryFetchRequest{Topic: "audit", Partition: 0, Offset: 0, MaxRecords: 100}
+		res, err := plain.Fetch(ctx, req)
 		require.NoError(t, err, l.String())
-		switch l {
-		case alterValue:
-			require.Contains(t, values(res.Records), "X-7", "unverified path: %s", l)
-		case dropRecord:
-			require.Len(t, res.Records, 14, "unverified path: %s", l)
-			require.NotContains(t, values(res.Records), victim)
-		case reorderRecords:
-			require.Equal(t, victim, string(res.Records[6].Value.Data), "unverified path: %s", l)
-		case wrongWatermark:
-			require.EqualValues(t, 20, res.HighWatermark, "unverified path: %s", l)
+		decoded, err := consumer.FetchRecords(ctx, plain, req)
+		require.NoError(t, err, l.String())
+		for _, res := range []*types.QueryFetchResponse{res, decoded} {
+			switch l {
+			case alterValue:
+				require.Contains(t, values(res.Records), "X-7", "unverified path: %s", l)
+			case dropRecord:
+				require.Len(t, res.Records, 14, "unverified path: %s", l)
+				require.NotContains(t, values(res.Records), victim)
+			case reorderRecords:
+				require.Equal(t, victim, string(res.Records[6].Value.Data), "unverified path: %s", l)
+			case wrongWatermark:
+				require.EqualValues(t, 20, res.HighWatermark, "unverified path: %s", l)
+			}
 		}
 		// The verified path refuses it, naming what did not verify.
 		_, err = vc.Fetch(ctx, 0, "audit", 0, 0, 100)
@@ -350,14 +356,7 @@ func TestVerifiedGroupConsumeRefusesASkippedRange(t *testing.T) {
 	n := node.StartSingle(t, "alice")
 	n.MustCLI("", "tx", "topics", "create-topic", "audit", "--partitions", "1", "--from", "alice")
 	_, signer := n.ClientContext(n.Home, "alice")
-	for b := 0; b < 3; b++ {
-		msg := &types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{{Topic: "audit"}}}
-		for i := 0; i < 5; i++ {
-			msg.Batches[0].Records = append(msg.Batches[0].Records, types.BatchRecord{Value: &types.Bytes{Data: []byte(fmt.Sprintf("v-%d", b*5+i))}})
-		}
-		_, err := signer.SubmitAndWait(msg)
-		require.NoError(t, err)
-	}
+	produceAudit(t, signer)
 	n.MustCLI("", "query", "topics", "consume", "audit", "--group", "auditors", "--from", "alice", "--stay", "--max", "8")
 	committed := func(group string) string {
 		// Plainly from the honest node, not through the proxy.
@@ -411,6 +410,26 @@ func TestVerifiedGroupConsumeRefusesASkippedRange(t *testing.T) {
 		honestTook.Round(time.Millisecond), skipToWatermark, refusedIn.Round(time.Millisecond), lastLine(lied.Stderr))
 }
 
+// produceAudit produces the test topic's records: values v-0 .. v-14 in three batches of five,
+// the middle one lz4-compressed (a verifier decodes the proven bytes, whatever their codec).
+func produceAudit(t *testing.T, signer *txclient.Signer) {
+	t.Helper()
+	for b := 0; b < 3; b++ {
+		var recs []types.BatchRecord
+		for i := 0; i < 5; i++ {
+			recs = append(recs, types.BatchRecord{Value: types.NewBytes(fmt.Appendf(nil, "v-%d", b*5+i))})
+		}
+		c := types.CompressionNone
+		if b == 1 {
+			c = types.CompressionLZ4
+		}
+		batch, err := types.NewProduceBatch("audit", 0, recs, c)
+		require.NoError(t, err)
+		_, err = signer.SubmitAndWait(&types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{batch}})
+		require.NoError(t, err)
+	}
+}
+
 func values(recs []types.Record) []string {
 	out := make([]string, len(recs))
 	for i, r := range recs {
@@ -431,10 +450,11 @@ func TestConsumeFollow(t *testing.T) {
 	produced := 0
 	produce := func(count int) error {
 		for i := 0; i < count; i++ {
-			p := int32(produced % 2)
-			msg := &types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{{Topic: "live", Partition: p,
-				Records: []types.BatchRecord{{Value: &types.Bytes{Data: []byte(fmt.Sprintf("rec-%d", produced))}}}}}}
-			if _, err := signer.SubmitAndWait(msg); err != nil {
+			b, err := types.NewProduceBatch("live", uint32(produced%2), []types.BatchRecord{{Value: types.NewBytes(fmt.Appendf(nil, "rec-%d", produced))}}, types.CompressionNone)
+			if err != nil {
+				return err
+			}
+			if _, err := signer.SubmitAndWait(&types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{b}}); err != nil {
 				return err
 			}
 			produced++

@@ -50,7 +50,9 @@ func TestProduceAndCommitAreAtomic(t *testing.T) {
 		require.NoError(t, err)
 	}
 	one := []types.BatchRecord{{Value: &types.Bytes{Data: []byte("x")}}}
-	_, err := s.SubmitAndWait(&types.MsgProduce{Producer: s.Address(), Batches: []types.ProduceBatch{{Topic: "in", Records: append(one, one...)}}})
+	in, err := types.NewProduceBatch("in", 0, append(one, one...), types.CompressionNone)
+	require.NoError(t, err)
+	_, err = s.SubmitAndWait(&types.MsgProduce{Producer: s.Address(), Batches: []types.ProduceBatch{in}})
 	require.NoError(t, err)
 	c, err := consumer.Join(ctx, cctx, s, "etl", []string{"in"})
 	require.NoError(t, err)
@@ -59,7 +61,9 @@ func TestProduceAndCommitAreAtomic(t *testing.T) {
 	require.Len(t, recs, 2)
 	commit := c.CommitMsg()
 	require.NotNil(t, commit)
-	produce := &types.MsgProduce{Producer: s.Address(), Batches: []types.ProduceBatch{{Topic: "out", Records: one}}}
+	out, err := types.NewProduceBatch("out", 0, one, types.CompressionNone)
+	require.NoError(t, err)
+	produce := &types.MsgProduce{Producer: s.Address(), Batches: []types.ProduceBatch{out}}
 
 	// The commit carries a stale generation: the whole transaction fails in the block, and
 	// the produce in front of it is rolled back.

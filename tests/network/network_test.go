@@ -58,6 +58,16 @@ func TestProduceThenFetchOverGRPCAndREST(t *testing.T) {
 	res, err := qc.Fetch(context.Background(), &types.QueryFetchRequest{Topic: "net", Partition: 1, Offset: 0})
 	require.NoError(t, err)
 	check(res)
+	// The stored batch itself: the one produced, decoded client-side to the same records.
+	batches, err := qc.Fetch(context.Background(), &types.QueryFetchRequest{Topic: "net", Partition: 1, Offset: 1, Format: types.FETCH_FORMAT_BATCHES})
+	require.NoError(t, err)
+	require.Empty(t, batches.Records)
+	require.Len(t, batches.Batches, 1)
+	require.Equal(t, uint64(0), batches.Batches[0].BaseOffset, "the batch holding offset 1 starts at 0")
+	require.Equal(t, uint64(3), batches.NextOffset)
+	recs, err := batches.Batches[0].Records()
+	require.NoError(t, err)
+	check(&types.QueryFetchResponse{HighWatermark: batches.HighWatermark, Records: recs})
 	_, err = qc.Fetch(context.Background(), &types.QueryFetchRequest{Topic: "net", Partition: 1, Offset: 4})
 	require.ErrorContains(t, err, "offset out of range")
 
