@@ -37,7 +37,6 @@ import (
 	poakeeper "github.com/bftlog/bftlog/x/poa/keeper"
 	"github.com/bftlog/bftlog/x/topics/client/console"
 	topicsdocs "github.com/bftlog/bftlog/x/topics/client/docs"
-	"github.com/bftlog/bftlog/x/topics"
 	topicskeeper "github.com/bftlog/bftlog/x/topics/keeper"
 	topicstypes "github.com/bftlog/bftlog/x/topics/types"
 )
@@ -110,8 +109,11 @@ func New(
 	var (
 		app        = &App{}
 		appBuilder *runtime.AppBuilder
-		// Record batch bytes live outside IAVL (x/topics/keeper/record_store.go).
-		recordKey = storetypes.NewKVStoreKey(topicstypes.RecordStoreKey)
+		// Record batch bytes live outside IAVL (x/topics/keeper/record_store.go): in the
+		// application database under their own prefix, a block's writes in a transient store
+		// until x/topics' Precommit.
+		pendingRecords = storetypes.NewTransientStoreKey(topicstypes.PendingRecordsStoreKey)
+		recordStore    = topicskeeper.NewRecordStore(pendingRecords, dbm.NewPrefixDB(db, []byte(topicstypes.RecordDBPrefix)))
 	)
 
 	if err := depinject.Inject(
@@ -120,7 +122,7 @@ func New(
 			depinject.Supply(
 				appOpts, // used e.g. by x/upgrade (skip heights, home dir)
 				logger,
-				topics.RecordStore{Service: runtime.NewKVStoreService(recordKey)},
+				&recordStore,
 			),
 		),
 		&appBuilder,
@@ -148,7 +150,7 @@ func New(
 	// staking message gets around governance, then the consensus fee rule (fees.go), so a
 	// transaction that pays too little is refused before anything is deducted or run.
 	app.App = appBuilder.Build(db, traceStore, baseAppOptions...)
-	app.MountStore(recordKey, storetypes.StoreTypeDB)
+	app.MountStore(pendingRecords, storetypes.StoreTypeTransient)
 	std := app.AnteHandler()
 	poaCheck := poa.NewAnteDecorator(app.PoaKeeper)
 	feeCheck := NewFeeDecorator(app.TopicsKeeper)

@@ -120,6 +120,8 @@ var (
 						poatypes.ModuleName,
 						topicstypes.ModuleName,
 					},
+					// x/topics moves the block's record bytes to its record store.
+					Precommiters: []string{topicstypes.ModuleName},
 					// Keep the store key of auth as "acc" like every SDK chain.
 					OverrideStoreKeys: []*runtimev1alpha1.StoreKeyConfig{
 						{

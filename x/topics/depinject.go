@@ -29,15 +29,9 @@ type ModuleInputs struct {
 	AddressCodec address.Codec
 	// BankKeeper escrows topic deposits in the module account.
 	BankKeeper types.BankKeeper
-	// RecordStore keeps record batch bytes outside IAVL; without it they stay in the module
-	// store (keeper.WithRecordStore).
-	RecordStore RecordStore `optional:"true"`
-}
-
-// RecordStore is the store an app gives x/topics for record batch bytes: types.RecordStoreKey
-// mounted as storetypes.StoreTypeDB (a database store outside the Merkle tree).
-type RecordStore struct {
-	Service corestore.KVStoreService
+	// RecordStore keeps record batch bytes outside IAVL (keeper.NewRecordStore); without it
+	// they stay in the module store.
+	RecordStore *keeper.RecordStore `optional:"true"`
 }
 
 // ModuleOutputs are what x/topics gives the app.
@@ -59,8 +53,8 @@ func ProvideModule(in ModuleInputs) ModuleOutputs {
 		panic(err)
 	}
 	k := keeper.NewKeeper(in.Cdc, in.AddressCodec, in.StoreService, authorityStr).WithBankKeeper(in.BankKeeper)
-	if in.RecordStore.Service != nil {
-		k = k.WithRecordStore(in.RecordStore.Service)
+	if in.RecordStore != nil {
+		k = k.WithRecordStore(*in.RecordStore)
 	}
 	return ModuleOutputs{TopicsKeeper: k, Module: NewAppModule(in.Cdc, k)}
 }

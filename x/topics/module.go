@@ -32,6 +32,7 @@ var (
 	_ module.HasConsensusVersion = AppModule{}
 	_ appmodule.AppModule        = AppModule{}
 	_ appmodule.HasEndBlocker    = AppModule{}
+	_ appmodule.HasPrecommit     = AppModule{}
 )
 
 // AppModule is the x/topics application module.
@@ -118,3 +119,6 @@ func (am AppModule) ExportGenesis(ctx sdk.Context, cdc codec.JSONCodec) json.Raw
 
 // EndBlock expires silent group members and enforces retention, with bounded work per block.
 func (am AppModule) EndBlock(ctx context.Context) error { return am.keeper.EndBlocker(ctx) }
+
+// Precommit moves the block's record bytes into the record store (keeper/record_store.go).
+func (am AppModule) Precommit(ctx context.Context) error { return am.keeper.Precommit(ctx) }

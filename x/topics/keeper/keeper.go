@@ -51,6 +51,8 @@ type Keeper struct {
 	ProducerStates  collections.Map[collections.Pair[types.TopicPartition, string], types.ProducerState]
 	RetentionCursor collections.Item[types.RetentionCursor]
 
+	// recordStore keeps RecordBytes outside IAVL when the app gives one (WithRecordStore).
+	recordStore *RecordStore
 	// fetchObs is the optional FetchObserver (metrics); not state.
 	fetchObs *fetchObserverSlot
 	// bank escrows topic deposits (WithBankKeeper); without it no deposit is taken.

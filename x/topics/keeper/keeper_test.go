@@ -30,25 +30,29 @@ import (
 
 // fixture is a keeper on an in-memory store with a msg server and a query server.
 type fixture struct {
-	t     testing.TB
-	ctx   sdk.Context
-	k     keeper.Keeper
-	msgs  types.MsgServer
-	query types.QueryServer
-	gov   string
-	alice string
-	bob   string
-	carol string
+	t   testing.TB
+	ctx sdk.Context
+	k   keeper.Keeper
+	// cms is the root multistore ctx writes to; recordDB the record store's database.
+	cms      storetypes.CommitMultiStore
+	recordDB dbm.DB
+	msgs     types.MsgServer
+	query    types.QueryServer
+	gov      string
+	alice    string
+	bob      string
+	carol    string
 }
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	// The module store in IAVL and the record store as a plain database store, as the app
-	// mounts them.
-	key, recordKey := storetypes.NewKVStoreKey(types.StoreKey), storetypes.NewKVStoreKey(types.RecordStoreKey)
-	cms := store.NewCommitMultiStore(dbm.NewMemDB(), log.NewNopLogger(), metrics.NewNoOpMetrics())
+	// The module store in IAVL and the record store (a transient store for the block's
+	// writes over a database of its own), as the app mounts them.
+	key, pending := storetypes.NewKVStoreKey(types.StoreKey), storetypes.NewTransientStoreKey(types.PendingRecordsStoreKey)
+	db := dbm.NewMemDB()
+	cms := store.NewCommitMultiStore(db, log.NewNopLogger(), metrics.NewNoOpMetrics())
 	cms.MountStoreWithDB(key, storetypes.StoreTypeIAVL, nil)
-	cms.MountStoreWithDB(recordKey, storetypes.StoreTypeDB, nil)
+	cms.MountStoreWithDB(pending, storetypes.StoreTypeTransient, nil)
 	require.NoError(t, cms.LoadLatestVersion())
 	ctx := sdk.NewContext(cms, cmtproto.Header{}, false, log.NewNopLogger()).
 		WithBlockHeight(7).WithBlockTime(time.UnixMilli(1_700_000_000_000).UTC())
@@ -56,13 +60,13 @@ func newFixture(t testing.TB) *fixture {
 	ac := addresscodec.NewBech32Codec("bftlog")
 	str := func(b []byte) string { s, err := ac.BytesToString(b); require.NoError(t, err); return s }
 	gov := str(authtypes.NewModuleAddress(govtypes.ModuleName))
-	k := keeper.NewKeeper(enc.Codec, ac, runtime.NewKVStoreService(key), gov).WithRecordStore(runtime.NewKVStoreService(recordKey))
+	k := keeper.NewKeeper(enc.Codec, ac, runtime.NewKVStoreService(key), gov).WithRecordStore(keeper.NewRecordStore(pending, dbm.NewPrefixDB(db, []byte(types.RecordDBPrefix))))
 	require.NoError(t, k.InitGenesis(ctx, types.DefaultGenesis()))
 	// Group assignment orders members by address: name the accounts so that alice < bob < carol.
 	addrs := []string{str([]byte("alice_______________")), str([]byte("bob_________________")), str([]byte("carol_______________"))}
 	sort.Strings(addrs)
 	return &fixture{
-		t: t, ctx: ctx, k: k, msgs: keeper.NewMsgServerImpl(k), query: keeper.NewQueryServer(k), gov: gov,
+		t: t, ctx: ctx, k: k, cms: cms, recordDB: dbm.NewPrefixDB(db, []byte(types.RecordDBPrefix)), msgs: keeper.NewMsgServerImpl(k), query: keeper.NewQueryServer(k), gov: gov,
 		alice: addrs[0], bob: addrs[1], carol: addrs[2],
 	}
 }

@@ -204,3 +204,50 @@ func TestRecordStoreBytesBoundToState(t *testing.T) {
 	_, err = f.fetch("t", 0, 0, 0, 0)
 	require.Error(t, err)
 }
+
+// A block's record bytes wait in the transient store, are dropped with a failed transaction's
+// branch, reach the record database at Precommit and survive the commit that empties the
+// transient store; a deletion hides the bytes at once and removes them at the next Precommit.
+func TestRecordStorePendingUntilPrecommit(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("t", 1)
+	inDB := func() int {
+		it, err := f.recordDB.Iterator(nil, nil)
+		require.NoError(t, err)
+		defer it.Close()
+		n := 0
+		for ; it.Valid(); it.Next() {
+			n++
+		}
+		return n
+	}
+	_, err := f.produce(f.alice, pb{Topic: "t", Partition: 0, Records: []types.BatchRecord{rec("k", "v")}})
+	require.NoError(t, err)
+	require.Zero(t, inDB(), "pending until Precommit")
+	res, err := f.fetch("t", 0, 0, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, res.Records, 1, "a block reads its own pending bytes")
+
+	// A transaction that fails: its branch, record bytes included, is never written.
+	failed, _ := f.ctx.CacheContext()
+	_, err = f.msgs.Produce(failed, &types.MsgProduce{Producer: f.alice, Batches: []types.ProduceBatch{pb{Topic: "t", Partition: 0, Records: []types.BatchRecord{rec("k", "lost")}}.wire(t)}})
+	require.NoError(t, err)
+
+	require.NoError(t, f.k.Precommit(f.ctx))
+	f.cms.Commit()
+	require.Equal(t, 1, inDB(), "one batch flushed, the failed transaction's gone with its branch")
+	res, err = f.fetch("t", 0, 0, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, res.Records, 1)
+	require.Equal(t, "v", string(res.Records[0].Value.Data))
+	require.EqualValues(t, 1, res.HighWatermark)
+
+	key := collections.Join(types.TopicPartition{Topic: "t", Partition: 0}, uint64(0))
+	require.NoError(t, f.k.RecordBytes.Remove(f.ctx, key))
+	has, err := f.k.RecordBytes.Has(f.ctx, key)
+	require.NoError(t, err)
+	require.False(t, has, "a pending deletion hides the committed bytes")
+	require.Equal(t, 1, inDB())
+	require.NoError(t, f.k.Precommit(f.ctx))
+	require.Zero(t, inDB())
+}

@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 
 	"cosmossdk.io/collections"
 	corestore "cosmossdk.io/core/store"
+	storetypes "cosmossdk.io/store/types"
+	dbm "github.com/cosmos/cosmos-db"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/bftlog/bftlog/x/topics/types"
 )
@@ -17,19 +22,149 @@ import (
 // gigabytes) and hashes each value when it saves a version; for the log's bulk that is memory,
 // disk and CPU spent on bytes that never change once written. So the batches collection holds
 // each batch's metadata with the SHA-256 of its record batch, which the app hash commits to,
-// and the bytes go to a plain database store (types.RecordStoreKey) under the same key:
-// written and deleted in the same block as the metadata, read by Fetch, checked against the
-// proven hash by verifying clients.
+// and the bytes go to the record store under the same key: written and deleted in the same
+// block as the metadata, read by Fetch, checked against the proven hash by verifying clients.
+//
+// The record store is not a store of the multistore: a mounted non-IAVL store (StoreTypeDB)
+// enters the commit info the multistore persists and proves against, but not the working hash
+// it gives CometBFT, so proofs and a restarted node's app hash would disagree with the block
+// headers. Instead a block's writes wait in a transient store — branched and discarded with
+// each failed transaction like any store, left out of every hash — and the module's Precommit
+// moves them into the database in one batch, just before the multistore commits. A node that
+// stops between the two replays the block, which writes the same bytes again.
 
-// WithRecordStore returns the keeper keeping record batch bytes in svc, a store outside IAVL
-// (the app mounts it as storetypes.StoreTypeDB). Without it the bytes stay in the module store.
-func (k Keeper) WithRecordStore(svc corestore.KVStoreService) Keeper {
-	sb := collections.NewSchemaBuilder(svc)
+// RecordStore is the record store: committed bytes in db, the current block's writes and
+// deletions in the transient store pending. It is a corestore.KVStoreService for point reads
+// and writes (no iteration) and charges gas as a KV store does.
+type RecordStore struct {
+	pending storetypes.StoreKey
+	db      dbm.DB
+}
+
+// NewRecordStore returns the record store over db (the app gives its application database
+// under types.RecordDBPrefix) with pending, mounted as StoreTypeTransient, for a block's writes.
+func NewRecordStore(pending *storetypes.TransientStoreKey, db dbm.DB) RecordStore {
+	return RecordStore{pending: pending, db: db}
+}
+
+// Keys in the pending store: a marker byte, then the record store key.
+const (
+	pendingDelete byte = 0
+	pendingSet    byte = 1
+)
+
+func pendingKey(marker byte, key []byte) []byte {
+	return append([]byte{marker}, key...)
+}
+
+// OpenKVStore implements corestore.KVStoreService.
+func (s RecordStore) OpenKVStore(ctx context.Context) corestore.KVStore {
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	return recordKV{pending: sdkCtx.MultiStore().GetKVStore(s.pending), db: s.db, gas: sdkCtx.GasMeter(), cfg: sdkCtx.KVGasConfig()}
+}
+
+// Flush moves the block's pending writes and deletions into the database in one batch. The
+// transient store empties itself when the multistore commits.
+func (s RecordStore) Flush(ctx context.Context) error {
+	it := sdk.UnwrapSDKContext(ctx).MultiStore().GetKVStore(s.pending).Iterator(nil, nil)
+	defer it.Close()
+	batch := s.db.NewBatch()
+	defer batch.Close()
+	for ; it.Valid(); it.Next() {
+		var err error
+		switch k := it.Key(); k[0] {
+		case pendingSet:
+			err = batch.Set(k[1:], it.Value())
+		case pendingDelete:
+			err = batch.Delete(k[1:])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return batch.Write()
+}
+
+// recordKV is the record store as one context sees it: its pending writes over the database.
+type recordKV struct {
+	pending storetypes.KVStore
+	db      dbm.DB
+	gas     storetypes.GasMeter
+	cfg     storetypes.GasConfig
+}
+
+var errRecordStoreIteration = errors.New("the record store has point reads only")
+
+func (s recordKV) Get(key []byte) ([]byte, error) {
+	s.gas.ConsumeGas(s.cfg.ReadCostFlat, storetypes.GasReadCostFlatDesc)
+	v, err := s.get(key)
+	s.gas.ConsumeGas(s.cfg.ReadCostPerByte*storetypes.Gas(len(key)+len(v)), storetypes.GasReadPerByteDesc)
+	return v, err
+}
+
+func (s recordKV) get(key []byte) ([]byte, error) {
+	if v := s.pending.Get(pendingKey(pendingSet, key)); v != nil {
+		return v, nil
+	}
+	if s.pending.Has(pendingKey(pendingDelete, key)) {
+		return nil, nil
+	}
+	return s.db.Get(key)
+}
+
+func (s recordKV) Has(key []byte) (bool, error) {
+	s.gas.ConsumeGas(s.cfg.HasCost, storetypes.GasHasDesc)
+	v, err := s.get(key)
+	return v != nil, err
+}
+
+func (s recordKV) Set(key, value []byte) error {
+	s.gas.ConsumeGas(s.cfg.WriteCostFlat, storetypes.GasWriteCostFlatDesc)
+	s.gas.ConsumeGas(s.cfg.WriteCostPerByte*storetypes.Gas(len(key)+len(value)), storetypes.GasWritePerByteDesc)
+	s.pending.Delete(pendingKey(pendingDelete, key))
+	s.pending.Set(pendingKey(pendingSet, key), value)
+	return nil
+}
+
+func (s recordKV) Delete(key []byte) error {
+	s.gas.ConsumeGas(s.cfg.DeleteCost, storetypes.GasDeleteDesc)
+	s.pending.Delete(pendingKey(pendingSet, key))
+	// A non-empty marker: stores refuse empty values.
+	s.pending.Set(pendingKey(pendingDelete, key), []byte{1})
+	return nil
+}
+
+func (s recordKV) Iterator(_, _ []byte) (corestore.Iterator, error) {
+	return nil, errRecordStoreIteration
+}
+
+func (s recordKV) ReverseIterator(_, _ []byte) (corestore.Iterator, error) {
+	return nil, errRecordStoreIteration
+}
+
+// WithRecordStore returns the keeper keeping record batch bytes in rs, outside IAVL. Without
+// it the bytes stay in the module store.
+func (k Keeper) WithRecordStore(rs RecordStore) Keeper {
+	sb := collections.NewSchemaBuilder(rs)
 	k.RecordBytes = collections.NewMap(sb, types.RecordBytesPrefix, "record_bytes", types.BatchKeyCodec, collections.BytesValue)
 	if _, err := sb.Build(); err != nil {
 		panic(err)
 	}
+	k.recordStore = &rs
 	return k
+}
+
+// Precommit moves the block's record bytes into the record database, after the block's state
+// is final and before it is committed. A node that cannot write them halts rather than go on
+// with a record store that disagrees with its state.
+func (k Keeper) Precommit(ctx context.Context) error {
+	if k.recordStore == nil {
+		return nil
+	}
+	if err := k.recordStore.Flush(ctx); err != nil {
+		panic(fmt.Errorf("x/topics: writing the record store: %w", err))
+	}
+	return nil
 }
 
 // setBatch stores a whole sealed batch (types.RecordBatch.Seal): its metadata and hash in the

@@ -12,10 +12,14 @@ const (
 	ModuleName = "topics"
 	// StoreKey is the module's KV store key.
 	StoreKey = ModuleName
-	// RecordStoreKey is the store of record batch bytes: a plain database store outside
-	// IAVL (no Merkle tree, no node caches), each batch bound to the Merkle state by the
-	// SHA-256 stored in the batches collection.
-	RecordStoreKey = "topics_records"
+	// PendingRecordsStoreKey is the transient store holding the record batch bytes a block
+	// writes or deletes until the module's Precommit moves them to the record database
+	// (keeper.RecordStore): bytes outside IAVL (no Merkle tree, no node caches), each batch
+	// bound to the Merkle state by the SHA-256 stored in the batches collection.
+	PendingRecordsStoreKey = "transient_topics_records"
+	// RecordDBPrefix is the record database's prefix in the node's application database; it
+	// is outside every prefix the SDK's multistore uses ("s/").
+	RecordDBPrefix = "topics_records/"
 )
 
 // Store prefixes. Changing them breaks existing chain state.
