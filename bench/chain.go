@@ -52,6 +52,10 @@ func (r *runT) close() {
 	for i := len(r.cleanups) - 1; i >= 0; i-- {
 		r.cleanups[i]()
 	}
+	if os.Getenv("BFTLOG_BENCH_KEEP") != "" { // the nodes' homes and logs, to look into a run
+		fmt.Fprintln(os.Stderr, "kept", r.dir)
+		return
+	}
 	os.RemoveAll(r.dir)
 }
 
@@ -91,6 +95,40 @@ type tracker struct {
 	first     time.Time
 	last      time.Time
 	lat       *latencies
+	blocks    blockStats
+}
+
+// blockStats describes the blocks that carried a load's transactions: how often they came, how
+// full they were and how many needed more than one consensus round.
+type blockStats struct {
+	count, txs, maxTxs, laterRounds int
+	bytes                           int64
+	firstTime, lastTime             time.Time
+}
+
+func (b *blockStats) add(t time.Time, txs [][]byte, lastCommitRound int32) {
+	if b.count == 0 {
+		b.firstTime = t
+	}
+	b.count++
+	b.lastTime = t
+	b.txs += len(txs)
+	b.maxTxs = max(b.maxTxs, len(txs))
+	for _, tx := range txs {
+		b.bytes += int64(len(tx))
+	}
+	if lastCommitRound > 0 {
+		b.laterRounds++
+	}
+}
+
+func (b blockStats) String() string {
+	if b.count < 2 {
+		return fmt.Sprintf("%d block(s)", b.count)
+	}
+	gap := b.lastTime.Sub(b.firstTime) / time.Duration(b.count-1)
+	return fmt.Sprintf("%d blocks %d ms apart, %.1f txs (%.1f MB) per block, at most %d; %d commits took more than one round",
+		b.count, gap.Milliseconds(), float64(b.txs)/float64(b.count), float64(b.bytes)/float64(b.count)/1e6, b.maxTxs, b.laterRounds)
 }
 
 func newTracker() *tracker { return &tracker{byHash: map[string]pending{}, lat: &latencies{}} }
@@ -114,11 +152,16 @@ func (tr *tracker) watch(ctx context.Context, rpc *rpchttp.HTTP, blocks cmtservi
 			block, err1 := blocks.GetBlockByHeight(ctx, &cmtservice.GetBlockByHeightRequest{Height: h})
 			results, err2 := rpc.BlockResults(ctx, &h)
 			if err1 != nil || err2 != nil {
-				h--
+				// Not served yet: retry this height (break skips the loop's h++).
 				time.Sleep(20 * time.Millisecond)
 				break
 			}
 			now := time.Now()
+			tr.mu.Lock()
+			if len(tr.byHash) > 0 || tr.blocks.count > 0 {
+				tr.blocks.add(block.SdkBlock.Header.Time, block.SdkBlock.Data.Txs, block.SdkBlock.LastCommit.Round)
+			}
+			tr.mu.Unlock()
 			for i, raw := range block.SdkBlock.Data.Txs {
 				sum := sha256.Sum256(raw)
 				hash := strings.ToUpper(hex.EncodeToString(sum[:]))
@@ -306,12 +349,25 @@ func load(ctx context.Context, cfg Config, c *chain, signers []*txclient.Signer,
 		cfg.Log("%d submitted records were not committed within 60 s", lost)
 	}
 	tr.mu.Lock()
+	cfg.Log("  %s", tr.blocks)
 	elapsed, failure := tr.last.Sub(began), tr.failure
 	tr.mu.Unlock()
 	if tr.failed.Load() > 0 {
-		return tr, elapsed, fmt.Errorf("%d records failed in their blocks, the first with %s", tr.failed.Load(), failure)
+		return tr, elapsed, &failedInBlocksError{records: tr.failed.Load(), first: failure}
 	}
 	return tr, elapsed, nil
+}
+
+// failedInBlocksError says that some submitted transactions failed in their blocks: fatal for
+// a measured bftlog run, a footnote for the one-record-per-tx peer, whose thousands of
+// sequenced transactions in flight can overtake each other between four validators' mempools.
+type failedInBlocksError struct {
+	records int64
+	first   string
+}
+
+func (e *failedInBlocksError) Error() string {
+	return fmt.Sprintf("%d records failed in their blocks, the first with %s", e.records, e.first)
 }
 
 // chain is a running bftlog network with funded producer accounts, all clients on node 0.
@@ -383,6 +439,45 @@ func (c *chain) pids() []int {
 	return out
 }
 
+// cpuTimes reads the CPU time used so far by every validator and by this process, and returns
+// a function that gives what each used since. On a shared machine CPU per record moves far
+// less between runs than records/s does.
+func (c *chain) cpuTimes() func() (validators, harness time.Duration) {
+	pids := c.pids()
+	before := make([]time.Duration, len(pids))
+	for i, pid := range pids {
+		before[i] = procCPU(pid)
+	}
+	self := procCPU(os.Getpid())
+	return func() (validators, harness time.Duration) {
+		for i, pid := range pids {
+			validators += procCPU(pid) - before[i]
+		}
+		return validators, procCPU(os.Getpid()) - self
+	}
+}
+
+// procCPU is a process's user and system CPU time so far (Linux /proc/<pid>/stat, in clock
+// ticks of 10 ms).
+func procCPU(pid int) time.Duration {
+	bz, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces) end with ')'.
+	s := string(bz)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		s = s[i+1:]
+	}
+	f := strings.Fields(s)
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
 // resetPeakRSS starts a new peak-RSS window on every validator, so each measured phase
 // reports its own peak rather than the largest since the node started.
 func (c *chain) resetPeakRSS() { resetPeakRSS(c.pids()...) }
@@ -430,7 +525,13 @@ func (c *chain) measure(cfg Config, topic string, wl workload, records int, half
 	if err != nil {
 		return Result{}, err
 	}
+	heap := c.profile(cfg, topic+"-"+wl.compression.String())
+	steps := c.consensusTimings()
+	cpu := c.cpuTimes()
 	tr, elapsed, err := load(ctx, cfg, c, producers, build, records, cfg.BatchRecords, cfg.InFlight, 0)
+	cfg.Log("  %s", steps())
+	nodeCPU, harnessCPU := cpu()
+	heap()
 	if err != nil {
 		return Result{}, err
 	}
@@ -445,9 +546,12 @@ func (c *chain) measure(cfg Config, topic string, wl workload, records int, half
 		return Result{}, fmt.Errorf("committed %d records by block results, but high watermarks grew by %d", committed, hwm-before)
 	}
 	secs := elapsed.Seconds()
+	cfg.Log("  CPU: validators %.1f s (%.1f µs per record), this harness %.1f s (%.1f µs per record)", nodeCPU.Seconds(),
+		float64(nodeCPU.Microseconds())/float64(committed), harnessCPU.Seconds(), float64(harnessCPU.Microseconds())/float64(committed))
 	res := Result{
 		Records: committed, Seconds: secs,
-		RecordsPerSec: float64(committed) / secs, MBPerSec: float64(tr.payload.Load()) / secs / 1e6,
+		NodeCPUMicrosPerRec: float64(nodeCPU.Microseconds()) / float64(committed),
+		RecordsPerSec:       float64(committed) / secs, MBPerSec: float64(tr.payload.Load()) / secs / 1e6,
 		LatencyP50Ms: tr.lat.pct(50), LatencyP95Ms: tr.lat.pct(95), LatencyP99Ms: tr.lat.pct(99),
 		PayloadBytesPerRec: float64(tr.payload.Load()) / float64(committed),
 	}
@@ -497,7 +601,13 @@ func runChain(cfg Config, n int) (res Result, peer *Result, err error) {
 			build := fixedValues(cfg).builder("bench", cfg.Partitions)
 			ptr, pel, err := load(pctx, cfg, c, c.signers[:max(1, cfg.PeerProducers)], build, cfg.PeerRecords, 1, cfg.PeerInFlight, 0)
 			cancel()
-			if err != nil {
+			note := "the seed design: same chain, one MsgProduce with one record per transaction"
+			var failed *failedInBlocksError
+			if errors.As(err, &failed) {
+				// Only committed records count; the failed ones are said, not counted.
+				cfg.Log("  %v", err)
+				note += fmt.Sprintf("; %d records failed in their blocks (not counted)", failed.records)
+			} else if err != nil {
 				return err
 			}
 			pc := int(ptr.committed.Load())
@@ -506,7 +616,7 @@ func runChain(cfg Config, n int) (res Result, peer *Result, err error) {
 				RecordsPerSec: float64(pc) / pel.Seconds(), MBPerSec: float64(ptr.payload.Load()) / pel.Seconds() / 1e6,
 				LatencyP50Ms: ptr.lat.pct(50), LatencyP95Ms: ptr.lat.pct(95), LatencyP99Ms: ptr.lat.pct(99),
 				PayloadBytesPerRec: float64(cfg.RecordBytes), PeakRSSMiB: c.peakRSS(), PeakRSSOf: "validators",
-				Note: "the seed design: same chain, one MsgProduce with one record per transaction",
+				Note: note,
 			}
 		}
 		return nil

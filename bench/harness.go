@@ -47,8 +47,13 @@ type Config struct {
 	FillInFlight     int
 	FillBatchBytes   int
 	FillBatchesPerTx int
-	OutDir           string
-	Log              func(format string, args ...any) `json:"-"`
+	// ProfileDir, when set, receives a CPU profile of every validator that serves pprof
+	// (BFTLOG_PPROF_LADDR=auto) over the first ProfileSeconds of each full-speed load, and a
+	// heap profile after it.
+	ProfileDir     string
+	ProfileSeconds int
+	OutDir         string
+	Log            func(format string, args ...any) `json:"-"`
 }
 
 // Result is one measured system.
@@ -64,6 +69,9 @@ type Result struct {
 	LatencyP99Ms  float64 `json:"latency_p99_ms"`
 	HalfLoadP99Ms float64 `json:"half_load_p99_ms,omitempty"`
 	FetchPerSec   float64 `json:"fetch_records_per_sec,omitempty"`
+	// NodeCPUMicrosPerRec is the CPU time all validators used per committed record under the
+	// full-speed load: far steadier between runs on a shared machine than records/s.
+	NodeCPUMicrosPerRec float64 `json:"node_cpu_us_per_record,omitempty"`
 	// PayloadBytesPerRec is the value bytes per record the producers handed over.
 	PayloadBytesPerRec float64 `json:"payload_bytes_per_record,omitempty"`
 	// DiskBytesPerRec is node 0's data directory (blocks, state, application store) per record.

@@ -122,7 +122,10 @@ type Node struct {
 	API  string // http://127.0.0.1:port
 	// Prometheus is CometBFT's instrumentation endpoint, which serves /metrics.
 	Prometheus string // http://127.0.0.1:port
-	P2PPort    int
+	// Pprof is the node's net/http/pprof address (127.0.0.1:port) when BFTLOG_PPROF_LADDR is
+	// set: "auto" gives every node a port of its own, any other value is used as it is.
+	Pprof   string
+	P2PPort int
 	// Peers is the persistent_peers list the node starts with (id@127.0.0.1:port,...).
 	Peers   string
 	rpcPort int
@@ -164,6 +167,13 @@ func (n *Node) Start() {
 		if n.P2PPort == 0 {
 			n.P2PPort = FreePort(t)
 		}
+		switch laddr := os.Getenv("BFTLOG_PPROF_LADDR"); laddr {
+		case "":
+		case "auto":
+			n.Pprof = "127.0.0.1:" + strconv.Itoa(FreePort(t))
+		default:
+			n.Pprof = laddr
+		}
 	}
 	setPrometheusAddr(t, n.Home, strings.TrimPrefix(n.Prometheus, "http://"))
 	logPath := filepath.Join(n.Home, "node.log")
@@ -178,8 +188,8 @@ func (n *Node) Start() {
 		"--p2p.persistent_peers", n.Peers,
 		"--grpc.address", n.GRPC,
 		"--api.enable", "--api.address", strings.Replace(n.API, "http://", "tcp://", 1),
-		"--api.enabled-unsafe-cors",                          // as make localnet: browser explorers read the REST API
-		"--rpc.pprof_laddr", os.Getenv("BFTLOG_PPROF_LADDR"), // e.g. 127.0.0.1:6060 to profile a bench node
+		"--api.enabled-unsafe-cors", // as make localnet: browser explorers read the REST API
+		"--rpc.pprof_laddr", n.Pprof,
 		"--minimum-gas-prices", "0stake",
 	)
 	n.cmd.Stdout, n.cmd.Stderr = f, f

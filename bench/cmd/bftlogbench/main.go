@@ -29,7 +29,7 @@ func main() {
 	flag.IntVar(&cfg.BatchRecords, "batch-records", 5000, "records per transaction (producer batch size)")
 	flag.DurationVar(&cfg.Linger, "linger", 100*time.Millisecond, "producer linger: under paced load a batch holds the records that arrive within it")
 	flag.IntVar(&cfg.InFlight, "in-flight", 4, "transactions in flight per producer")
-	flag.IntVar(&cfg.PeerInFlight, "peer-in-flight", 200, "transactions in flight per producer for the one-record-per-tx peer")
+	flag.IntVar(&cfg.PeerInFlight, "peer-in-flight", 100, "transactions in flight per producer for the one-record-per-tx peer")
 	flag.IntVar(&cfg.PeerProducers, "peer-producers", 32, "producer accounts for the one-record-per-tx peer")
 	flag.IntVar(&cfg.PeerRecords, "peer-records", 200_000, "records for the one-record-per-tx peer (0: skip)")
 	flag.DurationVar(&cfg.PeerDuration, "peer-duration", 20*time.Second, "time cap for the one-record-per-tx peer")
@@ -43,6 +43,8 @@ func main() {
 	flag.IntVar(&cfg.FillInFlight, "fill-in-flight", 2, "-large-gb: fill transactions in flight per producer")
 	flag.IntVar(&cfg.FillBatchBytes, "fill-batch-bytes", 1_000_000, "-large-gb: bytes per fill batch (incompressible 1,000-byte values)")
 	flag.IntVar(&cfg.FillBatchesPerTx, "fill-batches-per-tx", 4, "-large-gb: fill batches per transaction (each on its own partition; max_batch_bytes bounds their sum)")
+	flag.StringVar(&cfg.ProfileDir, "profile-dir", "", "write validators' CPU and heap profiles here (run with BFTLOG_PPROF_LADDR=auto)")
+	flag.IntVar(&cfg.ProfileSeconds, "profile-seconds", 5, "length of each CPU profile")
 	flag.StringVar(&cfg.OutDir, "out", "bench/results", "where to write the JSON report")
 	flag.Parse()
 	for _, v := range strings.Split(*validators, ",") {

@@ -1,0 +1,88 @@
+package bench
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+)
+
+// timings are a validator's cumulative CometBFT timings (sum of seconds, count) by name:
+// each consensus step's duration, and FinalizeBlock's processing time.
+type timings map[string][2]float64
+
+// scrapeTimings reads a node's CometBFT Prometheus endpoint; a failed scrape gives nothing.
+func scrapeTimings(url string) timings {
+	cl := &http.Client{Timeout: 10 * time.Second}
+	resp, err := cl.Get(url + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var p expfmt.TextParser
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil
+	}
+	out := timings{}
+	add := func(name string, m *dto.Metric) {
+		if h := m.GetHistogram(); h != nil {
+			out[name] = [2]float64{h.GetSampleSum(), float64(h.GetSampleCount())}
+		}
+	}
+	if f := fams["cometbft_consensus_step_duration_seconds"]; f != nil {
+		for _, m := range f.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == "step" {
+					add(strings.TrimPrefix(l.GetValue(), "RoundStep"), m)
+				}
+			}
+		}
+	}
+	if f := fams["cometbft_state_block_processing_time"]; f != nil && len(f.Metric) > 0 {
+		// Milliseconds in this histogram; kept as they are, named so.
+		add("FinalizeBlock(ms)", f.Metric[0])
+	}
+	return out
+}
+
+// consensusTimings scrapes every validator now and returns a function that scrapes them again
+// and describes the mean time per consensus step between the two, over all validators.
+func (c *chain) consensusTimings() func() string {
+	before := make([]timings, len(c.net.Nodes))
+	for i, n := range c.net.Nodes {
+		before[i] = scrapeTimings(n.Prometheus)
+	}
+	return func() string {
+		sum := map[string][2]float64{}
+		for i, n := range c.net.Nodes {
+			after := scrapeTimings(n.Prometheus)
+			for k, v := range after {
+				b := before[i][k]
+				s := sum[k]
+				sum[k] = [2]float64{s[0] + v[0] - b[0], s[1] + v[1] - b[1]}
+			}
+		}
+		names := make([]string, 0, len(sum))
+		for k, v := range sum {
+			if v[1] > 0 {
+				names = append(names, k)
+			}
+		}
+		sort.Strings(names)
+		parts := make([]string, len(names))
+		for i, k := range names {
+			v := sum[k]
+			mean := v[0] / v[1]
+			if !strings.HasSuffix(k, "(ms)") {
+				mean *= 1000
+			}
+			parts[i] = fmt.Sprintf("%s %.0f ms ×%.0f", k, mean, v[1])
+		}
+		return "mean per validator: " + strings.Join(parts, ", ")
+	}
+}
