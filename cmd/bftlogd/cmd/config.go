@@ -18,8 +18,13 @@ import (
 // when a round stalls (e.g. an offline proposer); with a healthy network a
 // block takes roughly TimeoutCommit plus execution/gossip time. Multi-machine
 // networks with high latency may need larger values (edit config.toml).
+//
+// TimeoutPropose is CometBFT's default, 3 s, not less: a proposal is a block of several
+// megabytes of record batches, and a validator that has not received and checked it in time
+// prevotes nil. At 1 s, 7 validators on one 2-core machine needed three rounds per height
+// (README, Performance); the timeout only costs time when the proposer is down.
 const (
-	blockTimeoutPropose        = 1 * time.Second
+	blockTimeoutPropose        = 3 * time.Second
 	blockTimeoutProposeDelta   = 200 * time.Millisecond
 	blockTimeoutPrevote        = 300 * time.Millisecond
 	blockTimeoutPrevoteDelta   = 100 * time.Millisecond
@@ -56,6 +61,17 @@ func initCometBFTConfig() *cmtcfg.Config {
 	cfg.P2P.SendRate = 100 << 20
 	cfg.P2P.RecvRate = 100 << 20
 	cfg.P2P.MaxPacketMsgPayloadSize = 64 << 10
+	// Votes are tiny and wait for the connection's flush: CometBFT's 100 ms throttle added up
+	// to that to every prevote and precommit.
+	cfg.P2P.FlushThrottleTimeout = 10 * time.Millisecond
+	// Validators of a consortium peer with each other persistently (often a full mesh). With
+	// every node relaying every transaction to every peer, each validator receives each
+	// record batch once per peer, all but one of them duplicates that cost the decryption,
+	// decoding and hashing of megabytes (and, in CometBFT 0.38, a hex dump for a debug line).
+	// Relaying to two persistent peers leaves about one duplicate each. A validator the
+	// relays miss still gets the batches in the blocks, and the node that took a transaction
+	// always holds it, so every transaction reaches a proposer (README, Performance).
+	cfg.Mempool.ExperimentalMaxGossipConnectionsToPersistentPeers = 2
 
 	// Serve Prometheus metrics (CometBFT's, the SDK's telemetry and x/topics' bftlog_topics_*,
 	// all in one registry) by default. On loopback, like the RPC: a node should not publish an
