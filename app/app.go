@@ -223,6 +223,7 @@ func (app *App) kvStoreKeys() map[string]*storetypes.KVStoreKey {
 func (app *App) RegisterAPIRoutes(apiSvr *api.Server, apiConfig config.APIConfig) {
 	app.App.RegisterAPIRoutes(apiSvr, apiConfig)
 	apiSvr.Router.Handle(RawTxPath, rawTxHandler(apiSvr.ClientCtx)).Methods(http.MethodPost)
+	apiSvr.Router.Handle(RawTxResultPath, rawTxResultHandler(apiSvr.ClientCtx)).Methods(http.MethodGet)
 	// The OpenAPI description of x/topics' REST routes (generated from the protos) and the
 	// read-only topic console; both only read what the REST routes already serve.
 	apiSvr.Router.Handle(topicsdocs.Path, topicsdocs.Handler())

@@ -1,9 +1,12 @@
 package app
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/cosmos/cosmos-sdk/client"
 )
@@ -43,5 +46,67 @@ func rawTxHandler(clientCtx client.Context) http.HandlerFunc {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(RawTxResponse{TxHash: res.TxHash, Code: res.Code, Codespace: res.Codespace, RawLog: res.RawLog})
+	}
+}
+
+// RawTxResultPath answers a committed transaction's result without its bytes: GET
+// ?hash=<hex>&wait=<duration, at most 30s>. It waits in the node, reading CometBFT's tx index
+// in process, until the transaction is in a block or the wait ends (404). A client polling
+// CometBFT's /tx instead gets the whole transaction back, JSON-encoded, a few megabytes for a
+// record batch, and waits a polling interval past the commit.
+const RawTxResultPath = "/bftlog/tx/result"
+
+// RawTxResult is a committed transaction's result, a subset of the SDK's TxResponse; Data is
+// hex as in TxResponse.
+type RawTxResult struct {
+	TxHash    string `json:"txhash"`
+	Height    int64  `json:"height"`
+	Code      uint32 `json:"code"`
+	Codespace string `json:"codespace,omitempty"`
+	RawLog    string `json:"raw_log,omitempty"`
+	Data      string `json:"data,omitempty"`
+}
+
+const (
+	maxResultWait      = 30 * time.Second
+	resultPollInterval = 10 * time.Millisecond
+)
+
+func rawTxResultHandler(clientCtx client.Context) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		hash, err := hex.DecodeString(r.URL.Query().Get("hash"))
+		if err != nil || len(hash) != 32 {
+			http.Error(w, "hash: want the transaction's SHA-256 in hex", http.StatusBadRequest)
+			return
+		}
+		var wait time.Duration
+		if v := r.URL.Query().Get("wait"); v != "" {
+			if wait, err = time.ParseDuration(v); err != nil || wait < 0 {
+				http.Error(w, "wait: want a duration such as 10s", http.StatusBadRequest)
+				return
+			}
+		}
+		node, err := clientCtx.GetNode()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		deadline := time.Now().Add(min(wait, maxResultWait))
+		for {
+			res, err := node.Tx(r.Context(), hash, false)
+			if err == nil {
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(RawTxResult{
+					TxHash: strings.ToUpper(hex.EncodeToString(hash)), Height: res.Height, Code: res.TxResult.Code,
+					Codespace: res.TxResult.Codespace, RawLog: res.TxResult.Log, Data: strings.ToUpper(hex.EncodeToString(res.TxResult.Data)),
+				})
+				return
+			}
+			if time.Now().After(deadline) || r.Context().Err() != nil {
+				http.Error(w, "not in a block yet: "+err.Error(), http.StatusNotFound)
+				return
+			}
+			time.Sleep(resultPollInterval)
+		}
 	}
 }

@@ -74,6 +74,8 @@ func runKafka(cfg Config) (Result, error) {
 		var firstErr error
 		var once sync.Once
 		var wg sync.WaitGroup
+		stopProfiles := profileKafka(cfg, n0)
+		defer stopProfiles()
 		start := time.Now()
 		for i := 0; i < cfg.KafkaRecords; i++ {
 			wg.Add(1)
@@ -90,6 +92,7 @@ func runKafka(cfg Config) (Result, error) {
 		}
 		wg.Wait()
 		elapsed := time.Since(start)
+		stopProfiles()
 		if firstErr != nil {
 			return firstErr
 		}

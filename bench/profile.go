@@ -6,7 +6,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
+	"sync"
 	"time"
+
+	"github.com/bftlog/bftlog/testutil/node"
 )
 
 // profile starts a CPU profile of every validator serving pprof, for cfg.ProfileSeconds from
@@ -79,4 +83,40 @@ func download(url, path string, timeout time.Duration) error {
 		return err
 	}
 	return f.Close()
+}
+
+// profileKafka profiles the Kafka-client run when cfg.ProfileDir is set: this process (the
+// gateway and the franz-go client run in it) until the returned function is called, and the
+// validator for cfg.ProfileSeconds if it serves pprof. The function may be called again.
+func profileKafka(cfg Config, n0 *node.Node) func() {
+	if cfg.ProfileDir == "" || os.MkdirAll(cfg.ProfileDir, 0o755) != nil {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(cfg.ProfileDir, "kafka-harness.cpu.pprof"))
+	if err != nil {
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if n0.Pprof != "" {
+			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", n0.Pprof, max(1, cfg.ProfileSeconds))
+			if err := download(url, filepath.Join(cfg.ProfileDir, "kafka-N1-node0.cpu.pprof"), time.Duration(cfg.ProfileSeconds+30)*time.Second); err != nil {
+				cfg.Log("  cpu profile of the validator: %v", err)
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			f.Close()
+			<-done
+			cfg.Log("  profiles of the gateway run in %s", cfg.ProfileDir)
+		})
+	}
 }

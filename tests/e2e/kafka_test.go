@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/bftlog/bftlog/app"
 	"github.com/bftlog/bftlog/gateway/kafka"
 	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/x/topics/types"
@@ -27,6 +28,8 @@ import (
 // startGateway runs a Kafka gateway on a free port in front of n, signing as key.
 func startGateway(t *testing.T, n *node.Node, key string) *kafka.Server {
 	cctx, signer := n.ClientContext(n.Home, key)
+	// As `bftlogd kafka serve --ingress` runs it: appends through the node's binary ingress.
+	signer.UseRawIngress(n.API + app.RawTxPath)
 	gw, err := kafka.Listen(kafka.Config{Addr: "127.0.0.1:0", ClientCtx: cctx, Signer: signer})
 	require.NoError(t, err)
 	go func() { _ = gw.Serve() }()

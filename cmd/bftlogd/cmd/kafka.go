@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -11,9 +12,13 @@ import (
 	"github.com/cosmos/cosmos-sdk/client"
 	"github.com/cosmos/cosmos-sdk/client/flags"
 
+	"github.com/bftlog/bftlog/app"
 	"github.com/bftlog/bftlog/gateway/kafka"
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
 )
+
+// flagIngress names the node's API server, whose binary ingress the gateway appends through.
+const flagIngress = "ingress"
 
 // newKafkaCmd is `bftlogd kafka`: the Kafka wire-protocol gateway.
 func newKafkaCmd() *cobra.Command {
@@ -33,6 +38,7 @@ MsgProduce transactions. Produce answers once the records are in a block (acks=1
 alike; acks=0 is not answered). Transactions are unordered (no account sequence), so the --from
 key may also sign elsewhere: with the CLI, or in a second gateway for availability.`,
 		Example: `bftlogd kafka serve --listen 127.0.0.1:9092 --from gateway --node tcp://127.0.0.1:26657
+bftlogd kafka serve --listen 127.0.0.1:9092 --from gateway --node tcp://127.0.0.1:26657 --ingress http://127.0.0.1:1317
 kcat -b 127.0.0.1:9092 -L`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -44,6 +50,9 @@ kcat -b 127.0.0.1:9092 -L`,
 			signer, err := txclient.NewSignerFromFlags(clientCtx, cmd.Flags())
 			if err != nil {
 				return err
+			}
+			if ingress, _ := cmd.Flags().GetString(flagIngress); ingress != "" {
+				signer.UseRawIngress(strings.TrimSuffix(ingress, "/") + app.RawTxPath)
 			}
 			addr, _ := cmd.Flags().GetString("listen")
 			logf := func(format string, args ...any) { fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...) }
@@ -59,6 +68,7 @@ kcat -b 127.0.0.1:9092 -L`,
 		},
 	}
 	serve.Flags().String("listen", "127.0.0.1:9092", "address Kafka clients connect to")
+	serve.Flags().String(flagIngress, "", "the node's API server (e.g. http://127.0.0.1:1317): appends go to its binary ingress and are acknowledged without their bytes coming back (recommended; without it, CometBFT RPC at --node answers each acknowledgement with the whole transaction, JSON-encoded)")
 	flags.AddTxFlagsToCmd(serve)
 	cmd.AddCommand(serve)
 	return cmd

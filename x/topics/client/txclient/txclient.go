@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -369,7 +370,66 @@ func (s *Signer) SubmitAndWait(msgs ...sdk.Msg) (*sdk.TxResponse, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.rawURL != "" {
+		return waitRaw(resultURL(s.rawURL), hash)
+	}
 	return Wait(s.clientCtx, hash)
+}
+
+// resultURL is the ingress's result endpoint (app.RawTxResultPath) beside its tx endpoint
+// (app.RawTxPath).
+func resultURL(rawURL string) string { return strings.TrimSuffix(rawURL, "/raw") + "/result" }
+
+// waitRaw is Wait through the ingress's result endpoint: the node waits for the commit and
+// answers with the result alone, not the whole transaction.
+func waitRaw(url, hash string) (*sdk.TxResponse, error) {
+	deadline := time.Now().Add(commitTimeout)
+	cl := &http.Client{Timeout: 20 * time.Second}
+	for {
+		res, err := getResult(cl, url+"?hash="+hash+"&wait=10s")
+		if err == nil {
+			if res.Code != 0 {
+				return res, NewTxError(Delivered, hash, res.Height, res.Codespace, res.Code, res.RawLog)
+			}
+			return res, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("transaction %s %w after %s: %w", hash, ErrNotCommitted, commitTimeout, err)
+		}
+		if !errors.Is(err, errNotInBlock) {
+			time.Sleep(100 * time.Millisecond) // the node is unreachable or restarting
+		}
+	}
+}
+
+var errNotInBlock = errors.New("not in a block yet")
+
+func getResult(cl *http.Client, url string) (*sdk.TxResponse, error) {
+	resp, err := cl.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotFound:
+		return nil, errNotInBlock
+	default:
+		msg, _ := io.ReadAll(resp.Body)
+		return nil, fmt.Errorf("ingress: %s: %s", resp.Status, bytes.TrimSpace(msg))
+	}
+	var out struct {
+		TxHash    string `json:"txhash"`
+		Height    int64  `json:"height"`
+		Code      uint32 `json:"code"`
+		Codespace string `json:"codespace"`
+		RawLog    string `json:"raw_log"`
+		Data      string `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, err
+	}
+	return &sdk.TxResponse{TxHash: out.TxHash, Height: out.Height, Code: out.Code, Codespace: out.Codespace, RawLog: out.RawLog, Data: out.Data}, nil
 }
 
 // Wait polls until the tx is in a block (acks=all) and fails if it did not succeed: with a
