@@ -383,23 +383,14 @@ func resultURL(rawURL string) string { return strings.TrimSuffix(rawURL, "/raw")
 // waitRaw is Wait through the ingress's result endpoint: the node waits for the commit and
 // answers with the result alone, not the whole transaction.
 func waitRaw(url, hash string) (*sdk.TxResponse, error) {
-	deadline := time.Now().Add(commitTimeout)
 	cl := &http.Client{Timeout: 20 * time.Second}
-	for {
+	return waitFor(hash, func() (*sdk.TxResponse, time.Duration, error) {
 		res, err := getResult(cl, url+"?hash="+hash+"&wait=10s")
-		if err == nil {
-			if res.Code != 0 {
-				return res, NewTxError(Delivered, hash, res.Height, res.Codespace, res.Code, res.RawLog)
-			}
-			return res, nil
+		if errors.Is(err, errNotInBlock) {
+			return nil, 0, err // the node waited already
 		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("transaction %s %w after %s: %w", hash, ErrNotCommitted, commitTimeout, err)
-		}
-		if !errors.Is(err, errNotInBlock) {
-			time.Sleep(100 * time.Millisecond) // the node is unreachable or restarting
-		}
-	}
+		return res, 100 * time.Millisecond, err // else unreachable or restarting
+	})
 }
 
 var errNotInBlock = errors.New("not in a block yet")
@@ -409,36 +400,29 @@ func getResult(cl *http.Client, url string) (*sdk.TxResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusNotFound:
+	if resp.StatusCode == http.StatusNotFound {
+		resp.Body.Close()
 		return nil, errNotInBlock
-	default:
-		msg, _ := io.ReadAll(resp.Body)
-		return nil, fmt.Errorf("ingress: %s: %s", resp.Status, bytes.TrimSpace(msg))
 	}
-	var out struct {
-		TxHash    string `json:"txhash"`
-		Height    int64  `json:"height"`
-		Code      uint32 `json:"code"`
-		Codespace string `json:"codespace"`
-		RawLog    string `json:"raw_log"`
-		Data      string `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, err
-	}
-	return &sdk.TxResponse{TxHash: out.TxHash, Height: out.Height, Code: out.Code, Codespace: out.Codespace, RawLog: out.RawLog, Data: out.Data}, nil
+	return ingressAnswer(resp)
 }
 
 // Wait polls until the tx is in a block (acks=all) and fails if it did not succeed: with a
 // *TxError (stage Delivered) when it failed in its block, with an error matching
 // ErrNotCommitted when it is not in a block after CommitTimeout.
 func Wait(clientCtx client.Context, hash string) (*sdk.TxResponse, error) {
+	return waitFor(hash, func() (*sdk.TxResponse, time.Duration, error) {
+		res, err := authtx.QueryTx(clientCtx, hash)
+		return res, 100 * time.Millisecond, err
+	})
+}
+
+// waitFor asks lookup until it finds the committed tx (then fails on a non-zero code) or
+// CommitTimeout passes, pausing as long as lookup says between tries.
+func waitFor(hash string, lookup func() (*sdk.TxResponse, time.Duration, error)) (*sdk.TxResponse, error) {
 	deadline := time.Now().Add(commitTimeout)
 	for {
-		res, err := authtx.QueryTx(clientCtx, hash)
+		res, pause, err := lookup()
 		if err == nil {
 			if res.Code != 0 {
 				return res, NewTxError(Delivered, hash, res.Height, res.Codespace, res.Code, res.RawLog)
@@ -448,7 +432,7 @@ func Wait(clientCtx client.Context, hash string) (*sdk.TxResponse, error) {
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("transaction %s %w after %s: %w", hash, ErrNotCommitted, commitTimeout, err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(pause)
 	}
 }
 
@@ -509,6 +493,12 @@ func postRaw(url string, bz []byte) (*sdk.TxResponse, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ingressAnswer(resp)
+}
+
+// ingressAnswer decodes (and closes) an answer of the binary ingress: app.RawTxResponse or
+// app.RawTxResult, whose fields are TxResponse's.
+func ingressAnswer(resp *http.Response) (*sdk.TxResponse, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(resp.Body)
@@ -516,12 +506,14 @@ func postRaw(url string, bz []byte) (*sdk.TxResponse, error) {
 	}
 	var out struct {
 		TxHash    string `json:"txhash"`
+		Height    int64  `json:"height"`
 		Code      uint32 `json:"code"`
 		Codespace string `json:"codespace"`
 		RawLog    string `json:"raw_log"`
+		Data      string `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return nil, err
 	}
-	return &sdk.TxResponse{TxHash: out.TxHash, Code: out.Code, Codespace: out.Codespace, RawLog: out.RawLog}, nil
+	return &sdk.TxResponse{TxHash: out.TxHash, Height: out.Height, Code: out.Code, Codespace: out.Codespace, RawLog: out.RawLog, Data: out.Data}, nil
 }
