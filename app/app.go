@@ -5,6 +5,7 @@ package app
 import (
 	"io"
 	"net/http"
+	"slices"
 
 	dbm "github.com/cosmos/cosmos-db"
 
@@ -52,6 +53,7 @@ var _ servertypes.Application = (*App)(nil)
 type App struct {
 	*runtime.App
 
+	recentResults     *recentResults
 	legacyAmino       *codec.LegacyAmino
 	appCodec          codec.Codec
 	txConfig          client.TxConfig
@@ -168,6 +170,11 @@ func New(
 		panic(err)
 	}
 	app.registerTopicsMetrics(appOpts)
+	// Committed transactions' results for the ingress (results.go).
+	app.recentResults = newRecentResults()
+	sm := app.StreamingManager()
+	sm.ABCIListeners = append(slices.Clip(sm.ABCIListeners), app.recentResults)
+	app.SetStreamingManager(sm)
 
 	// Upgrade handlers would be registered here:
 	//   app.UpgradeKeeper.SetUpgradeHandler(name, handler)
@@ -223,7 +230,7 @@ func (app *App) kvStoreKeys() map[string]*storetypes.KVStoreKey {
 func (app *App) RegisterAPIRoutes(apiSvr *api.Server, apiConfig config.APIConfig) {
 	app.App.RegisterAPIRoutes(apiSvr, apiConfig)
 	apiSvr.Router.Handle(RawTxPath, rawTxHandler(apiSvr.ClientCtx)).Methods(http.MethodPost)
-	apiSvr.Router.Handle(RawTxResultPath, rawTxResultHandler(apiSvr.ClientCtx)).Methods(http.MethodGet)
+	apiSvr.Router.Handle(RawTxResultPath, rawTxResultHandler(apiSvr.ClientCtx, app.recentResults)).Methods(http.MethodGet)
 	// The OpenAPI description of x/topics' REST routes (generated from the protos) and the
 	// read-only topic console; both only read what the REST routes already serve.
 	apiSvr.Router.Handle(topicsdocs.Path, topicsdocs.Handler())

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	abci "github.com/cometbft/cometbft/abci/types"
+	coretypes "github.com/cometbft/cometbft/rpc/core/types"
+
 	"github.com/cosmos/cosmos-sdk/client"
 )
 
@@ -50,8 +53,9 @@ func rawTxHandler(clientCtx client.Context) http.HandlerFunc {
 }
 
 // RawTxResultPath answers a committed transaction's result without its bytes: GET
-// ?hash=<hex>&wait=<duration, at most 30s>. It waits in the node, reading CometBFT's tx index
-// in process, until the transaction is in a block or the wait ends (404). A client polling
+// ?hash=<hex>&wait=<duration, at most 30s>. It waits in the node until the transaction's block
+// is committed or the wait ends (404), answering from the node's memory of the last blocks
+// (results.go) or else from CometBFT's tx index. A client polling
 // CometBFT's /tx instead gets the whole transaction back, JSON-encoded, a few megabytes for a
 // record batch, and waits a polling interval past the commit.
 const RawTxResultPath = "/bftlog/tx/result"
@@ -72,7 +76,7 @@ const (
 	resultPollInterval = 10 * time.Millisecond
 )
 
-func rawTxResultHandler(clientCtx client.Context) http.HandlerFunc {
+func rawTxResultHandler(clientCtx client.Context, recent *recentResults) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		hash, err := hex.DecodeString(r.URL.Query().Get("hash"))
 		if err != nil || len(hash) != 32 {
@@ -86,21 +90,27 @@ func rawTxResultHandler(clientCtx client.Context) http.HandlerFunc {
 				return
 			}
 		}
-		node, err := clientCtx.GetNode()
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
 		deadline := time.Now().Add(min(wait, maxResultWait))
+		answer := func(height int64, res *abci.ExecTxResult) {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(RawTxResult{
+				TxHash: strings.ToUpper(hex.EncodeToString(hash)), Height: height, Code: res.Code,
+				Codespace: res.Codespace, RawLog: res.Log, Data: strings.ToUpper(hex.EncodeToString(res.Data)),
+			})
+		}
 		for {
-			res, err := node.Tx(r.Context(), hash, false)
-			if err == nil {
-				w.Header().Set("Content-Type", "application/json")
-				_ = json.NewEncoder(w).Encode(RawTxResult{
-					TxHash: strings.ToUpper(hex.EncodeToString(hash)), Height: res.Height, Code: res.TxResult.Code,
-					Codespace: res.TxResult.Codespace, RawLog: res.TxResult.Log, Data: strings.ToUpper(hex.EncodeToString(res.TxResult.Data)),
-				})
+			// The node's memory of the last blocks first, then CometBFT's tx index (if kept).
+			if height, res, ok := recent.get([32]byte(hash)); ok {
+				answer(height, res)
 				return
+			}
+			var res *coretypes.ResultTx
+			node, err := clientCtx.GetNode()
+			if err == nil {
+				if res, err = node.Tx(r.Context(), hash, false); err == nil {
+					answer(res.Height, &res.TxResult)
+					return
+				}
 			}
 			if time.Now().After(deadline) || r.Context().Err() != nil {
 				http.Error(w, "not in a block yet: "+err.Error(), http.StatusNotFound)

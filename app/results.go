@@ -1,0 +1,82 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"sync"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+
+	storetypes "cosmossdk.io/store/types"
+)
+
+// recentResults keeps the results of the last maxRecentResults transactions the node committed,
+// by hash, for the ingress's result endpoint (ingress.go): a producer learns its offsets from
+// the node's memory at the moment its block commits, without CometBFT's tx index, which stores
+// every transaction a second time beside the block store (README, Performance: disk), and
+// without decoding the whole stored transaction back out of it. It is an ABCI listener: a
+// block's results are taken at FinalizeBlock and published at Commit, so nothing is answered
+// before it is committed. Not state: a node restarted, or asked about an older transaction,
+// answers from the tx index when it keeps one.
+type recentResults struct {
+	mu      sync.RWMutex
+	pending []committedTx // the last FinalizeBlock's, until its Commit
+	byHash  map[[32]byte]committedTx
+	order   [][32]byte // insertion order, oldest first, for eviction
+}
+
+// maxRecentResults bounds the results kept: at a few hundred bytes each, a few tens of MB.
+const maxRecentResults = 100_000
+
+type committedTx struct {
+	hash   [32]byte
+	height int64
+	result *abci.ExecTxResult
+}
+
+func newRecentResults() *recentResults {
+	return &recentResults{byHash: map[[32]byte]committedTx{}}
+}
+
+// get returns a committed transaction's height and result.
+func (r *recentResults) get(hash [32]byte) (int64, *abci.ExecTxResult, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	tx, ok := r.byHash[hash]
+	return tx.height, tx.result, ok
+}
+
+// ListenFinalizeBlock implements storetypes.ABCIListener.
+func (r *recentResults) ListenFinalizeBlock(_ context.Context, req abci.RequestFinalizeBlock, res abci.ResponseFinalizeBlock) error {
+	pending := make([]committedTx, 0, len(req.Txs))
+	for i, tx := range req.Txs {
+		if i < len(res.TxResults) {
+			pending = append(pending, committedTx{hash: sha256.Sum256(tx), height: req.Height, result: res.TxResults[i]})
+		}
+	}
+	r.mu.Lock()
+	r.pending = pending
+	r.mu.Unlock()
+	return nil
+}
+
+// ListenCommit implements storetypes.ABCIListener: the block of the last FinalizeBlock is
+// committed, so its results may be told.
+func (r *recentResults) ListenCommit(context.Context, abci.ResponseCommit, []*storetypes.StoreKVPair) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, tx := range r.pending {
+		if _, ok := r.byHash[tx.hash]; !ok {
+			r.order = append(r.order, tx.hash)
+		}
+		r.byHash[tx.hash] = tx
+	}
+	r.pending = nil
+	if over := len(r.order) - maxRecentResults; over > 0 {
+		for _, h := range r.order[:over] {
+			delete(r.byHash, h)
+		}
+		r.order = r.order[over:] // append reallocates (and frees the evicted) as it grows
+	}
+	return nil
+}
