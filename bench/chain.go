@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mathrand "math/rand/v2"
 	"os"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -207,13 +209,19 @@ type workload struct {
 	compression types.Compression
 }
 
-// fixedValues is the classic load: every record holds the same value of cfg.RecordBytes.
-func fixedValues(cfg Config) workload {
-	value := make([]byte, cfg.RecordBytes)
-	for i := range value {
-		value[i] = 'a' + byte(i%26)
+// randomValues is the classic load: records of cfg.RecordBytes random bytes (4,096 distinct
+// values used in turn), so that no store's compression makes the disk figures look better than
+// a real, incompressible payload would.
+func randomValues(cfg Config) workload {
+	values := make([][]byte, 4096)
+	rng := mathrand.New(mathrand.NewPCG(1, 2))
+	for i := range values {
+		values[i] = make([]byte, cfg.RecordBytes)
+		for j := range values[i] {
+			values[i][j] = byte(rng.Uint32())
+		}
 	}
-	return workload{values: [][]byte{value}}
+	return workload{values: values}
 }
 
 // builder spreads a message's records evenly over the topic's partitions, starting at a
@@ -410,6 +418,28 @@ func (c *chain) createTopic(name string, partitions int) error {
 	return err
 }
 
+// diskPerRecord is node 0's data directory per record of a log of `records` records, in all
+// and by database (logged), so a disk figure says what holds the bytes.
+func (c *chain) diskPerRecord(cfg Config, records uint64) (float64, map[string]float64) {
+	by := map[string]float64{}
+	var total uint64
+	names := []string{}
+	for name, b := range c.n0.DataBreakdown() {
+		total += b
+		by[name] = float64(b) / float64(records)
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, name := range names {
+		if by[name] >= 0.5 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", name, by[name]))
+		}
+	}
+	cfg.Log("  disk of node 0 per record: %.0f B (%s)", float64(total)/float64(records), strings.Join(parts, ", "))
+	return float64(total) / float64(records), by
+}
+
 // logSize sums a topic's high watermarks and stored bytes (the partitions' byte counts).
 func (c *chain) logSize(ctx context.Context, topic string) (records, bytes uint64, err error) {
 	parts, err := types.NewQueryClient(c.cctxs[0]).Partitions(ctx, &types.QueryPartitionsRequest{Name: topic})
@@ -582,7 +612,7 @@ func runChain(cfg Config, n int) (res Result, peer *Result, err error) {
 			return err
 		}
 		cfg.Log("bftlog N=%d: %d records of %d B, %d producers, %d records per tx", n, cfg.Records, cfg.RecordBytes, cfg.Producers, cfg.BatchRecords)
-		if res, err = c.measure(cfg, "bench", fixedValues(cfg), cfg.Records, cfg.HalfLoad); err != nil {
+		if res, err = c.measure(cfg, "bench", randomValues(cfg), cfg.Records, cfg.HalfLoad); err != nil {
 			return err
 		}
 		res.System, res.Validators = "bftlog", n
@@ -592,13 +622,13 @@ func runChain(cfg Config, n int) (res Result, peer *Result, err error) {
 		if err != nil {
 			return err
 		}
-		res.DiskBytesPerRec = float64(c.n0.DataBytes()) / float64(total)
+		res.DiskBytesPerRec, res.DiskBreakdown = c.diskPerRecord(cfg, total)
 		res.LogBytesPerRec = float64(stored) / float64(total)
 		if cfg.PeerRecords > 0 {
 			cfg.Log("one record per tx on N=%d: up to %d records or %s", n, cfg.PeerRecords, cfg.PeerDuration)
 			c.resetPeakRSS()
 			pctx, cancel := context.WithTimeout(context.Background(), cfg.PeerDuration)
-			build := fixedValues(cfg).builder("bench", cfg.Partitions)
+			build := randomValues(cfg).builder("bench", cfg.Partitions)
 			ptr, pel, err := load(pctx, cfg, c, c.signers[:max(1, cfg.PeerProducers)], build, cfg.PeerRecords, 1, cfg.PeerInFlight, 0)
 			cancel()
 			note := "the seed design: same chain, one MsgProduce with one record per transaction"
@@ -646,7 +676,7 @@ func runEvents(cfg Config, codec types.Compression) (res Result, err error) {
 		if err != nil {
 			return err
 		}
-		res.DiskBytesPerRec = float64(c.n0.DataBytes()) / float64(total)
+		res.DiskBytesPerRec, res.DiskBreakdown = c.diskPerRecord(cfg, total)
 		res.LogBytesPerRec = float64(stored) / float64(total)
 		res.Note = fmt.Sprintf("JSON events of about 240 B, producer compression %s", codec)
 		return nil

@@ -76,6 +76,8 @@ type Result struct {
 	PayloadBytesPerRec float64 `json:"payload_bytes_per_record,omitempty"`
 	// DiskBytesPerRec is node 0's data directory (blocks, state, application store) per record.
 	DiskBytesPerRec float64 `json:"disk_bytes_per_record,omitempty"`
+	// DiskBreakdown is DiskBytesPerRec by database (application.db, blockstore.db, ...).
+	DiskBreakdown map[string]float64 `json:"disk_breakdown,omitempty"`
 	// LogBytesPerRec is the stored record batches (the partitions' byte counts) per record:
 	// what the producer's compression left, before the store's own overhead.
 	LogBytesPerRec float64 `json:"log_bytes_per_record,omitempty"`

@@ -385,11 +385,23 @@ func (n *Node) PeakRSS() uint64 {
 // DataBytes is the size of the node's data directory (blocks, state, application store).
 func (n *Node) DataBytes() uint64 {
 	var total uint64
-	_ = filepath.Walk(filepath.Join(n.Home, "data"), func(_ string, info os.FileInfo, err error) error {
+	for _, b := range n.DataBreakdown() {
+		total += b
+	}
+	return total
+}
+
+// DataBreakdown is the data directory's bytes by its top-level entries (application.db,
+// blockstore.db, tx_index.db, state.db, cs.wal, ...).
+func (n *Node) DataBreakdown() map[string]uint64 {
+	out := map[string]uint64{}
+	dir := filepath.Join(n.Home, "data")
+	_ = filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
 		if err == nil && !info.IsDir() {
-			total += uint64(info.Size())
+			rel, _ := filepath.Rel(dir, path)
+			out[strings.SplitN(rel, string(filepath.Separator), 2)[0]] += uint64(info.Size())
 		}
 		return nil
 	})
-	return total
+	return out
 }
