@@ -5,9 +5,11 @@ package app
 import (
 	"io"
 	"net/http"
+	"path/filepath"
 	"slices"
 
 	dbm "github.com/cosmos/cosmos-db"
+	"github.com/spf13/cast"
 
 	clienthelpers "cosmossdk.io/client/v2/helpers"
 	"cosmossdk.io/depinject"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/cosmos/cosmos-sdk/baseapp"
 	"github.com/cosmos/cosmos-sdk/client"
+	"github.com/cosmos/cosmos-sdk/client/flags"
 	"github.com/cosmos/cosmos-sdk/codec"
 	codectypes "github.com/cosmos/cosmos-sdk/codec/types"
 	"github.com/cosmos/cosmos-sdk/runtime"
@@ -115,7 +118,7 @@ func New(
 		// application database under their own prefix, a block's writes in a transient store
 		// until x/topics' Precommit.
 		pendingRecords = storetypes.NewTransientStoreKey(topicstypes.PendingRecordsStoreKey)
-		recordStore    = topicskeeper.NewRecordStore(pendingRecords, dbm.NewPrefixDB(db, []byte(topicstypes.RecordDBPrefix)))
+		recordStore    = newRecordStore(pendingRecords, db, appOpts)
 	)
 
 	if err := depinject.Inject(
@@ -184,6 +187,18 @@ func New(
 	}
 
 	return app
+}
+
+// newRecordStore keeps record batch bytes in segment files under <home>/data/records, their
+// positions in the application database; a node without a home (an in-memory test chain)
+// keeps the bytes in the database.
+func newRecordStore(pending *storetypes.TransientStoreKey, db dbm.DB, appOpts servertypes.AppOptions) topicskeeper.RecordStore {
+	index := dbm.NewPrefixDB(db, []byte(topicstypes.RecordDBPrefix))
+	home := cast.ToString(appOpts.Get(flags.FlagHome))
+	if home == "" {
+		return topicskeeper.NewDBRecordStore(pending, index)
+	}
+	return topicskeeper.NewRecordStore(pending, index, filepath.Join(home, "data", "records"))
 }
 
 // LegacyAmino returns the app's amino codec.

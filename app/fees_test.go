@@ -43,13 +43,13 @@ type feeChain struct {
 
 func newFeeChain(t *testing.T, balances ...int64) *feeChain {
 	t.Helper()
-	return newFeeChainOn(t, dbm.NewMemDB(), balances...)
+	return newFeeChainOn(t, dbm.NewMemDB(), t.TempDir(), balances...)
 }
 
 // newFeeChainOn is newFeeChain over db, for tests that reopen the app on the same database.
-func newFeeChainOn(t *testing.T, db dbm.DB, balances ...int64) *feeChain {
+func newFeeChainOn(t *testing.T, db dbm.DB, home string, balances ...int64) *feeChain {
 	t.Helper()
-	a := app.New(log.NewNopLogger(), db, nil, true, simtestutil.NewAppOptionsWithFlagHome(t.TempDir()), baseapp.SetChainID("fees"))
+	a := app.New(log.NewNopLogger(), db, nil, true, simtestutil.NewAppOptionsWithFlagHome(home), baseapp.SetChainID("fees"))
 	pk, err := mock.NewPV().GetPubKey()
 	require.NoError(t, err)
 	valSet := cmttypes.NewValidatorSet([]*cmttypes.Validator{cmttypes.NewValidator(pk, 1)})

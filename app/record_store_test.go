@@ -2,6 +2,8 @@ package app_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	abci "github.com/cometbft/cometbft/abci/types"
@@ -26,8 +28,8 @@ import (
 // after a restart; a store mounted in the multistore outside IAVL broke all three (the
 // handshake of a restarted validator panicked, every verified read failed).
 func TestRecordStoreKeepsAppHashAndSurvivesRestart(t *testing.T) {
-	db := dbm.NewMemDB()
-	c := newFeeChainOn(t, db, 1_000_000_000_000)
+	db, home := dbm.NewMemDB(), t.TempDir()
+	c := newFeeChainOn(t, db, home, 1_000_000_000_000)
 	c.deliver(0, 2_000_000, createMsg(c.addr(0), "audit", 1))
 	const gas = 20_000_000
 	res := c.finalize(c.tx(0, c.fee(gas), gas, produceMsg(c.addr(0), "audit", 100, 100)))
@@ -42,9 +44,13 @@ func TestRecordStoreKeepsAppHashAndSurvivesRestart(t *testing.T) {
 	kp := merkle.KeyPath{}.AppendKey([]byte(topicstypes.StoreKey), merkle.KeyEncodingURL).AppendKey(key, merkle.KeyEncodingURL).String()
 	require.NoError(t, rootmulti.DefaultProofRuntime().VerifyValue(q.ProofOps, res.AppHash, kp, q.Value), "a proof checks against the block's app hash")
 
-	// The same database opened again, as a restarted validator does: CometBFT's handshake
-	// compares this app hash with its own, and the records come from the record database.
-	again := app.New(log.NewNopLogger(), db, nil, true, simtestutil.NewAppOptionsWithFlagHome(t.TempDir()), baseapp.SetChainID("fees"))
+	// The same database and home opened again, as a restarted validator does: CometBFT's
+	// handshake compares this app hash with its own, and the records come from the segment
+	// files under <home>/data/records.
+	segs, err := os.ReadDir(filepath.Join(home, "data", "records", "audit-0"))
+	require.NoError(t, err)
+	require.Len(t, segs, 1, "one segment file")
+	again := app.New(log.NewNopLogger(), db, nil, true, simtestutil.NewAppOptionsWithFlagHome(home), baseapp.SetChainID("fees"))
 	info, err := again.Info(&abci.RequestInfo{})
 	require.NoError(t, err)
 	require.Equal(t, height, info.LastBlockHeight)

@@ -60,7 +60,7 @@ func newFixture(t testing.TB) *fixture {
 	ac := addresscodec.NewBech32Codec("bftlog")
 	str := func(b []byte) string { s, err := ac.BytesToString(b); require.NoError(t, err); return s }
 	gov := str(authtypes.NewModuleAddress(govtypes.ModuleName))
-	k := keeper.NewKeeper(enc.Codec, ac, runtime.NewKVStoreService(key), gov).WithRecordStore(keeper.NewRecordStore(pending, dbm.NewPrefixDB(db, []byte(types.RecordDBPrefix))))
+	k := keeper.NewKeeper(enc.Codec, ac, runtime.NewKVStoreService(key), gov).WithRecordStore(keeper.NewRecordStore(pending, dbm.NewPrefixDB(db, []byte(types.RecordDBPrefix)), t.TempDir()))
 	require.NoError(t, k.InitGenesis(ctx, types.DefaultGenesis()))
 	// Group assignment orders members by address: name the accounts so that alice < bob < carol.
 	addrs := []string{str([]byte("alice_______________")), str([]byte("bob_________________")), str([]byte("carol_______________"))}

@@ -33,18 +33,54 @@ import (
 // moves them into the database in one batch, just before the multistore commits. A node that
 // stops between the two replays the block, which writes the same bytes again.
 
-// RecordStore is the record store: committed bytes in db, the current block's writes and
-// deletions in the transient store pending. It is a corestore.KVStoreService for point reads
-// and writes (no iteration) and charges gas as a KV store does.
+// RecordStore is the record store: committed bytes in segment files (record_segments.go) or
+// a database, the current block's writes and deletions in the transient store pending. It is
+// a corestore.KVStoreService for point reads and writes (no iteration) and charges gas as a KV
+// store does.
 type RecordStore struct {
-	pending storetypes.StoreKey
-	db      dbm.DB
+	pending   storetypes.StoreKey
+	committed committedRecords
 }
 
-// NewRecordStore returns the record store over db (the app gives its application database
-// under types.RecordDBPrefix) with pending, mounted as StoreTypeTransient, for a block's writes.
-func NewRecordStore(pending *storetypes.TransientStoreKey, db dbm.DB) RecordStore {
-	return RecordStore{pending: pending, db: db}
+// committedRecords holds the committed record bytes.
+type committedRecords interface {
+	get(key []byte) ([]byte, error)
+	// apply commits a block's writes (key, bytes) and deletions.
+	apply(sets [][2][]byte, deletes [][]byte) error
+}
+
+// NewRecordStore returns the record store keeping the bytes in segment files under dir and
+// their positions in db (the app gives its application database under types.RecordDBPrefix
+// and <home>/data/records), with pending, mounted as StoreTypeTransient, for a block's writes.
+func NewRecordStore(pending *storetypes.TransientStoreKey, db dbm.DB, dir string) RecordStore {
+	return RecordStore{pending: pending, committed: newSegmentStore(db, dir)}
+}
+
+// NewDBRecordStore is NewRecordStore keeping the bytes themselves in db, for nodes without a
+// data directory (in-memory test chains).
+func NewDBRecordStore(pending *storetypes.TransientStoreKey, db dbm.DB) RecordStore {
+	return RecordStore{pending: pending, committed: dbRecords{db}}
+}
+
+// dbRecords keeps record bytes in a database.
+type dbRecords struct{ db dbm.DB }
+
+func (d dbRecords) get(key []byte) ([]byte, error) { return d.db.Get(key) }
+
+func (d dbRecords) apply(sets [][2][]byte, deletes [][]byte) error {
+	batch := d.db.NewBatch()
+	defer batch.Close()
+	for _, kv := range sets {
+		if err := batch.Set(kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	for _, k := range deletes {
+		if err := batch.Delete(k); err != nil {
+			return err
+		}
+	}
+	return batch.Write()
 }
 
 // Keys in the pending store: a marker byte, then the record store key.
@@ -60,37 +96,35 @@ func pendingKey(marker byte, key []byte) []byte {
 // OpenKVStore implements corestore.KVStoreService.
 func (s RecordStore) OpenKVStore(ctx context.Context) corestore.KVStore {
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
-	return recordKV{pending: sdkCtx.MultiStore().GetKVStore(s.pending), db: s.db, gas: sdkCtx.GasMeter(), cfg: sdkCtx.KVGasConfig()}
+	return recordKV{pending: sdkCtx.MultiStore().GetKVStore(s.pending), committed: s.committed, gas: sdkCtx.GasMeter(), cfg: sdkCtx.KVGasConfig()}
 }
 
-// Flush moves the block's pending writes and deletions into the database in one batch. The
+// Flush moves the block's pending writes and deletions into the committed store. The
 // transient store empties itself when the multistore commits.
 func (s RecordStore) Flush(ctx context.Context) error {
 	it := sdk.UnwrapSDKContext(ctx).MultiStore().GetKVStore(s.pending).Iterator(nil, nil)
 	defer it.Close()
-	batch := s.db.NewBatch()
-	defer batch.Close()
+	var (
+		sets    [][2][]byte
+		deletes [][]byte
+	)
 	for ; it.Valid(); it.Next() {
-		var err error
 		switch k := it.Key(); k[0] {
 		case pendingSet:
-			err = batch.Set(k[1:], it.Value())
+			sets = append(sets, [2][]byte{k[1:], it.Value()})
 		case pendingDelete:
-			err = batch.Delete(k[1:])
-		}
-		if err != nil {
-			return err
+			deletes = append(deletes, k[1:])
 		}
 	}
-	return batch.Write()
+	return s.committed.apply(sets, deletes)
 }
 
 // recordKV is the record store as one context sees it: its pending writes over the database.
 type recordKV struct {
-	pending storetypes.KVStore
-	db      dbm.DB
-	gas     storetypes.GasMeter
-	cfg     storetypes.GasConfig
+	pending   storetypes.KVStore
+	committed committedRecords
+	gas       storetypes.GasMeter
+	cfg       storetypes.GasConfig
 }
 
 var errRecordStoreIteration = errors.New("the record store has point reads only")
@@ -109,7 +143,7 @@ func (s recordKV) get(key []byte) ([]byte, error) {
 	if s.pending.Has(pendingKey(pendingDelete, key)) {
 		return nil, nil
 	}
-	return s.db.Get(key)
+	return s.committed.get(key)
 }
 
 func (s recordKV) Has(key []byte) (bool, error) {

@@ -1,0 +1,364 @@
+package keeper
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	dbm "github.com/cosmos/cosmos-db"
+
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// Record bytes on disk: append-only segment files, as a Kafka broker keeps its log. A database
+// holding the bytes themselves rewrites them again and again as it compacts (LevelDB: a third
+// of a validator's CPU once its log held 2 GB, and a throughput that fell with the log's
+// size); a segment file is written once, read sequentially and deleted whole when retention or
+// a topic purge has removed every batch in it. The database keeps only a 20-byte pointer per
+// batch — segment, position, length — so its compactions stay small.
+//
+// Layout: <dir>/<topic>-<partition>/<first batch's last offset, 20 digits>.log, as Kafka names
+// its partition directories and segments. A segment is closed once it holds segmentBytes.
+//
+// Crash safety: a block's bytes are appended and synced before the pointers are written, so a
+// pointer never names bytes that are not on disk. A node that stops after appending but before
+// the pointers replays the block and appends the bytes again, leaving the first copy as unused
+// bytes in its segment, deleted with it.
+
+// segmentBytes is the size at which a partition's active segment is closed, as Kafka's
+// segment.bytes (1 GiB there; smaller here so retention frees disk in smaller steps).
+const segmentBytes = 128 << 20
+
+// segmentStore is the committed half of the record store: pointers in db, bytes in dir.
+type segmentStore struct {
+	db           dbm.DB
+	dir          string
+	segmentBytes int64
+
+	mu    sync.Mutex // guards parts (Flush writes; reads only open files)
+	parts map[types.TopicPartition]*partitionLog
+}
+
+// partitionLog is a partition's active segment.
+type partitionLog struct {
+	dir    string
+	limit  int64  // segment size at which the next append opens a new segment
+	name   uint64 // the active segment's name, 0 with none open
+	file   *os.File
+	size   int64
+	synced bool
+}
+
+func newSegmentStore(db dbm.DB, dir string) *segmentStore {
+	return &segmentStore{db: db, dir: dir, segmentBytes: segmentBytes, parts: map[types.TopicPartition]*partitionLog{}}
+}
+
+// pointer is where a batch's bytes are: segment name, position and length.
+type pointer struct {
+	segment uint64
+	pos     uint64
+	length  uint32
+}
+
+const pointerSize = 20
+
+func (p pointer) bytes() []byte {
+	out := make([]byte, pointerSize)
+	binary.BigEndian.PutUint64(out[0:8], p.segment)
+	binary.BigEndian.PutUint64(out[8:16], p.pos)
+	binary.BigEndian.PutUint32(out[16:20], p.length)
+	return out
+}
+
+func parsePointer(bz []byte) (pointer, error) {
+	if len(bz) != pointerSize {
+		return pointer{}, fmt.Errorf("record pointer of %d bytes, want %d", len(bz), pointerSize)
+	}
+	return pointer{binary.BigEndian.Uint64(bz[0:8]), binary.BigEndian.Uint64(bz[8:16]), binary.BigEndian.Uint32(bz[16:20])}, nil
+}
+
+// recordKey decodes a record store key: the record bytes prefix, then (topic, partition, last
+// offset).
+func recordKey(key []byte) (types.TopicPartition, uint64, error) {
+	p := types.RecordBytesPrefix.Bytes()
+	if !bytes.HasPrefix(key, p) {
+		return types.TopicPartition{}, 0, fmt.Errorf("not a record store key: %x", key)
+	}
+	n, k, err := types.BatchKeyCodec.Decode(key[len(p):])
+	if err != nil || n != len(key)-len(p) {
+		return types.TopicPartition{}, 0, fmt.Errorf("record store key %x: %v", key, err)
+	}
+	return k.K1(), k.K2(), nil
+}
+
+// partitionPrefix is the start of every record store key of tp.
+func partitionPrefix(tp types.TopicPartition) []byte {
+	p := types.RecordBytesPrefix.Bytes()
+	buf := make([]byte, len(p)+types.TopicPartitionKey.SizeNonTerminal(tp))
+	copy(buf, p)
+	if _, err := types.TopicPartitionKey.EncodeNonTerminal(buf[len(p):], tp); err != nil {
+		panic(err) // a string and a uint32 always encode
+	}
+	return buf
+}
+
+// partitionDir is tp's directory name: Kafka's <topic>-<partition>; a name that is not a valid
+// topic name (genesis is checked, but the file system must not depend on it) is hex-encoded.
+func (s *segmentStore) partitionDir(tp types.TopicPartition) string {
+	name := tp.Topic
+	if types.ValidateTopicName(name) != nil {
+		name = "x" + hex.EncodeToString([]byte(name))
+	}
+	return filepath.Join(s.dir, name+"-"+strconv.FormatUint(uint64(tp.Partition), 10))
+}
+
+func segmentFile(dir string, name uint64) string {
+	return filepath.Join(dir, fmt.Sprintf("%020d.log", name))
+}
+
+// segments lists a partition directory's segment names in order.
+func segments(dir string) ([]uint64, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []uint64
+	for _, e := range entries {
+		if n, ok := strings.CutSuffix(e.Name(), ".log"); ok {
+			if v, err := strconv.ParseUint(n, 10, 64); err == nil {
+				out = append(out, v)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// get reads a batch's bytes; nil when the store has no pointer for key.
+func (s *segmentStore) get(key []byte) ([]byte, error) {
+	bz, err := s.db.Get(key)
+	if err != nil || bz == nil {
+		return nil, err
+	}
+	p, err := parsePointer(bz)
+	if err != nil {
+		return nil, err
+	}
+	tp, _, err := recordKey(key)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(segmentFile(s.partitionDir(tp), p.segment))
+	if errors.Is(err, os.ErrNotExist) {
+		// Deleted since the pointer was read (retention committed meanwhile): the batch is gone.
+		if still, err := s.db.Has(key); err != nil || !still {
+			return nil, err
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := make([]byte, p.length)
+	if _, err := f.ReadAt(out, int64(p.pos)); err != nil {
+		return nil, fmt.Errorf("segment %d of %s/%d: %w", p.segment, tp.Topic, tp.Partition, err)
+	}
+	return out, nil
+}
+
+// log returns tp's partition log, finding its active segment on disk after a restart.
+func (s *segmentStore) log(tp types.TopicPartition) (*partitionLog, error) {
+	if l, ok := s.parts[tp]; ok {
+		return l, nil
+	}
+	l := &partitionLog{dir: s.partitionDir(tp), limit: s.segmentBytes}
+	names, err := segments(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) > 0 {
+		if err := l.open(names[len(names)-1]); err != nil {
+			return nil, err
+		}
+	}
+	s.parts[tp] = l
+	return l, nil
+}
+
+func (l *partitionLog) open(name uint64) error {
+	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(segmentFile(l.dir, name), os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	if l.file != nil && !l.synced { // the segment being closed holds this block's bytes too
+		if err := l.file.Sync(); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	l.close()
+	l.name, l.file, l.size, l.synced = name, f, size, true
+	return nil
+}
+
+func (l *partitionLog) close() {
+	if l.file != nil {
+		_ = l.file.Close()
+		l.file, l.name = nil, 0
+	}
+}
+
+// append writes bz as the batch whose last offset is lastOffset and says where it went.
+func (l *partitionLog) append(lastOffset uint64, bz []byte) (pointer, error) {
+	if l.file == nil || l.size >= l.limit {
+		// A new segment is named by its first batch's last offset, which is above every
+		// offset before it; a replay may reopen the segment it had started.
+		if err := l.open(max(lastOffset, l.name)); err != nil {
+			return pointer{}, err
+		}
+	}
+	if _, err := l.file.WriteAt(bz, l.size); err != nil {
+		return pointer{}, err
+	}
+	p := pointer{segment: l.name, pos: uint64(l.size), length: uint32(len(bz))}
+	l.size += int64(len(bz))
+	l.synced = false
+	return p, nil
+}
+
+// apply commits a block's writes: bytes appended and synced, then pointers written and
+// removed in one database batch, then the segments no batch points into any more deleted.
+func (s *segmentStore) apply(sets [][2][]byte, deletes [][]byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	batch := s.db.NewBatch()
+	defer batch.Close()
+	var touched []*partitionLog
+	for _, kv := range sets {
+		tp, last, err := recordKey(kv[0])
+		if err != nil {
+			return err
+		}
+		l, err := s.log(tp)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(touched, l) {
+			touched = append(touched, l)
+		}
+		p, err := l.append(last, kv[1])
+		if err != nil {
+			return err
+		}
+		if err := batch.Set(kv[0], p.bytes()); err != nil {
+			return err
+		}
+	}
+	for _, l := range touched {
+		if !l.synced {
+			if err := l.file.Sync(); err != nil {
+				return err
+			}
+			l.synced = true
+		}
+	}
+	shrunk := map[types.TopicPartition]bool{}
+	for _, key := range deletes {
+		tp, _, err := recordKey(key)
+		if err != nil {
+			return err
+		}
+		shrunk[tp] = true
+		if err := batch.Delete(key); err != nil {
+			return err
+		}
+	}
+	if err := batch.Write(); err != nil {
+		return err
+	}
+	for tp := range shrunk {
+		if err := s.dropUnused(tp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropUnused deletes tp's segments below the one its first remaining batch is in: batches go
+// oldest first (retention, purges), and a partition's batches are appended in offset order.
+// With no batch left, every segment and the directory go.
+func (s *segmentStore) dropUnused(tp types.TopicPartition) error {
+	prefix := partitionPrefix(tp)
+	it, err := s.db.Iterator(prefix, prefixEnd(prefix))
+	if err != nil {
+		return err
+	}
+	keep := uint64(0)
+	empty := !it.Valid()
+	if !empty {
+		p, err := parsePointer(it.Value())
+		if err != nil {
+			it.Close()
+			return err
+		}
+		keep = p.segment
+	}
+	it.Close()
+	l, err := s.log(tp)
+	if err != nil {
+		return err
+	}
+	if empty {
+		l.close()
+		delete(s.parts, tp)
+		return os.RemoveAll(l.dir)
+	}
+	names, err := segments(l.dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if name >= keep {
+			break
+		}
+		if name == l.name {
+			l.close()
+		}
+		if err := os.Remove(segmentFile(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// prefixEnd is the first key after every key starting with prefix.
+func prefixEnd(prefix []byte) []byte {
+	end := bytes.Clone(prefix)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
