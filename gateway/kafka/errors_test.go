@@ -93,3 +93,23 @@ func TestGroupRefusalIsGroupAuthorizationFailed(t *testing.T) {
 	require.Equal(t, kerr.GroupAuthorizationFailed.Code, resp.Topics[0].Partitions[0].ErrorCode)
 	require.Empty(t, chain.commits)
 }
+
+// A topic config the gateway does not hold, or a value it cannot, is refused naming the config
+// (CreateTopics answers INVALID_CONFIG with this message), never with a parser's error.
+func TestTopicConfigRefusalsNameTheConfig(t *testing.T) {
+	cfg := func(name, value string) []kmsg.CreateTopicsRequestTopicConfig {
+		return []kmsg.CreateTopicsRequestTopicConfig{{Name: name, Value: kmsg.StringPtr(value)}}
+	}
+	for _, tc := range []struct{ name, value, want string }{
+		{"cleanup.policy", "compact", `invalid value "compact" for topic config cleanup.policy`},
+		{"retention.ms", "a week", `invalid value "a week" for topic config retention.ms: want an integer`},
+		{"segment.bytes", "1024", "unsupported topic config segment.bytes"},
+	} {
+		_, err := topicConfig(cfg(tc.name, tc.value))
+		require.ErrorContains(t, err, tc.want)
+		require.NotContains(t, err.Error(), "strconv")
+	}
+	got, err := topicConfig(append(cfg("cleanup.policy", "delete"), cfg("retention.ms", "60000")...))
+	require.NoError(t, err)
+	require.Equal(t, int64(60000), got.RetentionMs)
+}

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -250,34 +251,48 @@ func (s *Server) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) 
 	return resp
 }
 
-// topicConfig maps the Kafka topic configs bftlog knows; any other is refused.
+// topicConfig maps the Kafka topic configs bftlog knows; any other, or a value that is not
+// one bftlog can hold, is refused naming the config (INVALID_CONFIG).
 func topicConfig(configs []kmsg.CreateTopicsRequestTopicConfig) (types.TopicConfig, error) {
 	cfg := types.TopicConfig{}
 	for _, c := range configs {
 		if c.Value == nil {
 			continue
 		}
-		v, err := strconv.ParseInt(*c.Value, 10, 64)
-		if err != nil {
-			return cfg, err
-		}
 		switch c.Name {
-		case "retention.ms":
-			cfg.RetentionMs = v
-		case "retention.bytes":
-			cfg.RetentionBytes = v
-		case "max.message.bytes":
-			cfg.MaxRecordBytes = uint64(max(v, 0))
+		case "retention.ms", "retention.bytes", "max.message.bytes":
+			v, err := strconv.ParseInt(*c.Value, 10, 64)
+			if err != nil {
+				return cfg, &configError{name: c.Name, value: *c.Value, why: "an integer"}
+			}
+			switch c.Name {
+			case "retention.ms":
+				cfg.RetentionMs = v
+			case "retention.bytes":
+				cfg.RetentionBytes = v
+			default:
+				cfg.MaxRecordBytes = uint64(max(v, 0))
+			}
+		case "cleanup.policy":
+			// Deletion by retention is what every topic does; compaction is not there yet.
+			if *c.Value != "delete" {
+				return cfg, &configError{name: c.Name, value: *c.Value, why: `"delete" (log compaction is not supported)`}
+			}
 		default:
-			return cfg, &configError{c.Name}
+			return cfg, &configError{name: c.Name}
 		}
 	}
 	return cfg, nil
 }
 
-type configError struct{ name string }
+type configError struct{ name, value, why string }
 
-func (e *configError) Error() string { return "unsupported topic config " + e.name }
+func (e *configError) Error() string {
+	if e.why == "" {
+		return "unsupported topic config " + e.name
+	}
+	return fmt.Sprintf("invalid value %q for topic config %s: want %s", e.value, e.name, e.why)
+}
 
 // submit sends an admin message signed by the gateway and answers with Kafka's error code and
 // the chain's message (0 and nil when it was committed).
