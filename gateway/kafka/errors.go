@@ -37,6 +37,10 @@ var chainErrors = []struct {
 	{[]error{types.ErrUnknownMember}, kerr.UnknownMemberID},
 	{[]error{types.ErrGroupAuthorization}, kerr.GroupAuthorizationFailed},
 	{[]error{types.ErrSubscriptionTooLarge}, kerr.InvalidRequest},
+	{[]error{types.ErrInconsistentGroupProtocol}, kerr.InconsistentGroupProtocol},
+	{[]error{types.ErrRebalanceInProgress}, kerr.RebalanceInProgress},
+	{[]error{types.ErrGroupFull}, kerr.GroupMaxSizeReached},
+	{[]error{types.ErrInvalidSessionTimeout}, kerr.InvalidSessionTimeout},
 }
 
 // kafkaCode maps an error from the chain (a transaction's x/topics error, matched with

@@ -14,6 +14,8 @@ import (
 
 	errorsmod "cosmossdk.io/errors"
 
+	addresscodec "github.com/cosmos/cosmos-sdk/codec/address"
+
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
@@ -77,21 +79,20 @@ func TestGroupRefusalIsGroupAuthorizationFailed(t *testing.T) {
 	require.Equal(t, kerr.GroupAuthorizationFailed.Code, kafkaCode(fmt.Errorf("join: %w", types.ErrGroupAuthorization)))
 	require.Equal(t, kerr.InvalidRequest.Code, kafkaCode(errorsmod.ABCIError(types.ModuleName, types.ErrSubscriptionTooLarge.ABCICode(), "too many partitions")))
 
-	c, clk, chain := newTestCoordinator(t)
-	a, _ := formGroup(t, c, clk)
-	chain.commitErr = refused
-	r := kmsg.NewPtrOffsetCommitRequest()
-	r.SetVersion(7)
-	r.Group, r.MemberID, r.Generation = testGroup, a, 1
-	rt := kmsg.NewOffsetCommitRequestTopic()
-	rt.Topic = "orders"
-	rp := kmsg.NewOffsetCommitRequestTopicPartition()
-	rp.Partition, rp.Offset = 0, 7
-	rt.Partitions = append(rt.Partitions, rp)
-	r.Topics = append(r.Topics, rt)
-	resp := c.offsetCommit(context.Background(), r).(*kmsg.OffsetCommitResponse)
-	require.Equal(t, kerr.GroupAuthorizationFailed.Code, resp.Topics[0].Partitions[0].ErrorCode)
-	require.Empty(t, chain.commits)
+	// Played against the chain: a group admitting only its admin refuses the gateway's join.
+	chain := newKeeperChain(t)
+	other, err := addresscodec.NewBech32Codec("bftlog").BytesToString([]byte("admin_______________"))
+	require.NoError(t, err)
+	chain.mu.Lock()
+	_, err = chain.msgs.CreateGroup(chain.ctx, &types.MsgCreateGroup{Admin: other, GroupId: "closed"})
+	chain.mu.Unlock()
+	require.NoError(t, err)
+	c := newCoordinator(chain)
+	t.Cleanup(c.close)
+	jr := joinReq("m-1")
+	jr.Group = "closed"
+	resp := c.joinGroup(context.Background(), jr, "rdkafka").(*kmsg.JoinGroupResponse)
+	require.Equal(t, kerr.GroupAuthorizationFailed.Code, resp.ErrorCode)
 }
 
 // A topic config the gateway does not hold, or a value it cannot, is refused naming the config

@@ -2,8 +2,9 @@ package kafka
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -14,104 +15,200 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cosmos/cosmos-sdk/client"
+	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/bftlog/bftlog/x/topics/client/consumer"
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-// Kafka's group protocol lets the clients assign partitions (the leader's SyncGroup carries the
-// assignment), so the gateway coordinates its Kafka members itself, as a broker's group
-// coordinator does, and holds the group's on-chain membership with its own account: it commits
-// the members' offsets on chain, fenced by both the Kafka generation (checked here) and the
-// on-chain generation (checked by the chain). A Kafka group is therefore served by one gateway.
+// Kafka's group protocol runs on chain (x/topics/keeper/kafka_groups.go): members,
+// generations, the leader's assignment and rebalances are chain state, so every gateway of a
+// fleet coordinates every group and FindCoordinator may answer any of them. A gateway turns
+// each JoinGroup, the leader's SyncGroup and LeaveGroup into a transaction, answers from the
+// chain's state (polled while a request waits), and keeps the members its clients talk to alive
+// with one heartbeat transaction per group and interval. A gateway that dies stops
+// heartbeating its members; the chain expires them after their session timeout and the group
+// rebalances over the members other gateways serve.
 
-// initialRebalanceDelay lets the members of a new group that start together join one
-// generation (Kafka's group.initial.rebalance.delay.ms, shortened).
-const initialRebalanceDelay = time.Second
+// pollInterval is how often a waiting JoinGroup or SyncGroup reads the group's state: well
+// under a block, so an answer leaves within a block of the state changing.
+const pollInterval = 50 * time.Millisecond
 
-type groupState int
+// defaultSession is how long a member known only from its commits is renewed after the last.
+const defaultSession = 10 * time.Second
 
-const (
-	groupEmpty groupState = iota
-	groupPreparing
-	groupCompleting
-	groupStable
-)
-
-type kgroup struct {
-	name         string
-	state        groupState
-	generation   int32
-	protocolType string
-	protocol     string
-	leader       string
-	members      map[string]*kmember
-	order        []string
-	notBefore    time.Time // earliest completion of the current join phase
-	deadline     time.Time // members that have not rejoined by then are dropped
-	timer        stopper
-}
-
-type kmember struct {
-	id         string
-	protocols  []kmsg.JoinGroupRequestProtocol
-	session    time.Duration
-	rebalance  time.Duration
-	lastSeen   time.Time
-	join       chan *kmsg.JoinGroupResponse
-	joinVer    int16
-	sync       chan *kmsg.SyncGroupResponse
-	assignment []byte
-}
+// heartbeatInterval is how often the gateway renews its live members' sessions on chain.
+const heartbeatInterval = time.Second
 
 type coordinator struct {
-	chain  groupChain
-	clock  clock
-	mu     sync.Mutex
-	groups map[string]*kgroup
-	nextID int64
-	stop   chan struct{}
+	chain groupChain
+	stop  chan struct{}
+	done  chan struct{}
+
+	mu sync.Mutex
+	// live holds the members this gateway's clients talk to: last request time and session.
+	live map[string]map[string]liveMember
 }
 
-// groupChain is what the coordinator asks of the chain: commit a group's offsets as the
-// gateway's on-chain membership, and read the group's committed offsets.
+type liveMember struct {
+	seen    time.Time
+	session time.Duration
+}
+
+// groupChain is what the coordinator asks of the chain.
 type groupChain interface {
+	// owner is the account the gateway signs members' requests with.
+	owner() string
+	submit(ctx context.Context, msgs ...sdk.Msg) error
+	// kafkaGroup reads a Kafka group's state; nil with no such group.
+	kafkaGroup(ctx context.Context, group string) (*types.QueryKafkaGroupResponse, error)
+	// commit commits a member-less (simple) consumer's offsets as the gateway's own native
+	// membership of group.
 	commit(ctx context.Context, group string, topics []string, offsets []types.OffsetCommit) error
 	offsets(ctx context.Context, group string) (*types.QueryGroupOffsetsResponse, error)
 }
 
-// clock is the coordinator's time: sessions, the join phase's delay and deadline.
-type clock interface {
-	Now() time.Time
-	AfterFunc(d time.Duration, f func()) stopper
-}
-
-type stopper interface{ Stop() bool }
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time                              { return time.Now() }
-func (wallClock) AfterFunc(d time.Duration, f func()) stopper { return time.AfterFunc(d, f) }
-
-func newCoordinator(chain groupChain, clk clock) *coordinator {
-	c := &coordinator{chain: chain, clock: clk, groups: map[string]*kgroup{}, stop: make(chan struct{})}
-	go c.janitor()
+func newCoordinator(chain groupChain) *coordinator {
+	c := &coordinator{chain: chain, stop: make(chan struct{}), done: make(chan struct{}), live: map[string]map[string]liveMember{}}
+	go c.heartbeats()
 	return c
 }
 
-func (c *coordinator) close() { close(c.stop) }
-
-func (c *coordinator) group(name string) *kgroup {
-	g := c.groups[name]
-	if g == nil {
-		g = &kgroup{name: name, members: map[string]*kmember{}}
-		c.groups[name] = g
-	}
-	return g
+func (c *coordinator) close() {
+	close(c.stop)
+	<-c.done
 }
 
-func (c *coordinator) joinGroup(ctx context.Context, r *kmsg.JoinGroupRequest) kmsg.Response {
+// touch records that a client spoke as member: its session is renewed on chain.
+func (c *coordinator) touch(group, member string, session time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.live[group] == nil {
+		c.live[group] = map[string]liveMember{}
+	}
+	lm := c.live[group][member]
+	lm.seen = time.Now()
+	if session > 0 {
+		lm.session = session
+	}
+	c.live[group][member] = lm
+}
+
+func (c *coordinator) forget(group string, members ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range members {
+		delete(c.live[group], m)
+	}
+	if len(c.live[group]) == 0 {
+		delete(c.live, group)
+	}
+}
+
+// heartbeats renews, each interval, the sessions of the members whose clients spoke within
+// their session timeout, one transaction for all groups.
+func (c *coordinator) heartbeats() {
+	defer close(c.done)
+	t := time.NewTicker(heartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		var msgs []sdk.Msg
+		c.mu.Lock()
+		now := time.Now()
+		groups := make([]string, 0, len(c.live))
+		for g := range c.live {
+			groups = append(groups, g)
+		}
+		slices.Sort(groups)
+		for _, g := range groups {
+			var ids []string
+			for id, lm := range c.live[g] {
+				session := lm.session
+				if session == 0 { // known only from its commits so far
+					session = defaultSession
+				}
+				if now.Sub(lm.seen) > session {
+					delete(c.live[g], id) // its client went quiet: let the chain expire it
+					continue
+				}
+				ids = append(ids, id)
+			}
+			if len(ids) == 0 {
+				delete(c.live, g)
+				continue
+			}
+			slices.Sort(ids)
+			msgs = append(msgs, &types.MsgKafkaHeartbeat{Owner: c.chain.owner(), GroupId: g, MemberIds: ids})
+		}
+		c.mu.Unlock()
+		if len(msgs) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// A member the chain has removed fails the whole transaction: send the groups one by
+		// one then, so one group's stale member does not starve the others.
+		if err := c.chain.submit(ctx, msgs...); err != nil {
+			for _, m := range msgs {
+				if len(msgs) > 1 {
+					err = c.chain.submit(ctx, m)
+				}
+				if err != nil {
+					c.dropRemoved(ctx, m.(*types.MsgKafkaHeartbeat))
+				}
+			}
+		}
+		cancel()
+	}
+}
+
+// dropRemoved stops heartbeating the members of hb the chain no longer has (expired, or
+// removed by their group's admin), so the others' next heartbeat succeeds.
+func (c *coordinator) dropRemoved(ctx context.Context, hb *types.MsgKafkaHeartbeat) {
+	st, err := c.state(ctx, hb.GroupId)
+	if err != nil {
+		return
+	}
+	for _, id := range hb.MemberIds {
+		if findMember(st, id) == nil {
+			c.forget(hb.GroupId, id)
+		}
+	}
+}
+
+// state reads the group; a request waiting on it gives up with the connection.
+func (c *coordinator) state(ctx context.Context, group string) (*types.QueryKafkaGroupResponse, error) {
+	return c.chain.kafkaGroup(ctx, group)
+}
+
+func findMember(st *types.QueryKafkaGroupResponse, id string) *types.KafkaMember {
+	if st == nil {
+		return nil
+	}
+	for i := range st.Members {
+		if st.Members[i].MemberId == id {
+			return &st.Members[i]
+		}
+	}
+	return nil
+}
+
+// sleep waits one poll interval; false when ctx ends first.
+func sleep(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(pollInterval):
+		return true
+	}
+}
+
+func (c *coordinator) joinGroup(ctx context.Context, r *kmsg.JoinGroupRequest, clientID string) kmsg.Response {
 	resp := kmsg.NewPtrJoinGroupResponse()
 	resp.SetVersion(r.Version)
 	resp.Generation = -1
@@ -119,259 +216,175 @@ func (c *coordinator) joinGroup(ctx context.Context, r *kmsg.JoinGroupRequest) k
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp
 	}
-	if r.SessionTimeoutMillis < 1000 || r.SessionTimeoutMillis > 300_000 {
+	if r.SessionTimeoutMillis < types.MinSessionTimeoutMs || r.SessionTimeoutMillis > 300_000 {
 		resp.ErrorCode = kerr.InvalidSessionTimeout.Code
-		return resp
-	}
-	c.mu.Lock()
-	g := c.group(r.Group)
-	if len(g.members) > 0 && r.ProtocolType != g.protocolType {
-		c.mu.Unlock()
-		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
 		return resp
 	}
 	id := r.MemberID
 	if id == "" {
-		c.nextID++
-		id = fmt.Sprintf("bftlog-%d-%d", c.clock.Now().UnixNano(), c.nextID)
+		id = newMemberID(clientID)
 		if r.Version >= 4 { // the client must come back with the id (KIP-394)
-			c.mu.Unlock()
 			resp.ErrorCode, resp.MemberID = kerr.MemberIDRequired.Code, id
 			return resp
 		}
 	}
-	m := g.members[id]
-	if m == nil {
-		m = &kmember{id: id}
-		g.members[id] = m
-		g.order = append(g.order, id)
+	resp.MemberID = id
+	join := &types.MsgKafkaJoinGroup{Owner: c.chain.owner(), GroupId: r.Group, MemberId: id, ClientId: clientID,
+		ProtocolType: r.ProtocolType, SessionTimeoutMs: r.SessionTimeoutMillis, RebalanceTimeoutMs: max(r.RebalanceTimeoutMillis, 0)}
+	for _, p := range r.Protocols {
+		join.Protocols = append(join.Protocols, types.KafkaProtocol{Name: p.Name, Metadata: p.Metadata})
 	}
-	m.protocols, m.joinVer, m.lastSeen = r.Protocols, r.Version, c.clock.Now()
-	m.session = time.Duration(r.SessionTimeoutMillis) * time.Millisecond
-	m.rebalance = time.Duration(max(r.RebalanceTimeoutMillis, r.SessionTimeoutMillis)) * time.Millisecond
-	if m.join != nil { // a repeated join supersedes the one still waiting
-		superseded := kmsg.NewPtrJoinGroupResponse()
-		superseded.ErrorCode, superseded.MemberID = kerr.RebalanceInProgress.Code, id
-		m.join <- superseded
-	}
-	ch := make(chan *kmsg.JoinGroupResponse, 1) // taken before completion may clear m.join
-	m.join = ch
-	g.protocolType = r.ProtocolType
-	if g.state != groupPreparing {
-		c.prepareRebalance(g, len(g.members) == 1)
-	}
-	c.maybeCompleteJoin(g)
-	c.mu.Unlock()
-	resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-	return await(ctx, ch, resp, r.Version)
-}
-
-// await waits for the join or sync phase to answer; if the connection goes first, fallback.
-func await[R kmsg.Response](ctx context.Context, ch <-chan R, fallback R, version int16) kmsg.Response {
-	select {
-	case out := <-ch:
-		out.SetVersion(version)
-		return out
-	case <-ctx.Done():
-		return fallback
-	}
-}
-
-// prepareRebalance starts a join phase: members learn of it from their heartbeats and rejoin.
-func (c *coordinator) prepareRebalance(g *kgroup, fresh bool) {
-	g.state = groupPreparing
-	now := c.clock.Now()
-	g.notBefore = now
-	if fresh {
-		g.notBefore = now.Add(initialRebalanceDelay)
-	}
-	longest := time.Duration(0)
-	for _, m := range g.members {
-		longest = max(longest, m.rebalance)
-		if m.sync != nil {
-			out := kmsg.NewPtrSyncGroupResponse()
-			out.ErrorCode = kerr.RebalanceInProgress.Code
-			m.sync <- out
-			m.sync = nil
+	session := time.Duration(r.SessionTimeoutMillis) * time.Millisecond
+	rebalance := time.Duration(max(r.RebalanceTimeoutMillis, r.SessionTimeoutMillis)) * time.Millisecond
+	ctx, cancel := context.WithTimeout(ctx, rebalance+10*time.Second)
+	defer cancel()
+	submitted := false
+	for {
+		if !submitted {
+			if err := c.chain.submit(ctx, join); err != nil {
+				resp.ErrorCode = kafkaCode(err)
+				return resp
+			}
+			submitted = true
+			c.touch(r.Group, id, session)
+		}
+		st, err := c.state(ctx, r.Group)
+		if err != nil {
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return resp
+		}
+		m := findMember(st, id)
+		switch {
+		case m == nil:
+			// Removed before the generation formed (it missed the deadline).
+			c.forget(r.Group, id)
+			resp.ErrorCode = kerr.UnknownMemberID.Code
+			return resp
+		case st.Group.State == types.KAFKA_GROUP_STATE_PREPARING_REBALANCE && !m.Joined:
+			// A generation formed with this member and a new phase began before we looked: join
+			// it as the client would on REBALANCE_IN_PROGRESS.
+			submitted = false
+			continue
+		case m.Joined && (st.Group.State == types.KAFKA_GROUP_STATE_COMPLETING_REBALANCE || st.Group.State == types.KAFKA_GROUP_STATE_STABLE):
+			c.touch(r.Group, id, 0)
+			return joinResponse(resp, st, id)
+		}
+		if !sleep(ctx) {
+			resp.ErrorCode = kerr.RebalanceInProgress.Code
+			return resp
 		}
 	}
-	g.deadline = now.Add(min(longest, 30*time.Second))
-	c.arm(g, g.notBefore)
 }
 
-func (c *coordinator) arm(g *kgroup, at time.Time) {
-	if g.timer != nil {
-		g.timer.Stop()
-	}
-	g.timer = c.clock.AfterFunc(at.Sub(c.clock.Now()), func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if g.state != groupPreparing {
-			return
-		}
-		if !c.clock.Now().Before(g.deadline) { // drop whoever did not rejoin in time
-			for id, m := range g.members {
-				if m.join == nil {
-					c.remove(g, id)
+// joinResponse is the JoinGroup answer of a formed generation; the leader gets every member's
+// metadata for the chosen protocol, in join order.
+func joinResponse(resp *kmsg.JoinGroupResponse, st *types.QueryKafkaGroupResponse, id string) *kmsg.JoinGroupResponse {
+	g := st.Group
+	resp.Generation, resp.LeaderID, resp.MemberID = g.Generation, g.Leader, id
+	resp.Protocol, resp.ProtocolType = kmsg.StringPtr(g.Protocol), kmsg.StringPtr(g.ProtocolType)
+	if id == g.Leader {
+		for _, m := range st.Members {
+			for _, p := range m.Protocols {
+				if p.Name == g.Protocol {
+					jm := kmsg.NewJoinGroupResponseMember()
+					jm.MemberID, jm.ProtocolMetadata = m.MemberId, p.Metadata
+					resp.Members = append(resp.Members, jm)
 				}
 			}
 		}
-		c.maybeCompleteJoin(g)
-		if g.state == groupPreparing && len(g.members) > 0 {
-			c.arm(g, g.deadline)
-		}
-	})
+	}
+	return resp
 }
 
-// maybeCompleteJoin ends the join phase once every member has rejoined: a new generation, a
-// protocol every member supports, and the member list for the leader.
-func (c *coordinator) maybeCompleteJoin(g *kgroup) {
-	if g.state != groupPreparing || c.clock.Now().Before(g.notBefore) || len(g.members) == 0 {
-		return
+// newMemberID is Kafka's member id form: the client id, a dash, a random suffix.
+func newMemberID(clientID string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	if clientID == "" {
+		clientID = "member"
 	}
-	for _, m := range g.members {
-		if m.join == nil {
-			return
-		}
+	if len(clientID) > 200 {
+		clientID = clientID[:200]
 	}
-	if g.members[g.leader] == nil {
-		g.leader = g.order[0]
-	}
-	g.protocol = ""
-	for _, p := range g.members[g.leader].protocols {
-		all := true
-		for _, m := range g.members {
-			found := false
-			for _, q := range m.protocols {
-				found = found || q.Name == p.Name
-			}
-			all = all && found
-		}
-		if all {
-			g.protocol = p.Name
-			break
-		}
-	}
-	g.generation++
-	g.state = groupCompleting
-	for _, id := range g.order {
-		m := g.members[id]
-		out := kmsg.NewPtrJoinGroupResponse()
-		out.Generation, out.LeaderID, out.MemberID = g.generation, g.leader, id
-		out.Protocol, out.ProtocolType = kmsg.StringPtr(g.protocol), kmsg.StringPtr(g.protocolType)
-		if g.protocol == "" {
-			out.ErrorCode = kerr.InconsistentGroupProtocol.Code
-		}
-		if id == g.leader {
-			for _, oid := range g.order {
-				for _, p := range g.members[oid].protocols {
-					if p.Name == g.protocol {
-						jm := kmsg.NewJoinGroupResponseMember()
-						jm.MemberID, jm.ProtocolMetadata = oid, p.Metadata
-						out.Members = append(out.Members, jm)
-					}
-				}
-			}
-		}
-		m.join <- out
-		m.join = nil
-		m.lastSeen = c.clock.Now()
-	}
+	return clientID + "-" + hex.EncodeToString(b[:])
 }
 
-func (c *coordinator) remove(g *kgroup, id string) {
-	delete(g.members, id)
-	for i, x := range g.order {
-		if x == id {
-			g.order = append(g.order[:i:i], g.order[i+1:]...)
-			break
-		}
+// checkMember answers a member's request from the group's state: unknown member, stale
+// generation, or a rebalance to join.
+func checkMember(st *types.QueryKafkaGroupResponse, id string, generation int32) int16 {
+	switch {
+	case findMember(st, id) == nil:
+		return kerr.UnknownMemberID.Code
+	case generation != st.Group.Generation:
+		return kerr.IllegalGeneration.Code
+	case st.Group.State == types.KAFKA_GROUP_STATE_PREPARING_REBALANCE:
+		return kerr.RebalanceInProgress.Code
 	}
-	if len(g.members) == 0 {
-		g.state = groupEmpty
-	}
+	return 0
 }
 
 func (c *coordinator) syncGroup(ctx context.Context, r *kmsg.SyncGroupRequest) kmsg.Response {
 	resp := kmsg.NewPtrSyncGroupResponse()
 	resp.SetVersion(r.Version)
-	c.mu.Lock()
-	g := c.groups[r.Group]
-	var m *kmember
-	if g != nil {
-		m = g.members[r.MemberID]
-	}
-	switch {
-	case m == nil:
-		c.mu.Unlock()
-		resp.ErrorCode = kerr.UnknownMemberID.Code
-		return resp
-	case r.Generation != g.generation:
-		c.mu.Unlock()
-		resp.ErrorCode = kerr.IllegalGeneration.Code
-		return resp
-	case g.state == groupPreparing:
-		c.mu.Unlock()
-		resp.ErrorCode = kerr.RebalanceInProgress.Code
+	st, err := c.state(ctx, r.Group)
+	if err != nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
-	m.lastSeen = c.clock.Now()
-	resp.Protocol, resp.ProtocolType = kmsg.StringPtr(g.protocol), kmsg.StringPtr(g.protocolType)
-	if g.state == groupCompleting && r.MemberID == g.leader {
-		given := map[string][]byte{}
+	if resp.ErrorCode = checkMember(st, r.MemberID, r.Generation); resp.ErrorCode != 0 {
+		return resp
+	}
+	c.touch(r.Group, r.MemberID, time.Duration(findMember(st, r.MemberID).SessionTimeoutMs)*time.Millisecond)
+	if st.Group.State == types.KAFKA_GROUP_STATE_COMPLETING_REBALANCE && r.MemberID == st.Group.Leader {
+		sync := &types.MsgKafkaSyncGroup{Owner: c.chain.owner(), GroupId: r.Group, MemberId: r.MemberID, Generation: r.Generation}
 		for _, a := range r.GroupAssignment {
-			given[a.MemberID] = a.MemberAssignment
+			sync.Assignments = append(sync.Assignments, types.KafkaAssignment{MemberId: a.MemberID, Assignment: a.MemberAssignment})
 		}
-		for id, om := range g.members {
-			om.assignment = given[id]
-			if om.sync != nil && id != r.MemberID {
-				out := kmsg.NewPtrSyncGroupResponse()
-				out.MemberAssignment, out.Protocol, out.ProtocolType = om.assignment, resp.Protocol, resp.ProtocolType
-				om.sync <- out
-				om.sync = nil
-			}
+		if err := c.chain.submit(ctx, sync); err != nil {
+			resp.ErrorCode = kafkaCode(err)
+			return resp
 		}
-		g.state = groupStable
 	}
-	if g.state == groupStable {
-		resp.MemberAssignment = m.assignment
-		c.mu.Unlock()
-		return resp
+	for {
+		if resp.ErrorCode = checkMember(st, r.MemberID, r.Generation); resp.ErrorCode != 0 {
+			return resp
+		}
+		if st.Group.State == types.KAFKA_GROUP_STATE_STABLE {
+			resp.Protocol, resp.ProtocolType = kmsg.StringPtr(st.Group.Protocol), kmsg.StringPtr(st.Group.ProtocolType)
+			resp.MemberAssignment = findMember(st, r.MemberID).Assignment
+			return resp
+		}
+		if !sleep(ctx) {
+			resp.ErrorCode = kerr.RebalanceInProgress.Code
+			return resp
+		}
+		if st, err = c.state(ctx, r.Group); err != nil {
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return resp
+		}
 	}
-	ch := make(chan *kmsg.SyncGroupResponse, 1)
-	m.sync = ch
-	c.mu.Unlock()
-	resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-	return await(ctx, ch, resp, r.Version)
 }
 
-func (c *coordinator) heartbeat(r *kmsg.HeartbeatRequest) kmsg.Response {
+func (c *coordinator) heartbeat(ctx context.Context, r *kmsg.HeartbeatRequest) kmsg.Response {
 	resp := kmsg.NewPtrHeartbeatResponse()
 	resp.SetVersion(r.Version)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	resp.ErrorCode = c.check(r.Group, r.MemberID, r.Generation)
-	if resp.ErrorCode == 0 && c.groups[r.Group].state == groupPreparing {
-		resp.ErrorCode = kerr.RebalanceInProgress.Code
+	st, err := c.state(ctx, r.Group)
+	if err != nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp
+	}
+	resp.ErrorCode = checkMember(st, r.MemberID, r.Generation)
+	if m := findMember(st, r.MemberID); m == nil {
+		c.forget(r.Group, r.MemberID)
+	} else {
+		// Possibly a member that joined through another gateway (which died): this gateway
+		// renews it from now on.
+		c.touch(r.Group, r.MemberID, time.Duration(m.SessionTimeoutMs)*time.Millisecond)
 	}
 	return resp
 }
 
-// check fences a member's request by group membership and generation, and counts as a sign
-// of life.
-func (c *coordinator) check(group, member string, generation int32) int16 {
-	g := c.groups[group]
-	if g == nil || g.members[member] == nil {
-		return kerr.UnknownMemberID.Code
-	}
-	if generation != g.generation {
-		return kerr.IllegalGeneration.Code
-	}
-	g.members[member].lastSeen = c.clock.Now()
-	return 0
-}
-
-func (c *coordinator) leaveGroup(r *kmsg.LeaveGroupRequest) kmsg.Response {
+func (c *coordinator) leaveGroup(ctx context.Context, r *kmsg.LeaveGroupRequest) kmsg.Response {
 	resp := kmsg.NewPtrLeaveGroupResponse()
 	resp.SetVersion(r.Version)
 	ids := []string{r.MemberID}
@@ -381,86 +394,72 @@ func (c *coordinator) leaveGroup(r *kmsg.LeaveGroupRequest) kmsg.Response {
 			ids = append(ids, m.MemberID)
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g := c.groups[r.Group]
+	st, err := c.state(ctx, r.Group)
+	if err != nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp
+	}
+	var leaving []string
 	for _, id := range ids {
 		out := kmsg.NewLeaveGroupResponseMember()
 		out.MemberID = id
-		if g == nil || g.members[id] == nil {
+		if findMember(st, id) == nil {
 			out.ErrorCode = kerr.UnknownMemberID.Code
 			if r.Version < 3 {
 				resp.ErrorCode = kerr.UnknownMemberID.Code
 			}
 		} else {
-			c.remove(g, id)
+			leaving = append(leaving, id)
 		}
 		resp.Members = append(resp.Members, out)
 	}
-	if g != nil && len(g.members) > 0 {
-		c.prepareRebalance(g, false)
+	c.forget(r.Group, ids...)
+	if len(leaving) > 0 {
+		if err := c.chain.submit(ctx, &types.MsgKafkaLeaveGroup{Owner: c.chain.owner(), GroupId: r.Group, MemberIds: leaving}); err != nil {
+			resp.ErrorCode = kafkaCode(err)
+			for i := range resp.Members {
+				if resp.Members[i].ErrorCode == 0 {
+					resp.Members[i].ErrorCode = resp.ErrorCode
+				}
+			}
+		}
 	}
 	return resp
 }
 
-// janitor expires sessions twice a second.
-func (c *coordinator) janitor() {
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-t.C:
-		}
-		c.expire()
-	}
-}
-
-// expire drops the members whose session expired, which starts a rebalance for the rest.
-func (c *coordinator) expire() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.clock.Now()
-	for _, g := range c.groups {
-		expired := false
-		for id, m := range g.members {
-			if m.join == nil && m.sync == nil && now.Sub(m.lastSeen) > m.session {
-				c.remove(g, id)
-				expired = true
-			}
-		}
-		if expired && len(g.members) > 0 && g.state != groupPreparing {
-			c.prepareRebalance(g, false)
-		}
-	}
-}
-
+// offsetCommit commits as the Kafka member (fenced on chain by owner and generation); a
+// simple consumer's commit (no member, generation -1) goes through the gateway's own native
+// membership of the group.
 func (c *coordinator) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequest) kmsg.Response {
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	resp.SetVersion(r.Version)
-	code := int16(0)
-	c.mu.Lock()
-	if g := c.groups[r.Group]; r.Generation >= 0 || r.MemberID != "" || (g != nil && len(g.members) > 0) {
-		code = c.check(r.Group, r.MemberID, r.Generation)
-	}
-	c.mu.Unlock()
 	var offsets []types.OffsetCommit
 	var topics []string
-	if code == 0 {
-		for _, t := range r.Topics {
-			topics = append(topics, t.Topic)
-			for _, p := range t.Partitions {
-				if p.Partition < 0 || p.Offset < 0 {
-					continue
-				}
-				md := ""
-				if p.Metadata != nil {
-					md = *p.Metadata
-				}
-				offsets = append(offsets, types.OffsetCommit{Topic: t.Topic, Partition: uint32(p.Partition), Offset: uint64(p.Offset), Metadata: md})
+	for _, t := range r.Topics {
+		topics = append(topics, t.Topic)
+		for _, p := range t.Partitions {
+			if p.Partition < 0 || p.Offset < 0 {
+				continue
 			}
+			md := ""
+			if p.Metadata != nil {
+				md = *p.Metadata
+			}
+			offsets = append(offsets, types.OffsetCommit{Topic: t.Topic, Partition: uint32(p.Partition), Offset: uint64(p.Offset), Metadata: md})
 		}
+	}
+	code := int16(0)
+	switch {
+	case len(offsets) == 0:
+	case r.MemberID != "" || r.Generation >= 0:
+		c.touch(r.Group, r.MemberID, 0)
+		msg := &types.MsgCommitOffsets{Member: c.chain.owner(), GroupId: r.Group, Generation: uint64(max(r.Generation, 0)), KafkaMemberId: r.MemberID, Offsets: offsets}
+		if r.MemberID == "" {
+			code = kerr.UnknownMemberID.Code
+		} else if err := c.chain.submit(ctx, msg); err != nil {
+			code = kafkaCode(err)
+		}
+	default:
 		if err := c.chain.commit(ctx, r.Group, topics, offsets); err != nil {
 			code = kafkaCode(err)
 		}
@@ -491,6 +490,31 @@ type chainGroups struct {
 
 func newChainGroups(clientCtx client.Context, signer *txclient.Signer, query types.QueryClient) *chainGroups {
 	return &chainGroups{clientCtx: clientCtx, signer: signer, query: query, member: map[string]*consumer.GroupConsumer{}}
+}
+
+func (c *chainGroups) owner() string {
+	if c.signer == nil {
+		return ""
+	}
+	return c.signer.Address()
+}
+
+var errNoSigner = errors.New("this gateway has no signing key (--from)")
+
+func (c *chainGroups) submit(ctx context.Context, msgs ...sdk.Msg) error {
+	if c.signer == nil {
+		return errNoSigner
+	}
+	_, err := c.signer.SubmitAndWait(msgs...)
+	return err
+}
+
+func (c *chainGroups) kafkaGroup(ctx context.Context, group string) (*types.QueryKafkaGroupResponse, error) {
+	res, err := c.query.KafkaGroup(ctx, &types.QueryKafkaGroupRequest{GroupId: group})
+	if errors.Is(err, types.ErrUnknownGroup) || status.Code(err) == codes.NotFound {
+		return nil, nil
+	}
+	return res, err
 }
 
 func (c *chainGroups) offsets(ctx context.Context, group string) (*types.QueryGroupOffsetsResponse, error) {

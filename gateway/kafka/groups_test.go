@@ -9,162 +9,168 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
-	errorsmod "cosmossdk.io/errors"
+	"cosmossdk.io/log"
+	"cosmossdk.io/store"
+	"cosmossdk.io/store/metrics"
+	storetypes "cosmossdk.io/store/types"
+	cmtproto "github.com/cometbft/cometbft/proto/tendermint/types"
+	dbm "github.com/cosmos/cosmos-db"
 
+	addresscodec "github.com/cosmos/cosmos-sdk/codec/address"
+	"github.com/cosmos/cosmos-sdk/runtime"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	moduletestutil "github.com/cosmos/cosmos-sdk/types/module/testutil"
+	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
+	govtypes "github.com/cosmos/cosmos-sdk/x/gov/types"
+
+	"github.com/bftlog/bftlog/x/topics"
+	"github.com/bftlog/bftlog/x/topics/keeper"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-// fakeClock is a clock the test moves: timers fire when Advance passes them.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
+// keeperChain is the chain behind the coordinators of these tests: x/topics' real keeper on an
+// in-memory store, with a block every blockTime (block time advancing as the wall clock does,
+// the EndBlocker run each block) and each submit applied all or nothing, as a transaction.
+type keeperChain struct {
+	mu    sync.Mutex
+	ctx   sdk.Context
+	k     keeper.Keeper
+	msgs  types.MsgServer
+	query types.QueryServer
+	addr  string
+	stop  chan struct{}
+	done  chan struct{}
 }
 
-type fakeTimer struct {
-	clock   *fakeClock
-	at      time.Time
-	f       func()
-	stopped bool
+const blockTime = 50 * time.Millisecond
+
+func newKeeperChain(t *testing.T) *keeperChain {
+	t.Helper()
+	key := storetypes.NewKVStoreKey(types.StoreKey)
+	cms := store.NewCommitMultiStore(dbm.NewMemDB(), log.NewNopLogger(), metrics.NewNoOpMetrics())
+	cms.MountStoreWithDB(key, storetypes.StoreTypeIAVL, nil)
+	require.NoError(t, cms.LoadLatestVersion())
+	ctx := sdk.NewContext(cms, cmtproto.Header{}, false, log.NewNopLogger()).WithBlockHeight(1).WithBlockTime(time.Now())
+	enc := moduletestutil.MakeTestEncodingConfig(topics.AppModule{})
+	ac := addresscodec.NewBech32Codec("bftlog")
+	gov, err := ac.BytesToString(authtypes.NewModuleAddress(govtypes.ModuleName))
+	require.NoError(t, err)
+	owner, err := ac.BytesToString([]byte("gateway_____________"))
+	require.NoError(t, err)
+	k := keeper.NewKeeper(enc.Codec, ac, runtime.NewKVStoreService(key), gov)
+	require.NoError(t, k.InitGenesis(ctx, types.DefaultGenesis()))
+	c := &keeperChain{ctx: ctx, k: k, msgs: keeper.NewMsgServerImpl(k), query: keeper.NewQueryServer(k), addr: owner,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	_, err = c.msgs.CreateGroup(ctx, &types.MsgCreateGroup{Admin: owner, GroupId: testGroup, JoinPolicy: types.JOIN_POLICY_ANYONE})
+	require.NoError(t, err)
+	go c.blocks()
+	t.Cleanup(func() { close(c.stop); <-c.done })
+	return c
 }
 
-func (t *fakeTimer) Stop() bool {
-	t.clock.mu.Lock()
-	defer t.clock.mu.Unlock()
-	was := !t.stopped
-	t.stopped = true
-	return was
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) stopper {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{clock: c, at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-// Advance moves the time on by d and runs the timers due by then, in order.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+func (c *keeperChain) blocks() {
+	defer close(c.done)
+	t := time.NewTicker(blockTime)
+	defer t.Stop()
 	for {
-		c.mu.Lock()
-		var due *fakeTimer
-		for _, t := range c.timers {
-			if !t.stopped && !t.at.After(c.now) && (due == nil || t.at.Before(due.at)) {
-				due = t
-			}
-		}
-		if due != nil {
-			due.stopped = true
-		}
-		c.mu.Unlock()
-		if due == nil {
+		select {
+		case <-c.stop:
 			return
+		case now := <-t.C:
+			c.mu.Lock()
+			c.ctx = c.ctx.WithBlockHeight(c.ctx.BlockHeight() + 1).WithBlockTime(now)
+			if err := c.k.EndBlocker(c.ctx); err != nil {
+				panic(err)
+			}
+			c.mu.Unlock()
 		}
-		due.f() // outside the clock's lock: it takes the coordinator's and may arm a timer
 	}
 }
 
-// fakeChain records the commits the coordinator sends to the chain.
-type fakeChain struct {
-	mu        sync.Mutex
-	commits   [][]types.OffsetCommit
-	commitErr error
-	committed []types.GroupOffset
-	readErr   error
-}
+func (c *keeperChain) owner() string { return c.addr }
 
-func (f *fakeChain) commit(_ context.Context, _ string, _ []string, offsets []types.OffsetCommit) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.commitErr != nil {
-		return f.commitErr
+func (c *keeperChain) submit(_ context.Context, msgs ...sdk.Msg) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ctx, write := c.ctx.CacheContext()
+	ctx = ctx.WithGasMeter(storetypes.NewInfiniteGasMeter())
+	for _, m := range msgs {
+		var err error
+		switch m := m.(type) {
+		case *types.MsgKafkaJoinGroup:
+			_, err = c.msgs.KafkaJoinGroup(ctx, m)
+		case *types.MsgKafkaSyncGroup:
+			_, err = c.msgs.KafkaSyncGroup(ctx, m)
+		case *types.MsgKafkaHeartbeat:
+			_, err = c.msgs.KafkaHeartbeat(ctx, m)
+		case *types.MsgKafkaLeaveGroup:
+			_, err = c.msgs.KafkaLeaveGroup(ctx, m)
+		case *types.MsgCommitOffsets:
+			_, err = c.msgs.CommitOffsets(ctx, m)
+		default:
+			panic("unexpected message")
+		}
+		if err != nil {
+			return err
+		}
 	}
-	f.commits = append(f.commits, offsets)
+	write()
 	return nil
 }
 
-func (f *fakeChain) offsets(context.Context, string) (*types.QueryGroupOffsetsResponse, error) {
-	if f.readErr != nil {
-		return nil, f.readErr
+func (c *keeperChain) kafkaGroup(_ context.Context, group string) (*types.QueryKafkaGroupResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	res, err := c.query.KafkaGroup(c.ctx, &types.QueryKafkaGroupRequest{GroupId: group})
+	if err != nil && errorsIsUnknownGroup(err) {
+		return nil, nil
 	}
-	return &types.QueryGroupOffsetsResponse{Offsets: f.committed}, nil
+	return res, err
 }
 
-func newTestCoordinator(t *testing.T) (*coordinator, *fakeClock, *fakeChain) {
-	clk := &fakeClock{now: time.Unix(1_700_000_000, 0)}
-	chain := &fakeChain{}
-	c := newCoordinator(chain, clk)
-	t.Cleanup(c.close)
-	return c, clk, chain
+func (c *keeperChain) commit(context.Context, string, []string, []types.OffsetCommit) error {
+	panic("no simple commits here")
 }
+
+func (c *keeperChain) offsets(_ context.Context, group string) (*types.QueryGroupOffsetsResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.query.GroupOffsets(c.ctx, &types.QueryGroupOffsetsRequest{GroupId: group})
+}
+
+func errorsIsUnknownGroup(err error) bool { return types.ErrUnknownGroup.Is(err) }
 
 const (
 	testGroup   = "billing"
-	testSession = 10 * time.Second
+	testSession = 3 * time.Second
 )
 
 // memberID does the KIP-394 handshake: a v5 join without an id is answered with one.
 func memberID(t *testing.T, c *coordinator) string {
 	t.Helper()
-	r := joinReq("", "range")
-	resp := c.joinGroup(context.Background(), r).(*kmsg.JoinGroupResponse)
+	resp := c.joinGroup(context.Background(), joinReq(""), "rdkafka").(*kmsg.JoinGroupResponse)
 	require.Equal(t, kerr.MemberIDRequired.Code, resp.ErrorCode)
-	require.NotEmpty(t, resp.MemberID)
+	require.Regexp(t, `^rdkafka-[0-9a-f]{24}$`, resp.MemberID)
 	return resp.MemberID
 }
 
-func joinReq(id string, protocols ...string) *kmsg.JoinGroupRequest {
+func joinReq(id string) *kmsg.JoinGroupRequest {
 	r := kmsg.NewPtrJoinGroupRequest()
 	r.SetVersion(5)
 	r.Group, r.MemberID, r.ProtocolType = testGroup, id, "consumer"
-	r.SessionTimeoutMillis, r.RebalanceTimeoutMillis = int32(testSession/time.Millisecond), 20_000
-	for _, p := range protocols {
-		jp := kmsg.NewJoinGroupRequestProtocol()
-		jp.Name, jp.Metadata = p, []byte("meta-of-"+id+"-"+p)
-		r.Protocols = append(r.Protocols, jp)
-	}
+	r.SessionTimeoutMillis, r.RebalanceTimeoutMillis = int32(testSession/time.Millisecond), 4000
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "range", []byte("subscription of "+id)
+	r.Protocols = append(r.Protocols, p)
 	return r
 }
 
-// join starts a JoinGroup that waits for the join phase to end.
-func join(c *coordinator, id string, protocols ...string) <-chan *kmsg.JoinGroupResponse {
-	out := make(chan *kmsg.JoinGroupResponse, 1)
-	go func() {
-		out <- c.joinGroup(context.Background(), joinReq(id, protocols...)).(*kmsg.JoinGroupResponse)
-	}()
-	return out
-}
-
-// waitJoining waits until the members' joins are waiting in the coordinator.
-func waitJoining(t *testing.T, c *coordinator, ids ...string) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		g := c.groups[testGroup]
-		if g == nil {
-			return false
-		}
-		for _, id := range ids {
-			if m := g.members[id]; m == nil || m.join == nil {
-				return false
-			}
-		}
-		return true
-	}, 2*time.Second, time.Millisecond)
+// join runs a JoinGroup in the background, as a client's request waiting for its generation.
+func join(c *coordinator, id string) <-chan *kmsg.JoinGroupResponse {
+	ch := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() { ch <- c.joinGroup(context.Background(), joinReq(id), "rdkafka").(*kmsg.JoinGroupResponse) }()
+	return ch
 }
 
 func receive[T any](t *testing.T, ch <-chan T) T {
@@ -172,245 +178,139 @@ func receive[T any](t *testing.T, ch <-chan T) T {
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(2 * time.Second):
-		t.Fatal("no answer")
-		var zero T
-		return zero
+	case <-time.After(20 * time.Second):
+		t.Fatal("no answer within 20 s")
+		panic("unreachable")
 	}
 }
 
-func syncReq(id string, generation int32, assignment map[string]string) *kmsg.SyncGroupRequest {
+func syncGroup(c *coordinator, id string, generation int32, assignment map[string]string) <-chan *kmsg.SyncGroupResponse {
 	r := kmsg.NewPtrSyncGroupRequest()
 	r.SetVersion(3)
 	r.Group, r.MemberID, r.Generation = testGroup, id, generation
-	for mid, a := range assignment {
+	for m, a := range assignment {
 		ga := kmsg.NewSyncGroupRequestGroupAssignment()
-		ga.MemberID, ga.MemberAssignment = mid, []byte(a)
+		ga.MemberID, ga.MemberAssignment = m, []byte(a)
 		r.GroupAssignment = append(r.GroupAssignment, ga)
 	}
-	return r
+	ch := make(chan *kmsg.SyncGroupResponse, 1)
+	go func() { ch <- c.syncGroup(context.Background(), r).(*kmsg.SyncGroupResponse) }()
+	return ch
 }
 
 func heartbeat(c *coordinator, id string, generation int32) int16 {
 	r := kmsg.NewPtrHeartbeatRequest()
-	r.SetVersion(3)
 	r.Group, r.MemberID, r.Generation = testGroup, id, generation
-	return c.heartbeat(r).(*kmsg.HeartbeatResponse).ErrorCode
+	return c.heartbeat(context.Background(), r).(*kmsg.HeartbeatResponse).ErrorCode
 }
 
-// formGroup has two members join one generation and take the leader's assignment; it returns
-// the leader's and the follower's ids.
-func formGroup(t *testing.T, c *coordinator, clk *fakeClock) (string, string) {
-	t.Helper()
-	a, b := memberID(t, c), memberID(t, c)
-	require.NotEqual(t, a, b)
-	ja := join(c, a, "range", "roundrobin")
-	waitJoining(t, c, a)
-	jb := join(c, b, "roundrobin", "range")
-	waitJoining(t, c, a, b)
-	// A new group waits initialRebalanceDelay for its members to gather.
-	clk.Advance(initialRebalanceDelay - time.Millisecond)
-	select {
-	case <-ja:
-		t.Fatal("join phase ended before the initial delay")
-	default:
-	}
-	clk.Advance(time.Millisecond)
-	ra, rb := receive(t, ja), receive(t, jb)
+func commit(c *coordinator, id string, generation int32, offset int64) int16 {
+	r := kmsg.NewPtrOffsetCommitRequest()
+	r.Group, r.MemberID, r.Generation = testGroup, id, generation
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "orders"
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = 0, offset
+	rt.Partitions = append(rt.Partitions, rp)
+	r.Topics = append(r.Topics, rt)
+	return c.offsetCommit(context.Background(), r).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+}
 
+// Two gateways (coordinators) in front of one chain serve one group: members that joined
+// through either form one generation; the leader's assignment, given to one gateway, reaches
+// the member on the other; commits are fenced by the chain's generation; when one gateway
+// dies, its member expires on chain and the survivor's member is told to rejoin and gets a
+// generation of its own.
+func TestGatewaysShareGroupsThroughTheChain(t *testing.T) {
+	chain := newKeeperChain(t)
+	chain.mu.Lock()
+	require.NoError(t, chain.k.Topics.Set(chain.ctx, "orders", types.Topic{Name: "orders", Partitions: 1}))
+	require.NoError(t, chain.k.Partitions.Set(chain.ctx, types.TopicPartition{Topic: "orders", Partition: 0}, types.Partition{Topic: "orders", HighWatermark: 10}))
+	chain.mu.Unlock()
+	a, b := newCoordinator(chain), newCoordinator(chain)
+	t.Cleanup(a.close)
+
+	idA, idB := memberID(t, a), memberID(t, b)
+	ja, jb := join(a, idA), join(b, idB)
+	ra, rb := receive(t, ja), receive(t, jb)
 	require.Zero(t, ra.ErrorCode)
 	require.Zero(t, rb.ErrorCode)
-	require.EqualValues(t, 1, ra.Generation)
-	require.EqualValues(t, 1, rb.Generation)
-	require.Equal(t, a, ra.LeaderID, "the first member to join leads")
-	require.Equal(t, a, rb.LeaderID)
-	require.Equal(t, a, ra.MemberID)
-	require.Equal(t, b, rb.MemberID)
-	require.Equal(t, "range", *ra.Protocol, "the leader's first protocol every member supports")
-	require.Equal(t, "range", *rb.Protocol)
-	require.Equal(t, "consumer", *ra.ProtocolType)
-	require.Len(t, ra.Members, 2, "the leader gets the member list")
-	require.Equal(t, a, ra.Members[0].MemberID)
-	require.Equal(t, "meta-of-"+a+"-range", string(ra.Members[0].ProtocolMetadata))
-	require.Equal(t, b, ra.Members[1].MemberID)
-	require.Equal(t, "meta-of-"+b+"-range", string(ra.Members[1].ProtocolMetadata))
-	require.Empty(t, rb.Members, "followers get no member list")
-
-	// The follower's SyncGroup waits for the leader's, which carries everyone's assignment.
-	sb := make(chan *kmsg.SyncGroupResponse, 1)
-	go func() {
-		sb <- c.syncGroup(context.Background(), syncReq(b, 1, nil)).(*kmsg.SyncGroupResponse)
-	}()
-	require.Eventually(t, func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return c.groups[testGroup].members[b].sync != nil
-	}, 2*time.Second, time.Millisecond)
-	sa := c.syncGroup(context.Background(), syncReq(a, 1, map[string]string{a: "partitions-0-1", b: "partitions-2"})).(*kmsg.SyncGroupResponse)
-	require.Zero(t, sa.ErrorCode)
-	require.Equal(t, "partitions-0-1", string(sa.MemberAssignment))
-	require.Equal(t, "range", *sa.Protocol)
-	got := receive(t, sb)
-	require.Zero(t, got.ErrorCode)
-	require.Equal(t, "partitions-2", string(got.MemberAssignment))
-	require.Equal(t, "range", *got.Protocol)
-
-	// A sync after the group is stable answers at once with the member's assignment.
-	again := c.syncGroup(context.Background(), syncReq(b, 1, nil)).(*kmsg.SyncGroupResponse)
-	require.Zero(t, again.ErrorCode)
-	require.Equal(t, "partitions-2", string(again.MemberAssignment))
-	return a, b
-}
-
-// Two members join one generation, the leader gets the member list and its SyncGroup
-// distributes the assignment; heartbeats keep both members.
-func TestCoordinatorJoinSyncHeartbeat(t *testing.T) {
-	c, clk, _ := newTestCoordinator(t)
-	a, b := formGroup(t, c, clk)
-
-	for i := 0; i < 5; i++ { // 25s, well past the 10s session, heartbeating every 5s
-		clk.Advance(5 * time.Second)
-		require.Zero(t, heartbeat(c, a, 1))
-		require.Zero(t, heartbeat(c, b, 1))
-		c.expire()
+	require.Equal(t, ra.Generation, rb.Generation, "one generation across gateways")
+	leader, follower := a, b
+	leaderID, followerID, lr := idA, idB, ra
+	if ra.LeaderID != idA {
+		leader, follower, leaderID, followerID, lr = b, a, idB, idA, rb
 	}
-	c.mu.Lock()
-	g := c.groups[testGroup]
-	require.Equal(t, groupStable, g.state)
-	require.EqualValues(t, 1, g.generation)
-	require.Len(t, g.members, 2)
-	c.mu.Unlock()
+	require.Len(t, lr.Members, 2, "the leader sees both members, whichever gateway they came through")
+	gen := lr.Generation
+
+	fs := syncGroup(follower, followerID, gen, nil) // waits for the leader's assignment
+	ls := syncGroup(leader, leaderID, gen, map[string]string{leaderID: "p0", followerID: "p1"})
+	require.Equal(t, "p0", string(receive(t, ls).MemberAssignment))
+	require.Equal(t, "p1", string(receive(t, fs).MemberAssignment))
+	require.Zero(t, heartbeat(follower, followerID, gen))
+	require.Equal(t, kerr.IllegalGeneration.Code, heartbeat(follower, followerID, gen-1))
+
+	require.Zero(t, commit(follower, followerID, gen, 5))
+	require.Equal(t, kerr.IllegalGeneration.Code, commit(follower, followerID, gen-1, 6))
+	require.Equal(t, kerr.UnknownMemberID.Code, commit(follower, "nobody", gen, 6))
+
+	// Gateway b dies: nothing renews its member, the chain expires it after its session, and
+	// a's member is told to rejoin.
+	b.close()
+	survivor, survivorID, dead := a, idA, idB
+	start := time.Now()
+	code := int16(0)
+	for code == 0 && time.Since(start) < 3*testSession {
+		time.Sleep(200 * time.Millisecond)
+		code = heartbeat(survivor, survivorID, gen)
+	}
+	require.Equal(t, kerr.RebalanceInProgress.Code, code)
+	t.Logf("the dead gateway's member expired and the group started to rebalance %v after the gateway stopped (session %v)", time.Since(start).Round(10*time.Millisecond), testSession)
+	r := receive(t, join(survivor, survivorID))
+	require.Zero(t, r.ErrorCode)
+	require.Equal(t, gen+1, r.Generation)
+	require.Equal(t, survivorID, r.LeaderID)
+	require.Len(t, r.Members, 1)
+	require.NotEqual(t, dead, r.Members[0].MemberID)
+
+	res, err := chain.offsets(context.Background(), testGroup)
+	require.NoError(t, err)
+	require.Len(t, res.Offsets, 1)
+	require.Equal(t, uint64(5), res.Offsets[0].Committed.Offset)
 }
 
-// A member that stops heartbeating is dropped after its session timeout; the group rebalances
-// into a new generation without it, and fencing answers stale generations and unknown members.
-func TestCoordinatorExpiresSilentMember(t *testing.T) {
-	c, clk, _ := newTestCoordinator(t)
-	a, b := formGroup(t, c, clk)
+// A member leaving through its gateway empties the group at once; a member cannot be taken
+// over by another account (the chain checks the owner).
+func TestGatewayLeaveGroup(t *testing.T) {
+	chain := newKeeperChain(t)
+	c := newCoordinator(chain)
+	t.Cleanup(c.close)
+	id := memberID(t, c)
+	r := receive(t, join(c, id))
+	require.Zero(t, r.ErrorCode)
+	require.Zero(t, receive(t, syncGroup(c, id, r.Generation, map[string]string{id: "all"})).ErrorCode)
 
-	clk.Advance(6 * time.Second)
-	require.Zero(t, heartbeat(c, a, 1))
-	c.expire()
-	require.Zero(t, heartbeat(c, b, 1), "6s of silence is within the 10s session")
-	clk.Advance(6 * time.Second)
-	require.Zero(t, heartbeat(c, a, 1))
-	c.expire()
-	require.Zero(t, heartbeat(c, a, 1), "a is alive")
-	clk.Advance(testSession + time.Millisecond) // b silent past its session; a heartbeats along
-	require.Zero(t, heartbeat(c, a, 1))
-	c.expire()
-
-	require.Equal(t, kerr.UnknownMemberID.Code, heartbeat(c, b, 1), "b expired")
-	require.Equal(t, kerr.RebalanceInProgress.Code, heartbeat(c, a, 1), "a must rejoin")
-	sync := c.syncGroup(context.Background(), syncReq(a, 1, nil)).(*kmsg.SyncGroupResponse)
-	require.Equal(t, kerr.RebalanceInProgress.Code, sync.ErrorCode)
-
-	// a rejoins: no initial delay for an existing group, and a is the only member.
-	ra := receive(t, join(c, a, "range"))
-	require.Zero(t, ra.ErrorCode)
-	require.EqualValues(t, 2, ra.Generation)
-	require.Equal(t, a, ra.LeaderID)
-	require.Len(t, ra.Members, 1)
-	require.Equal(t, a, ra.Members[0].MemberID)
-
-	// The old generation is fenced.
-	require.Equal(t, kerr.IllegalGeneration.Code, heartbeat(c, a, 1))
-	stale := c.syncGroup(context.Background(), syncReq(a, 1, map[string]string{a: "x"})).(*kmsg.SyncGroupResponse)
-	require.Equal(t, kerr.IllegalGeneration.Code, stale.ErrorCode)
-	sa := c.syncGroup(context.Background(), syncReq(a, 2, map[string]string{a: "everything"})).(*kmsg.SyncGroupResponse)
-	require.Zero(t, sa.ErrorCode)
-	require.Equal(t, "everything", string(sa.MemberAssignment))
-	require.Zero(t, heartbeat(c, a, 2))
-
-	// Members the group does not know, in a known group and in an unknown one.
-	require.Equal(t, kerr.UnknownMemberID.Code, heartbeat(c, "nobody", 2))
-	unknown := c.syncGroup(context.Background(), syncReq("nobody", 2, nil)).(*kmsg.SyncGroupResponse)
-	require.Equal(t, kerr.UnknownMemberID.Code, unknown.ErrorCode)
-	r := kmsg.NewPtrHeartbeatRequest()
-	r.Group, r.MemberID, r.Generation = "other-group", a, 2
-	require.Equal(t, kerr.UnknownMemberID.Code, c.heartbeat(r).(*kmsg.HeartbeatResponse).ErrorCode)
-}
-
-// A member that leaves starts a rebalance for the others; leaving twice is an unknown member.
-func TestCoordinatorLeaveGroup(t *testing.T) {
-	c, clk, _ := newTestCoordinator(t)
-	a, b := formGroup(t, c, clk)
-
-	leave := kmsg.NewPtrLeaveGroupRequest()
-	leave.SetVersion(3)
-	leave.Group = testGroup
-	lm := kmsg.NewLeaveGroupRequestMember()
-	lm.MemberID = b
-	leave.Members = append(leave.Members, lm)
-	resp := c.leaveGroup(leave).(*kmsg.LeaveGroupResponse)
+	lr := kmsg.NewPtrLeaveGroupRequest()
+	lr.SetVersion(3)
+	lr.Group = testGroup
+	m := kmsg.NewLeaveGroupRequestMember()
+	m.MemberID = id
+	lr.Members = append(lr.Members, m)
+	resp := c.leaveGroup(context.Background(), lr).(*kmsg.LeaveGroupResponse)
 	require.Zero(t, resp.ErrorCode)
-	require.Len(t, resp.Members, 1)
-	require.Equal(t, b, resp.Members[0].MemberID)
 	require.Zero(t, resp.Members[0].ErrorCode)
+	st, err := chain.kafkaGroup(context.Background(), testGroup)
+	require.NoError(t, err)
+	require.Equal(t, types.KAFKA_GROUP_STATE_EMPTY, st.Group.State)
+	require.Empty(t, st.Members)
 
-	require.Equal(t, kerr.RebalanceInProgress.Code, heartbeat(c, a, 1))
-	require.Equal(t, kerr.UnknownMemberID.Code, heartbeat(c, b, 1))
-
-	old := kmsg.NewPtrLeaveGroupRequest() // v0: one member id, the error at the top level
-	old.Group, old.MemberID = testGroup, b
-	again := c.leaveGroup(old).(*kmsg.LeaveGroupResponse)
-	require.Equal(t, kerr.UnknownMemberID.Code, again.ErrorCode)
-
-	ra := receive(t, join(c, a, "range"))
-	require.Zero(t, ra.ErrorCode)
-	require.EqualValues(t, 2, ra.Generation)
-	require.Len(t, ra.Members, 1)
-}
-
-// OffsetCommit is fenced by the Kafka generation before anything reaches the chain; the chain's
-// own fencing comes back as Kafka's code. OffsetFetch reads the chain's committed offsets.
-func TestCoordinatorOffsetsGoThroughTheChain(t *testing.T) {
-	c, clk, chain := newTestCoordinator(t)
-	a, _ := formGroup(t, c, clk)
-
-	commit := func(generation int32, offset int64) int16 {
-		r := kmsg.NewPtrOffsetCommitRequest()
-		r.SetVersion(7)
-		r.Group, r.MemberID, r.Generation = testGroup, a, generation
-		rt := kmsg.NewOffsetCommitRequestTopic()
-		rt.Topic = "orders"
-		rp := kmsg.NewOffsetCommitRequestTopicPartition()
-		rp.Partition, rp.Offset = 1, offset
-		rt.Partitions = append(rt.Partitions, rp)
-		r.Topics = append(r.Topics, rt)
-		resp := c.offsetCommit(context.Background(), r).(*kmsg.OffsetCommitResponse)
-		require.Len(t, resp.Topics, 1)
-		require.Len(t, resp.Topics[0].Partitions, 1)
-		require.EqualValues(t, 1, resp.Topics[0].Partitions[0].Partition)
-		return resp.Topics[0].Partitions[0].ErrorCode
-	}
-	require.Equal(t, kerr.IllegalGeneration.Code, commit(0, 5))
-	require.Empty(t, chain.commits, "a fenced commit does not reach the chain")
-	require.Zero(t, commit(1, 42))
-	require.Equal(t, [][]types.OffsetCommit{{{Topic: "orders", Partition: 1, Offset: 42}}}, chain.commits)
-	chain.commitErr = errorsmod.ABCIError(types.ModuleName, types.ErrIllegalGeneration.ABCICode(), "on-chain generation moved")
-	require.Equal(t, kerr.IllegalGeneration.Code, commit(1, 43))
-
-	fetch := func() *kmsg.OffsetFetchResponse {
-		r := kmsg.NewPtrOffsetFetchRequest()
-		r.SetVersion(7)
-		r.Group = testGroup
-		rt := kmsg.NewOffsetFetchRequestTopic()
-		rt.Topic, rt.Partitions = "orders", []int32{0, 1}
-		r.Topics = append(r.Topics, rt)
-		return c.offsetFetch(context.Background(), r).(*kmsg.OffsetFetchResponse)
-	}
-	chain.committed = []types.GroupOffset{{Committed: types.CommittedOffset{Topic: "orders", Partition: 1, Offset: 42, Metadata: "m"}}}
-	got := fetch()
-	require.Zero(t, got.ErrorCode)
-	require.EqualValues(t, -1, got.Topics[0].Partitions[0].Offset, "nothing committed")
-	require.EqualValues(t, 42, got.Topics[0].Partitions[1].Offset)
-	require.Equal(t, "m", *got.Topics[0].Partitions[1].Metadata)
-
-	chain.readErr = status.Error(codes.NotFound, "no such group") // a group nothing committed for
-	got = fetch()
-	require.Zero(t, got.ErrorCode)
-	require.EqualValues(t, -1, got.Topics[0].Partitions[1].Offset)
-	chain.readErr = status.Error(codes.Unavailable, "node down")
-	require.Equal(t, kerr.CoordinatorNotAvailable.Code, fetch().ErrorCode)
+	other := &types.MsgKafkaJoinGroup{Owner: chain.addr, GroupId: testGroup, MemberId: "taken", ProtocolType: "consumer",
+		SessionTimeoutMs: 3000, Protocols: []types.KafkaProtocol{{Name: "range"}}}
+	require.NoError(t, chain.submit(context.Background(), other))
+	thief := *other
+	var err2 error
+	thief.Owner, err2 = addresscodec.NewBech32Codec("bftlog").BytesToString([]byte("intruder____________"))
+	require.NoError(t, err2)
+	require.ErrorIs(t, chain.submit(context.Background(), &thief), types.ErrGroupAuthorization)
 }

@@ -42,6 +42,10 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
 				},
 				{
+					RpcMethod: "KafkaGroup", Use: "kafka-group [group-id]", Short: "Show a Kafka-protocol group (members of Kafka clients through gateways): state, generation, leader, members",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
+				},
+				{
 					RpcMethod: "Lag", Use: "lag [group-id]", Short: "Show a group's lag per partition: high watermark minus committed offset",
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
 				},
@@ -64,7 +68,12 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 				},
 				{RpcMethod: "UpdateParams", Skip: true, GovProposal: true},
 				{RpcMethod: "CommitOffsets", Skip: true}, // consume --group commits as it goes
-				{RpcMethod: "ResetOffsets", Skip: true},  // hand-written: reset-offsets
+				// Kafka's group protocol, spoken by Kafka clients through bftlogd kafka serve.
+				{RpcMethod: "KafkaJoinGroup", Skip: true},
+				{RpcMethod: "KafkaSyncGroup", Skip: true},
+				{RpcMethod: "KafkaHeartbeat", Skip: true},
+				{RpcMethod: "KafkaLeaveGroup", Skip: true},
+				{RpcMethod: "ResetOffsets", Skip: true}, // hand-written: reset-offsets
 				{
 					RpcMethod: "JoinGroup", Use: "join-group [group-id] [topic]...", Short: "Join a consumer group subscribed to topics (a new group is created admitting only you)",
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}, {ProtoField: "topics", Varargs: true}},

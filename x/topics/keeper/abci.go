@@ -6,7 +6,8 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 )
 
-// EndBlocker expires silent group members, then purges deleted topics and applies retention
+// EndBlocker expires silent group members, forms the Kafka groups' generations that are due,
+// then purges deleted topics and applies retention
 // within one shared cleanup budget. Which of the two goes first alternates by block height, so
 // a flood of deleted topics cannot starve retention, nor a retention backlog the purges.
 func (k Keeper) EndBlocker(ctx context.Context) error {
@@ -15,6 +16,9 @@ func (k Keeper) EndBlocker(ctx context.Context) error {
 	}
 	params, err := k.Params.Get(ctx)
 	if err != nil {
+		return err
+	}
+	if _, err := k.CompleteKafkaRebalances(ctx, params.MaxExpiryWorkPerBlock); err != nil {
 		return err
 	}
 	budget := newCleanupBudget(params)

@@ -106,6 +106,11 @@ func (k Keeper) JoinGroup(ctx context.Context, msg *types.MsgJoinGroup) (*types.
 		if err := mayJoin(g, msg.Member); err != nil {
 			return nil, err
 		}
+		if kafka, err := k.KafkaGroups.Has(ctx, msg.GroupId); err != nil {
+			return nil, err
+		} else if kafka {
+			return nil, errorsmod.Wrapf(types.ErrInconsistentGroupProtocol, "group %q is run by Kafka clients' group protocol (through a Kafka gateway)", msg.GroupId)
+		}
 	}
 	members, err := k.GroupMembers(ctx, msg.GroupId)
 	if err != nil {
@@ -478,6 +483,7 @@ func (k Keeper) expireMembers(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	groups = groups[:0]
+	var kafkaGroups []string
 	for _, key := range due {
 		// Remove the due entry itself first: an entry that no longer matches its member (or a
 		// member that is gone) must not stop the EndBlocker, which would halt the chain.
@@ -486,6 +492,13 @@ func (k Keeper) expireMembers(ctx context.Context) (uint64, error) {
 		}
 		m, err := k.Members.Get(ctx, collections.Join(key.K2(), key.K3()))
 		if isNotFound(err) {
+			expired, err := k.expireKafkaMember(ctx, key)
+			if err != nil {
+				return 0, err
+			}
+			if expired && !containsString(kafkaGroups, key.K2()) {
+				kafkaGroups = append(kafkaGroups, key.K2())
+			}
 			continue
 		} else if err != nil {
 			return 0, err
@@ -509,6 +522,17 @@ func (k Keeper) expireMembers(ctx context.Context) (uint64, error) {
 		if err := k.rebalance(ctx, &g, "expire"); err != nil {
 			return 0, err
 		}
+	}
+	sort.Strings(kafkaGroups)
+	for _, id := range kafkaGroups {
+		kg, err := k.KafkaGroups.Get(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		if err := k.kafkaMembersGone(ctx, &kg, "expire"); err != nil {
+			return 0, err
+		}
+		work += uint64(1) // the group's rebalance; its members were counted as they expired
 	}
 	return work, nil
 }

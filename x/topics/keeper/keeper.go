@@ -43,6 +43,12 @@ type Keeper struct {
 	// only the members that are due. Index maps store true rather than being KeySets: an empty
 	// store value leaves ics23 unable to prove the absence of a key next to it (client/verify).
 	MemberExpiry collections.Map[collections.Triple[int64, string, string], bool]
+	// KafkaGroups holds the Kafka group protocol's state of groups whose members are Kafka
+	// clients (kafka_groups.go); KafkaMembers is keyed by (group, member id).
+	KafkaGroups  collections.Map[string, types.KafkaGroup]
+	KafkaMembers collections.Map[collections.Pair[string, string], types.KafkaMember]
+	// KafkaRebalanceDue indexes (time, group) when a Kafka group's join phase may complete.
+	KafkaRebalanceDue collections.Map[collections.Pair[int64, string], bool]
 	// Offsets is keyed by (group, (topic, partition)).
 	Offsets collections.Map[collections.Pair[string, types.TopicPartition], types.CommittedOffset]
 	// GroupTopics indexes (topic, group) pairs that have offsets, for topic deletion.
@@ -91,6 +97,11 @@ func NewKeeper(cdc codec.BinaryCodec, addressCodec address.Codec, storeService c
 			collections.PairKeyCodec(collections.StringKey, collections.StringKey), codec.CollValue[types.Member](cdc)),
 		MemberExpiry: collections.NewMap(sb, types.MemberExpiryPrefix, "member_expiry",
 			collections.TripleKeyCodec(collections.Int64Key, collections.StringKey, collections.StringKey), collections.BoolValue),
+		KafkaGroups: collections.NewMap(sb, types.KafkaGroupsPrefix, "kafka_groups", collections.StringKey, codec.CollValue[types.KafkaGroup](cdc)),
+		KafkaMembers: collections.NewMap(sb, types.KafkaMembersPrefix, "kafka_members",
+			collections.PairKeyCodec(collections.StringKey, collections.StringKey), codec.CollValue[types.KafkaMember](cdc)),
+		KafkaRebalanceDue: collections.NewMap(sb, types.KafkaRebalanceDuePrefix, "kafka_rebalance_due",
+			collections.PairKeyCodec(collections.Int64Key, collections.StringKey), collections.BoolValue),
 		Offsets: collections.NewMap(sb, types.OffsetsPrefix, "offsets",
 			types.OffsetKeyCodec, codec.CollValue[types.CommittedOffset](cdc)),
 		GroupTopics: collections.NewMap(sb, types.GroupTopicsPrefix, "group_topics",

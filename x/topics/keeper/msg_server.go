@@ -130,3 +130,34 @@ func (m msgServer) TransferGroupAdmin(ctx context.Context, msg *types.MsgTransfe
 	}
 	return &types.MsgTransferGroupAdminResponse{}, nil
 }
+
+func (m msgServer) KafkaJoinGroup(ctx context.Context, msg *types.MsgKafkaJoinGroup) (*types.MsgKafkaJoinGroupResponse, error) {
+	kg, err := m.k.KafkaJoinGroup(ctx, msg)
+	if err != nil {
+		return nil, err
+	}
+	return &types.MsgKafkaJoinGroupResponse{Group: kg}, nil
+}
+
+func (m msgServer) KafkaSyncGroup(ctx context.Context, msg *types.MsgKafkaSyncGroup) (*types.MsgKafkaSyncGroupResponse, error) {
+	kg, err := m.k.KafkaSyncGroup(ctx, msg)
+	if err != nil {
+		return nil, err
+	}
+	return &types.MsgKafkaSyncGroupResponse{Group: kg}, nil
+}
+
+func (m msgServer) KafkaHeartbeat(ctx context.Context, msg *types.MsgKafkaHeartbeat) (*types.MsgKafkaHeartbeatResponse, error) {
+	kg, err := m.k.KafkaHeartbeat(ctx, msg)
+	if err != nil {
+		return nil, err
+	}
+	return &types.MsgKafkaHeartbeatResponse{Group: kg}, nil
+}
+
+func (m msgServer) KafkaLeaveGroup(ctx context.Context, msg *types.MsgKafkaLeaveGroup) (*types.MsgKafkaLeaveGroupResponse, error) {
+	if err := m.k.KafkaLeaveGroup(ctx, msg); err != nil {
+		return nil, err
+	}
+	return &types.MsgKafkaLeaveGroupResponse{}, nil
+}

@@ -28,6 +28,9 @@ func (k Keeper) CommitOffsets(ctx context.Context, msg *types.MsgCommitOffsets) 
 	if err != nil {
 		return err
 	}
+	if msg.KafkaMemberId != "" {
+		return k.commitKafkaOffsets(ctx, g, msg)
+	}
 	m, err := k.getMember(ctx, msg.GroupId, msg.Member)
 	if err != nil {
 		return err
@@ -61,6 +64,30 @@ func (k Keeper) CommitOffsets(ctx context.Context, msg *types.MsgCommitOffsets) 
 		return err
 	}
 	return k.touch(ctx, g, &m) // a commit is also a liveness signal
+}
+
+// commitKafkaOffsets is CommitOffsets for a member of a Kafka group (kafka_groups.go).
+func (k Keeper) commitKafkaOffsets(ctx context.Context, g types.Group, msg *types.MsgCommitOffsets) error {
+	if err := mayJoin(g, msg.Member); err != nil {
+		return err
+	}
+	if err := k.commitAsKafkaMember(ctx, msg); err != nil {
+		return err
+	}
+	seen := map[types.TopicPartition]bool{}
+	committed := make([]types.CommittedOffset, len(msg.Offsets))
+	for i, o := range msg.Offsets {
+		id := types.TopicPartition{Topic: o.Topic, Partition: o.Partition}
+		if seen[id] {
+			return errorsmod.Wrapf(types.ErrInvalidRequest, "%s/%d listed twice", o.Topic, o.Partition)
+		}
+		seen[id] = true
+		if err := k.checkCommitOffset(ctx, o.Topic, o.Partition, o.Offset); err != nil {
+			return err
+		}
+		committed[i] = types.CommittedOffset{GroupId: g.GroupId, Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata}
+	}
+	return k.writeOffsets(ctx, msg.Member, committed)
 }
 
 func (k Keeper) checkCommitOffset(ctx context.Context, topic string, partition uint32, offset uint64) error {

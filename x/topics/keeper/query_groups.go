@@ -42,6 +42,22 @@ func (q queryServer) Group(ctx context.Context, req *types.QueryGroupRequest) (*
 	return &types.QueryGroupResponse{Group: g, Members: members}, nil
 }
 
+// KafkaGroup returns a Kafka-protocol group's state and members: what every gateway reads to
+// answer JoinGroup, SyncGroup and Heartbeat.
+func (q queryServer) KafkaGroup(ctx context.Context, req *types.QueryKafkaGroupRequest) (*types.QueryKafkaGroupResponse, error) {
+	if req == nil {
+		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
+	}
+	if err := types.ValidateGroupID(req.GroupId); err != nil {
+		return nil, err
+	}
+	kg, members, err := q.k.KafkaGroupState(ctx, req.GroupId)
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryKafkaGroupResponse{Group: kg, Members: members}, nil
+}
+
 func (q queryServer) GroupOffsets(ctx context.Context, req *types.QueryGroupOffsetsRequest) (*types.QueryGroupOffsetsResponse, error) {
 	if req == nil {
 		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")

@@ -26,6 +26,10 @@ func RegisterLegacyAminoCodec(cdc *codec.LegacyAmino) {
 	legacy.RegisterAminoMsg(cdc, &MsgUpdateGroupPolicy{}, "bftlog/topics/MsgUpdateGroupPolicy")
 	legacy.RegisterAminoMsg(cdc, &MsgRemoveGroupMember{}, "bftlog/topics/MsgRemoveGroupMember")
 	legacy.RegisterAminoMsg(cdc, &MsgTransferGroupAdmin{}, "bftlog/topics/MsgTransferGroupAdmin")
+	legacy.RegisterAminoMsg(cdc, &MsgKafkaJoinGroup{}, "bftlog/topics/MsgKafkaJoinGroup")
+	legacy.RegisterAminoMsg(cdc, &MsgKafkaSyncGroup{}, "bftlog/topics/MsgKafkaSyncGroup")
+	legacy.RegisterAminoMsg(cdc, &MsgKafkaHeartbeat{}, "bftlog/topics/MsgKafkaHeartbeat")
+	legacy.RegisterAminoMsg(cdc, &MsgKafkaLeaveGroup{}, "bftlog/topics/MsgKafkaLeaveGroup")
 	cdc.RegisterConcrete(&Params{}, "bftlog/x/topics/Params", nil)
 }
 
@@ -48,6 +52,10 @@ func RegisterInterfaces(registry codectypes.InterfaceRegistry) {
 		&MsgUpdateGroupPolicy{},
 		&MsgRemoveGroupMember{},
 		&MsgTransferGroupAdmin{},
+		&MsgKafkaJoinGroup{},
+		&MsgKafkaSyncGroup{},
+		&MsgKafkaHeartbeat{},
+		&MsgKafkaLeaveGroup{},
 	)
 	msgservice.RegisterMsgServiceDesc(registry, &_Msg_serviceDesc)
 }

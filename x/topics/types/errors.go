@@ -69,3 +69,14 @@ var (
 	// or compressed data that does not decompress.
 	ErrUnsupportedCompression = errorsmod.RegisterWithGRPCCode(ModuleName, 39, codes.InvalidArgument, "unsupported or corrupt compression")
 )
+
+// Kafka-protocol groups (the Kafka gateway's members).
+var (
+	// ErrInconsistentGroupProtocol is a Kafka join whose protocol type, or every protocol, no
+	// other member shares, or a join of one kind of group (Kafka or native) to the other
+	// (Kafka's INCONSISTENT_GROUP_PROTOCOL).
+	ErrInconsistentGroupProtocol = errorsmod.Register(ModuleName, 40, "inconsistent group protocol")
+	// ErrRebalanceInProgress is a SyncGroup while the group is still forming its generation
+	// (Kafka's REBALANCE_IN_PROGRESS): the member must join again.
+	ErrRebalanceInProgress = errorsmod.Register(ModuleName, 41, "rebalance in progress")
+)

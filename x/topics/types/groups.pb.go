@@ -133,6 +133,44 @@ func (OffsetSpec) EnumDescriptor() ([]byte, []int) {
 	return fileDescriptor_e29855716387faaa, []int{2}
 }
 
+// KafkaGroupState is the state of a group run by Kafka's group protocol, as a Kafka broker's
+// group coordinator names them.
+type KafkaGroupState int32
+
+const (
+	// KAFKA_GROUP_STATE_EMPTY: no members.
+	KAFKA_GROUP_STATE_EMPTY KafkaGroupState = 0
+	// KAFKA_GROUP_STATE_PREPARING_REBALANCE: waiting for every member to (re)join.
+	KAFKA_GROUP_STATE_PREPARING_REBALANCE KafkaGroupState = 1
+	// KAFKA_GROUP_STATE_COMPLETING_REBALANCE: a generation is formed; waiting for the leader's
+	// assignment (SyncGroup).
+	KAFKA_GROUP_STATE_COMPLETING_REBALANCE KafkaGroupState = 2
+	// KAFKA_GROUP_STATE_STABLE: every member has its assignment.
+	KAFKA_GROUP_STATE_STABLE KafkaGroupState = 3
+)
+
+var KafkaGroupState_name = map[int32]string{
+	0: "KAFKA_GROUP_STATE_EMPTY",
+	1: "KAFKA_GROUP_STATE_PREPARING_REBALANCE",
+	2: "KAFKA_GROUP_STATE_COMPLETING_REBALANCE",
+	3: "KAFKA_GROUP_STATE_STABLE",
+}
+
+var KafkaGroupState_value = map[string]int32{
+	"KAFKA_GROUP_STATE_EMPTY":                0,
+	"KAFKA_GROUP_STATE_PREPARING_REBALANCE":  1,
+	"KAFKA_GROUP_STATE_COMPLETING_REBALANCE": 2,
+	"KAFKA_GROUP_STATE_STABLE":               3,
+}
+
+func (x KafkaGroupState) String() string {
+	return proto.EnumName(KafkaGroupState_name, int32(x))
+}
+
+func (KafkaGroupState) EnumDescriptor() ([]byte, []int) {
+	return fileDescriptor_e29855716387faaa, []int{3}
+}
+
 // Group is a consumer group.
 type Group struct {
 	GroupId string `protobuf:"bytes,1,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
@@ -566,80 +604,452 @@ func (m *ProducerState) GetCount() uint32 {
 	return 0
 }
 
+// KafkaGroup is the Kafka group protocol's state of a consumer group whose members are Kafka
+// clients: the members choose the protocol and the leader assigns (client-side assignment),
+// the chain keeps members, generation and assignments, so every Kafka gateway serves the group.
+type KafkaGroup struct {
+	GroupId string          `protobuf:"bytes,1,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	State   KafkaGroupState `protobuf:"varint,2,opt,name=state,proto3,enum=bftlog.topics.v1.KafkaGroupState" json:"state,omitempty"`
+	// generation is Kafka's generation id, also the group's generation for commits.
+	Generation   int32  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	ProtocolType string `protobuf:"bytes,4,opt,name=protocol_type,json=protocolType,proto3" json:"protocol_type,omitempty"`
+	// protocol is the one every member supports, chosen at the generation's start.
+	Protocol string `protobuf:"bytes,5,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	Leader   string `protobuf:"bytes,6,opt,name=leader,proto3" json:"leader,omitempty"`
+	// not_before_ms (a new group's initial rebalance delay) and deadline_ms (the longest
+	// rebalance timeout) bound the current join phase in block time.
+	NotBeforeMs int64 `protobuf:"varint,7,opt,name=not_before_ms,json=notBeforeMs,proto3" json:"not_before_ms,omitempty"`
+	DeadlineMs  int64 `protobuf:"varint,8,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
+}
+
+func (m *KafkaGroup) Reset()         { *m = KafkaGroup{} }
+func (m *KafkaGroup) String() string { return proto.CompactTextString(m) }
+func (*KafkaGroup) ProtoMessage()    {}
+func (*KafkaGroup) Descriptor() ([]byte, []int) {
+	return fileDescriptor_e29855716387faaa, []int{5}
+}
+func (m *KafkaGroup) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *KafkaGroup) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_KafkaGroup.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *KafkaGroup) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_KafkaGroup.Merge(m, src)
+}
+func (m *KafkaGroup) XXX_Size() int {
+	return m.Size()
+}
+func (m *KafkaGroup) XXX_DiscardUnknown() {
+	xxx_messageInfo_KafkaGroup.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_KafkaGroup proto.InternalMessageInfo
+
+func (m *KafkaGroup) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+func (m *KafkaGroup) GetState() KafkaGroupState {
+	if m != nil {
+		return m.State
+	}
+	return KAFKA_GROUP_STATE_EMPTY
+}
+
+func (m *KafkaGroup) GetGeneration() int32 {
+	if m != nil {
+		return m.Generation
+	}
+	return 0
+}
+
+func (m *KafkaGroup) GetProtocolType() string {
+	if m != nil {
+		return m.ProtocolType
+	}
+	return ""
+}
+
+func (m *KafkaGroup) GetProtocol() string {
+	if m != nil {
+		return m.Protocol
+	}
+	return ""
+}
+
+func (m *KafkaGroup) GetLeader() string {
+	if m != nil {
+		return m.Leader
+	}
+	return ""
+}
+
+func (m *KafkaGroup) GetNotBeforeMs() int64 {
+	if m != nil {
+		return m.NotBeforeMs
+	}
+	return 0
+}
+
+func (m *KafkaGroup) GetDeadlineMs() int64 {
+	if m != nil {
+		return m.DeadlineMs
+	}
+	return 0
+}
+
+// KafkaProtocol is one group protocol a member supports, with its metadata (for consumers:
+// the subscription).
+type KafkaProtocol struct {
+	Name     string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Metadata []byte `protobuf:"bytes,2,opt,name=metadata,proto3" json:"metadata,omitempty"`
+}
+
+func (m *KafkaProtocol) Reset()         { *m = KafkaProtocol{} }
+func (m *KafkaProtocol) String() string { return proto.CompactTextString(m) }
+func (*KafkaProtocol) ProtoMessage()    {}
+func (*KafkaProtocol) Descriptor() ([]byte, []int) {
+	return fileDescriptor_e29855716387faaa, []int{6}
+}
+func (m *KafkaProtocol) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *KafkaProtocol) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_KafkaProtocol.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *KafkaProtocol) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_KafkaProtocol.Merge(m, src)
+}
+func (m *KafkaProtocol) XXX_Size() int {
+	return m.Size()
+}
+func (m *KafkaProtocol) XXX_DiscardUnknown() {
+	xxx_messageInfo_KafkaProtocol.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_KafkaProtocol proto.InternalMessageInfo
+
+func (m *KafkaProtocol) GetName() string {
+	if m != nil {
+		return m.Name
+	}
+	return ""
+}
+
+func (m *KafkaProtocol) GetMetadata() []byte {
+	if m != nil {
+		return m.Metadata
+	}
+	return nil
+}
+
+// KafkaMember is a Kafka client in a group. owner is the account that signs for it; no other
+// account may act as the member.
+type KafkaMember struct {
+	GroupId            string          `protobuf:"bytes,1,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	MemberId           string          `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Owner              string          `protobuf:"bytes,3,opt,name=owner,proto3" json:"owner,omitempty"`
+	ClientId           string          `protobuf:"bytes,4,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	Protocols          []KafkaProtocol `protobuf:"bytes,5,rep,name=protocols,proto3" json:"protocols"`
+	SessionTimeoutMs   int32           `protobuf:"varint,6,opt,name=session_timeout_ms,json=sessionTimeoutMs,proto3" json:"session_timeout_ms,omitempty"`
+	RebalanceTimeoutMs int32           `protobuf:"varint,7,opt,name=rebalance_timeout_ms,json=rebalanceTimeoutMs,proto3" json:"rebalance_timeout_ms,omitempty"`
+	// expires_at_ms is the block time after which the EndBlocker expires the member.
+	ExpiresAtMs int64 `protobuf:"varint,8,opt,name=expires_at_ms,json=expiresAtMs,proto3" json:"expires_at_ms,omitempty"`
+	// joined says the member has joined the current (or forming) generation.
+	Joined bool `protobuf:"varint,9,opt,name=joined,proto3" json:"joined,omitempty"`
+	// assignment is the leader's assignment for this member in the current generation.
+	Assignment []byte `protobuf:"bytes,10,opt,name=assignment,proto3" json:"assignment,omitempty"`
+	// join_order orders members by their first join (the first is the leader candidate).
+	JoinOrder uint64 `protobuf:"varint,11,opt,name=join_order,json=joinOrder,proto3" json:"join_order,omitempty"`
+}
+
+func (m *KafkaMember) Reset()         { *m = KafkaMember{} }
+func (m *KafkaMember) String() string { return proto.CompactTextString(m) }
+func (*KafkaMember) ProtoMessage()    {}
+func (*KafkaMember) Descriptor() ([]byte, []int) {
+	return fileDescriptor_e29855716387faaa, []int{7}
+}
+func (m *KafkaMember) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *KafkaMember) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_KafkaMember.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *KafkaMember) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_KafkaMember.Merge(m, src)
+}
+func (m *KafkaMember) XXX_Size() int {
+	return m.Size()
+}
+func (m *KafkaMember) XXX_DiscardUnknown() {
+	xxx_messageInfo_KafkaMember.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_KafkaMember proto.InternalMessageInfo
+
+func (m *KafkaMember) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+func (m *KafkaMember) GetMemberId() string {
+	if m != nil {
+		return m.MemberId
+	}
+	return ""
+}
+
+func (m *KafkaMember) GetOwner() string {
+	if m != nil {
+		return m.Owner
+	}
+	return ""
+}
+
+func (m *KafkaMember) GetClientId() string {
+	if m != nil {
+		return m.ClientId
+	}
+	return ""
+}
+
+func (m *KafkaMember) GetProtocols() []KafkaProtocol {
+	if m != nil {
+		return m.Protocols
+	}
+	return nil
+}
+
+func (m *KafkaMember) GetSessionTimeoutMs() int32 {
+	if m != nil {
+		return m.SessionTimeoutMs
+	}
+	return 0
+}
+
+func (m *KafkaMember) GetRebalanceTimeoutMs() int32 {
+	if m != nil {
+		return m.RebalanceTimeoutMs
+	}
+	return 0
+}
+
+func (m *KafkaMember) GetExpiresAtMs() int64 {
+	if m != nil {
+		return m.ExpiresAtMs
+	}
+	return 0
+}
+
+func (m *KafkaMember) GetJoined() bool {
+	if m != nil {
+		return m.Joined
+	}
+	return false
+}
+
+func (m *KafkaMember) GetAssignment() []byte {
+	if m != nil {
+		return m.Assignment
+	}
+	return nil
+}
+
+func (m *KafkaMember) GetJoinOrder() uint64 {
+	if m != nil {
+		return m.JoinOrder
+	}
+	return 0
+}
+
+// KafkaAssignment is the leader's assignment for one member.
+type KafkaAssignment struct {
+	MemberId   string `protobuf:"bytes,1,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Assignment []byte `protobuf:"bytes,2,opt,name=assignment,proto3" json:"assignment,omitempty"`
+}
+
+func (m *KafkaAssignment) Reset()         { *m = KafkaAssignment{} }
+func (m *KafkaAssignment) String() string { return proto.CompactTextString(m) }
+func (*KafkaAssignment) ProtoMessage()    {}
+func (*KafkaAssignment) Descriptor() ([]byte, []int) {
+	return fileDescriptor_e29855716387faaa, []int{8}
+}
+func (m *KafkaAssignment) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *KafkaAssignment) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_KafkaAssignment.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *KafkaAssignment) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_KafkaAssignment.Merge(m, src)
+}
+func (m *KafkaAssignment) XXX_Size() int {
+	return m.Size()
+}
+func (m *KafkaAssignment) XXX_DiscardUnknown() {
+	xxx_messageInfo_KafkaAssignment.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_KafkaAssignment proto.InternalMessageInfo
+
+func (m *KafkaAssignment) GetMemberId() string {
+	if m != nil {
+		return m.MemberId
+	}
+	return ""
+}
+
+func (m *KafkaAssignment) GetAssignment() []byte {
+	if m != nil {
+		return m.Assignment
+	}
+	return nil
+}
+
 func init() {
 	proto.RegisterEnum("bftlog.topics.v1.Assignor", Assignor_name, Assignor_value)
 	proto.RegisterEnum("bftlog.topics.v1.JoinPolicy", JoinPolicy_name, JoinPolicy_value)
 	proto.RegisterEnum("bftlog.topics.v1.OffsetSpec", OffsetSpec_name, OffsetSpec_value)
+	proto.RegisterEnum("bftlog.topics.v1.KafkaGroupState", KafkaGroupState_name, KafkaGroupState_value)
 	proto.RegisterType((*Group)(nil), "bftlog.topics.v1.Group")
 	proto.RegisterType((*TopicPartitions)(nil), "bftlog.topics.v1.TopicPartitions")
 	proto.RegisterType((*Member)(nil), "bftlog.topics.v1.Member")
 	proto.RegisterType((*CommittedOffset)(nil), "bftlog.topics.v1.CommittedOffset")
 	proto.RegisterType((*ProducerState)(nil), "bftlog.topics.v1.ProducerState")
+	proto.RegisterType((*KafkaGroup)(nil), "bftlog.topics.v1.KafkaGroup")
+	proto.RegisterType((*KafkaProtocol)(nil), "bftlog.topics.v1.KafkaProtocol")
+	proto.RegisterType((*KafkaMember)(nil), "bftlog.topics.v1.KafkaMember")
+	proto.RegisterType((*KafkaAssignment)(nil), "bftlog.topics.v1.KafkaAssignment")
 }
 
 func init() { proto.RegisterFile("bftlog/topics/v1/groups.proto", fileDescriptor_e29855716387faaa) }
 
 var fileDescriptor_e29855716387faaa = []byte{
-	// 941 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0x84, 0x55, 0x4d, 0x6f, 0xe3, 0x54,
-	0x17, 0x8e, 0xf3, 0xd1, 0xa6, 0xa7, 0x93, 0x36, 0xef, 0x55, 0xde, 0xc1, 0x2d, 0x43, 0x1a, 0x82,
-	0x10, 0x51, 0xc5, 0x38, 0x74, 0x80, 0xd9, 0xb1, 0x70, 0x3b, 0x69, 0xf1, 0x28, 0x5f, 0xb2, 0x33,
-	0x82, 0x61, 0x63, 0x39, 0xf6, 0x6d, 0x7a, 0x4b, 0xec, 0x6b, 0x7c, 0x6f, 0xca, 0xcc, 0x3f, 0x60,
-	0xc9, 0x82, 0x7f, 0xc0, 0x06, 0xb1, 0x62, 0xc1, 0x8f, 0x98, 0xe5, 0x08, 0x09, 0x89, 0x15, 0xa0,
-	0x16, 0x89, 0x15, 0xbf, 0x01, 0x74, 0x3f, 0x9a, 0xa6, 0x19, 0x11, 0x36, 0x89, 0xcf, 0x73, 0x9e,
-	0x73, 0xcf, 0x39, 0xcf, 0x39, 0xbe, 0x86, 0x37, 0xc6, 0xa7, 0x7c, 0x4a, 0x27, 0x6d, 0x4e, 0x53,
-	0x12, 0xb2, 0xf6, 0xc5, 0x41, 0x7b, 0x92, 0xd1, 0x59, 0xca, 0xac, 0x34, 0xa3, 0x9c, 0xa2, 0xaa,
-	0x72, 0x5b, 0xca, 0x6d, 0x5d, 0x1c, 0xec, 0xd6, 0x26, 0x74, 0x42, 0xa5, 0xb3, 0x2d, 0x9e, 0x14,
-	0x6f, 0xf7, 0x7f, 0x41, 0x4c, 0x12, 0xda, 0x96, 0xbf, 0x1a, 0xda, 0x09, 0x29, 0x8b, 0x29, 0xf3,
-	0x15, 0x57, 0x19, 0xda, 0x55, 0x57, 0x56, 0x7b, 0x1c, 0x30, 0xdc, 0xbe, 0x38, 0x18, 0x63, 0x1e,
-	0x1c, 0xb4, 0x43, 0x4a, 0x12, 0xe5, 0x6f, 0xfe, 0x55, 0x80, 0xd2, 0x89, 0x28, 0x03, 0xed, 0x40,
-	0x59, 0xd6, 0xe3, 0x93, 0xc8, 0x34, 0x1a, 0x46, 0x6b, 0xc3, 0x5d, 0x97, 0xb6, 0x13, 0x21, 0x0b,
-	0x4a, 0x41, 0x14, 0x93, 0xc4, 0xcc, 0x0b, 0xfc, 0xd0, 0xfc, 0xe9, 0xc7, 0xfb, 0x35, 0x9d, 0xc5,
-	0x8e, 0xa2, 0x0c, 0x33, 0xe6, 0xf1, 0x8c, 0x24, 0x13, 0x57, 0xd1, 0x50, 0x1d, 0x60, 0x82, 0x13,
-	0x9c, 0x05, 0x9c, 0xd0, 0xc4, 0x2c, 0x34, 0x8c, 0x56, 0xd1, 0x5d, 0x40, 0xd0, 0x43, 0x28, 0x07,
-	0x8c, 0x91, 0x49, 0x42, 0x33, 0xb3, 0xd8, 0x30, 0x5a, 0x5b, 0x0f, 0x76, 0xad, 0xe5, 0xee, 0x2d,
-	0x5b, 0x33, 0xdc, 0x39, 0x17, 0xbd, 0x0b, 0x88, 0x61, 0xc6, 0x08, 0x4d, 0x7c, 0x4e, 0x62, 0x4c,
-	0x67, 0xdc, 0x8f, 0x99, 0x59, 0x6a, 0x18, 0xad, 0x82, 0x5b, 0xd5, 0x9e, 0x91, 0x72, 0xf4, 0x18,
-	0x7a, 0x1b, 0xb6, 0xc2, 0x0c, 0x07, 0x1c, 0x47, 0xfe, 0x19, 0x26, 0x93, 0x33, 0x6e, 0xae, 0x49,
-	0x66, 0x45, 0xa3, 0x1f, 0x4b, 0x10, 0x7d, 0x04, 0x9b, 0xe7, 0x94, 0x24, 0x7e, 0x4a, 0xa7, 0x24,
-	0x7c, 0x6e, 0xae, 0xcb, 0x7a, 0xee, 0xbd, 0x5a, 0xcf, 0x63, 0x4a, 0x92, 0xa1, 0xe4, 0xb8, 0x70,
-	0x3e, 0x7f, 0x46, 0x36, 0x6c, 0x07, 0xd3, 0x29, 0xfd, 0x12, 0x47, 0x7e, 0x8c, 0xe3, 0x31, 0xce,
-	0x98, 0x59, 0x6e, 0x14, 0x56, 0xaa, 0xb4, 0xa5, 0x03, 0x7a, 0x8a, 0x8f, 0xce, 0x61, 0x3d, 0xc2,
-	0x29, 0x65, 0x84, 0x9b, 0xd5, 0x46, 0xa1, 0xb5, 0xf9, 0x60, 0xc7, 0xd2, 0x71, 0x62, 0x6a, 0x96,
-	0x9e, 0x9a, 0x75, 0x44, 0x49, 0x72, 0xf8, 0xe1, 0x8b, 0x5f, 0xf7, 0x72, 0xdf, 0xff, 0xb6, 0xd7,
-	0x9a, 0x10, 0x7e, 0x36, 0x1b, 0x5b, 0x21, 0x8d, 0xf5, 0xc0, 0xf5, 0xdf, 0x7d, 0x16, 0x7d, 0xde,
-	0xe6, 0xcf, 0x53, 0xcc, 0x64, 0x00, 0xfb, 0xee, 0xcf, 0x1f, 0xf6, 0x0d, 0xf7, 0x3a, 0x41, 0xf3,
-	0x04, 0xb6, 0x47, 0xa2, 0xa5, 0x61, 0x90, 0x71, 0x22, 0x86, 0xc1, 0x50, 0x0d, 0x4a, 0xb2, 0x4b,
-	0x3d, 0x75, 0x65, 0x88, 0x19, 0xa6, 0x73, 0x8e, 0x99, 0x6f, 0x14, 0x5a, 0x15, 0x77, 0x01, 0x69,
-	0xfe, 0x6d, 0xc0, 0x9a, 0x6a, 0x60, 0xd5, 0xe6, 0xbc, 0x07, 0x6b, 0x4a, 0x95, 0xff, 0x5c, 0x1d,
-	0xcd, 0x43, 0x77, 0x61, 0x4d, 0x69, 0x6e, 0x16, 0x84, 0x8c, 0xae, 0xb6, 0xd0, 0x09, 0x80, 0xda,
-	0x83, 0x18, 0x27, 0xdc, 0x2c, 0x4a, 0x9d, 0xde, 0x7c, 0x75, 0x4a, 0x4b, 0xcd, 0x1d, 0x16, 0x85,
-	0x5e, 0xee, 0x42, 0x28, 0x7a, 0x0b, 0x2a, 0x62, 0x7c, 0x37, 0x5b, 0xa1, 0xf6, 0xe7, 0x8e, 0x02,
-	0xf5, 0x52, 0x34, 0xa1, 0x82, 0x9f, 0xa5, 0x24, 0xc3, 0xcc, 0x0f, 0xe4, 0x92, 0xa9, 0xd5, 0xd9,
-	0xd4, 0xa0, 0xcd, 0x7b, 0xac, 0xf9, 0x87, 0x01, 0xdb, 0x47, 0x34, 0x8e, 0x09, 0xe7, 0x38, 0x1a,
-	0x9c, 0x9e, 0x32, 0xcc, 0x57, 0x49, 0x31, 0x97, 0x39, 0xbf, 0x28, 0xf3, 0x3d, 0xd8, 0x98, 0x8b,
-	0x2a, 0xdf, 0x94, 0x8a, 0x7b, 0x03, 0x08, 0x31, 0xa8, 0x3c, 0x58, 0xbe, 0x26, 0x45, 0x57, 0x5b,
-	0x68, 0x17, 0xca, 0x31, 0xe6, 0x41, 0x14, 0xf0, 0x40, 0x96, 0xbf, 0xe1, 0xce, 0x6d, 0x11, 0x73,
-	0x6b, 0xdd, 0xb5, 0x85, 0x1e, 0xc2, 0x46, 0xa8, 0xab, 0xcd, 0xe4, 0x96, 0xaf, 0x9a, 0xc6, 0x0d,
-	0xb5, 0xf9, 0xb3, 0x01, 0x95, 0x61, 0x46, 0xa3, 0x59, 0x88, 0x33, 0x8f, 0x07, 0x1c, 0xff, 0xcb,
-	0xc2, 0xdc, 0xea, 0x24, 0xbf, 0xdc, 0xc9, 0x07, 0x50, 0x4e, 0xf5, 0x21, 0xb2, 0xcd, 0x55, 0xc9,
-	0xe7, 0x4c, 0x31, 0xab, 0x69, 0xc0, 0xb8, 0xcf, 0xf0, 0x17, 0x33, 0x9c, 0x84, 0x58, 0xcb, 0x70,
-	0x47, 0x80, 0x9e, 0xc6, 0xd0, 0x1e, 0x6c, 0x8a, 0xf7, 0xc4, 0xd7, 0x4a, 0x95, 0xd4, 0x75, 0x23,
-	0x20, 0x3d, 0x94, 0x1a, 0x94, 0x42, 0x3a, 0x4b, 0x94, 0x20, 0x15, 0x57, 0x19, 0xfb, 0x9f, 0x42,
-	0xf9, 0xfa, 0x8a, 0x41, 0x26, 0xd4, 0x6c, 0xcf, 0x73, 0x4e, 0xfa, 0x03, 0xd7, 0x7f, 0xd2, 0xf7,
-	0x86, 0x9d, 0x23, 0xe7, 0xd8, 0xe9, 0x3c, 0xaa, 0xe6, 0x10, 0x82, 0xad, 0xb9, 0xc7, 0xb5, 0xfb,
-	0x27, 0x9d, 0xaa, 0x71, 0x8b, 0xed, 0x0e, 0x9e, 0xf4, 0x1f, 0xf9, 0xee, 0xe0, 0xd0, 0xe9, 0x57,
-	0xf3, 0xbb, 0xc5, 0xaf, 0xbe, 0xad, 0xe7, 0xf6, 0xc7, 0x00, 0x37, 0x97, 0x05, 0x7a, 0x1d, 0x5e,
-	0x7b, 0x3c, 0x70, 0xfa, 0xfe, 0x70, 0xd0, 0x75, 0x8e, 0x9e, 0x2e, 0x1d, 0x7f, 0x17, 0xd0, 0xa2,
-	0xd3, 0xee, 0x3f, 0x1d, 0xf4, 0x45, 0x8a, 0x1d, 0xf8, 0xff, 0x2d, 0xbc, 0xdb, 0x1d, 0x7c, 0xd2,
-	0x75, 0xbc, 0xd1, 0x3c, 0xc7, 0x37, 0x06, 0x80, 0x6a, 0xcf, 0x4b, 0x71, 0x28, 0x92, 0x0c, 0x8e,
-	0x8f, 0xbd, 0xce, 0xc8, 0x17, 0xa7, 0x2f, 0x25, 0x31, 0xa1, 0xb6, 0xe8, 0xec, 0xd8, 0x6e, 0xd7,
-	0xe9, 0x78, 0xa3, 0xaa, 0x21, 0xd2, 0x2f, 0x7a, 0xba, 0xf6, 0x48, 0xe0, 0x79, 0x91, 0x7e, 0x11,
-	0x1f, 0x39, 0xbd, 0x8e, 0x37, 0xb2, 0x7b, 0xc3, 0x6a, 0x61, 0x39, 0x44, 0x3d, 0x57, 0x8b, 0xaa,
-	0xac, 0x43, 0xfb, 0xc5, 0x65, 0xdd, 0x78, 0x79, 0x59, 0x37, 0x7e, 0xbf, 0xac, 0x1b, 0x5f, 0x5f,
-	0xd5, 0x73, 0x2f, 0xaf, 0xea, 0xb9, 0x5f, 0xae, 0xea, 0xb9, 0xcf, 0xde, 0x59, 0xb8, 0xb0, 0xf4,
-	0x87, 0x50, 0xff, 0x3d, 0xbb, 0xfe, 0x22, 0xca, 0x5b, 0x6b, 0xbc, 0x26, 0x3f, 0x4c, 0xef, 0xff,
-	0x13, 0x00, 0x00, 0xff, 0xff, 0x4f, 0x87, 0x0c, 0x76, 0x2f, 0x07, 0x00, 0x00,
+	// 1312 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0x8c, 0x56, 0xcd, 0x6f, 0x1b, 0x45,
+	0x14, 0xcf, 0xfa, 0x23, 0xb1, 0x5f, 0xe2, 0xc4, 0x8c, 0x42, 0xd9, 0xa4, 0xad, 0x63, 0x5c, 0x15,
+	0x4c, 0x44, 0xed, 0xa6, 0x40, 0x39, 0x21, 0xb4, 0x76, 0x1d, 0xe3, 0xd6, 0x5f, 0x1a, 0x6f, 0x05,
+	0xe5, 0xb2, 0x5a, 0xef, 0x4e, 0xdc, 0x6d, 0xed, 0x1d, 0xb3, 0x33, 0xe9, 0xc7, 0x7f, 0xc0, 0x91,
+	0x03, 0x67, 0x2e, 0x5c, 0x80, 0x13, 0x42, 0xfc, 0x11, 0x3d, 0x56, 0x48, 0x48, 0x9c, 0x00, 0xb5,
+	0x48, 0x9c, 0xf8, 0x1b, 0x40, 0xf3, 0xe1, 0xef, 0x36, 0xe5, 0x92, 0xf8, 0xfd, 0xde, 0x6f, 0xe6,
+	0xcd, 0x7b, 0xef, 0x37, 0x6f, 0x16, 0x2e, 0xf6, 0x4f, 0xf8, 0x90, 0x0e, 0xca, 0x9c, 0x8e, 0x03,
+	0x8f, 0x95, 0x1f, 0x1c, 0x95, 0x07, 0x11, 0x3d, 0x1d, 0xb3, 0xd2, 0x38, 0xa2, 0x9c, 0xa2, 0xac,
+	0x72, 0x97, 0x94, 0xbb, 0xf4, 0xe0, 0x68, 0x7f, 0x77, 0x40, 0x07, 0x54, 0x3a, 0xcb, 0xe2, 0x97,
+	0xe2, 0xed, 0xbf, 0xe6, 0x8e, 0x82, 0x90, 0x96, 0xe5, 0x5f, 0x0d, 0xed, 0x79, 0x94, 0x8d, 0x28,
+	0x73, 0x14, 0x57, 0x19, 0xda, 0x95, 0x53, 0x56, 0xb9, 0xef, 0x32, 0x52, 0x7e, 0x70, 0xd4, 0x27,
+	0xdc, 0x3d, 0x2a, 0x7b, 0x34, 0x08, 0x95, 0xbf, 0xf0, 0x4f, 0x1c, 0x92, 0x75, 0x71, 0x0c, 0xb4,
+	0x07, 0x29, 0x79, 0x1e, 0x27, 0xf0, 0x4d, 0x23, 0x6f, 0x14, 0xd3, 0x78, 0x43, 0xda, 0x0d, 0x1f,
+	0x95, 0x20, 0xe9, 0xfa, 0xa3, 0x20, 0x34, 0x63, 0x02, 0xaf, 0x98, 0xbf, 0xfc, 0x7c, 0x65, 0x57,
+	0x47, 0xb1, 0x7c, 0x3f, 0x22, 0x8c, 0xf5, 0x78, 0x14, 0x84, 0x03, 0xac, 0x68, 0x28, 0x07, 0x30,
+	0x20, 0x21, 0x89, 0x5c, 0x1e, 0xd0, 0xd0, 0x8c, 0xe7, 0x8d, 0x62, 0x02, 0xcf, 0x21, 0xe8, 0x3a,
+	0xa4, 0x5c, 0xc6, 0x82, 0x41, 0x48, 0x23, 0x33, 0x91, 0x37, 0x8a, 0xdb, 0xd7, 0xf6, 0x4b, 0xcb,
+	0xd9, 0x97, 0x2c, 0xcd, 0xc0, 0x53, 0x2e, 0x7a, 0x17, 0x10, 0x23, 0x8c, 0x05, 0x34, 0x74, 0x78,
+	0x30, 0x22, 0xf4, 0x94, 0x3b, 0x23, 0x66, 0x26, 0xf3, 0x46, 0x31, 0x8e, 0xb3, 0xda, 0x63, 0x2b,
+	0x47, 0x8b, 0xa1, 0xcb, 0xb0, 0xed, 0x45, 0xc4, 0xe5, 0xc4, 0x77, 0xee, 0x92, 0x60, 0x70, 0x97,
+	0x9b, 0xeb, 0x92, 0x99, 0xd1, 0xe8, 0x27, 0x12, 0x44, 0x1f, 0xc1, 0xe6, 0x3d, 0x1a, 0x84, 0xce,
+	0x98, 0x0e, 0x03, 0xef, 0xb1, 0xb9, 0x21, 0xcf, 0x73, 0x61, 0xf5, 0x3c, 0x37, 0x69, 0x10, 0x76,
+	0x25, 0x07, 0xc3, 0xbd, 0xe9, 0x6f, 0x64, 0xc1, 0x8e, 0x3b, 0x1c, 0xd2, 0x87, 0xc4, 0x77, 0x46,
+	0x64, 0xd4, 0x27, 0x11, 0x33, 0x53, 0xf9, 0xf8, 0x99, 0x55, 0xda, 0xd6, 0x0b, 0x5a, 0x8a, 0x8f,
+	0xee, 0xc1, 0x86, 0x4f, 0xc6, 0x94, 0x05, 0xdc, 0xcc, 0xe6, 0xe3, 0xc5, 0xcd, 0x6b, 0x7b, 0x25,
+	0xbd, 0x4e, 0x74, 0xad, 0xa4, 0xbb, 0x56, 0xaa, 0xd2, 0x20, 0xac, 0x7c, 0xf0, 0xe4, 0xf7, 0x83,
+	0xb5, 0x1f, 0xfe, 0x38, 0x28, 0x0e, 0x02, 0x7e, 0xf7, 0xb4, 0x5f, 0xf2, 0xe8, 0x48, 0x37, 0x5c,
+	0xff, 0xbb, 0xc2, 0xfc, 0xfb, 0x65, 0xfe, 0x78, 0x4c, 0x98, 0x5c, 0xc0, 0xbe, 0xfb, 0xfb, 0xc7,
+	0x43, 0x03, 0x4f, 0x02, 0x14, 0xea, 0xb0, 0x63, 0x8b, 0x94, 0xba, 0x6e, 0xc4, 0x03, 0xd1, 0x0c,
+	0x86, 0x76, 0x21, 0x29, 0xb3, 0xd4, 0x5d, 0x57, 0x86, 0xe8, 0xe1, 0x78, 0xca, 0x31, 0x63, 0xf9,
+	0x78, 0x31, 0x83, 0xe7, 0x90, 0xc2, 0xbf, 0x06, 0xac, 0xab, 0x04, 0xce, 0x52, 0xce, 0x55, 0x58,
+	0x57, 0x55, 0x79, 0xa5, 0x74, 0x34, 0x0f, 0x9d, 0x83, 0x75, 0x55, 0x73, 0x33, 0x2e, 0xca, 0x88,
+	0xb5, 0x85, 0xea, 0x00, 0x4a, 0x07, 0x23, 0x12, 0x72, 0x33, 0x21, 0xeb, 0xf4, 0xe6, 0x6a, 0x97,
+	0x96, 0x92, 0xab, 0x24, 0x44, 0xbd, 0xf0, 0xdc, 0x52, 0x74, 0x09, 0x32, 0xa2, 0x7d, 0x33, 0x55,
+	0x28, 0xfd, 0x6c, 0x29, 0x50, 0x8b, 0xa2, 0x00, 0x19, 0xf2, 0x68, 0x1c, 0x44, 0x84, 0x39, 0xae,
+	0x14, 0x99, 0x92, 0xce, 0xa6, 0x06, 0x2d, 0xde, 0x62, 0x85, 0xbf, 0x0c, 0xd8, 0xa9, 0xd2, 0xd1,
+	0x28, 0xe0, 0x9c, 0xf8, 0x9d, 0x93, 0x13, 0x46, 0xf8, 0x59, 0xa5, 0x98, 0x96, 0x39, 0x36, 0x5f,
+	0xe6, 0x0b, 0x90, 0x9e, 0x16, 0x55, 0xde, 0x94, 0x0c, 0x9e, 0x01, 0xa2, 0x18, 0x54, 0x6e, 0x2c,
+	0xaf, 0x49, 0x02, 0x6b, 0x0b, 0xed, 0x43, 0x6a, 0x44, 0xb8, 0xeb, 0xbb, 0xdc, 0x95, 0xc7, 0x4f,
+	0xe3, 0xa9, 0x2d, 0xd6, 0x2c, 0xc8, 0x5d, 0x5b, 0xe8, 0x3a, 0xa4, 0x3d, 0x7d, 0xda, 0x48, 0xaa,
+	0xfc, 0xac, 0x6e, 0xcc, 0xa8, 0x85, 0x5f, 0x0d, 0xc8, 0x74, 0x23, 0xea, 0x9f, 0x7a, 0x24, 0xea,
+	0x71, 0x97, 0x93, 0x97, 0x08, 0x66, 0x21, 0x93, 0xd8, 0x72, 0x26, 0xef, 0x43, 0x6a, 0xac, 0x37,
+	0x91, 0x69, 0x9e, 0x15, 0x7c, 0xca, 0x14, 0xbd, 0x1a, 0xba, 0x8c, 0x3b, 0x8c, 0x7c, 0x71, 0x4a,
+	0x42, 0x8f, 0xe8, 0x32, 0x6c, 0x09, 0xb0, 0xa7, 0x31, 0x74, 0x00, 0x9b, 0xe2, 0x9e, 0x38, 0xba,
+	0x52, 0x49, 0x35, 0x6e, 0x04, 0xa4, 0x9b, 0xb2, 0x0b, 0x49, 0x8f, 0x9e, 0x86, 0xaa, 0x20, 0x19,
+	0xac, 0x8c, 0xc2, 0x37, 0x31, 0x80, 0x5b, 0xee, 0xc9, 0x7d, 0xf7, 0x95, 0xe3, 0xef, 0x43, 0x48,
+	0x32, 0x91, 0xb8, 0xcc, 0x6a, 0xfb, 0x45, 0xaa, 0x9b, 0xed, 0x23, 0x2b, 0x84, 0x15, 0xff, 0x05,
+	0x73, 0x30, 0xb9, 0x30, 0x07, 0x2f, 0x41, 0x46, 0x4e, 0x61, 0x8f, 0x0e, 0x1d, 0x71, 0x65, 0x65,
+	0x7a, 0x69, 0xbc, 0x35, 0x01, 0xed, 0xc7, 0x63, 0x22, 0x7a, 0x3d, 0xb1, 0x27, 0xbd, 0x9e, 0xd8,
+	0xa2, 0xd7, 0x43, 0xe2, 0xfa, 0x24, 0x92, 0xa9, 0xa5, 0xb1, 0xb6, 0x84, 0x7c, 0x43, 0xca, 0x9d,
+	0x3e, 0x39, 0xa1, 0x11, 0x11, 0xf2, 0xdd, 0x50, 0xf2, 0x0d, 0x29, 0xaf, 0x48, 0xac, 0xc5, 0x44,
+	0xd9, 0x7c, 0xe2, 0xfa, 0xc3, 0x20, 0x94, 0x8c, 0x94, 0x64, 0xc0, 0x04, 0x6a, 0xb1, 0xc2, 0xc7,
+	0x90, 0x91, 0x79, 0x75, 0x27, 0xd1, 0x10, 0x24, 0x42, 0x77, 0x44, 0x74, 0x79, 0xe4, 0xef, 0x05,
+	0x25, 0x8a, 0xf2, 0x6c, 0xcd, 0x94, 0x58, 0xf8, 0x29, 0x0e, 0x9b, 0x72, 0x87, 0x57, 0xcf, 0x89,
+	0xf3, 0x90, 0x56, 0xf7, 0x5f, 0xf8, 0x62, 0x13, 0x45, 0x0b, 0x40, 0x3d, 0x3f, 0xf4, 0x61, 0xf8,
+	0x3f, 0x84, 0xa3, 0x68, 0x62, 0x33, 0x6f, 0x18, 0x90, 0x90, 0x8b, 0xcd, 0x54, 0x49, 0x53, 0x0a,
+	0x68, 0xf8, 0xa8, 0x0a, 0xe9, 0x49, 0xf9, 0xc4, 0xd3, 0x21, 0xc6, 0xc8, 0xc1, 0x4b, 0x1a, 0x3a,
+	0x49, 0x5c, 0x0f, 0x91, 0xd9, 0xba, 0x97, 0x3c, 0x44, 0xeb, 0xb2, 0xc1, 0xab, 0x0f, 0xd1, 0x55,
+	0xd8, 0x8d, 0x48, 0xdf, 0x1d, 0xba, 0xa1, 0x47, 0xe6, 0xf9, 0x1b, 0x92, 0x8f, 0xa6, 0xbe, 0xd9,
+	0x8a, 0x95, 0xf1, 0x93, 0x5a, 0x19, 0x3f, 0xa2, 0xf7, 0x6a, 0x64, 0x99, 0xe9, 0xbc, 0x51, 0x4c,
+	0x61, 0x6d, 0x09, 0xd1, 0xcd, 0x0d, 0x4a, 0x90, 0x3d, 0x99, 0x9f, 0x7f, 0x17, 0x41, 0x3e, 0x5f,
+	0x0e, 0x8d, 0x84, 0x6e, 0x36, 0xe5, 0x6d, 0x49, 0x0b, 0xa4, 0x23, 0x80, 0x42, 0x1b, 0x76, 0x64,
+	0xf2, 0xd6, 0x6c, 0xc5, 0x42, 0x73, 0x8c, 0xa5, 0xe6, 0x2c, 0x86, 0x8b, 0x2d, 0x87, 0x3b, 0xfc,
+	0x0c, 0x52, 0x93, 0x97, 0x1c, 0x99, 0xb0, 0x6b, 0xf5, 0x7a, 0x8d, 0x7a, 0xbb, 0x83, 0x9d, 0xdb,
+	0xed, 0x5e, 0xb7, 0x56, 0x6d, 0x1c, 0x37, 0x6a, 0x37, 0xb2, 0x6b, 0x08, 0xc1, 0xf6, 0xd4, 0x83,
+	0xad, 0x76, 0xbd, 0x96, 0x35, 0x16, 0xd8, 0xb8, 0x73, 0xbb, 0x7d, 0xc3, 0xc1, 0x9d, 0x4a, 0xa3,
+	0x9d, 0x8d, 0xed, 0x27, 0xbe, 0xfc, 0x36, 0xb7, 0x76, 0xd8, 0x07, 0x98, 0xbd, 0xc9, 0xe8, 0x3c,
+	0xbc, 0x71, 0xb3, 0xd3, 0x68, 0x3b, 0xdd, 0x4e, 0xb3, 0x51, 0xbd, 0xb3, 0xb4, 0xfd, 0x39, 0x40,
+	0xf3, 0x4e, 0xab, 0x7d, 0xa7, 0xd3, 0x16, 0x21, 0xf6, 0xe0, 0xf5, 0x05, 0xbc, 0xd9, 0xec, 0x7c,
+	0xda, 0x6c, 0xf4, 0xec, 0x69, 0x8c, 0xaf, 0x0d, 0x00, 0x35, 0x45, 0x7a, 0x63, 0xe2, 0x89, 0x20,
+	0x9d, 0xe3, 0xe3, 0x5e, 0xcd, 0x76, 0xc4, 0xee, 0x4b, 0x41, 0x4c, 0xd8, 0x9d, 0x77, 0xd6, 0x2c,
+	0xdc, 0x6c, 0xd4, 0x7a, 0x76, 0xd6, 0x10, 0xe1, 0xe7, 0x3d, 0x4d, 0xcb, 0x16, 0x78, 0x4c, 0x84,
+	0x9f, 0xc7, 0xed, 0x46, 0xab, 0xd6, 0xb3, 0xad, 0x56, 0x37, 0x1b, 0x5f, 0x5e, 0xa2, 0x7e, 0x67,
+	0x13, 0xfa, 0x58, 0xdf, 0x1b, 0xba, 0x4b, 0xb3, 0x99, 0x23, 0xce, 0x76, 0xcb, 0x3a, 0xbe, 0x65,
+	0x39, 0x75, 0xdc, 0xb9, 0xdd, 0x75, 0x7a, 0xb6, 0x65, 0xd7, 0x9c, 0x5a, 0xab, 0x6b, 0xdf, 0xc9,
+	0xae, 0xa1, 0x77, 0xe0, 0xf2, 0xaa, 0xb3, 0x8b, 0x6b, 0x5d, 0x0b, 0x37, 0xda, 0x75, 0x07, 0xd7,
+	0x2a, 0x56, 0xd3, 0x6a, 0x57, 0x45, 0x4d, 0x0e, 0xe1, 0xad, 0x55, 0x6a, 0xb5, 0xd3, 0xea, 0x36,
+	0x6b, 0xf6, 0x22, 0x37, 0x86, 0x2e, 0x80, 0xb9, 0xca, 0xed, 0xd9, 0x56, 0xa5, 0x59, 0xcb, 0xc6,
+	0xd5, 0x59, 0x2b, 0xd6, 0x93, 0x67, 0x39, 0xe3, 0xe9, 0xb3, 0x9c, 0xf1, 0xe7, 0xb3, 0x9c, 0xf1,
+	0xd5, 0xf3, 0xdc, 0xda, 0xd3, 0xe7, 0xb9, 0xb5, 0xdf, 0x9e, 0xe7, 0xd6, 0x3e, 0x7f, 0x7b, 0xee,
+	0x1b, 0x46, 0x7f, 0x1b, 0xeb, 0x7f, 0x8f, 0x26, 0x1f, 0xc9, 0xf2, 0x43, 0xa6, 0xbf, 0x2e, 0x6f,
+	0xde, 0x7b, 0xff, 0x05, 0x00, 0x00, 0xff, 0xff, 0x2d, 0x8a, 0x76, 0xb9, 0x42, 0x0b, 0x00, 0x00,
 }
 
 func (m *Group) Marshal() (dAtA []byte, err error) {
@@ -970,6 +1380,253 @@ func (m *ProducerState) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *KafkaGroup) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *KafkaGroup) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *KafkaGroup) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.DeadlineMs != 0 {
+		i = encodeVarintGroups(dAtA, i, uint64(m.DeadlineMs))
+		i--
+		dAtA[i] = 0x40
+	}
+	if m.NotBeforeMs != 0 {
+		i = encodeVarintGroups(dAtA, i, uint64(m.NotBeforeMs))
+		i--
+		dAtA[i] = 0x38
+	}
+	if len(m.Leader) > 0 {
+		i -= len(m.Leader)
+		copy(dAtA[i:], m.Leader)
+		i = encodeVarintGroups(dAtA, i, uint64(len(m.Leader)))
+		i--
+		dAtA[i] = 0x32
+	}
+	if len(m.Protocol) > 0 {
+		i -= len(m.Protocol)
+		copy(dAtA[i:], m.Protocol)
+		i = encodeVarintGroups(dAtA, i, uint64(len(m.Protocol)))
+		i--
+		dAtA[i] = 0x2a
+	}
+	if len(m.ProtocolType) > 0 {
+		i -= len(m.ProtocolType)
+		copy(dAtA[i:], m.ProtocolType)
+		i = encodeVarintGroups(dAtA, i, uint64(len(m.ProtocolType)))
+		i--
+		dAtA[i] = 0x22
+	}
+	if m.Generation != 0 {
+		i = encodeVarintGroups(dAtA, i, uint64(m.Generation))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.State != 0 {
+		i = encodeVarintGroups(dAtA, i, uint64(m.State))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintGroups(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *KafkaProtocol) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *KafkaProtocol) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *KafkaProtocol) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Metadata) > 0 {
+		i -= len(m.Metadata)
+		copy(dAtA[i:], m.Metadata)
+		i = encodeVarintGroups(dAtA, i, uint64(len(m.Metadata)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Name) > 0 {
+		i -= len(m.Name)
+		copy(dAtA[i:], m.Name)
+		i = encodeVarintGroups(dAtA, i, uint64(len(m.Name)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *KafkaMember) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *KafkaMember) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *KafkaMember) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.JoinOrder != 0 {
+		i = encodeVarintGroups(dAtA, i, uint64(m.JoinOrder))
+		i--
+		dAtA[i] = 0x58
+	}
+	if len(m.Assignment) > 0 {
+		i -= len(m.Assignment)
+		copy(dAtA[i:], m.Assignment)
+		i = encodeVarintGroups(dAtA, i, uint64(len(m.Assignment)))
+		i--
+		dAtA[i] = 0x52
+	}
+	if m.Joined {
+		i--
+		if m.Joined {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x48
+	}
+	if m.ExpiresAtMs != 0 {
+		i = encodeVarintGroups(dAtA, i, uint64(m.ExpiresAtMs))
+		i--
+		dAtA[i] = 0x40
+	}
+	if m.RebalanceTimeoutMs != 0 {
+		i = encodeVarintGroups(dAtA, i, uint64(m.RebalanceTimeoutMs))
+		i--
+		dAtA[i] = 0x38
+	}
+	if m.SessionTimeoutMs != 0 {
+		i = encodeVarintGroups(dAtA, i, uint64(m.SessionTimeoutMs))
+		i--
+		dAtA[i] = 0x30
+	}
+	if len(m.Protocols) > 0 {
+		for iNdEx := len(m.Protocols) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Protocols[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintGroups(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x2a
+		}
+	}
+	if len(m.ClientId) > 0 {
+		i -= len(m.ClientId)
+		copy(dAtA[i:], m.ClientId)
+		i = encodeVarintGroups(dAtA, i, uint64(len(m.ClientId)))
+		i--
+		dAtA[i] = 0x22
+	}
+	if len(m.Owner) > 0 {
+		i -= len(m.Owner)
+		copy(dAtA[i:], m.Owner)
+		i = encodeVarintGroups(dAtA, i, uint64(len(m.Owner)))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if len(m.MemberId) > 0 {
+		i -= len(m.MemberId)
+		copy(dAtA[i:], m.MemberId)
+		i = encodeVarintGroups(dAtA, i, uint64(len(m.MemberId)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintGroups(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *KafkaAssignment) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *KafkaAssignment) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *KafkaAssignment) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Assignment) > 0 {
+		i -= len(m.Assignment)
+		copy(dAtA[i:], m.Assignment)
+		i = encodeVarintGroups(dAtA, i, uint64(len(m.Assignment)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.MemberId) > 0 {
+		i -= len(m.MemberId)
+		copy(dAtA[i:], m.MemberId)
+		i = encodeVarintGroups(dAtA, i, uint64(len(m.MemberId)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintGroups(dAtA []byte, offset int, v uint64) int {
 	offset -= sovGroups(v)
 	base := offset
@@ -1139,6 +1796,127 @@ func (m *ProducerState) Size() (n int) {
 	}
 	if m.Count != 0 {
 		n += 1 + sovGroups(uint64(m.Count))
+	}
+	return n
+}
+
+func (m *KafkaGroup) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovGroups(uint64(l))
+	}
+	if m.State != 0 {
+		n += 1 + sovGroups(uint64(m.State))
+	}
+	if m.Generation != 0 {
+		n += 1 + sovGroups(uint64(m.Generation))
+	}
+	l = len(m.ProtocolType)
+	if l > 0 {
+		n += 1 + l + sovGroups(uint64(l))
+	}
+	l = len(m.Protocol)
+	if l > 0 {
+		n += 1 + l + sovGroups(uint64(l))
+	}
+	l = len(m.Leader)
+	if l > 0 {
+		n += 1 + l + sovGroups(uint64(l))
+	}
+	if m.NotBeforeMs != 0 {
+		n += 1 + sovGroups(uint64(m.NotBeforeMs))
+	}
+	if m.DeadlineMs != 0 {
+		n += 1 + sovGroups(uint64(m.DeadlineMs))
+	}
+	return n
+}
+
+func (m *KafkaProtocol) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Name)
+	if l > 0 {
+		n += 1 + l + sovGroups(uint64(l))
+	}
+	l = len(m.Metadata)
+	if l > 0 {
+		n += 1 + l + sovGroups(uint64(l))
+	}
+	return n
+}
+
+func (m *KafkaMember) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovGroups(uint64(l))
+	}
+	l = len(m.MemberId)
+	if l > 0 {
+		n += 1 + l + sovGroups(uint64(l))
+	}
+	l = len(m.Owner)
+	if l > 0 {
+		n += 1 + l + sovGroups(uint64(l))
+	}
+	l = len(m.ClientId)
+	if l > 0 {
+		n += 1 + l + sovGroups(uint64(l))
+	}
+	if len(m.Protocols) > 0 {
+		for _, e := range m.Protocols {
+			l = e.Size()
+			n += 1 + l + sovGroups(uint64(l))
+		}
+	}
+	if m.SessionTimeoutMs != 0 {
+		n += 1 + sovGroups(uint64(m.SessionTimeoutMs))
+	}
+	if m.RebalanceTimeoutMs != 0 {
+		n += 1 + sovGroups(uint64(m.RebalanceTimeoutMs))
+	}
+	if m.ExpiresAtMs != 0 {
+		n += 1 + sovGroups(uint64(m.ExpiresAtMs))
+	}
+	if m.Joined {
+		n += 2
+	}
+	l = len(m.Assignment)
+	if l > 0 {
+		n += 1 + l + sovGroups(uint64(l))
+	}
+	if m.JoinOrder != 0 {
+		n += 1 + sovGroups(uint64(m.JoinOrder))
+	}
+	return n
+}
+
+func (m *KafkaAssignment) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.MemberId)
+	if l > 0 {
+		n += 1 + l + sovGroups(uint64(l))
+	}
+	l = len(m.Assignment)
+	if l > 0 {
+		n += 1 + l + sovGroups(uint64(l))
 	}
 	return n
 }
@@ -2204,6 +2982,834 @@ func (m *ProducerState) Unmarshal(dAtA []byte) error {
 					break
 				}
 			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGroups(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGroups
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *KafkaGroup) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGroups
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: KafkaGroup: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: KafkaGroup: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGroups
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGroups
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field State", wireType)
+			}
+			m.State = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.State |= KafkaGroupState(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Generation", wireType)
+			}
+			m.Generation = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Generation |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ProtocolType", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGroups
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGroups
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.ProtocolType = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Protocol", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGroups
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGroups
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Protocol = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Leader", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGroups
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGroups
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Leader = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NotBeforeMs", wireType)
+			}
+			m.NotBeforeMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.NotBeforeMs |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field DeadlineMs", wireType)
+			}
+			m.DeadlineMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.DeadlineMs |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGroups(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGroups
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *KafkaProtocol) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGroups
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: KafkaProtocol: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: KafkaProtocol: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Name", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGroups
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGroups
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Name = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Metadata", wireType)
+			}
+			var byteLen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				byteLen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if byteLen < 0 {
+				return ErrInvalidLengthGroups
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGroups
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Metadata = append(m.Metadata[:0], dAtA[iNdEx:postIndex]...)
+			if m.Metadata == nil {
+				m.Metadata = []byte{}
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGroups(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGroups
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *KafkaMember) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGroups
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: KafkaMember: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: KafkaMember: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGroups
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGroups
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MemberId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGroups
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGroups
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.MemberId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Owner", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGroups
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGroups
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Owner = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ClientId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGroups
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGroups
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.ClientId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Protocols", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGroups
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGroups
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Protocols = append(m.Protocols, KafkaProtocol{})
+			if err := m.Protocols[len(m.Protocols)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SessionTimeoutMs", wireType)
+			}
+			m.SessionTimeoutMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.SessionTimeoutMs |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RebalanceTimeoutMs", wireType)
+			}
+			m.RebalanceTimeoutMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RebalanceTimeoutMs |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ExpiresAtMs", wireType)
+			}
+			m.ExpiresAtMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ExpiresAtMs |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Joined", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Joined = bool(v != 0)
+		case 10:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Assignment", wireType)
+			}
+			var byteLen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				byteLen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if byteLen < 0 {
+				return ErrInvalidLengthGroups
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGroups
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Assignment = append(m.Assignment[:0], dAtA[iNdEx:postIndex]...)
+			if m.Assignment == nil {
+				m.Assignment = []byte{}
+			}
+			iNdEx = postIndex
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JoinOrder", wireType)
+			}
+			m.JoinOrder = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.JoinOrder |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGroups(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGroups
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *KafkaAssignment) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGroups
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: KafkaAssignment: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: KafkaAssignment: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MemberId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGroups
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGroups
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.MemberId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Assignment", wireType)
+			}
+			var byteLen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGroups
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				byteLen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if byteLen < 0 {
+				return ErrInvalidLengthGroups
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGroups
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Assignment = append(m.Assignment[:0], dAtA[iNdEx:postIndex]...)
+			if m.Assignment == nil {
+				m.Assignment = []byte{}
+			}
+			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
 			skippy, err := skipGroups(dAtA[iNdEx:])

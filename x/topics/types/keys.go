@@ -47,6 +47,13 @@ var (
 	// RecordBytesPrefix keys record batch bytes like their batch, in the record store (or in
 	// the module store when a chain gives the keeper no record store).
 	RecordBytesPrefix = collections.NewPrefix(14)
+	// KafkaGroupsPrefix and KafkaMembersPrefix hold Kafka-protocol groups' state and members
+	// (a member's expiry is in MemberExpiryPrefix like a native member's).
+	KafkaGroupsPrefix  = collections.NewPrefix(15)
+	KafkaMembersPrefix = collections.NewPrefix(16)
+	// KafkaRebalanceDuePrefix indexes (time, group) at which a Kafka group's join phase may
+	// complete, for the EndBlocker.
+	KafkaRebalanceDuePrefix = collections.NewPrefix(17)
 )
 
 // TopicPartition names one partition of a topic. It is x/topics' one (topic, partition) key:

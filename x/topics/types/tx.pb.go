@@ -1170,6 +1170,9 @@ type MsgCommitOffsets struct {
 	GroupId    string         `protobuf:"bytes,2,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
 	Generation uint64         `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
 	Offsets    []OffsetCommit `protobuf:"bytes,4,rep,name=offsets,proto3" json:"offsets"`
+	// kafka_member_id commits as that Kafka group member (owned by member), fenced by the Kafka
+	// generation; empty for members of native groups.
+	KafkaMemberId string `protobuf:"bytes,5,opt,name=kafka_member_id,json=kafkaMemberId,proto3" json:"kafka_member_id,omitempty"`
 }
 
 func (m *MsgCommitOffsets) Reset()         { *m = MsgCommitOffsets{} }
@@ -1231,6 +1234,13 @@ func (m *MsgCommitOffsets) GetOffsets() []OffsetCommit {
 		return m.Offsets
 	}
 	return nil
+}
+
+func (m *MsgCommitOffsets) GetKafkaMemberId() string {
+	if m != nil {
+		return m.KafkaMemberId
+	}
+	return ""
 }
 
 type MsgCommitOffsetsResponse struct {
@@ -1917,6 +1927,476 @@ func (m *MsgTransferGroupAdminResponse) XXX_DiscardUnknown() {
 
 var xxx_messageInfo_MsgTransferGroupAdminResponse proto.InternalMessageInfo
 
+// MsgKafkaJoinGroup joins member_id (chosen by the gateway, owned by the signer from its first
+// join) to a Kafka-protocol group, starting a rebalance when the group needs one.
+type MsgKafkaJoinGroup struct {
+	Owner              string          `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
+	GroupId            string          `protobuf:"bytes,2,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	MemberId           string          `protobuf:"bytes,3,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	ClientId           string          `protobuf:"bytes,4,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	ProtocolType       string          `protobuf:"bytes,5,opt,name=protocol_type,json=protocolType,proto3" json:"protocol_type,omitempty"`
+	Protocols          []KafkaProtocol `protobuf:"bytes,6,rep,name=protocols,proto3" json:"protocols"`
+	SessionTimeoutMs   int32           `protobuf:"varint,7,opt,name=session_timeout_ms,json=sessionTimeoutMs,proto3" json:"session_timeout_ms,omitempty"`
+	RebalanceTimeoutMs int32           `protobuf:"varint,8,opt,name=rebalance_timeout_ms,json=rebalanceTimeoutMs,proto3" json:"rebalance_timeout_ms,omitempty"`
+}
+
+func (m *MsgKafkaJoinGroup) Reset()         { *m = MsgKafkaJoinGroup{} }
+func (m *MsgKafkaJoinGroup) String() string { return proto.CompactTextString(m) }
+func (*MsgKafkaJoinGroup) ProtoMessage()    {}
+func (*MsgKafkaJoinGroup) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{35}
+}
+func (m *MsgKafkaJoinGroup) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgKafkaJoinGroup) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgKafkaJoinGroup.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgKafkaJoinGroup) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgKafkaJoinGroup.Merge(m, src)
+}
+func (m *MsgKafkaJoinGroup) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgKafkaJoinGroup) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgKafkaJoinGroup.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgKafkaJoinGroup proto.InternalMessageInfo
+
+func (m *MsgKafkaJoinGroup) GetOwner() string {
+	if m != nil {
+		return m.Owner
+	}
+	return ""
+}
+
+func (m *MsgKafkaJoinGroup) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+func (m *MsgKafkaJoinGroup) GetMemberId() string {
+	if m != nil {
+		return m.MemberId
+	}
+	return ""
+}
+
+func (m *MsgKafkaJoinGroup) GetClientId() string {
+	if m != nil {
+		return m.ClientId
+	}
+	return ""
+}
+
+func (m *MsgKafkaJoinGroup) GetProtocolType() string {
+	if m != nil {
+		return m.ProtocolType
+	}
+	return ""
+}
+
+func (m *MsgKafkaJoinGroup) GetProtocols() []KafkaProtocol {
+	if m != nil {
+		return m.Protocols
+	}
+	return nil
+}
+
+func (m *MsgKafkaJoinGroup) GetSessionTimeoutMs() int32 {
+	if m != nil {
+		return m.SessionTimeoutMs
+	}
+	return 0
+}
+
+func (m *MsgKafkaJoinGroup) GetRebalanceTimeoutMs() int32 {
+	if m != nil {
+		return m.RebalanceTimeoutMs
+	}
+	return 0
+}
+
+type MsgKafkaJoinGroupResponse struct {
+	Group KafkaGroup `protobuf:"bytes,1,opt,name=group,proto3" json:"group"`
+}
+
+func (m *MsgKafkaJoinGroupResponse) Reset()         { *m = MsgKafkaJoinGroupResponse{} }
+func (m *MsgKafkaJoinGroupResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgKafkaJoinGroupResponse) ProtoMessage()    {}
+func (*MsgKafkaJoinGroupResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{36}
+}
+func (m *MsgKafkaJoinGroupResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgKafkaJoinGroupResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgKafkaJoinGroupResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgKafkaJoinGroupResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgKafkaJoinGroupResponse.Merge(m, src)
+}
+func (m *MsgKafkaJoinGroupResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgKafkaJoinGroupResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgKafkaJoinGroupResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgKafkaJoinGroupResponse proto.InternalMessageInfo
+
+func (m *MsgKafkaJoinGroupResponse) GetGroup() KafkaGroup {
+	if m != nil {
+		return m.Group
+	}
+	return KafkaGroup{}
+}
+
+// MsgKafkaSyncGroup carries the leader's assignments for its generation.
+type MsgKafkaSyncGroup struct {
+	Owner       string            `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
+	GroupId     string            `protobuf:"bytes,2,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	MemberId    string            `protobuf:"bytes,3,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	Generation  int32             `protobuf:"varint,4,opt,name=generation,proto3" json:"generation,omitempty"`
+	Assignments []KafkaAssignment `protobuf:"bytes,5,rep,name=assignments,proto3" json:"assignments"`
+}
+
+func (m *MsgKafkaSyncGroup) Reset()         { *m = MsgKafkaSyncGroup{} }
+func (m *MsgKafkaSyncGroup) String() string { return proto.CompactTextString(m) }
+func (*MsgKafkaSyncGroup) ProtoMessage()    {}
+func (*MsgKafkaSyncGroup) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{37}
+}
+func (m *MsgKafkaSyncGroup) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgKafkaSyncGroup) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgKafkaSyncGroup.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgKafkaSyncGroup) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgKafkaSyncGroup.Merge(m, src)
+}
+func (m *MsgKafkaSyncGroup) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgKafkaSyncGroup) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgKafkaSyncGroup.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgKafkaSyncGroup proto.InternalMessageInfo
+
+func (m *MsgKafkaSyncGroup) GetOwner() string {
+	if m != nil {
+		return m.Owner
+	}
+	return ""
+}
+
+func (m *MsgKafkaSyncGroup) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+func (m *MsgKafkaSyncGroup) GetMemberId() string {
+	if m != nil {
+		return m.MemberId
+	}
+	return ""
+}
+
+func (m *MsgKafkaSyncGroup) GetGeneration() int32 {
+	if m != nil {
+		return m.Generation
+	}
+	return 0
+}
+
+func (m *MsgKafkaSyncGroup) GetAssignments() []KafkaAssignment {
+	if m != nil {
+		return m.Assignments
+	}
+	return nil
+}
+
+type MsgKafkaSyncGroupResponse struct {
+	Group KafkaGroup `protobuf:"bytes,1,opt,name=group,proto3" json:"group"`
+}
+
+func (m *MsgKafkaSyncGroupResponse) Reset()         { *m = MsgKafkaSyncGroupResponse{} }
+func (m *MsgKafkaSyncGroupResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgKafkaSyncGroupResponse) ProtoMessage()    {}
+func (*MsgKafkaSyncGroupResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{38}
+}
+func (m *MsgKafkaSyncGroupResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgKafkaSyncGroupResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgKafkaSyncGroupResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgKafkaSyncGroupResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgKafkaSyncGroupResponse.Merge(m, src)
+}
+func (m *MsgKafkaSyncGroupResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgKafkaSyncGroupResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgKafkaSyncGroupResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgKafkaSyncGroupResponse proto.InternalMessageInfo
+
+func (m *MsgKafkaSyncGroupResponse) GetGroup() KafkaGroup {
+	if m != nil {
+		return m.Group
+	}
+	return KafkaGroup{}
+}
+
+// MsgKafkaHeartbeat extends the sessions of the signer's members of a group (a gateway sends
+// one for all the members it serves).
+type MsgKafkaHeartbeat struct {
+	Owner     string   `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
+	GroupId   string   `protobuf:"bytes,2,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	MemberIds []string `protobuf:"bytes,3,rep,name=member_ids,json=memberIds,proto3" json:"member_ids,omitempty"`
+}
+
+func (m *MsgKafkaHeartbeat) Reset()         { *m = MsgKafkaHeartbeat{} }
+func (m *MsgKafkaHeartbeat) String() string { return proto.CompactTextString(m) }
+func (*MsgKafkaHeartbeat) ProtoMessage()    {}
+func (*MsgKafkaHeartbeat) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{39}
+}
+func (m *MsgKafkaHeartbeat) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgKafkaHeartbeat) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgKafkaHeartbeat.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgKafkaHeartbeat) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgKafkaHeartbeat.Merge(m, src)
+}
+func (m *MsgKafkaHeartbeat) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgKafkaHeartbeat) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgKafkaHeartbeat.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgKafkaHeartbeat proto.InternalMessageInfo
+
+func (m *MsgKafkaHeartbeat) GetOwner() string {
+	if m != nil {
+		return m.Owner
+	}
+	return ""
+}
+
+func (m *MsgKafkaHeartbeat) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+func (m *MsgKafkaHeartbeat) GetMemberIds() []string {
+	if m != nil {
+		return m.MemberIds
+	}
+	return nil
+}
+
+type MsgKafkaHeartbeatResponse struct {
+	Group KafkaGroup `protobuf:"bytes,1,opt,name=group,proto3" json:"group"`
+}
+
+func (m *MsgKafkaHeartbeatResponse) Reset()         { *m = MsgKafkaHeartbeatResponse{} }
+func (m *MsgKafkaHeartbeatResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgKafkaHeartbeatResponse) ProtoMessage()    {}
+func (*MsgKafkaHeartbeatResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{40}
+}
+func (m *MsgKafkaHeartbeatResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgKafkaHeartbeatResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgKafkaHeartbeatResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgKafkaHeartbeatResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgKafkaHeartbeatResponse.Merge(m, src)
+}
+func (m *MsgKafkaHeartbeatResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgKafkaHeartbeatResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgKafkaHeartbeatResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgKafkaHeartbeatResponse proto.InternalMessageInfo
+
+func (m *MsgKafkaHeartbeatResponse) GetGroup() KafkaGroup {
+	if m != nil {
+		return m.Group
+	}
+	return KafkaGroup{}
+}
+
+// MsgKafkaLeaveGroup removes the signer's members from a group.
+type MsgKafkaLeaveGroup struct {
+	Owner     string   `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
+	GroupId   string   `protobuf:"bytes,2,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	MemberIds []string `protobuf:"bytes,3,rep,name=member_ids,json=memberIds,proto3" json:"member_ids,omitempty"`
+}
+
+func (m *MsgKafkaLeaveGroup) Reset()         { *m = MsgKafkaLeaveGroup{} }
+func (m *MsgKafkaLeaveGroup) String() string { return proto.CompactTextString(m) }
+func (*MsgKafkaLeaveGroup) ProtoMessage()    {}
+func (*MsgKafkaLeaveGroup) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{41}
+}
+func (m *MsgKafkaLeaveGroup) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgKafkaLeaveGroup) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgKafkaLeaveGroup.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgKafkaLeaveGroup) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgKafkaLeaveGroup.Merge(m, src)
+}
+func (m *MsgKafkaLeaveGroup) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgKafkaLeaveGroup) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgKafkaLeaveGroup.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgKafkaLeaveGroup proto.InternalMessageInfo
+
+func (m *MsgKafkaLeaveGroup) GetOwner() string {
+	if m != nil {
+		return m.Owner
+	}
+	return ""
+}
+
+func (m *MsgKafkaLeaveGroup) GetGroupId() string {
+	if m != nil {
+		return m.GroupId
+	}
+	return ""
+}
+
+func (m *MsgKafkaLeaveGroup) GetMemberIds() []string {
+	if m != nil {
+		return m.MemberIds
+	}
+	return nil
+}
+
+type MsgKafkaLeaveGroupResponse struct {
+}
+
+func (m *MsgKafkaLeaveGroupResponse) Reset()         { *m = MsgKafkaLeaveGroupResponse{} }
+func (m *MsgKafkaLeaveGroupResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgKafkaLeaveGroupResponse) ProtoMessage()    {}
+func (*MsgKafkaLeaveGroupResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_8724cd99659d5f00, []int{42}
+}
+func (m *MsgKafkaLeaveGroupResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgKafkaLeaveGroupResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgKafkaLeaveGroupResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgKafkaLeaveGroupResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgKafkaLeaveGroupResponse.Merge(m, src)
+}
+func (m *MsgKafkaLeaveGroupResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgKafkaLeaveGroupResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgKafkaLeaveGroupResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgKafkaLeaveGroupResponse proto.InternalMessageInfo
+
 func init() {
 	proto.RegisterType((*MsgCreateTopic)(nil), "bftlog.topics.v1.MsgCreateTopic")
 	proto.RegisterType((*MsgCreateTopicResponse)(nil), "bftlog.topics.v1.MsgCreateTopicResponse")
@@ -1953,116 +2433,145 @@ func init() {
 	proto.RegisterType((*MsgRemoveGroupMemberResponse)(nil), "bftlog.topics.v1.MsgRemoveGroupMemberResponse")
 	proto.RegisterType((*MsgTransferGroupAdmin)(nil), "bftlog.topics.v1.MsgTransferGroupAdmin")
 	proto.RegisterType((*MsgTransferGroupAdminResponse)(nil), "bftlog.topics.v1.MsgTransferGroupAdminResponse")
+	proto.RegisterType((*MsgKafkaJoinGroup)(nil), "bftlog.topics.v1.MsgKafkaJoinGroup")
+	proto.RegisterType((*MsgKafkaJoinGroupResponse)(nil), "bftlog.topics.v1.MsgKafkaJoinGroupResponse")
+	proto.RegisterType((*MsgKafkaSyncGroup)(nil), "bftlog.topics.v1.MsgKafkaSyncGroup")
+	proto.RegisterType((*MsgKafkaSyncGroupResponse)(nil), "bftlog.topics.v1.MsgKafkaSyncGroupResponse")
+	proto.RegisterType((*MsgKafkaHeartbeat)(nil), "bftlog.topics.v1.MsgKafkaHeartbeat")
+	proto.RegisterType((*MsgKafkaHeartbeatResponse)(nil), "bftlog.topics.v1.MsgKafkaHeartbeatResponse")
+	proto.RegisterType((*MsgKafkaLeaveGroup)(nil), "bftlog.topics.v1.MsgKafkaLeaveGroup")
+	proto.RegisterType((*MsgKafkaLeaveGroupResponse)(nil), "bftlog.topics.v1.MsgKafkaLeaveGroupResponse")
 }
 
 func init() { proto.RegisterFile("bftlog/topics/v1/tx.proto", fileDescriptor_8724cd99659d5f00) }
 
 var fileDescriptor_8724cd99659d5f00 = []byte{
-	// 1655 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xc4, 0x59, 0xc1, 0x6f, 0x1b, 0x45,
-	0x17, 0xcf, 0xda, 0x8e, 0x13, 0x3f, 0x27, 0x69, 0xba, 0xca, 0xd7, 0x6e, 0xf6, 0x4b, 0x9c, 0x64,
-	0xbf, 0x4f, 0xad, 0xbf, 0x7c, 0xc5, 0x6e, 0x03, 0xed, 0x21, 0x88, 0x42, 0x12, 0xa4, 0x42, 0x85,
-	0x45, 0xb4, 0x6d, 0x91, 0x8a, 0x2a, 0x59, 0x1b, 0x7b, 0xb2, 0xdd, 0x92, 0xdd, 0x31, 0x3b, 0xeb,
-	0xa4, 0x3d, 0x81, 0x90, 0x10, 0x02, 0x09, 0x89, 0x03, 0x07, 0xce, 0x9c, 0x10, 0x07, 0x14, 0x24,
-	0x90, 0xf8, 0x13, 0x7a, 0xac, 0x7a, 0x02, 0x21, 0x21, 0xd4, 0x1c, 0x72, 0x84, 0xbf, 0x00, 0xa1,
-	0x9d, 0x19, 0xcf, 0xce, 0x7a, 0x77, 0xed, 0x34, 0xa4, 0x70, 0x69, 0x3d, 0xef, 0xfd, 0x66, 0xe6,
-	0xbd, 0xdf, 0x7b, 0xf3, 0xde, 0xcc, 0x06, 0x66, 0xb7, 0xb6, 0x83, 0x1d, 0x6c, 0xd7, 0x03, 0xdc,
-	0x71, 0x5a, 0xa4, 0xbe, 0x7b, 0xa9, 0x1e, 0xdc, 0xaf, 0x75, 0x7c, 0x1c, 0x60, 0x75, 0x9a, 0xa9,
-	0x6a, 0x4c, 0x55, 0xdb, 0xbd, 0xa4, 0xcf, 0xd8, 0xd8, 0xc6, 0x54, 0x59, 0x0f, 0x7f, 0x31, 0x9c,
-	0x7e, 0xda, 0x72, 0x1d, 0x0f, 0xd7, 0xe9, 0xbf, 0x5c, 0x34, 0xdb, 0xc2, 0xc4, 0xc5, 0xa4, 0xc9,
-	0xb0, 0x6c, 0xc0, 0x55, 0x67, 0xd9, 0xa8, 0xee, 0x12, 0x3b, 0xdc, 0xcd, 0x25, 0x36, 0x57, 0xcc,
-	0x25, 0x2d, 0x79, 0xd0, 0x41, 0xbd, 0x69, 0xf3, 0x09, 0xad, 0xed, 0xe3, 0x6e, 0x87, 0xab, 0x8d,
-	0x03, 0x05, 0xa6, 0x1a, 0xc4, 0xde, 0xf0, 0x91, 0x15, 0xa0, 0x9b, 0x21, 0x46, 0xad, 0xc1, 0x28,
-	0xde, 0xf3, 0x90, 0xaf, 0x29, 0x8b, 0x4a, 0xb5, 0xb4, 0xae, 0x3d, 0xfe, 0xee, 0xb9, 0x19, 0x6e,
-	0xc9, 0x5a, 0xbb, 0xed, 0x23, 0x42, 0x6e, 0x04, 0xbe, 0xe3, 0xd9, 0x26, 0x83, 0xa9, 0x2a, 0x14,
-	0x3c, 0xcb, 0x45, 0x5a, 0x2e, 0x84, 0x9b, 0xf4, 0xb7, 0x5a, 0x01, 0xe8, 0x58, 0x7e, 0xe0, 0x04,
-	0x0e, 0xf6, 0x88, 0x96, 0x5f, 0x54, 0xaa, 0x93, 0xa6, 0x24, 0x51, 0x5f, 0x81, 0x62, 0x0b, 0x7b,
-	0xdb, 0x8e, 0xad, 0x15, 0x16, 0x95, 0x6a, 0x79, 0x65, 0xbe, 0xd6, 0xcf, 0x59, 0x8d, 0x1a, 0xb3,
-	0x41, 0x41, 0xeb, 0xa5, 0x87, 0xbf, 0x2c, 0x8c, 0x7c, 0x75, 0xb8, 0xbf, 0xac, 0x98, 0x7c, 0xde,
-	0xea, 0xff, 0x3f, 0x38, 0xdc, 0x5f, 0x66, 0x16, 0x7c, 0x72, 0xb8, 0xbf, 0xdc, 0x47, 0x42, 0xdc,
-	0x25, 0x43, 0x83, 0x33, 0x71, 0x89, 0x89, 0x48, 0x07, 0x7b, 0x04, 0x19, 0x3f, 0x2b, 0x30, 0xd3,
-	0x20, 0xf6, 0xad, 0x4e, 0xbb, 0xa7, 0x62, 0x5b, 0xaa, 0x57, 0xa0, 0x64, 0x75, 0x83, 0xbb, 0xd8,
-	0x77, 0x82, 0x07, 0x43, 0x99, 0x88, 0xa0, 0xa9, 0x6c, 0x44, 0xde, 0xe6, 0x8f, 0xe9, 0xed, 0xe5,
-	0xd0, 0xdb, 0x68, 0x97, 0xd0, 0x63, 0x23, 0xe1, 0x71, 0xc2, 0x09, 0xa3, 0x02, 0x73, 0x69, 0x72,
-	0xe1, 0xfd, 0xb7, 0x0a, 0x4c, 0x37, 0x88, 0xbd, 0xd6, 0x6e, 0x6f, 0x46, 0xb1, 0x39, 0x49, 0xcf,
-	0x87, 0xe4, 0xc1, 0xea, 0xa5, 0xa4, 0x5f, 0x95, 0x84, 0x5f, 0x31, 0xf3, 0x0c, 0x1d, 0xb4, 0x7e,
-	0x99, 0xf0, 0xe7, 0x53, 0x96, 0xcd, 0xaf, 0xa2, 0x1d, 0xd4, 0xcb, 0xe6, 0x13, 0xf4, 0x66, 0xb5,
-	0x9e, 0xb4, 0x36, 0x99, 0x77, 0xd2, 0xe6, 0x3c, 0xef, 0x24, 0x89, 0xb0, 0xf4, 0x6b, 0x05, 0x26,
-	0x36, 0x7d, 0xdc, 0xee, 0xb6, 0xd0, 0xba, 0x15, 0xb4, 0xee, 0xaa, 0x33, 0x30, 0x4a, 0xd7, 0x60,
-	0x36, 0x9a, 0x6c, 0xa0, 0xce, 0x41, 0x49, 0xb0, 0x45, 0x4d, 0x99, 0x34, 0x23, 0x81, 0xba, 0x04,
-	0x13, 0x3e, 0x6a, 0x61, 0xbf, 0xdd, 0xdc, 0x0a, 0xd7, 0xd0, 0x46, 0x17, 0x95, 0xea, 0x84, 0x59,
-	0x66, 0x32, 0xb6, 0x6c, 0x04, 0x69, 0xe1, 0xae, 0x17, 0x68, 0x45, 0xba, 0x06, 0x87, 0x6c, 0x84,
-	0x22, 0x55, 0x87, 0x71, 0x82, 0xde, 0xed, 0x22, 0xaf, 0x85, 0xe8, 0x69, 0x2c, 0x98, 0x62, 0x7c,
-	0xbd, 0x30, 0x9e, 0x9f, 0x2e, 0x18, 0xdf, 0x28, 0x00, 0x0d, 0x62, 0x73, 0x7b, 0xd5, 0x17, 0x60,
-	0xbc, 0xc3, 0x7e, 0x0e, 0xaf, 0x11, 0x02, 0xa9, 0x5e, 0x85, 0x31, 0x6a, 0x25, 0x22, 0x5a, 0x6e,
-	0x31, 0x5f, 0x2d, 0xaf, 0x54, 0x92, 0xa7, 0x40, 0x66, 0x64, 0xbd, 0x10, 0x1e, 0x03, 0xb3, 0x37,
-	0x69, 0x75, 0x39, 0x24, 0x5f, 0x2c, 0x17, 0x72, 0xaf, 0x25, 0xb8, 0xe7, 0xf3, 0x8d, 0x2f, 0x14,
-	0x98, 0xe4, 0xbf, 0x4d, 0x44, 0xba, 0x3b, 0xc1, 0xb1, 0xe8, 0x5d, 0x80, 0xf2, 0x96, 0x45, 0x50,
-	0x13, 0x6f, 0x6f, 0x13, 0x14, 0xd0, 0xec, 0x2d, 0x98, 0x10, 0x8a, 0xde, 0xa4, 0x92, 0x70, 0x51,
-	0xc6, 0x6a, 0x81, 0x4e, 0x65, 0x83, 0x70, 0xd1, 0x76, 0xb7, 0xb3, 0xe3, 0xb4, 0xac, 0x00, 0xd1,
-	0x90, 0x8c, 0x9b, 0x91, 0xc0, 0xb8, 0x05, 0x6a, 0x64, 0x68, 0x2f, 0x1d, 0xd4, 0x97, 0x61, 0xcc,
-	0xa7, 0x86, 0x12, 0x4d, 0xa1, 0xe4, 0x2c, 0x64, 0x92, 0xc3, 0x1c, 0xea, 0xb1, 0xc3, 0x67, 0x19,
-	0x3f, 0x28, 0x70, 0x4a, 0x1c, 0xf5, 0x4d, 0xcb, 0xb7, 0xdc, 0xe3, 0x1f, 0xe4, 0x17, 0xa1, 0xd8,
-	0xa1, 0x2b, 0x50, 0x4a, 0xca, 0x2b, 0x5a, 0x8a, 0x2d, 0x54, 0x1f, 0xab, 0x54, 0x6c, 0xca, 0xea,
-	0xc5, 0xe4, 0x19, 0x99, 0xcf, 0xa8, 0x54, 0x6c, 0x11, 0x63, 0x16, 0xce, 0xf6, 0x89, 0xc4, 0x29,
-	0xf9, 0x30, 0x07, 0x13, 0x0d, 0x62, 0x5f, 0xc7, 0x8e, 0x77, 0x2d, 0xec, 0x5a, 0xea, 0x45, 0x28,
-	0xba, 0xc8, 0xdd, 0x3a, 0x42, 0xe2, 0x71, 0x9c, 0x3a, 0x0b, 0xe3, 0xb4, 0xe1, 0x35, 0x9d, 0x36,
-	0x3f, 0xcb, 0x63, 0x74, 0xfc, 0x7a, 0x5b, 0x3d, 0x03, 0x45, 0x66, 0x92, 0x96, 0x5f, 0xcc, 0x57,
-	0x4b, 0x26, 0x1f, 0xa9, 0x57, 0x60, 0xdc, 0x22, 0xc4, 0xb1, 0x3d, 0xec, 0xd3, 0xc8, 0x4e, 0xad,
-	0xe8, 0x49, 0x06, 0xd6, 0x38, 0xc2, 0x14, 0x58, 0xf5, 0x02, 0xa8, 0x04, 0x11, 0xe2, 0x60, 0xaf,
-	0x19, 0x38, 0x2e, 0xc2, 0xdd, 0xa0, 0xe9, 0x12, 0x9a, 0x01, 0x79, 0x73, 0x9a, 0x6b, 0x6e, 0x32,
-	0x45, 0x83, 0xe7, 0x33, 0xb7, 0x32, 0x64, 0x49, 0x4f, 0xb0, 0x24, 0xdc, 0x36, 0xde, 0xa3, 0x4d,
-	0x4a, 0x8c, 0x45, 0xda, 0x54, 0x00, 0x6c, 0xe4, 0x21, 0xdf, 0xa2, 0x09, 0xac, 0xb0, 0x04, 0x8d,
-	0x24, 0xea, 0x35, 0x00, 0x66, 0x9d, 0x8b, 0xbc, 0x80, 0x1f, 0xbb, 0xa5, 0x8c, 0xe6, 0x13, 0x95,
-	0x53, 0x9e, 0x5b, 0xd2, 0x54, 0xe3, 0x63, 0x05, 0x26, 0x1b, 0xc4, 0x7e, 0x03, 0x59, 0xbb, 0xe8,
-	0xe4, 0x23, 0xc1, 0x9a, 0xb9, 0xc4, 0xc5, 0xbf, 0x13, 0x5c, 0x44, 0x3b, 0x1b, 0x67, 0xe1, 0x5f,
-	0x31, 0x81, 0xc8, 0x96, 0x8f, 0x14, 0x9a, 0x2d, 0xaf, 0x21, 0xcb, 0x0f, 0xb6, 0x90, 0x15, 0x9c,
-	0xac, 0x8d, 0xc3, 0xe3, 0x25, 0x36, 0xe6, 0xf1, 0x12, 0xe3, 0xbf, 0x3f, 0x5e, 0xbb, 0x30, 0xc1,
-	0x6a, 0xd4, 0x06, 0x76, 0x5d, 0xe7, 0x78, 0xe5, 0xef, 0x0c, 0x14, 0x63, 0x95, 0x8f, 0x8f, 0xc2,
-	0x7e, 0xe1, 0xa2, 0xc0, 0x6a, 0x5b, 0x81, 0x45, 0x8f, 0x47, 0xc9, 0x14, 0x63, 0xe3, 0x37, 0x76,
-	0xa1, 0x60, 0xbb, 0x32, 0x0b, 0xc8, 0xc9, 0x1e, 0xda, 0x38, 0x85, 0xf9, 0x04, 0x85, 0x57, 0x61,
-	0x8c, 0xd9, 0x49, 0xb4, 0x42, 0x56, 0x9b, 0x91, 0xa9, 0xe9, 0x15, 0x52, 0x3e, 0x69, 0xb5, 0xd6,
-	0x17, 0xe6, 0xe4, 0x75, 0x24, 0xe6, 0x1c, 0xbf, 0x8e, 0xc4, 0x64, 0x22, 0x21, 0xbf, 0xcf, 0xd1,
-	0xa2, 0x6c, 0x22, 0x82, 0x04, 0x19, 0xc7, 0x2d, 0xca, 0x03, 0x28, 0x11, 0xc1, 0xcd, 0xcb, 0xc1,
-	0x8d, 0x5f, 0xbd, 0x42, 0x2e, 0xe2, 0x57, 0xf0, 0x0b, 0x90, 0x0b, 0x30, 0xad, 0x4e, 0x53, 0x2b,
-	0x73, 0x59, 0x1c, 0xdd, 0xe8, 0xa0, 0x96, 0x99, 0x0b, 0xb0, 0x94, 0x0c, 0xc5, 0x58, 0x32, 0x2c,
-	0xc1, 0x44, 0x58, 0xeb, 0x48, 0x60, 0xb9, 0x9d, 0xb0, 0xda, 0x8d, 0xd1, 0x6a, 0x57, 0x16, 0xb2,
-	0xc6, 0x11, 0x3b, 0x82, 0xcc, 0x91, 0x71, 0x87, 0x76, 0x04, 0x59, 0x24, 0x4e, 0xd0, 0x5a, 0x14,
-	0x5e, 0x25, 0xeb, 0x78, 0xb0, 0x60, 0x04, 0xa8, 0xcd, 0x26, 0xf7, 0x45, 0xd8, 0xf8, 0x5c, 0xbe,
-	0x24, 0xb2, 0x62, 0x76, 0xf2, 0x41, 0x79, 0x9a, 0xbb, 0x22, 0x2b, 0x6b, 0xf2, 0x5d, 0x31, 0x5e,
-	0xd7, 0x7e, 0xcf, 0x49, 0x6f, 0x34, 0x66, 0x70, 0x0d, 0x46, 0xad, 0xb6, 0xeb, 0x78, 0xc3, 0xdf,
-	0x68, 0x14, 0x36, 0x28, 0x7b, 0x5e, 0x82, 0xf2, 0x3d, 0xec, 0x78, 0xcd, 0x0e, 0xde, 0x71, 0x5a,
-	0x0f, 0x68, 0x0e, 0xa5, 0x26, 0x44, 0xd8, 0x7d, 0x36, 0x29, 0xc6, 0x84, 0x7b, 0xe2, 0xb7, 0xba,
-	0x06, 0xa7, 0xac, 0x9d, 0x1d, 0xbc, 0x87, 0xda, 0x4d, 0x76, 0x68, 0x58, 0xae, 0x0d, 0xb2, 0x69,
-	0x8a, 0x4f, 0x68, 0x30, 0x7c, 0xac, 0xdf, 0x8e, 0xfe, 0xe5, 0x7e, 0x5b, 0xcc, 0xe8, 0xb7, 0xec,
-	0xc1, 0x48, 0xe9, 0x18, 0xf4, 0x60, 0x94, 0x83, 0x21, 0x49, 0x44, 0x30, 0xbe, 0xcc, 0x49, 0x0f,
-	0x46, 0xaa, 0xe2, 0x44, 0x3c, 0x83, 0x83, 0xfd, 0x8f, 0x87, 0xe6, 0x69, 0xde, 0x9d, 0x12, 0x17,
-	0xb1, 0x77, 0xa7, 0x24, 0x17, 0x24, 0x3e, 0x66, 0xaf, 0x6e, 0x13, 0xb9, 0x98, 0x37, 0x71, 0xb6,
-	0xe1, 0xb3, 0x20, 0x31, 0xea, 0x3e, 0xf9, 0xa3, 0x75, 0x9f, 0xa3, 0x39, 0x9d, 0xb0, 0x9d, 0x3b,
-	0x9d, 0x90, 0x0b, 0xa7, 0x7f, 0x52, 0xe8, 0xc5, 0xe5, 0xa6, 0x6f, 0x79, 0x64, 0x1b, 0xf9, 0x14,
-	0xb2, 0x46, 0x4f, 0xe7, 0x33, 0xf0, 0xfa, 0x32, 0x94, 0x3c, 0xb4, 0xd7, 0x64, 0x45, 0x62, 0x98,
-	0xe3, 0xe3, 0x1e, 0xda, 0xa3, 0x96, 0xac, 0x5e, 0x49, 0xba, 0xfe, 0x9f, 0x84, 0xeb, 0x49, 0x0f,
-	0x8c, 0x05, 0x98, 0x4f, 0x55, 0xf4, 0x9c, 0x5f, 0xf9, 0xa3, 0x0c, 0xf9, 0x06, 0xb1, 0xd5, 0xdb,
-	0x50, 0x96, 0xbf, 0x35, 0x2d, 0x26, 0x93, 0x39, 0xfe, 0xa1, 0x46, 0xaf, 0x0e, 0x43, 0x88, 0xd6,
-	0xf0, 0x0e, 0x9c, 0x4e, 0x7e, 0xc6, 0x39, 0x97, 0x3a, 0x3d, 0x81, 0xd3, 0x6b, 0x47, 0xc3, 0x89,
-	0xcd, 0x9a, 0x30, 0x19, 0xff, 0x6a, 0x62, 0xa4, 0x2e, 0x10, 0xc3, 0xe8, 0xcb, 0xc3, 0x31, 0x62,
-	0x83, 0xdb, 0x50, 0x96, 0x3f, 0x63, 0xa4, 0x13, 0x25, 0x21, 0x32, 0x88, 0x4a, 0xf9, 0xf6, 0xa0,
-	0x36, 0x60, 0xac, 0xf7, 0x94, 0x9f, 0x4b, 0x9d, 0xc4, 0xb5, 0xfa, 0x7f, 0x07, 0x69, 0xc5, 0x72,
-	0x77, 0x60, 0x22, 0xf6, 0xec, 0x5c, 0x1a, 0x40, 0x25, 0x83, 0xe8, 0xff, 0x1b, 0x0a, 0x11, 0xab,
-	0xdf, 0x80, 0x52, 0xf4, 0xfc, 0xab, 0xa4, 0xce, 0x13, 0x7a, 0xfd, 0xdc, 0x60, 0xbd, 0x58, 0xf4,
-	0x2d, 0x00, 0xe9, 0x29, 0xb3, 0x90, 0x3a, 0x2b, 0x02, 0xe8, 0xe7, 0x87, 0x00, 0x64, 0x63, 0xa3,
-	0xd7, 0x47, 0xba, 0xb1, 0x42, 0x9f, 0x61, 0x6c, 0xf2, 0xd1, 0xd0, 0x84, 0xc9, 0xf8, 0x7d, 0x3a,
-	0x3d, 0xd5, 0x62, 0x98, 0x8c, 0x54, 0x4b, 0xbd, 0xa6, 0x86, 0x01, 0x8c, 0x5d, 0x51, 0xd3, 0x03,
-	0x28, 0x43, 0x32, 0x02, 0x98, 0x7a, 0x63, 0x13, 0x89, 0xcc, 0xc8, 0x1e, 0x94, 0xc8, 0x8c, 0xed,
-	0xea, 0x30, 0x84, 0xbc, 0xb4, 0x7c, 0x29, 0x1a, 0x54, 0x4c, 0x06, 0x2d, 0x9d, 0xd2, 0xe6, 0xa3,
-	0x62, 0x22, 0xb7, 0xf8, 0x41, 0xc5, 0x44, 0xc2, 0x0d, 0x2c, 0x26, 0x29, 0xed, 0x30, 0xdc, 0x2c,
-	0xd9, 0x0a, 0xcf, 0x65, 0x50, 0xdc, 0x87, 0xcb, 0xd8, 0x2c, 0xb3, 0x0d, 0xa9, 0x1e, 0xa8, 0x29,
-	0x2d, 0x28, 0x3d, 0xc5, 0x93, 0x40, 0xbd, 0x7e, 0x44, 0x60, 0x6f, 0x3f, 0x7d, 0xf4, 0xfd, 0xc3,
-	0xfd, 0x65, 0x65, 0x7d, 0xed, 0xe1, 0x93, 0x8a, 0xf2, 0xe8, 0x49, 0x45, 0xf9, 0xf5, 0x49, 0x45,
-	0xf9, 0xec, 0xa0, 0x32, 0xf2, 0xe8, 0xa0, 0x32, 0xf2, 0xe3, 0x41, 0x65, 0xe4, 0xed, 0xf3, 0xb6,
-	0x13, 0xdc, 0xed, 0x6e, 0xd5, 0x5a, 0xd8, 0xad, 0xf3, 0x5e, 0xc3, 0xff, 0xbb, 0xdf, 0x6b, 0x3a,
-	0xf4, 0x0f, 0x1a, 0x5b, 0x45, 0xfa, 0x27, 0x8b, 0xe7, 0xff, 0x0c, 0x00, 0x00, 0xff, 0xff, 0x60,
-	0x26, 0x8a, 0x82, 0x7b, 0x19, 0x00, 0x00,
+	// 1988 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xc4, 0x59, 0xcd, 0x6f, 0x1c, 0x49,
+	0x15, 0x4f, 0xcf, 0x97, 0x3d, 0x6f, 0xfc, 0x91, 0xb4, 0x4c, 0x32, 0xee, 0xb5, 0xc7, 0x4e, 0x67,
+	0x95, 0x35, 0x4e, 0x98, 0x49, 0x0c, 0x1b, 0x21, 0x23, 0x16, 0x6c, 0x23, 0x2d, 0x59, 0x18, 0x61,
+	0x75, 0x12, 0xa4, 0x45, 0x2b, 0x8d, 0x7a, 0x66, 0xca, 0x9d, 0xde, 0x4c, 0x77, 0x0d, 0x5d, 0x3d,
+	0xc9, 0xfa, 0x04, 0x42, 0x42, 0x08, 0x24, 0x24, 0x40, 0x08, 0x38, 0x73, 0x42, 0x48, 0x40, 0x90,
+	0x40, 0xe2, 0x4f, 0xd8, 0xe3, 0x6a, 0x4f, 0x20, 0x24, 0x84, 0x92, 0x43, 0xae, 0xfc, 0x09, 0xa8,
+	0xab, 0xaa, 0xab, 0xab, 0xa7, 0xba, 0x7b, 0x26, 0xc6, 0x09, 0x97, 0x64, 0xfa, 0x7d, 0x54, 0xbd,
+	0xf7, 0xab, 0x57, 0xef, 0xa3, 0x0c, 0xeb, 0xfd, 0x93, 0x70, 0x84, 0x9d, 0x4e, 0x88, 0xc7, 0xee,
+	0x80, 0x74, 0x1e, 0xdf, 0xee, 0x84, 0x1f, 0xb5, 0xc7, 0x01, 0x0e, 0xb1, 0x7e, 0x91, 0xb1, 0xda,
+	0x8c, 0xd5, 0x7e, 0x7c, 0xdb, 0x58, 0x73, 0xb0, 0x83, 0x29, 0xb3, 0x13, 0xfd, 0x62, 0x72, 0xc6,
+	0x25, 0xdb, 0x73, 0x7d, 0xdc, 0xa1, 0xff, 0x72, 0xd2, 0xfa, 0x00, 0x13, 0x0f, 0x93, 0x1e, 0x93,
+	0x65, 0x1f, 0x9c, 0x75, 0x85, 0x7d, 0x75, 0x3c, 0xe2, 0x44, 0xbb, 0x79, 0xc4, 0xe1, 0x8c, 0x0d,
+	0xd5, 0x92, 0xd3, 0x31, 0x8a, 0xd5, 0x36, 0x15, 0xae, 0x13, 0xe0, 0xc9, 0x98, 0xb3, 0xcd, 0xe7,
+	0x1a, 0xac, 0x74, 0x89, 0x73, 0x14, 0x20, 0x3b, 0x44, 0xf7, 0x23, 0x19, 0xbd, 0x0d, 0x55, 0xfc,
+	0xc4, 0x47, 0x41, 0x53, 0xdb, 0xd6, 0x76, 0xea, 0x87, 0xcd, 0x4f, 0xff, 0xf2, 0xb9, 0x35, 0x6e,
+	0xc9, 0xc1, 0x70, 0x18, 0x20, 0x42, 0xee, 0x85, 0x81, 0xeb, 0x3b, 0x16, 0x13, 0xd3, 0x75, 0xa8,
+	0xf8, 0xb6, 0x87, 0x9a, 0xa5, 0x48, 0xdc, 0xa2, 0xbf, 0xf5, 0x16, 0xc0, 0xd8, 0x0e, 0x42, 0x37,
+	0x74, 0xb1, 0x4f, 0x9a, 0xe5, 0x6d, 0x6d, 0x67, 0xd9, 0x92, 0x28, 0xfa, 0x57, 0xa1, 0x36, 0xc0,
+	0xfe, 0x89, 0xeb, 0x34, 0x2b, 0xdb, 0xda, 0x4e, 0x63, 0x6f, 0xb3, 0x3d, 0x8d, 0x59, 0x9b, 0x1a,
+	0x73, 0x44, 0x85, 0x0e, 0xeb, 0x1f, 0xff, 0x6b, 0xeb, 0xc2, 0xef, 0x5e, 0x3c, 0xdd, 0xd5, 0x2c,
+	0xae, 0xb7, 0x7f, 0xe3, 0x07, 0x2f, 0x9e, 0xee, 0x32, 0x0b, 0x7e, 0xf2, 0xe2, 0xe9, 0xee, 0x14,
+	0x08, 0x69, 0x97, 0xcc, 0x26, 0x5c, 0x4e, 0x53, 0x2c, 0x44, 0xc6, 0xd8, 0x27, 0xc8, 0xfc, 0xa7,
+	0x06, 0x6b, 0x5d, 0xe2, 0x3c, 0x18, 0x0f, 0x63, 0x16, 0xdb, 0x52, 0xbf, 0x03, 0x75, 0x7b, 0x12,
+	0x3e, 0xc4, 0x81, 0x1b, 0x9e, 0xce, 0x44, 0x22, 0x11, 0xcd, 0x44, 0x23, 0xf1, 0xb6, 0x7c, 0x46,
+	0x6f, 0xdf, 0x8e, 0xbc, 0x4d, 0x76, 0x89, 0x3c, 0x36, 0x15, 0x8f, 0x15, 0x27, 0xcc, 0x16, 0x6c,
+	0x64, 0xd1, 0x85, 0xf7, 0x7f, 0xd6, 0xe0, 0x62, 0x97, 0x38, 0x07, 0xc3, 0xe1, 0x71, 0x72, 0x36,
+	0xe7, 0xe9, 0xf9, 0x8c, 0x38, 0xd8, 0xbf, 0xad, 0xfa, 0xd5, 0x52, 0xfc, 0x4a, 0x99, 0x67, 0x1a,
+	0xd0, 0x9c, 0xa6, 0x09, 0x7f, 0x7e, 0xca, 0xa2, 0xf9, 0x6b, 0x68, 0x84, 0xe2, 0x68, 0x3e, 0x47,
+	0x6f, 0xf6, 0x3b, 0xaa, 0xb5, 0x6a, 0xdc, 0x49, 0x9b, 0xf3, 0xb8, 0x93, 0x28, 0xc2, 0xd2, 0xdf,
+	0x6b, 0xb0, 0x74, 0x1c, 0xe0, 0xe1, 0x64, 0x80, 0x0e, 0xed, 0x70, 0xf0, 0x50, 0x5f, 0x83, 0x2a,
+	0x5d, 0x83, 0xd9, 0x68, 0xb1, 0x0f, 0x7d, 0x03, 0xea, 0x02, 0x2d, 0x6a, 0xca, 0xb2, 0x95, 0x10,
+	0xf4, 0xab, 0xb0, 0x14, 0xa0, 0x01, 0x0e, 0x86, 0xbd, 0x7e, 0xb4, 0x46, 0xb3, 0xba, 0xad, 0xed,
+	0x2c, 0x59, 0x0d, 0x46, 0x63, 0xcb, 0x26, 0x22, 0x03, 0x3c, 0xf1, 0xc3, 0x66, 0x8d, 0xae, 0xc1,
+	0x45, 0x8e, 0x22, 0x92, 0x6e, 0xc0, 0x22, 0x41, 0xdf, 0x9d, 0x20, 0x7f, 0x80, 0xe8, 0x6d, 0xac,
+	0x58, 0xe2, 0xfb, 0xbd, 0xca, 0x62, 0xf9, 0x62, 0xc5, 0xfc, 0xa3, 0x06, 0xd0, 0x25, 0x0e, 0xb7,
+	0x57, 0xff, 0x02, 0x2c, 0x8e, 0xd9, 0xcf, 0xd9, 0x39, 0x42, 0x48, 0xea, 0xef, 0xc0, 0x02, 0xb5,
+	0x12, 0x91, 0x66, 0x69, 0xbb, 0xbc, 0xd3, 0xd8, 0x6b, 0xa9, 0xb7, 0x40, 0x46, 0xe4, 0xb0, 0x12,
+	0x5d, 0x03, 0x2b, 0x56, 0xda, 0xdf, 0x8d, 0xc0, 0x17, 0xcb, 0x45, 0xd8, 0x37, 0x15, 0xec, 0xb9,
+	0xbe, 0xf9, 0x1b, 0x0d, 0x96, 0xf9, 0x6f, 0x0b, 0x91, 0xc9, 0x28, 0x3c, 0x13, 0xbc, 0x5b, 0xd0,
+	0xe8, 0xdb, 0x04, 0xf5, 0xf0, 0xc9, 0x09, 0x41, 0x21, 0x8d, 0xde, 0x8a, 0x05, 0x11, 0xe9, 0x5b,
+	0x94, 0x12, 0x2d, 0xca, 0x50, 0xad, 0x50, 0x55, 0xf6, 0x11, 0x2d, 0x3a, 0x9c, 0x8c, 0x47, 0xee,
+	0xc0, 0x0e, 0x11, 0x3d, 0x92, 0x45, 0x2b, 0x21, 0x98, 0x0f, 0x40, 0x4f, 0x0c, 0x8d, 0xc3, 0x41,
+	0xff, 0x0a, 0x2c, 0x04, 0xd4, 0x50, 0xd2, 0xd4, 0x28, 0x38, 0x5b, 0xb9, 0xe0, 0x30, 0x87, 0x62,
+	0x74, 0xb8, 0x96, 0xf9, 0x37, 0x0d, 0x56, 0xc5, 0x55, 0x3f, 0xb6, 0x03, 0xdb, 0x3b, 0xfb, 0x45,
+	0xfe, 0x12, 0xd4, 0xc6, 0x74, 0x05, 0x0a, 0x49, 0x63, 0xaf, 0x99, 0x61, 0x0b, 0xe5, 0xa7, 0x32,
+	0x15, 0x53, 0xd9, 0xbf, 0xa5, 0xde, 0x91, 0xcd, 0x9c, 0x4c, 0xc5, 0x16, 0x31, 0xd7, 0xe1, 0xca,
+	0x14, 0x49, 0xdc, 0x92, 0x1f, 0x96, 0x60, 0xa9, 0x4b, 0x9c, 0xf7, 0xb0, 0xeb, 0xbf, 0x1b, 0x55,
+	0x2d, 0xfd, 0x16, 0xd4, 0x3c, 0xe4, 0xf5, 0xe7, 0x08, 0x3c, 0x2e, 0xa7, 0xaf, 0xc3, 0x22, 0x2d,
+	0x78, 0x3d, 0x77, 0xc8, 0xef, 0xf2, 0x02, 0xfd, 0xbe, 0x3b, 0xd4, 0x2f, 0x43, 0x8d, 0x99, 0xd4,
+	0x2c, 0x6f, 0x97, 0x77, 0xea, 0x16, 0xff, 0xd2, 0xef, 0xc0, 0xa2, 0x4d, 0x88, 0xeb, 0xf8, 0x38,
+	0xa0, 0x27, 0xbb, 0xb2, 0x67, 0xa8, 0x08, 0x1c, 0x70, 0x09, 0x4b, 0xc8, 0xea, 0x37, 0x41, 0x27,
+	0x88, 0x10, 0x17, 0xfb, 0xbd, 0xd0, 0xf5, 0x10, 0x9e, 0x84, 0x3d, 0x8f, 0xd0, 0x08, 0x28, 0x5b,
+	0x17, 0x39, 0xe7, 0x3e, 0x63, 0x74, 0x79, 0x3c, 0x73, 0x2b, 0x23, 0x94, 0x0c, 0x05, 0x25, 0xe1,
+	0xb6, 0xf9, 0x3d, 0x5a, 0xa4, 0xc4, 0xb7, 0x08, 0x9b, 0x16, 0x80, 0x83, 0x7c, 0x14, 0xd8, 0x34,
+	0x80, 0x35, 0x16, 0xa0, 0x09, 0x45, 0x7f, 0x17, 0x80, 0x59, 0xe7, 0x21, 0x3f, 0xe4, 0xd7, 0xee,
+	0x6a, 0x4e, 0xf1, 0x49, 0xd2, 0x29, 0x8f, 0x2d, 0x49, 0xd5, 0xfc, 0xb1, 0x06, 0xcb, 0x5d, 0xe2,
+	0x7c, 0x13, 0xd9, 0x8f, 0xd1, 0xf9, 0x9f, 0x04, 0x2b, 0xe6, 0x12, 0x16, 0x6f, 0x28, 0x58, 0x24,
+	0x3b, 0x9b, 0x57, 0xe0, 0x33, 0x29, 0x82, 0x88, 0x96, 0x1f, 0x69, 0x34, 0x5a, 0xbe, 0x8e, 0xec,
+	0x20, 0xec, 0x23, 0x3b, 0x3c, 0x5f, 0x1b, 0x67, 0x9f, 0x97, 0xd8, 0x98, 0x9f, 0x97, 0xf8, 0x7e,
+	0xfd, 0xe7, 0xf5, 0x18, 0x96, 0x58, 0x8e, 0x3a, 0xc2, 0x9e, 0xe7, 0x9e, 0x2d, 0xfd, 0x5d, 0x86,
+	0x5a, 0x2a, 0xf3, 0xf1, 0xaf, 0xa8, 0x5e, 0x78, 0x28, 0xb4, 0x87, 0x76, 0x68, 0xd3, 0xeb, 0x51,
+	0xb7, 0xc4, 0xb7, 0xf9, 0xeb, 0x12, 0x6d, 0x28, 0xd8, 0xae, 0xcc, 0x02, 0x72, 0xbe, 0x97, 0x36,
+	0x0d, 0x61, 0x59, 0x81, 0xf0, 0x1d, 0x58, 0x60, 0x76, 0x92, 0x66, 0x25, 0xaf, 0xcc, 0xc8, 0xd0,
+	0xc4, 0x89, 0x94, 0x2b, 0xe9, 0xd7, 0x61, 0xf5, 0x91, 0x7d, 0xf2, 0xc8, 0xee, 0x31, 0x53, 0x22,
+	0x0b, 0xaa, 0xd4, 0x82, 0x65, 0x4a, 0xee, 0x52, 0xea, 0xdd, 0xe1, 0x7e, 0x7b, 0x2a, 0x1c, 0xd4,
+	0xb6, 0x25, 0x05, 0x02, 0x6f, 0x5b, 0x52, 0x34, 0x11, 0xb8, 0x7f, 0x2d, 0xd1, 0xe4, 0x6d, 0x21,
+	0x82, 0x04, 0x68, 0x67, 0x4d, 0xde, 0x05, 0xd0, 0x89, 0x20, 0x28, 0xcb, 0x41, 0x90, 0x6e, 0xd1,
+	0x22, 0xcc, 0xd2, 0xad, 0xfa, 0x4d, 0x28, 0x85, 0x98, 0x62, 0xb0, 0xb2, 0xb7, 0x91, 0x87, 0xe5,
+	0xbd, 0x31, 0x1a, 0x58, 0xa5, 0x10, 0x4b, 0x41, 0x53, 0x4b, 0x05, 0xcd, 0x55, 0x58, 0x8a, 0x72,
+	0x22, 0x09, 0x6d, 0x6f, 0x1c, 0x65, 0xc5, 0x05, 0x9a, 0x15, 0x1b, 0x82, 0xd6, 0x9d, 0xb3, 0x72,
+	0xc8, 0x18, 0x99, 0x1f, 0xd0, 0xca, 0x21, 0x93, 0xc4, 0x4d, 0x3b, 0x48, 0xc2, 0x40, 0xcb, 0xbb,
+	0x46, 0xec, 0x30, 0x42, 0x34, 0x64, 0xca, 0x53, 0x91, 0x60, 0xfe, 0x52, 0x6e, 0x26, 0x59, 0xd2,
+	0x3b, 0xff, 0x43, 0x79, 0x99, 0x9e, 0x92, 0xa5, 0x3f, 0xb9, 0xa7, 0x4c, 0xe7, 0xbf, 0xff, 0x94,
+	0xa4, 0x59, 0x8e, 0x19, 0xdc, 0x86, 0xaa, 0x3d, 0xf4, 0x5c, 0x7f, 0xf6, 0x2c, 0x47, 0xc5, 0x8a,
+	0xa2, 0xe7, 0xcb, 0xd0, 0xf8, 0x10, 0xbb, 0x7e, 0x6f, 0x8c, 0x47, 0xee, 0xe0, 0x94, 0xc6, 0x50,
+	0x66, 0x40, 0x44, 0x55, 0xea, 0x98, 0xca, 0x58, 0xf0, 0xa1, 0xf8, 0xad, 0x1f, 0xc0, 0xaa, 0x3d,
+	0x1a, 0xe1, 0x27, 0x68, 0xc8, 0x6f, 0x16, 0x8b, 0xb5, 0x22, 0x9b, 0x56, 0xb8, 0x02, 0xbb, 0x73,
+	0xe9, 0xba, 0x5c, 0xfd, 0x9f, 0xeb, 0x72, 0x2d, 0xa7, 0x2e, 0xb3, 0xc1, 0x92, 0xc2, 0x51, 0x34,
+	0x58, 0xca, 0x87, 0x21, 0x51, 0xc4, 0x61, 0xfc, 0xb6, 0x24, 0x0d, 0x96, 0x94, 0xc5, 0x81, 0x78,
+	0x05, 0x17, 0xfb, 0xff, 0x7e, 0x34, 0x2f, 0x33, 0x9f, 0x4a, 0x58, 0xa4, 0xe6, 0x53, 0x89, 0x2e,
+	0x40, 0xfc, 0x94, 0x4d, 0xe7, 0x16, 0xf2, 0x30, 0x2f, 0xf6, 0x6c, 0xc3, 0x57, 0x01, 0x62, 0x52,
+	0xa5, 0xca, 0xf3, 0x55, 0xa9, 0xf9, 0x9c, 0x56, 0x6c, 0xe7, 0x4e, 0x2b, 0x74, 0xe1, 0xf4, 0x3f,
+	0x34, 0xda, 0xe0, 0xdc, 0x0f, 0x6c, 0x9f, 0x9c, 0xa0, 0x80, 0x8a, 0x1c, 0xd0, 0xdb, 0xf9, 0x0a,
+	0xbc, 0x7e, 0x1b, 0xea, 0x3e, 0x7a, 0xd2, 0x63, 0x49, 0x62, 0x96, 0xe3, 0x8b, 0x3e, 0x7a, 0x42,
+	0x2d, 0xd9, 0xbf, 0xa3, 0xba, 0x7e, 0x4d, 0x71, 0x5d, 0xf5, 0xc0, 0xdc, 0x82, 0xcd, 0x4c, 0x86,
+	0x70, 0xfe, 0x17, 0x65, 0xb8, 0xd4, 0x25, 0xce, 0x37, 0xa2, 0x5a, 0x9b, 0xb4, 0xfd, 0x2f, 0xfb,
+	0x24, 0x55, 0xe0, 0xf0, 0x1b, 0x50, 0x4f, 0x2a, 0x7b, 0x39, 0x6e, 0x5f, 0x58, 0x51, 0x8f, 0x98,
+	0x83, 0x91, 0x8b, 0xfc, 0x30, 0x62, 0xf2, 0xde, 0x86, 0x11, 0xee, 0x0e, 0xf5, 0x6b, 0xb0, 0x4c,
+	0xdf, 0xcc, 0x06, 0x78, 0xd4, 0x0b, 0x4f, 0xc7, 0x88, 0xf7, 0x05, 0x4b, 0x31, 0xf1, 0xfe, 0xe9,
+	0x18, 0xe9, 0x47, 0x50, 0x8f, 0xbf, 0xa3, 0x14, 0x93, 0x33, 0xca, 0x51, 0xf7, 0x8e, 0xb9, 0x1c,
+	0xaf, 0x3b, 0x89, 0x5e, 0x4e, 0xc2, 0x8a, 0x4a, 0x66, 0x55, 0x4d, 0x58, 0xfa, 0x2d, 0x58, 0x0b,
+	0x50, 0xdf, 0x1e, 0xd9, 0xfe, 0x00, 0xc9, 0xf2, 0x8b, 0x54, 0x5e, 0x17, 0xbc, 0x24, 0xc5, 0xb5,
+	0xd3, 0x6f, 0x67, 0x5b, 0xca, 0xc9, 0xa5, 0xe1, 0x37, 0x1f, 0xc0, 0xba, 0x42, 0x14, 0x95, 0xf6,
+	0x8b, 0x50, 0xa5, 0xd8, 0xd2, 0xb3, 0x69, 0x64, 0xa5, 0x1d, 0xaa, 0x48, 0x95, 0xb8, 0xab, 0x4c,
+	0xc1, 0xfc, 0x55, 0x29, 0x39, 0xeb, 0x7b, 0xa7, 0xfe, 0xe0, 0xf5, 0x9e, 0x75, 0xba, 0x91, 0xac,
+	0x50, 0xb0, 0xe4, 0x46, 0xf2, 0x2e, 0x34, 0x92, 0x86, 0x3a, 0x1a, 0xe3, 0x72, 0xba, 0x08, 0x6a,
+	0xfe, 0x81, 0x90, 0xe4, 0x2e, 0xca, 0xba, 0x73, 0xe2, 0x2d, 0x20, 0x90, 0xf1, 0x16, 0xc4, 0x73,
+	0xc0, 0xfb, 0x0f, 0x5a, 0x82, 0x77, 0x32, 0x24, 0x9d, 0x23, 0xde, 0x9b, 0x00, 0x02, 0xef, 0x78,
+	0xa8, 0xae, 0xc7, 0x80, 0xcf, 0x0b, 0x43, 0x32, 0x45, 0x49, 0x30, 0xa8, 0xa3, 0xd4, 0xd9, 0x61,
+	0xf8, 0x93, 0x46, 0x9f, 0x60, 0x28, 0x5b, 0x1a, 0x68, 0x5f, 0x1f, 0x0e, 0x9d, 0x34, 0x0e, 0xdb,
+	0xd9, 0x38, 0x48, 0x13, 0xef, 0x06, 0x18, 0x2a, 0x35, 0x46, 0x62, 0xef, 0xe7, 0xab, 0x50, 0xee,
+	0x12, 0x47, 0x7f, 0x1f, 0x1a, 0xf2, 0x33, 0xfe, 0xb6, 0x8a, 0x48, 0xfa, 0x0d, 0xdc, 0xd8, 0x99,
+	0x25, 0x21, 0xc0, 0x7e, 0x04, 0x97, 0xd4, 0x17, 0xf2, 0xeb, 0x99, 0xea, 0x8a, 0x9c, 0xd1, 0x9e,
+	0x4f, 0x4e, 0x6c, 0xd6, 0x83, 0xe5, 0xf4, 0x83, 0xb4, 0x99, 0xb9, 0x40, 0x4a, 0xc6, 0xd8, 0x9d,
+	0x2d, 0x23, 0x36, 0x78, 0x1f, 0x1a, 0xf2, 0x0b, 0x71, 0x36, 0x50, 0x92, 0x44, 0x0e, 0x50, 0x19,
+	0xcf, 0xba, 0x7a, 0x17, 0x16, 0xe2, 0x57, 0xd2, 0x8d, 0x4c, 0x25, 0xce, 0x35, 0xde, 0x2c, 0xe2,
+	0x8a, 0xe5, 0x3e, 0x80, 0xa5, 0xd4, 0x8b, 0xde, 0xd5, 0x02, 0x28, 0x99, 0x88, 0xf1, 0xd9, 0x99,
+	0x22, 0x62, 0xf5, 0x7b, 0x50, 0x4f, 0x4a, 0x6c, 0x2b, 0x53, 0x4f, 0xf0, 0x8d, 0xeb, 0xc5, 0x7c,
+	0xb1, 0xe8, 0xb7, 0x01, 0xa4, 0x4b, 0xb5, 0x95, 0xa9, 0x95, 0x08, 0x18, 0x6f, 0xcd, 0x10, 0x90,
+	0x8d, 0x4d, 0x72, 0x56, 0xb6, 0xb1, 0x82, 0x9f, 0x63, 0xac, 0x9a, 0x44, 0x7a, 0xb0, 0x9c, 0x7e,
+	0xaa, 0xc8, 0x0e, 0xb5, 0x94, 0x4c, 0x4e, 0xa8, 0x65, 0x4e, 0xf6, 0xd1, 0x01, 0xa6, 0xa6, 0xfa,
+	0xec, 0x03, 0x94, 0x45, 0x72, 0x0e, 0x30, 0x73, 0xc8, 0x15, 0x81, 0xcc, 0xc0, 0x2e, 0x0a, 0x64,
+	0x86, 0xf6, 0xce, 0x2c, 0x09, 0x79, 0x69, 0x79, 0x8e, 0x2c, 0x4a, 0x26, 0x45, 0x4b, 0x67, 0x4c,
+	0x46, 0x49, 0x32, 0x91, 0xa7, 0xa2, 0xa2, 0x64, 0x22, 0xc9, 0x15, 0x26, 0x93, 0x8c, 0x09, 0x22,
+	0xda, 0x4c, 0x9d, 0x1e, 0xae, 0xe7, 0x40, 0x3c, 0x25, 0x97, 0xb3, 0x59, 0x6e, 0xe7, 0xae, 0xfb,
+	0xa0, 0x67, 0x74, 0xed, 0xd9, 0x21, 0xae, 0x0a, 0x1a, 0x9d, 0x39, 0x05, 0xc5, 0x7e, 0x7d, 0x58,
+	0x99, 0x6a, 0x94, 0xaf, 0x65, 0x2e, 0x91, 0x16, 0x32, 0x6e, 0xcc, 0x21, 0xa4, 0xec, 0x91, 0x34,
+	0x68, 0x05, 0x7b, 0x08, 0xa1, 0xa2, 0x3d, 0xd4, 0x96, 0x26, 0xde, 0x23, 0xb9, 0xe0, 0x05, 0x7b,
+	0x24, 0xb7, 0xfc, 0xc6, 0x1c, 0x42, 0x62, 0x0f, 0x04, 0xab, 0xd3, 0x15, 0xff, 0xcd, 0x7c, 0x7d,
+	0x29, 0x43, 0xdd, 0x9c, 0x47, 0x2a, 0xde, 0xc6, 0xa8, 0x7e, 0xff, 0xc5, 0xd3, 0x5d, 0xed, 0xf0,
+	0xe0, 0xe3, 0x67, 0x2d, 0xed, 0x93, 0x67, 0x2d, 0xed, 0xdf, 0xcf, 0x5a, 0xda, 0xcf, 0x9e, 0xb7,
+	0x2e, 0x7c, 0xf2, 0xbc, 0x75, 0xe1, 0xef, 0xcf, 0x5b, 0x17, 0xbe, 0xf3, 0x96, 0xe3, 0x86, 0x0f,
+	0x27, 0xfd, 0xf6, 0x00, 0x7b, 0x1d, 0x5e, 0xf8, 0xf9, 0x7f, 0x1f, 0xc5, 0x1d, 0x00, 0xfd, 0xf3,
+	0x7d, 0xbf, 0x46, 0xe7, 0x81, 0xcf, 0xff, 0x37, 0x00, 0x00, 0xff, 0xff, 0x65, 0x36, 0xa4, 0xbb,
+	0x69, 0x20, 0x00, 0x00,
 }
 
 // Reference imports to suppress errors if they are not otherwise used.
@@ -2109,6 +2618,14 @@ type MsgClient interface {
 	RemoveGroupMember(ctx context.Context, in *MsgRemoveGroupMember, opts ...grpc.CallOption) (*MsgRemoveGroupMemberResponse, error)
 	// TransferGroupAdmin hands a group to a new admin (group admin or gov authority).
 	TransferGroupAdmin(ctx context.Context, in *MsgTransferGroupAdmin, opts ...grpc.CallOption) (*MsgTransferGroupAdminResponse, error)
+	// KafkaJoinGroup is Kafka's JoinGroup for a member the signer owns.
+	KafkaJoinGroup(ctx context.Context, in *MsgKafkaJoinGroup, opts ...grpc.CallOption) (*MsgKafkaJoinGroupResponse, error)
+	// KafkaSyncGroup is the leader's SyncGroup: the generation's assignments.
+	KafkaSyncGroup(ctx context.Context, in *MsgKafkaSyncGroup, opts ...grpc.CallOption) (*MsgKafkaSyncGroupResponse, error)
+	// KafkaHeartbeat keeps members the signer owns alive.
+	KafkaHeartbeat(ctx context.Context, in *MsgKafkaHeartbeat, opts ...grpc.CallOption) (*MsgKafkaHeartbeatResponse, error)
+	// KafkaLeaveGroup removes members the signer owns.
+	KafkaLeaveGroup(ctx context.Context, in *MsgKafkaLeaveGroup, opts ...grpc.CallOption) (*MsgKafkaLeaveGroupResponse, error)
 }
 
 type msgClient struct {
@@ -2263,6 +2780,42 @@ func (c *msgClient) TransferGroupAdmin(ctx context.Context, in *MsgTransferGroup
 	return out, nil
 }
 
+func (c *msgClient) KafkaJoinGroup(ctx context.Context, in *MsgKafkaJoinGroup, opts ...grpc.CallOption) (*MsgKafkaJoinGroupResponse, error) {
+	out := new(MsgKafkaJoinGroupResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.topics.v1.Msg/KafkaJoinGroup", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) KafkaSyncGroup(ctx context.Context, in *MsgKafkaSyncGroup, opts ...grpc.CallOption) (*MsgKafkaSyncGroupResponse, error) {
+	out := new(MsgKafkaSyncGroupResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.topics.v1.Msg/KafkaSyncGroup", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) KafkaHeartbeat(ctx context.Context, in *MsgKafkaHeartbeat, opts ...grpc.CallOption) (*MsgKafkaHeartbeatResponse, error) {
+	out := new(MsgKafkaHeartbeatResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.topics.v1.Msg/KafkaHeartbeat", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *msgClient) KafkaLeaveGroup(ctx context.Context, in *MsgKafkaLeaveGroup, opts ...grpc.CallOption) (*MsgKafkaLeaveGroupResponse, error) {
+	out := new(MsgKafkaLeaveGroupResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.topics.v1.Msg/KafkaLeaveGroup", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MsgServer is the server API for Msg service.
 type MsgServer interface {
 	// CreateTopic creates a topic owned by the signer.
@@ -2297,6 +2850,14 @@ type MsgServer interface {
 	RemoveGroupMember(context.Context, *MsgRemoveGroupMember) (*MsgRemoveGroupMemberResponse, error)
 	// TransferGroupAdmin hands a group to a new admin (group admin or gov authority).
 	TransferGroupAdmin(context.Context, *MsgTransferGroupAdmin) (*MsgTransferGroupAdminResponse, error)
+	// KafkaJoinGroup is Kafka's JoinGroup for a member the signer owns.
+	KafkaJoinGroup(context.Context, *MsgKafkaJoinGroup) (*MsgKafkaJoinGroupResponse, error)
+	// KafkaSyncGroup is the leader's SyncGroup: the generation's assignments.
+	KafkaSyncGroup(context.Context, *MsgKafkaSyncGroup) (*MsgKafkaSyncGroupResponse, error)
+	// KafkaHeartbeat keeps members the signer owns alive.
+	KafkaHeartbeat(context.Context, *MsgKafkaHeartbeat) (*MsgKafkaHeartbeatResponse, error)
+	// KafkaLeaveGroup removes members the signer owns.
+	KafkaLeaveGroup(context.Context, *MsgKafkaLeaveGroup) (*MsgKafkaLeaveGroupResponse, error)
 }
 
 // UnimplementedMsgServer can be embedded to have forward compatible implementations.
@@ -2350,6 +2911,18 @@ func (*UnimplementedMsgServer) RemoveGroupMember(ctx context.Context, req *MsgRe
 }
 func (*UnimplementedMsgServer) TransferGroupAdmin(ctx context.Context, req *MsgTransferGroupAdmin) (*MsgTransferGroupAdminResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method TransferGroupAdmin not implemented")
+}
+func (*UnimplementedMsgServer) KafkaJoinGroup(ctx context.Context, req *MsgKafkaJoinGroup) (*MsgKafkaJoinGroupResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KafkaJoinGroup not implemented")
+}
+func (*UnimplementedMsgServer) KafkaSyncGroup(ctx context.Context, req *MsgKafkaSyncGroup) (*MsgKafkaSyncGroupResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KafkaSyncGroup not implemented")
+}
+func (*UnimplementedMsgServer) KafkaHeartbeat(ctx context.Context, req *MsgKafkaHeartbeat) (*MsgKafkaHeartbeatResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KafkaHeartbeat not implemented")
+}
+func (*UnimplementedMsgServer) KafkaLeaveGroup(ctx context.Context, req *MsgKafkaLeaveGroup) (*MsgKafkaLeaveGroupResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KafkaLeaveGroup not implemented")
 }
 
 func RegisterMsgServer(s grpc1.Server, srv MsgServer) {
@@ -2644,6 +3217,78 @@ func _Msg_TransferGroupAdmin_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Msg_KafkaJoinGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgKafkaJoinGroup)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).KafkaJoinGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.topics.v1.Msg/KafkaJoinGroup",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).KafkaJoinGroup(ctx, req.(*MsgKafkaJoinGroup))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_KafkaSyncGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgKafkaSyncGroup)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).KafkaSyncGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.topics.v1.Msg/KafkaSyncGroup",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).KafkaSyncGroup(ctx, req.(*MsgKafkaSyncGroup))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_KafkaHeartbeat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgKafkaHeartbeat)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).KafkaHeartbeat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.topics.v1.Msg/KafkaHeartbeat",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).KafkaHeartbeat(ctx, req.(*MsgKafkaHeartbeat))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Msg_KafkaLeaveGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgKafkaLeaveGroup)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).KafkaLeaveGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.topics.v1.Msg/KafkaLeaveGroup",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).KafkaLeaveGroup(ctx, req.(*MsgKafkaLeaveGroup))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var Msg_serviceDesc = _Msg_serviceDesc
 var _Msg_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "bftlog.topics.v1.Msg",
@@ -2712,6 +3357,22 @@ var _Msg_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TransferGroupAdmin",
 			Handler:    _Msg_TransferGroupAdmin_Handler,
+		},
+		{
+			MethodName: "KafkaJoinGroup",
+			Handler:    _Msg_KafkaJoinGroup_Handler,
+		},
+		{
+			MethodName: "KafkaSyncGroup",
+			Handler:    _Msg_KafkaSyncGroup_Handler,
+		},
+		{
+			MethodName: "KafkaHeartbeat",
+			Handler:    _Msg_KafkaHeartbeat_Handler,
+		},
+		{
+			MethodName: "KafkaLeaveGroup",
+			Handler:    _Msg_KafkaLeaveGroup_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
@@ -3543,6 +4204,13 @@ func (m *MsgCommitOffsets) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if len(m.KafkaMemberId) > 0 {
+		i -= len(m.KafkaMemberId)
+		copy(dAtA[i:], m.KafkaMemberId)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.KafkaMemberId)))
+		i--
+		dAtA[i] = 0x2a
+	}
 	if len(m.Offsets) > 0 {
 		for iNdEx := len(m.Offsets) - 1; iNdEx >= 0; iNdEx-- {
 			{
@@ -4068,6 +4736,365 @@ func (m *MsgTransferGroupAdminResponse) MarshalToSizedBuffer(dAtA []byte) (int, 
 	return len(dAtA) - i, nil
 }
 
+func (m *MsgKafkaJoinGroup) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgKafkaJoinGroup) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgKafkaJoinGroup) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.RebalanceTimeoutMs != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.RebalanceTimeoutMs))
+		i--
+		dAtA[i] = 0x40
+	}
+	if m.SessionTimeoutMs != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.SessionTimeoutMs))
+		i--
+		dAtA[i] = 0x38
+	}
+	if len(m.Protocols) > 0 {
+		for iNdEx := len(m.Protocols) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Protocols[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintTx(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x32
+		}
+	}
+	if len(m.ProtocolType) > 0 {
+		i -= len(m.ProtocolType)
+		copy(dAtA[i:], m.ProtocolType)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.ProtocolType)))
+		i--
+		dAtA[i] = 0x2a
+	}
+	if len(m.ClientId) > 0 {
+		i -= len(m.ClientId)
+		copy(dAtA[i:], m.ClientId)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.ClientId)))
+		i--
+		dAtA[i] = 0x22
+	}
+	if len(m.MemberId) > 0 {
+		i -= len(m.MemberId)
+		copy(dAtA[i:], m.MemberId)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.MemberId)))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Owner) > 0 {
+		i -= len(m.Owner)
+		copy(dAtA[i:], m.Owner)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Owner)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgKafkaJoinGroupResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgKafkaJoinGroupResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgKafkaJoinGroupResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Group.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintTx(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgKafkaSyncGroup) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgKafkaSyncGroup) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgKafkaSyncGroup) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Assignments) > 0 {
+		for iNdEx := len(m.Assignments) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Assignments[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintTx(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0x2a
+		}
+	}
+	if m.Generation != 0 {
+		i = encodeVarintTx(dAtA, i, uint64(m.Generation))
+		i--
+		dAtA[i] = 0x20
+	}
+	if len(m.MemberId) > 0 {
+		i -= len(m.MemberId)
+		copy(dAtA[i:], m.MemberId)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.MemberId)))
+		i--
+		dAtA[i] = 0x1a
+	}
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Owner) > 0 {
+		i -= len(m.Owner)
+		copy(dAtA[i:], m.Owner)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Owner)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgKafkaSyncGroupResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgKafkaSyncGroupResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgKafkaSyncGroupResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Group.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintTx(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgKafkaHeartbeat) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgKafkaHeartbeat) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgKafkaHeartbeat) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.MemberIds) > 0 {
+		for iNdEx := len(m.MemberIds) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.MemberIds[iNdEx])
+			copy(dAtA[i:], m.MemberIds[iNdEx])
+			i = encodeVarintTx(dAtA, i, uint64(len(m.MemberIds[iNdEx])))
+			i--
+			dAtA[i] = 0x1a
+		}
+	}
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Owner) > 0 {
+		i -= len(m.Owner)
+		copy(dAtA[i:], m.Owner)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Owner)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgKafkaHeartbeatResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgKafkaHeartbeatResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgKafkaHeartbeatResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	{
+		size, err := m.Group.MarshalToSizedBuffer(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = encodeVarintTx(dAtA, i, uint64(size))
+	}
+	i--
+	dAtA[i] = 0xa
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgKafkaLeaveGroup) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgKafkaLeaveGroup) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgKafkaLeaveGroup) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.MemberIds) > 0 {
+		for iNdEx := len(m.MemberIds) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.MemberIds[iNdEx])
+			copy(dAtA[i:], m.MemberIds[iNdEx])
+			i = encodeVarintTx(dAtA, i, uint64(len(m.MemberIds[iNdEx])))
+			i--
+			dAtA[i] = 0x1a
+		}
+	}
+	if len(m.GroupId) > 0 {
+		i -= len(m.GroupId)
+		copy(dAtA[i:], m.GroupId)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.GroupId)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Owner) > 0 {
+		i -= len(m.Owner)
+		copy(dAtA[i:], m.Owner)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Owner)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgKafkaLeaveGroupResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgKafkaLeaveGroupResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgKafkaLeaveGroupResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintTx(dAtA []byte, offset int, v uint64) int {
 	offset -= sovTx(v)
 	base := offset
@@ -4456,6 +5483,10 @@ func (m *MsgCommitOffsets) Size() (n int) {
 			n += 1 + l + sovTx(uint64(l))
 		}
 	}
+	l = len(m.KafkaMemberId)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
 	return n
 }
 
@@ -4674,6 +5705,165 @@ func (m *MsgTransferGroupAdmin) Size() (n int) {
 }
 
 func (m *MsgTransferGroupAdminResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *MsgKafkaJoinGroup) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Owner)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.MemberId)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.ClientId)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.ProtocolType)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if len(m.Protocols) > 0 {
+		for _, e := range m.Protocols {
+			l = e.Size()
+			n += 1 + l + sovTx(uint64(l))
+		}
+	}
+	if m.SessionTimeoutMs != 0 {
+		n += 1 + sovTx(uint64(m.SessionTimeoutMs))
+	}
+	if m.RebalanceTimeoutMs != 0 {
+		n += 1 + sovTx(uint64(m.RebalanceTimeoutMs))
+	}
+	return n
+}
+
+func (m *MsgKafkaJoinGroupResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Group.Size()
+	n += 1 + l + sovTx(uint64(l))
+	return n
+}
+
+func (m *MsgKafkaSyncGroup) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Owner)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.MemberId)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if m.Generation != 0 {
+		n += 1 + sovTx(uint64(m.Generation))
+	}
+	if len(m.Assignments) > 0 {
+		for _, e := range m.Assignments {
+			l = e.Size()
+			n += 1 + l + sovTx(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *MsgKafkaSyncGroupResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Group.Size()
+	n += 1 + l + sovTx(uint64(l))
+	return n
+}
+
+func (m *MsgKafkaHeartbeat) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Owner)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if len(m.MemberIds) > 0 {
+		for _, s := range m.MemberIds {
+			l = len(s)
+			n += 1 + l + sovTx(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *MsgKafkaHeartbeatResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = m.Group.Size()
+	n += 1 + l + sovTx(uint64(l))
+	return n
+}
+
+func (m *MsgKafkaLeaveGroup) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Owner)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.GroupId)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	if len(m.MemberIds) > 0 {
+		for _, s := range m.MemberIds {
+			l = len(s)
+			n += 1 + l + sovTx(uint64(l))
+		}
+	}
+	return n
+}
+
+func (m *MsgKafkaLeaveGroupResponse) Size() (n int) {
 	if m == nil {
 		return 0
 	}
@@ -7111,6 +8301,38 @@ func (m *MsgCommitOffsets) Unmarshal(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field KafkaMemberId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.KafkaMemberId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
 			skippy, err := skipTx(dAtA[iNdEx:])
@@ -8546,6 +9768,1078 @@ func (m *MsgTransferGroupAdminResponse) Unmarshal(dAtA []byte) error {
 		}
 		if fieldNum <= 0 {
 			return fmt.Errorf("proto: MsgTransferGroupAdminResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgKafkaJoinGroup) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgKafkaJoinGroup: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgKafkaJoinGroup: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Owner", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Owner = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MemberId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.MemberId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ClientId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.ClientId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ProtocolType", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.ProtocolType = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Protocols", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Protocols = append(m.Protocols, KafkaProtocol{})
+			if err := m.Protocols[len(m.Protocols)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SessionTimeoutMs", wireType)
+			}
+			m.SessionTimeoutMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.SessionTimeoutMs |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RebalanceTimeoutMs", wireType)
+			}
+			m.RebalanceTimeoutMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RebalanceTimeoutMs |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgKafkaJoinGroupResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgKafkaJoinGroupResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgKafkaJoinGroupResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Group", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Group.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgKafkaSyncGroup) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgKafkaSyncGroup: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgKafkaSyncGroup: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Owner", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Owner = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MemberId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.MemberId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Generation", wireType)
+			}
+			m.Generation = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Generation |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Assignments", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Assignments = append(m.Assignments, KafkaAssignment{})
+			if err := m.Assignments[len(m.Assignments)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgKafkaSyncGroupResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgKafkaSyncGroupResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgKafkaSyncGroupResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Group", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Group.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgKafkaHeartbeat) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgKafkaHeartbeat: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgKafkaHeartbeat: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Owner", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Owner = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MemberIds", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.MemberIds = append(m.MemberIds, string(dAtA[iNdEx:postIndex]))
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgKafkaHeartbeatResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgKafkaHeartbeatResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgKafkaHeartbeatResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Group", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if err := m.Group.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgKafkaLeaveGroup) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgKafkaLeaveGroup: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgKafkaLeaveGroup: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Owner", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Owner = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field GroupId", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.GroupId = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MemberIds", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.MemberIds = append(m.MemberIds, string(dAtA[iNdEx:postIndex]))
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgKafkaLeaveGroupResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgKafkaLeaveGroupResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgKafkaLeaveGroupResponse: illegal tag %d (wire type %d)", fieldNum, wire)
 		}
 		switch fieldNum {
 		default:
