@@ -243,8 +243,8 @@ func (s *Server) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) 
 			rt.ErrorCode, rt.ErrorMessage = kerr.InvalidReplicationFactor.Code, kmsg.StringPtr("replication is by consensus: use -1 or 1")
 		case r.ValidateOnly:
 		default:
-			msg := &types.MsgCreateTopic{Owner: s.cfg.Signer.Address(), Name: t.Topic, Partitions: uint32(max(t.NumPartitions, 0)), Config: cfg}
-			rt.ErrorCode, rt.ErrorMessage = s.submit(msg)
+			msg := &types.MsgCreateTopic{Owner: s.ident(ctx).signer.Address(), Name: t.Topic, Partitions: uint32(max(t.NumPartitions, 0)), Config: cfg}
+			rt.ErrorCode, rt.ErrorMessage = s.submit(ctx, msg)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
@@ -294,10 +294,10 @@ func (e *configError) Error() string {
 	return fmt.Sprintf("invalid value %q for topic config %s: want %s", e.value, e.name, e.why)
 }
 
-// submit sends an admin message signed by the gateway and answers with Kafka's error code and
+// submit sends an admin message signed as the connection's identity and answers with Kafka's error code and
 // the chain's message (0 and nil when it was committed).
-func (s *Server) submit(msg sdk.Msg) (int16, *string) {
-	if _, err := s.cfg.Signer.SubmitAndWait(msg); err != nil {
+func (s *Server) submit(ctx context.Context, msg sdk.Msg) (int16, *string) {
+	if _, err := s.ident(ctx).signer.SubmitAndWait(msg); err != nil {
 		return kafkaCode(err), kmsg.StringPtr(err.Error())
 	}
 	return 0, nil
@@ -315,7 +315,7 @@ func (s *Server) deleteTopics(ctx context.Context, r *kmsg.DeleteTopicsRequest) 
 	for _, name := range names {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic = kmsg.StringPtr(name)
-		rt.ErrorCode, rt.ErrorMessage = s.submit(&types.MsgDeleteTopic{Authority: s.cfg.Signer.Address(), Name: name})
+		rt.ErrorCode, rt.ErrorMessage = s.submit(ctx, &types.MsgDeleteTopic{Authority: s.ident(ctx).signer.Address(), Name: name})
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
@@ -328,7 +328,7 @@ func (s *Server) createPartitions(ctx context.Context, r *kmsg.CreatePartitionsR
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
 		if !r.ValidateOnly {
-			rt.ErrorCode, rt.ErrorMessage = s.submit(&types.MsgAddPartitions{Authority: s.cfg.Signer.Address(), Name: t.Topic, Partitions: uint32(max(t.Count, 0))})
+			rt.ErrorCode, rt.ErrorMessage = s.submit(ctx, &types.MsgAddPartitions{Authority: s.ident(ctx).signer.Address(), Name: t.Topic, Partitions: uint32(max(t.Count, 0))})
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}

@@ -444,6 +444,7 @@ func (p *producer) fail(reqs []*appendReq, err error) {
 // produce enqueues every partition's batches in request order (so appends keep the order
 // the client sent them in) and returns a function that waits for the outcome.
 func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kmsg.Response {
+	prod := s.ident(ctx).producer
 	resp := kmsg.NewPtrProduceResponse()
 	resp.SetVersion(r.Version)
 	type waiting struct {
@@ -489,7 +490,7 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kms
 				w := waiting{topic: ti, part: pi}
 				ar := &appendReq{key: key, batch: b.bytes, records: b.records, done: make(chan appendRes, 1)}
 				if b.producerID < 0 {
-					s.producer.enqueue(ar)
+					prod.enqueue(ar)
 					w.result = watch(ar)
 					waits = append(waits, w)
 					continue
@@ -498,8 +499,8 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kms
 				// outcome (waiting for it if still in flight); a gap in sequences is refused.
 				seqKey := kafkaSeqKey{b.producerID, key}
 				count := int32(b.records)
-				s.producer.mu.Lock()
-				last := s.producer.last[seqKey]
+				prod.mu.Lock()
+				last := prod.last[seqKey]
 				switch {
 				case last != nil && last.firstSequence == b.firstSequence && last.count == count && !last.failed():
 					w.result = last.outcome
@@ -507,11 +508,11 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kms
 					last != nil && last.failed() && b.firstSequence != last.firstSequence:
 					w.code = kerr.OutOfOrderSequenceNumber.Code
 				default:
-					s.producer.enqueue(ar)
+					prod.enqueue(ar)
 					w.result = watch(ar)
-					s.producer.last[seqKey] = &kafkaSeq{firstSequence: b.firstSequence, count: count, outcome: w.result}
+					prod.last[seqKey] = &kafkaSeq{firstSequence: b.firstSequence, count: count, outcome: w.result}
 				}
-				s.producer.mu.Unlock()
+				prod.mu.Unlock()
 				waits = append(waits, w)
 			}
 			rt.Partitions = append(rt.Partitions, rp)

@@ -7,6 +7,7 @@ package kafka
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -27,16 +28,44 @@ import (
 type Config struct {
 	// Addr is the listen address (default 127.0.0.1:9092).
 	Addr string
+	// Advertise is the host:port the gateway gives Kafka clients as its broker address in
+	// Metadata and FindCoordinator (default: where it listens). A fleet behind a load balancer
+	// advertises the balancer, so clients that lose a gateway reconnect to another.
+	Advertise string
 	// ClientCtx reaches a bftlog node (gRPC or RPC) for queries.
 	ClientCtx client.Context
 	// Signer signs the gateway's transactions (produce, create topics, ...). Listen switches
 	// it to unordered transactions, so the key may sign elsewhere too (the CLI, a second
 	// gateway) without wedging the gateway on the account sequence.
 	Signer *txclient.Signer
+	// Users, when given, require every client to authenticate with SASL (PLAIN, SCRAM-SHA-256
+	// or SCRAM-SHA-512) as one of them; each user's transactions are signed with its own key.
+	// Signer then signs nothing for clients.
+	Users []User
+	// TLS, when set, serves TLS (e.g. with SASL/PLAIN, whose password is otherwise in clear).
+	TLS *tls.Config
 	// MaxRequestBytes bounds one request frame (default 100 MiB, Kafka's socket.request.max.bytes).
 	MaxRequestBytes int32
 	// Log receives the errors the gateway answers clients with (default: discarded).
 	Log func(format string, args ...any)
+}
+
+// User is a Kafka principal of the gateway: its name and password, and the signer with its
+// on-chain key.
+type User struct {
+	Name, Password string
+	Signer         *txclient.Signer
+}
+
+// identity is who a connection's requests act as: a principal (empty without SASL) with its
+// signer, and the produce lanes and group coordinator that sign with it.
+type identity struct {
+	principal          string
+	password           string
+	scram256, scram512 scramCredential
+	signer             *txclient.Signer
+	producer           *producer
+	groups             *coordinator
 }
 
 // Server is a running gateway.
@@ -44,8 +73,9 @@ type Server struct {
 	cfg       Config
 	ln        net.Listener
 	query     types.QueryClient
-	producer  *producer
-	groups    *coordinator
+	anon      *identity            // without users: every client, signing with cfg.Signer
+	users     map[string]*identity // with users: by principal
+	ids       []*identity
 	host      string
 	port      int32
 	mu        sync.Mutex
@@ -70,14 +100,65 @@ func Listen(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	host, portS, _ := net.SplitHostPort(ln.Addr().String())
-	port, _ := strconv.Atoi(portS)
-	s := &Server{cfg: cfg, ln: ln, query: types.NewQueryClient(cfg.ClientCtx), host: host, port: int32(port), conns: map[net.Conn]context.CancelFunc{}}
-	if cfg.Signer != nil {
-		cfg.Signer.UseUnordered()
+	advertised := ln.Addr().String()
+	if cfg.Advertise != "" {
+		advertised = cfg.Advertise
 	}
-	s.producer = newProducer(cfg.ClientCtx, cfg.Signer, cfg.Log)
-	s.groups = newCoordinator(newChainGroups(cfg.ClientCtx, cfg.Signer, s.query), wallClock{})
+	host, portS, err := net.SplitHostPort(advertised)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("advertised address %q: %w", advertised, err)
+	}
+	port, err := strconv.Atoi(portS)
+	if err != nil || port <= 0 || port > 65535 {
+		ln.Close()
+		return nil, fmt.Errorf("advertised address %q: bad port", advertised)
+	}
+	s := &Server{cfg: cfg, ln: ln, query: types.NewQueryClient(cfg.ClientCtx), host: host, port: int32(port), conns: map[net.Conn]context.CancelFunc{}}
+	newIdentity := func(principal, password string, signer *txclient.Signer) (*identity, error) {
+		if signer != nil { // a gateway without a signer serves reads only
+			signer.UseUnordered()
+		}
+		id := &identity{principal: principal, password: password, signer: signer,
+			producer: newProducer(cfg.ClientCtx, signer, cfg.Log), groups: newCoordinator(newChainGroups(cfg.ClientCtx, signer, s.query))}
+		s.ids = append(s.ids, id)
+		if password == "" {
+			return id, nil
+		}
+		var err error
+		if id.scram256, err = newScramCredential(scramHash(mechScram256), password); err != nil {
+			return nil, err
+		}
+		id.scram512, err = newScramCredential(scramHash(mechScram512), password)
+		return id, err
+	}
+	if len(cfg.Users) == 0 {
+		id, err := newIdentity("", "", cfg.Signer)
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
+		s.anon = id
+	} else {
+		s.users = map[string]*identity{}
+		for _, u := range cfg.Users {
+			if u.Name == "" || u.Password == "" || u.Signer == nil || s.users[u.Name] != nil {
+				s.closeIdentities()
+				ln.Close()
+				return nil, fmt.Errorf("gateway user %q: give a unique name, a password and a key", u.Name)
+			}
+			id, err := newIdentity(u.Name, u.Password, u.Signer)
+			if err != nil {
+				s.closeIdentities()
+				ln.Close()
+				return nil, err
+			}
+			s.users[u.Name] = id
+		}
+	}
+	if cfg.TLS != nil {
+		s.ln = tls.NewListener(ln, cfg.TLS)
+	}
 	return s, nil
 }
 
@@ -124,10 +205,28 @@ func (s *Server) Close() error {
 		}
 		s.mu.Unlock()
 		s.wg.Wait()
-		s.producer.close()
-		s.groups.close()
+		s.closeIdentities()
 	})
 	return err
+}
+
+func (s *Server) closeIdentities() {
+	for _, id := range s.ids {
+		id.producer.close()
+		id.groups.close()
+	}
+}
+
+// saslKey carries a connection's *saslConn in its requests' context.
+type saslKey struct{}
+
+// ident is the identity a request acts as: the connection's authenticated user, or the
+// gateway's own signer without SASL.
+func (s *Server) ident(ctx context.Context) *identity {
+	if sc, _ := ctx.Value(saslKey{}).(*saslConn); sc != nil && sc.id != nil {
+		return sc.id
+	}
+	return s.anon
 }
 
 // pending is a response in the making: produce requests answer once their records are in a
@@ -137,6 +236,8 @@ type pending struct {
 	corr int32
 	key  int16
 	wait func() kmsg.Response
+	// raw, with wait nil, is a bare SASL token answered to a SaslHandshake v0 client.
+	raw []byte
 }
 
 // serveConn answers one client's requests in order.
@@ -148,11 +249,18 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		defer close(writerDone)
 		w := bufio.NewWriterSize(c, 64<<10)
 		for p := range queue {
-			resp := p.wait()
-			if resp == nil {
-				continue
+			var out []byte
+			if p.wait == nil {
+				out = binary.BigEndian.AppendUint32(nil, uint32(len(p.raw)))
+				out = append(out, p.raw...)
+			} else {
+				resp := p.wait()
+				if resp == nil {
+					continue
+				}
+				out = frameResponse(p.corr, p.key, resp)
 			}
-			if _, err := w.Write(frameResponse(p.corr, p.key, resp)); err != nil {
+			if _, err := w.Write(out); err != nil {
 				c.Close()
 				continue // drain: the reader stops on the closed connection
 			}
@@ -163,17 +271,29 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		}
 	}()
 	defer func() { close(queue); <-writerDone }()
+	sc := &saslConn{}
+	ctx = context.WithValue(ctx, saslKey{}, sc)
 	for {
 		var size int32
 		if err := binary.Read(r, binary.BigEndian, &size); err != nil {
 			return
 		}
-		if size < 10 || size > s.cfg.MaxRequestBytes {
+		rawToken := sc.raw && sc.mechanism != "" && sc.id == nil
+		if (size < 10 && !rawToken) || size < 0 || size > s.cfg.MaxRequestBytes {
 			return // not a Kafka frame: nothing sensible to answer
 		}
 		frame := make([]byte, size)
 		if _, err := io.ReadFull(r, frame); err != nil {
 			return
+		}
+		if rawToken {
+			answer, _, err := sc.step(s.users, frame)
+			if err != nil {
+				s.cfg.Log("kafka gateway: %s: SASL %s: %v", c.RemoteAddr(), sc.mechanism, err)
+				return // as a broker does after a failed handshake-v0 exchange
+			}
+			queue <- pending{raw: answer}
+			continue
 		}
 		p, err := s.handleFrame(ctx, frame)
 		if err != nil {
@@ -198,11 +318,16 @@ func (s *Server) handleFrame(ctx context.Context, frame []byte) (pending, error)
 		if int(n) > len(body) {
 			return p, fmt.Errorf("short client id")
 		}
+		ctx = context.WithValue(ctx, clientIDKey{}, string(body[:n]))
 		body = body[n:]
 	}
 	req := kmsg.RequestForKey(key)
 	if req == nil {
 		return p, fmt.Errorf("unknown API key %d", key) // no response shape exists: close, as Kafka does
+	}
+	if sc, _ := ctx.Value(saslKey{}).(*saslConn); len(s.users) > 0 && sc.id == nil && !saslAllowed(key) {
+		// Kafka closes a connection that sends anything else before authenticating.
+		return p, fmt.Errorf("request %d before SASL authentication", key)
 	}
 	if !supported(key, version) {
 		resp := unsupported(key, version)
@@ -228,6 +353,14 @@ func (s *Server) handleFrame(ctx context.Context, frame []byte) (pending, error)
 	resp := s.dispatch(ctx, req)
 	p.wait = func() kmsg.Response { return resp }
 	return p, nil
+}
+
+// clientIDKey carries a request header's client id in its context.
+type clientIDKey struct{}
+
+func clientID(ctx context.Context) string {
+	id, _ := ctx.Value(clientIDKey{}).(string)
+	return id
 }
 
 // frameResponse adds the size and response header; ApiVersions always answers with header v0.
@@ -264,8 +397,21 @@ func skipTags(b []byte) ([]byte, error) {
 	return b, nil
 }
 
+// saslAllowed are the requests a client may send before it has authenticated.
+func saslAllowed(key int16) bool {
+	switch kmsg.Key(key) {
+	case kmsg.ApiVersions, kmsg.SASLHandshake, kmsg.SASLAuthenticate:
+		return true
+	}
+	return false
+}
+
 func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
 	switch r := req.(type) {
+	case *kmsg.SASLHandshakeRequest:
+		return s.saslHandshake(ctx.Value(saslKey{}).(*saslConn), r)
+	case *kmsg.SASLAuthenticateRequest:
+		return s.saslAuthenticate(ctx.Value(saslKey{}).(*saslConn), r)
 	case *kmsg.ApiVersionsRequest:
 		return apiVersions(r)
 	case *kmsg.MetadataRequest:
@@ -287,17 +433,17 @@ func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
 	case *kmsg.FindCoordinatorRequest:
 		return s.findCoordinator(r)
 	case *kmsg.JoinGroupRequest:
-		return s.groups.joinGroup(ctx, r)
+		return s.ident(ctx).groups.joinGroup(ctx, r, clientID(ctx))
 	case *kmsg.SyncGroupRequest:
-		return s.groups.syncGroup(ctx, r)
+		return s.ident(ctx).groups.syncGroup(ctx, r)
 	case *kmsg.HeartbeatRequest:
-		return s.groups.heartbeat(r)
+		return s.ident(ctx).groups.heartbeat(ctx, r)
 	case *kmsg.LeaveGroupRequest:
-		return s.groups.leaveGroup(r)
+		return s.ident(ctx).groups.leaveGroup(ctx, r)
 	case *kmsg.OffsetCommitRequest:
-		return s.groups.offsetCommit(ctx, r)
+		return s.ident(ctx).groups.offsetCommit(ctx, r)
 	case *kmsg.OffsetFetchRequest:
-		return s.groups.offsetFetch(ctx, r)
+		return s.ident(ctx).groups.offsetFetch(ctx, r)
 	}
 	return unsupported(req.Key(), req.GetVersion())
 }

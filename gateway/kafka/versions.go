@@ -30,6 +30,8 @@ var versions = map[kmsg.Key][2]int16{
 	kmsg.InitProducerID:   {0, 4},
 	kmsg.DescribeConfigs:  {0, 4},
 	kmsg.CreatePartitions: {0, 3},
+	kmsg.SASLHandshake:    {0, 1},
+	kmsg.SASLAuthenticate: {0, 2},
 }
 
 func supported(key, version int16) bool {

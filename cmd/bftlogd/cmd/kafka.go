@@ -1,6 +1,9 @@
 package cmd
 
 import (
+	"bytes"
+	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/cosmos/cosmos-sdk/client"
 	"github.com/cosmos/cosmos-sdk/client/flags"
+	"github.com/cosmos/cosmos-sdk/client/tx"
 
 	"github.com/bftlog/bftlog/app"
 	"github.com/bftlog/bftlog/gateway/kafka"
@@ -19,6 +23,54 @@ import (
 
 // flagIngress names the node's API server, whose binary ingress the gateway appends through.
 const flagIngress = "ingress"
+
+const (
+	flagUsers   = "users"
+	flagTLSCert = "tls-cert"
+	flagTLSKey  = "tls-key"
+)
+
+// gatewayUsers reads --users and builds each user's signer from its keyring key, with the
+// command's tx flags (fees, gas, chain id).
+func gatewayUsers(cmd *cobra.Command, clientCtx client.Context, path string) ([]kafka.User, error) {
+	bz, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var file struct {
+		Users []struct {
+			Name     string `json:"name"`
+			Password string `json:"password"`
+			Key      string `json:"key"`
+		} `json:"users"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(bz))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&file); err != nil {
+		return nil, fmt.Errorf("--%s %s: %w", flagUsers, path, err)
+	}
+	var users []kafka.User
+	for _, u := range file.Users {
+		addr, name, _, err := client.GetFromFields(clientCtx, clientCtx.Keyring, u.Key)
+		if err != nil {
+			return nil, fmt.Errorf("user %q: key %q: %w", u.Name, u.Key, err)
+		}
+		uctx := clientCtx.WithFrom(name).WithFromName(name).WithFromAddress(addr)
+		txf, err := tx.NewFactoryCLI(uctx, cmd.Flags())
+		if err != nil {
+			return nil, err
+		}
+		signer, err := txclient.NewSigner(uctx, txf.WithFromName(name), txf.SimulateAndExecute() || !cmd.Flags().Changed(flags.FlagGas))
+		if err != nil {
+			return nil, fmt.Errorf("user %q: %w", u.Name, err)
+		}
+		if ingress, _ := cmd.Flags().GetString(flagIngress); ingress != "" {
+			signer.UseRawIngress(strings.TrimSuffix(ingress, "/") + app.RawTxPath)
+		}
+		users = append(users, kafka.User{Name: u.Name, Password: u.Password, Signer: signer})
+	}
+	return users, nil
+}
 
 // newKafkaCmd is `bftlogd kafka`: the Kafka wire-protocol gateway.
 func newKafkaCmd() *cobra.Command {
@@ -55,8 +107,24 @@ kcat -b 127.0.0.1:9092 -L`,
 				signer.UseRawIngress(strings.TrimSuffix(ingress, "/") + app.RawTxPath)
 			}
 			addr, _ := cmd.Flags().GetString("listen")
+			advertise, _ := cmd.Flags().GetString("advertise")
 			logf := func(format string, args ...any) { fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...) }
-			gw, err := kafka.Listen(kafka.Config{Addr: addr, ClientCtx: clientCtx, Signer: signer, Log: logf})
+			cfg := kafka.Config{Addr: addr, Advertise: advertise, ClientCtx: clientCtx, Signer: signer, Log: logf}
+			if path, _ := cmd.Flags().GetString(flagUsers); path != "" {
+				if cfg.Users, err = gatewayUsers(cmd, clientCtx, path); err != nil {
+					return err
+				}
+			}
+			certFile, _ := cmd.Flags().GetString(flagTLSCert)
+			keyFile, _ := cmd.Flags().GetString(flagTLSKey)
+			if certFile != "" || keyFile != "" {
+				cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+				if err != nil {
+					return fmt.Errorf("--%s/--%s: %w", flagTLSCert, flagTLSKey, err)
+				}
+				cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+			}
+			gw, err := kafka.Listen(cfg)
 			if err != nil {
 				return err
 			}
@@ -68,6 +136,10 @@ kcat -b 127.0.0.1:9092 -L`,
 		},
 	}
 	serve.Flags().String("listen", "127.0.0.1:9092", "address Kafka clients connect to")
+	serve.Flags().String(flagUsers, "", `JSON file of Kafka users: {"users": [{"name": "...", "password": "...", "key": "<keyring key>"}]}; clients must then authenticate with SASL PLAIN or SCRAM-SHA-256/512, and each user's transactions are signed with its key`)
+	serve.Flags().String(flagTLSCert, "", "PEM certificate: serve TLS (with --tls-key)")
+	serve.Flags().String(flagTLSKey, "", "PEM private key of --tls-cert")
+	serve.Flags().String("advertise", "", "host:port given to Kafka clients as the broker's address (default: --listen); a fleet behind a load balancer advertises the balancer")
 	serve.Flags().String(flagIngress, "", "the node's API server (e.g. http://127.0.0.1:1317): appends go to its binary ingress and are acknowledged without their bytes coming back (recommended; without it, CometBFT RPC at --node answers each acknowledgement with the whole transaction, JSON-encoded)")
 	flags.AddTxFlagsToCmd(serve)
 	cmd.AddCommand(serve)
