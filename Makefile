@@ -5,7 +5,7 @@ GOTEST_FLAGS ?=
 # scripts/ldflags.sh, which localnet.sh and the test harness (testutil/node) run too.
 VERSION_LDFLAGS = $(shell ./scripts/ldflags.sh)
 
-.PHONY: all build install localnet test test-faults fuzz-smoke test-unit bench bench-large proto-tools proto-gen clean
+.PHONY: all build install localnet test test-faults fuzz-smoke test-unit bench bench-compare bench-large proto-tools proto-gen clean
 
 all: build
 
@@ -48,10 +48,14 @@ fuzz-smoke:
 # JSON events compressed by the producer, the one-record-per-transaction design, a Kafka
 # client through the gateway and NATS JetStream R1/R3, in one run. Flags via BENCH_FLAGS.
 BENCH_FLAGS ?=
-bench:
+# The side-by-side run (N=1, 4, 7, JetStream, the gateway, compressible events), then the
+# large-state run: about 30 minutes in all.
+bench: bench-compare bench-large
+
+bench-compare:
 	go run ./bench/cmd/bftlogbench $(BENCH_FLAGS)
 
-# One validator measured empty, filled with BENCH_LARGE_GB of log, measured again (not in bench).
+# One validator measured empty, filled with BENCH_LARGE_GB of log, measured again.
 BENCH_LARGE_GB ?= 5
 bench-large:
 	go run ./bench/cmd/bftlogbench -large-gb $(BENCH_LARGE_GB) $(BENCH_FLAGS)

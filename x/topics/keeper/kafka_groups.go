@@ -35,11 +35,16 @@ func (k Keeper) kafkaMembers(ctx context.Context, group string) ([]types.KafkaMe
 	return out, err
 }
 
-// KafkaGroupState returns a Kafka group with its members in join order.
+// KafkaGroupState returns a Kafka group with its members in join order; a group no Kafka
+// client has joined is an empty one at the group's generation.
 func (k Keeper) KafkaGroupState(ctx context.Context, group string) (types.KafkaGroup, []types.KafkaMember, error) {
 	kg, err := k.KafkaGroups.Get(ctx, group)
 	if isNotFound(err) {
-		return kg, nil, errorsmod.Wrapf(types.ErrUnknownGroup, "no Kafka group %q", group)
+		g, err := k.GetGroup(ctx, group)
+		if err != nil {
+			return kg, nil, err
+		}
+		return types.KafkaGroup{GroupId: group, State: types.KAFKA_GROUP_STATE_EMPTY, Generation: int32(min(g.Generation, 1<<31-1))}, nil, nil
 	} else if err != nil {
 		return kg, nil, err
 	}

@@ -1,0 +1,205 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/bftlog/bftlog/testutil/node"
+)
+
+// matrixRow is one client's result for one capability.
+type matrixRow struct {
+	client, capability string
+	ok                 bool
+	detail             string
+}
+
+// TestKafkaClientMatrix runs three independent Kafka client implementations — librdkafka
+// (kcat), franz-go and kafka-python — through one gateway: metadata, produce with keys and
+// headers in every codec the client has, fetch, a consumer group with commits, and admin
+// create/delete topic where the client has it. It prints the matrix (the README's table) and
+// fails on any capability that does not work.
+func TestKafkaClientMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node")
+	}
+	kcat, err := exec.LookPath("kcat")
+	require.NoError(t, err)
+	n := node.StartSingle(t, "alice")
+	gw := startGateway(t, n, "alice")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var rows []matrixRow
+	add := func(client, capability string, err error, detail string) {
+		rows = append(rows, matrixRow{client: client, capability: capability, ok: err == nil, detail: detail})
+		if err != nil {
+			rows[len(rows)-1].detail = err.Error()
+		}
+	}
+	codecs := []string{"none", "gzip", "snappy", "lz4", "zstd"}
+
+	// franz-go: every capability, admin with kmsg requests.
+	adm := must(kgo.NewClient(kgo.SeedBrokers(gw.Addr())))
+	defer adm.Close()
+	create := kmsg.NewPtrCreateTopicsRequest()
+	create.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "m-franz", NumPartitions: 2, ReplicationFactor: -1}}
+	cres, err := create.RequestWith(ctx, adm)
+	if err == nil {
+		err = kerr.ErrorForCode(cres.Topics[0].ErrorCode)
+	}
+	add("franz-go", "admin create topic", err, "2 partitions")
+	mreq := kmsg.NewPtrMetadataRequest()
+	mreq.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("m-franz")}}
+	mres, err := mreq.RequestWith(ctx, adm)
+	if err == nil && (len(mres.Topics) != 1 || len(mres.Topics[0].Partitions) != 2) {
+		err = fmt.Errorf("metadata: %+v", mres.Topics)
+	}
+	add("franz-go", "metadata", err, "")
+	codec := map[string]kgo.CompressionCodec{"none": kgo.NoCompression(), "gzip": kgo.GzipCompression(), "snappy": kgo.SnappyCompression(), "lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression()}
+	for _, c := range codecs {
+		cl := must(kgo.NewClient(kgo.SeedBrokers(gw.Addr()), kgo.ProducerBatchCompression(codec[c])))
+		r := cl.ProduceSync(ctx, &kgo.Record{Topic: "m-franz", Key: []byte("k-" + c), Value: []byte("v-" + c), Headers: []kgo.RecordHeader{{Key: "codec", Value: []byte(c)}}})
+		cl.Close()
+		add("franz-go", "produce "+c, r.FirstErr(), "")
+	}
+	consumer := must(kgo.NewClient(kgo.SeedBrokers(gw.Addr()), kgo.ConsumerGroup("m-franz-group"), kgo.ConsumeTopics("m-franz"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit()))
+	got := map[string]string{}
+	for len(got) < len(codecs) && ctx.Err() == nil {
+		fs := consumer.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) {
+			if len(r.Headers) == 1 && string(r.Key) == "k-"+string(r.Headers[0].Value) {
+				got[string(r.Headers[0].Value)] = string(r.Value)
+			}
+		})
+	}
+	add("franz-go", "fetch", nil, fmt.Sprintf("%d records, keys and headers intact", len(got)))
+	err = consumer.CommitUncommittedOffsets(ctx)
+	consumer.Close()
+	if err == nil {
+		err = committedSum(ctx, adm, "m-franz-group", len(codecs))
+	}
+	add("franz-go", "consumer group with commits", err, "")
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.TopicNames = []string{"m-franz"}
+	dres, err := del.RequestWith(ctx, adm)
+	if err == nil {
+		err = kerr.ErrorForCode(dres.Topics[0].ErrorCode)
+	}
+	add("franz-go", "admin delete topic", err, "")
+
+	// kcat (librdkafka 2.0): no admin commands; the topic comes from the CLI.
+	n.MustCLI("", "tx", "topics", "create-topic", "m-kcat", "--partitions", "2", "--from", "alice")
+	run := func(stdin string, args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, kcat, append([]string{"-b", gw.Addr()}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return string(out), fmt.Errorf("%v: %s", err, out)
+		}
+		return string(out), nil
+	}
+	out, err := run("", "-L", "-t", "m-kcat")
+	if err == nil && !strings.Contains(out, "2 partitions") {
+		err = fmt.Errorf("kcat -L: %s", out)
+	}
+	add("kcat", "metadata", err, "")
+	for _, c := range codecs {
+		_, err := run("k-"+c+":v-"+c+"\n", "-P", "-t", "m-kcat", "-K", ":", "-H", "codec="+c, "-z", c)
+		add("kcat", "produce "+c, err, "")
+	}
+	out, err = run("", "-C", "-t", "m-kcat", "-o", "beginning", "-e", "-q", "-f", "%k=%s %h\n")
+	if err == nil {
+		for _, c := range codecs {
+			if !strings.Contains(out, "k-"+c+"=v-"+c+" codec="+c) {
+				err = fmt.Errorf("record of %s missing: %s", c, out)
+			}
+		}
+	}
+	add("kcat", "fetch", err, "")
+	out, err = run("", "-G", "m-kcat-group", "-X", "auto.offset.reset=earliest", "-e", "-q", "-f", "%s\n", "m-kcat")
+	if err == nil && strings.Count(out, "v-") != len(codecs) {
+		err = fmt.Errorf("group read %d records: %s", strings.Count(out, "v-"), out)
+	}
+	if err == nil {
+		err = committedSum(ctx, adm, "m-kcat-group", len(codecs))
+	}
+	add("kcat", "consumer group with commits", err, "")
+	rows = append(rows, matrixRow{client: "kcat", capability: "admin create topic", ok: true, detail: "n/a: kcat has no admin commands"},
+		matrixRow{client: "kcat", capability: "admin delete topic", ok: true, detail: "n/a: kcat has no admin commands"})
+
+	// kafka-python 2.0.2 (Debian's python3-kafka, /usr/bin/python3).
+	py := exec.CommandContext(ctx, "/usr/bin/python3", "testdata/kafka_python_matrix.py", gw.Addr(), "m-python")
+	var stderr bytes.Buffer
+	py.Stderr = &stderr
+	pyOut, err := py.Output()
+	require.NoError(t, err, "kafka-python matrix: %s", stderr.String())
+	sc := bufio.NewScanner(bytes.NewReader(pyOut))
+	for sc.Scan() {
+		var r struct {
+			Capability string `json:"capability"`
+			OK         bool   `json:"ok"`
+			Detail     string `json:"detail"`
+		}
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &r), sc.Text())
+		if r.Capability == "version" {
+			continue
+		}
+		rows = append(rows, matrixRow{client: "kafka-python", capability: r.Capability, ok: r.OK, detail: r.Detail})
+	}
+
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].client < rows[j].client })
+	var table strings.Builder
+	for _, r := range rows {
+		mark := "pass"
+		if !r.ok {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(&table, "%-13s %-30s %s %s\n", r.client, r.capability, mark, r.detail)
+	}
+	t.Logf("Kafka client matrix through the gateway:\n%s", table.String())
+	for _, r := range rows {
+		require.True(t, r.ok, "%s: %s: %s", r.client, r.capability, r.detail)
+	}
+	require.Len(t, rows, 3*(5+len(codecs)), "every client has every row")
+}
+
+// committedSum checks, over the Kafka protocol, that group's committed offsets add up to want.
+func committedSum(ctx context.Context, cl *kgo.Client, group string, want int) error {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = group
+	res, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	sum := int64(0)
+	for _, t := range res.Topics {
+		for _, p := range t.Partitions {
+			sum += max(p.Offset, 0)
+		}
+	}
+	if sum != int64(want) {
+		return fmt.Errorf("committed offsets of %s sum %d, want %d", group, sum, want)
+	}
+	return nil
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
