@@ -41,6 +41,7 @@ var chainErrors = []struct {
 	{[]error{types.ErrRebalanceInProgress}, kerr.RebalanceInProgress},
 	{[]error{types.ErrGroupFull}, kerr.GroupMaxSizeReached},
 	{[]error{types.ErrInvalidSessionTimeout}, kerr.InvalidSessionTimeout},
+	{[]error{types.ErrInvalidProducerEpoch}, kerr.InvalidProducerEpoch},
 }
 
 // kafkaCode maps an error from the chain (a transaction's x/topics error, matched with

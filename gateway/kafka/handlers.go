@@ -2,10 +2,11 @@ package kafka
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -69,8 +70,9 @@ func (s *Server) findCoordinator(r *kmsg.FindCoordinatorRequest) kmsg.Response {
 	return resp
 }
 
-// initProducerID hands out producer IDs for idempotent Kafka producers; the gateway checks their
-// sequences (see producer) and is itself an idempotent producer on chain.
+// initProducerID hands out producer IDs for idempotent Kafka producers. The chain keeps each
+// id's sequences per account (x/topics/keeper/kafka_producers.go), so gateways of a fleet need
+// no coordination: ids are random 62-bit numbers, which two gateways do not hand out twice.
 func (s *Server) initProducerID(r *kmsg.InitProducerIDRequest) kmsg.Response {
 	resp := kmsg.NewPtrInitProducerIDResponse()
 	resp.SetVersion(r.Version)
@@ -78,7 +80,12 @@ func (s *Server) initProducerID(r *kmsg.InitProducerIDRequest) kmsg.Response {
 		resp.ErrorCode = kerr.InvalidRequest.Code // transactions are not offered
 		return resp
 	}
-	resp.ProducerID = time.Now().UnixNano()/1000 + atomic.AddInt64(&s.idSeq, 1)
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		resp.ErrorCode = kerr.UnknownServerError.Code
+		return resp
+	}
+	resp.ProducerID = int64(binary.BigEndian.Uint64(b[:]) >> 2)
 	return resp
 }
 

@@ -3,6 +3,7 @@ package kafka
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -294,8 +295,14 @@ func (l *lane) append(reqs []*appendReq, resyncs int) {
 	p := l.p
 	msg := &types.MsgProduce{Producer: p.signer.Address()}
 	for _, r := range reqs {
+		// A Kafka idempotent producer's batch is deduplicated by the chain from its header;
+		// the gateway's own sequence covers the others' resent transactions.
+		seq := l.seq[r.key] + 1
+		if kafkaIdempotent(r.batch) {
+			seq = 0
+		}
 		msg.Batches = append(msg.Batches, types.ProduceBatch{Topic: r.key.topic, Partition: uint32(r.key.partition),
-			RecordBatch: r.batch, RecordCount: r.records, Sequence: l.seq[r.key] + 1})
+			RecordBatch: r.batch, RecordCount: r.records, Sequence: seq})
 	}
 	for attempt := 0; ; attempt++ {
 		res, err := p.signer.SubmitAndWait(msg)
@@ -338,7 +345,9 @@ func (l *lane) append(reqs []*appendReq, resyncs int) {
 						continue
 					}
 				}
-				l.seq[r.key] = msg.Batches[i].Sequence
+				if msg.Batches[i].Sequence != 0 {
+					l.seq[r.key] = msg.Batches[i].Sequence
+				}
 				r.done <- appendRes{baseOffset: res.BaseOffset}
 			}
 			return
@@ -369,6 +378,11 @@ func (l *lane) append(reqs []*appendReq, resyncs int) {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// kafkaIdempotent tells whether a record batch carries a Kafka producer id (>= 0).
+func kafkaIdempotent(batch []byte) bool {
+	return len(batch) >= types.RecordBatchHeaderSize && int64(binary.BigEndian.Uint64(batch[43:51])) >= 0
 }
 
 // step is what a lane does after a failed append.
@@ -495,8 +509,10 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kms
 					waits = append(waits, w)
 					continue
 				}
-				// Kafka's idempotent producer: a resend of the last batch gets that batch's
-				// outcome (waiting for it if still in flight); a gap in sequences is refused.
+				// Kafka's idempotent producer: the chain deduplicates by the batch header's
+				// producer id and sequence (the last five batches, whichever gateway sent
+				// them). Here only a resend of the batch still in flight from this gateway
+				// waits for that batch's outcome instead of being sent twice at once.
 				seqKey := kafkaSeqKey{b.producerID, key}
 				count := int32(b.records)
 				prod.mu.Lock()
@@ -504,9 +520,6 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kms
 				switch {
 				case last != nil && last.firstSequence == b.firstSequence && last.count == count && !last.failed():
 					w.result = last.outcome
-				case last != nil && !last.failed() && b.firstSequence != last.firstSequence+last.count,
-					last != nil && last.failed() && b.firstSequence != last.firstSequence:
-					w.code = kerr.OutOfOrderSequenceNumber.Code
 				default:
 					prod.enqueue(ar)
 					w.result = watch(ar)

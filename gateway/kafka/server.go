@@ -82,7 +82,6 @@ type Server struct {
 	conns     map[net.Conn]context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
-	idSeq     int64
 }
 
 // Listen opens the listener; Serve (in a goroutine) accepts clients.

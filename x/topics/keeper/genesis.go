@@ -64,6 +64,11 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 			return err
 		}
 	}
+	for _, ks := range gs.KafkaProducerStates {
+		if err := k.KafkaProducers.Set(ctx, collections.Join3(types.TopicPartition{Topic: ks.Topic, Partition: ks.Partition}, ks.Producer, ks.ProducerId), ks); err != nil {
+			return err
+		}
+	}
 	if err := k.checkEscrow(ctx); err != nil {
 		return err
 	}
@@ -204,6 +209,16 @@ func (k Keeper) exportAllButBatches(ctx context.Context) (*types.GenesisState, e
 			return false, err
 		}
 		gs.ProducerStates = append(gs.ProducerStates, ps)
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = k.KafkaProducers.Walk(ctx, nil, func(_ collections.Triple[types.TopicPartition, string, int64], ks types.KafkaProducerState) (bool, error) {
+		if gone, err := purging(ks.Topic); err != nil || gone {
+			return false, err
+		}
+		gs.KafkaProducerStates = append(gs.KafkaProducerStates, ks)
 		return false, nil
 	})
 	if err != nil {

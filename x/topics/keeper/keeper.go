@@ -54,7 +54,10 @@ type Keeper struct {
 	// GroupTopics indexes (topic, group) pairs that have offsets, for topic deletion.
 	GroupTopics collections.Map[collections.Pair[string, string], bool]
 	// ProducerStates is keyed by ((topic, partition), producer).
-	ProducerStates  collections.Map[collections.Pair[types.TopicPartition, string], types.ProducerState]
+	ProducerStates collections.Map[collections.Pair[types.TopicPartition, string], types.ProducerState]
+	// KafkaProducers holds Kafka idempotent producers' last batches, keyed by ((topic,
+	// partition), account, producer id) (kafka_producers.go).
+	KafkaProducers  collections.Map[collections.Triple[types.TopicPartition, string, int64], types.KafkaProducerState]
 	RetentionCursor collections.Item[types.RetentionCursor]
 
 	// recordStore keeps RecordBytes outside IAVL when the app gives one (WithRecordStore).
@@ -108,6 +111,8 @@ func NewKeeper(cdc codec.BinaryCodec, addressCodec address.Codec, storeService c
 			collections.PairKeyCodec(collections.StringKey, collections.StringKey), collections.BoolValue),
 		ProducerStates: collections.NewMap(sb, types.ProducerStatesPrefix, "producer_states",
 			types.ProducerStateKeyCodec, codec.CollValue[types.ProducerState](cdc)),
+		KafkaProducers: collections.NewMap(sb, types.KafkaProducersPrefix, "kafka_producers",
+			types.KafkaProducerKeyCodec, codec.CollValue[types.KafkaProducerState](cdc)),
 		RetentionCursor: collections.NewItem(sb, types.RetentionCursorPrefix, "retention_cursor", codec.CollValue[types.RetentionCursor](cdc)),
 		fetchObs:        new(fetchObserverSlot),
 	}

@@ -64,6 +64,8 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 		nRecords   uint64
 		nBytes     uint64
 		duplicates []types.ProduceResult
+		infos      = make([]types.BatchInfo, 0, len(batches)) // of checked
+		kafkaIdem  = k.newKafkaProducers()
 	)
 	for i := range batches {
 		b := &batches[i]
@@ -118,13 +120,24 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 		if err != nil {
 			return nil, errorsmod.Wrapf(err, "batch %d for %s/%d", i, b.Topic, b.Partition)
 		}
+		if info.ProducerID >= 0 { // a Kafka idempotent producer's batch (kafka_producers.go)
+			dup, err := kafkaIdem.check(ctx, producer, b, info)
+			if err != nil {
+				return nil, errorsmod.Wrapf(err, "batch %d", i)
+			}
+			if dup != nil {
+				duplicates = append(duplicates, *dup)
+				continue
+			}
+		}
 		checked = append(checked, b)
+		infos = append(infos, info)
 	}
 
 	// Every check passed: now write.
 	appendMs := sdkCtx.BlockTime().UnixMilli()
 	results := make([]types.ProduceResult, 0, len(checked))
-	for _, b := range checked {
+	for i, b := range checked {
 		pkey := types.TopicPartition{Topic: b.Topic, Partition: b.Partition}
 		part, err := k.Partitions.Get(ctx, pkey)
 		if err != nil {
@@ -150,6 +163,9 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 			return nil, err
 		}
 		results = append(results, types.ProduceResult{Topic: b.Topic, Partition: b.Partition, BaseOffset: batch.BaseOffset, Count: b.RecordCount})
+		if infos[i].ProducerID >= 0 {
+			kafkaIdem.appended(producer, b, infos[i].ProducerID, infos[i].BaseSequence, batch.BaseOffset)
+		}
 		if b.Sequence != 0 {
 			state := types.ProducerState{
 				Topic: b.Topic, Partition: b.Partition, Producer: producer,
@@ -164,6 +180,9 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 		}); err != nil {
 			return nil, err
 		}
+	}
+	if err := kafkaIdem.write(ctx); err != nil {
+		return nil, err
 	}
 	return append(results, duplicates...), nil
 }

@@ -85,6 +85,24 @@ func (k Keeper) purgePartition(ctx context.Context, tp types.TopicPartition, bud
 			return false, err
 		}
 	}
+	var kafkaProducers []collections.Triple[types.TopicPartition, string, int64]
+	err = k.KafkaProducers.Walk(ctx, collections.NewPrefixedTripleRange[types.TopicPartition, string, int64](tp),
+		func(key collections.Triple[types.TopicPartition, string, int64], _ types.KafkaProducerState) (bool, error) {
+			if !budget.open() {
+				return true, nil
+			}
+			kafkaProducers = append(kafkaProducers, key)
+			budget.spend(0)
+			return false, nil
+		})
+	if err != nil {
+		return false, err
+	}
+	for _, key := range kafkaProducers {
+		if err := k.KafkaProducers.Remove(ctx, key); err != nil {
+			return false, err
+		}
+	}
 	if !budget.open() {
 		// Out of budget: whether anything is left is found out next block.
 		return false, nil

@@ -79,4 +79,7 @@ var (
 	// ErrRebalanceInProgress is a SyncGroup while the group is still forming its generation
 	// (Kafka's REBALANCE_IN_PROGRESS): the member must join again.
 	ErrRebalanceInProgress = errorsmod.Register(ModuleName, 41, "rebalance in progress")
+	// ErrInvalidProducerEpoch is an idempotent batch from an older epoch of its producer id than
+	// the chain has seen (Kafka's INVALID_PRODUCER_EPOCH: the producer was fenced).
+	ErrInvalidProducerEpoch = errorsmod.Register(ModuleName, 42, "invalid producer epoch")
 )

@@ -238,5 +238,32 @@ func (gs GenesisState) validateProducers(ac address.Codec, parts map[TopicPartit
 			return errorsmod.Wrapf(ErrInvalidGenesis, "producer state of %s for %s is inconsistent", p.Label(), ps.Producer)
 		}
 	}
+	type kafkaKey struct {
+		producerKey
+		id int64
+	}
+	kafka := map[kafkaKey]bool{}
+	for _, ks := range gs.KafkaProducerStates {
+		kk := kafkaKey{producerKey{TopicPartition{ks.Topic, ks.Partition}, ks.Producer}, ks.ProducerId}
+		if kafka[kk] {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "Kafka producer %d of %s on %s/%d appears twice", ks.ProducerId, ks.Producer, ks.Topic, ks.Partition)
+		}
+		kafka[kk] = true
+		p, ok := parts[TopicPartition{ks.Topic, ks.Partition}]
+		if !ok {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "Kafka producer state for unknown partition %s/%d", ks.Topic, ks.Partition)
+		}
+		if _, err := ac.StringToBytes(ks.Producer); err != nil {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "Kafka producer state of %s: %v", p.Label(), err)
+		}
+		if ks.ProducerId < 0 || len(ks.Batches) == 0 || len(ks.Batches) > 5 {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "Kafka producer state of %s for %s is inconsistent", p.Label(), ks.Producer)
+		}
+		for _, b := range ks.Batches {
+			if b.BaseOffset+uint64(b.Count) > p.HighWatermark {
+				return errorsmod.Wrapf(ErrInvalidGenesis, "Kafka producer state of %s for %s is past the high watermark", p.Label(), ks.Producer)
+			}
+		}
+	}
 	return nil
 }

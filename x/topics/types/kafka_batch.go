@@ -403,3 +403,15 @@ func RecordBatchBaseOffset(b []byte) uint64 {
 	}
 	return binary.BigEndian.Uint64(b[0:8])
 }
+
+// WithProducer returns a copy of a valid batch b as a Kafka idempotent producer sends it:
+// producer id, epoch and base sequence set in the header, the CRC-32C (which covers them)
+// recomputed.
+func WithProducer(b []byte, producerID int64, epoch int16, baseSequence int32) []byte {
+	out := append([]byte(nil), b...)
+	binary.BigEndian.PutUint64(out[43:51], uint64(producerID))
+	binary.BigEndian.PutUint16(out[51:53], uint16(epoch))
+	binary.BigEndian.PutUint32(out[53:57], uint32(baseSequence))
+	binary.BigEndian.PutUint32(out[17:21], crc32.Checksum(out[21:], crc32c))
+	return out
+}

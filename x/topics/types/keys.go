@@ -54,6 +54,9 @@ var (
 	// KafkaRebalanceDuePrefix indexes (time, group) at which a Kafka group's join phase may
 	// complete, for the EndBlocker.
 	KafkaRebalanceDuePrefix = collections.NewPrefix(17)
+	// KafkaProducersPrefix keys Kafka idempotent producers' states by ((topic, partition),
+	// account, producer id).
+	KafkaProducersPrefix = collections.NewPrefix(18)
 )
 
 // TopicPartition names one partition of a topic. It is x/topics' one (topic, partition) key:
@@ -84,6 +87,9 @@ var (
 	OffsetKeyCodec = collections.PairKeyCodec(collections.StringKey, TopicPartitionKey)
 	// ProducerStateKeyCodec keys idempotent-producer states by ((topic, partition), producer).
 	ProducerStateKeyCodec = collections.PairKeyCodec(TopicPartitionKey, collections.StringKey)
+	// KafkaProducerKeyCodec keys Kafka idempotent-producer states by ((topic, partition),
+	// account, producer id).
+	KafkaProducerKeyCodec = collections.TripleKeyCodec(TopicPartitionKey, collections.StringKey, collections.Int64Key)
 )
 
 // PartitionsOfTopic ranges over every partition key of topic, in partition order: the same
