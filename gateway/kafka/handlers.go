@@ -73,11 +73,11 @@ func (s *Server) findCoordinator(r *kmsg.FindCoordinatorRequest) kmsg.Response {
 // initProducerID hands out producer IDs for idempotent Kafka producers. The chain keeps each
 // id's sequences per account (x/topics/keeper/kafka_producers.go), so gateways of a fleet need
 // no coordination: ids are random 62-bit numbers, which two gateways do not hand out twice.
-func (s *Server) initProducerID(r *kmsg.InitProducerIDRequest) kmsg.Response {
+func (s *Server) initProducerID(ctx context.Context, r *kmsg.InitProducerIDRequest) kmsg.Response {
 	resp := kmsg.NewPtrInitProducerIDResponse()
 	resp.SetVersion(r.Version)
 	if r.TransactionalID != nil {
-		resp.ErrorCode = kerr.InvalidRequest.Code // transactions are not offered
+		s.ident(ctx).txns.initProducerID(r, resp)
 		return resp
 	}
 	var b [8]byte

@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -468,13 +467,7 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kms
 	}
 	var waits []waiting
 	if r.TransactionID != nil {
-		for _, t := range r.Topics {
-			rt := kmsg.ProduceResponseTopic{Topic: t.Topic}
-			for _, pt := range t.Partitions {
-				rt.Partitions = append(rt.Partitions, kmsg.ProduceResponseTopicPartition{Partition: pt.Partition, ErrorCode: kerr.InvalidRequest.Code, BaseOffset: -1})
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
+		resp = s.ident(ctx).txns.produce(r)
 		return func() kmsg.Response { return resp }
 	}
 	for ti, t := range r.Topics {
@@ -492,6 +485,11 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kms
 				// As Kafka: zstd needs produce v7, so that older clients never meet it.
 				if err == nil && b.compression == types.CompressionZstd && r.Version < 7 {
 					err = errorsmod.Wrapf(types.ErrUnsupportedCompression, "zstd needs produce v7 or later, the request is v%d", r.Version)
+				}
+			}
+			for _, b := range batches {
+				if err == nil && b.transactional {
+					err = errorsmod.Wrap(types.ErrInvalidRecordBatch, "a transactional batch outside a transaction (no transactional id)")
 				}
 			}
 			if err != nil {

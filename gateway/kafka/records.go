@@ -18,7 +18,9 @@ type producedBatch struct {
 	records       uint32
 	compression   types.Compression
 	producerID    int64
+	epoch         int16
 	firstSequence int32
+	transactional bool
 }
 
 // splitBatches splits one partition's record set of a produce request into its record batches
@@ -44,8 +46,8 @@ func splitBatches(b []byte) ([]producedBatch, error) {
 			return nil, errorsmod.Wrapf(types.ErrInvalidRecordBatch, "CRC-32C is %08x, the batch's bytes give %08x", got, want)
 		}
 		attrs := binary.BigEndian.Uint16(batch[21:23])
-		if attrs&0x30 != 0 {
-			return nil, errorsmod.Wrap(types.ErrInvalidRecordBatch, "transactional and control batches are not accepted")
+		if attrs&0x20 != 0 {
+			return nil, errorsmod.Wrap(types.ErrInvalidRecordBatch, "control batches (transaction markers) are written by the chain")
 		}
 		c := types.Compression(attrs & 0x07)
 		if c > types.CompressionZstd {
@@ -63,7 +65,9 @@ func splitBatches(b []byte) ([]producedBatch, error) {
 			records:       uint32(count),
 			compression:   c,
 			producerID:    int64(binary.BigEndian.Uint64(batch[43:51])),
+			epoch:         int16(binary.BigEndian.Uint16(batch[51:53])),
 			firstSequence: int32(binary.BigEndian.Uint32(batch[53:57])),
+			transactional: attrs&0x10 != 0,
 		})
 		b = b[size:]
 	}

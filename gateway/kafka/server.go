@@ -66,6 +66,7 @@ type identity struct {
 	signer             *txclient.Signer
 	producer           *producer
 	groups             *coordinator
+	txns               *txnCoordinator
 }
 
 // Server is a running gateway.
@@ -119,7 +120,8 @@ func Listen(cfg Config) (*Server, error) {
 			signer.UseUnordered()
 		}
 		id := &identity{principal: principal, password: password, signer: signer,
-			producer: newProducer(cfg.ClientCtx, signer, cfg.Log), groups: newCoordinator(newChainGroups(cfg.ClientCtx, signer, s.query))}
+			producer: newProducer(cfg.ClientCtx, signer, cfg.Log), groups: newCoordinator(newChainGroups(cfg.ClientCtx, signer, s.query)),
+			txns: newTxnCoordinator(signer)}
 		s.ids = append(s.ids, id)
 		if password == "" {
 			return id, nil
@@ -416,7 +418,15 @@ func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
 	case *kmsg.MetadataRequest:
 		return s.metadata(ctx, r)
 	case *kmsg.InitProducerIDRequest:
-		return s.initProducerID(r)
+		return s.initProducerID(ctx, r)
+	case *kmsg.AddPartitionsToTxnRequest:
+		return s.ident(ctx).txns.addPartitions(r)
+	case *kmsg.AddOffsetsToTxnRequest:
+		return s.ident(ctx).txns.addOffsets(r)
+	case *kmsg.TxnOffsetCommitRequest:
+		return s.ident(ctx).txns.txnOffsetCommit(r)
+	case *kmsg.EndTxnRequest:
+		return s.ident(ctx).txns.endTxn(r)
 	case *kmsg.FetchRequest:
 		return s.fetch(ctx, r)
 	case *kmsg.ListOffsetsRequest:

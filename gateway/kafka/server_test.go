@@ -134,9 +134,10 @@ func TestSplitBatchesRefusals(t *testing.T) {
 		"trailing":     {append(append([]byte(nil), good...), 0, 0, 0), types.ErrInvalidRecordBatch, kerr.CorruptMessage.Code},
 		"length past the end": {withHeader(good, func(h []byte) { binary.BigEndian.PutUint32(h[8:12], uint32(len(good))) }),
 			types.ErrInvalidRecordBatch, kerr.CorruptMessage.Code},
-		"magic 1":       {withHeader(good, func(h []byte) { h[16] = 1 }), types.ErrInvalidRecordBatch, kerr.CorruptMessage.Code},
-		"codec 6":       {withHeader(good, func(h []byte) { h[22] = h[22]&^0x07 | 6 }), types.ErrUnsupportedCompression, kerr.UnsupportedCompressionType.Code},
-		"transactional": {withHeader(good, func(h []byte) { h[22] |= 0x10 }), types.ErrInvalidRecordBatch, kerr.CorruptMessage.Code},
+		"magic 1": {withHeader(good, func(h []byte) { h[16] = 1 }), types.ErrInvalidRecordBatch, kerr.CorruptMessage.Code},
+		"codec 6": {withHeader(good, func(h []byte) { h[22] = h[22]&^0x07 | 6 }), types.ErrUnsupportedCompression, kerr.UnsupportedCompressionType.Code},
+		// Transactional batches split fine; a produce outside a transaction refuses them.
+		"transactional": {withHeader(good, func(h []byte) { h[22] |= 0x10 }), nil, 0},
 		"control":       {withHeader(good, func(h []byte) { h[22] |= 0x20 }), types.ErrInvalidRecordBatch, kerr.CorruptMessage.Code},
 		"no records": {withHeader(good, func(h []byte) {
 			binary.BigEndian.PutUint32(h[57:61], 0)

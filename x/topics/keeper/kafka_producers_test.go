@@ -96,3 +96,38 @@ func TestKafkaIdempotentProducerOnChain(t *testing.T) {
 	require.Len(t, gs.KafkaProducerStates, 2)
 	require.NoError(t, gs.Validate(f.k.AddressCodec()))
 }
+
+// A Kafka transaction arrives as one message (the gateway's EndTxn): its transactional batches
+// commit with it, and each partition they went to gets Kafka's commit marker after them — an
+// offset holding no record, skipped by fetch as Kafka consumers skip it.
+func TestKafkaTransactionCommitsWithItsMessage(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("out", 2)
+	txnBatch := func(partition uint32, n int, seq int32) types.ProduceBatch {
+		b := kafkaBatch(t, "out", partition, n, 99, 3, seq)
+		b.RecordBatch[22] |= 0x10 // transactional
+		b.RecordBatch = types.WithProducer(b.RecordBatch, 99, 3, seq)
+		return b
+	}
+	res, err := f.msgs.Produce(f.ctx, &types.MsgProduce{Producer: f.alice, Batches: []types.ProduceBatch{txnBatch(0, 2, 0), txnBatch(1, 3, 0), txnBatch(0, 1, 2)}})
+	require.NoError(t, err)
+	require.Len(t, res.Results, 3)
+	parts := f.partitions("out")
+	require.Equal(t, uint64(4), parts[0].HighWatermark, "3 records and the marker")
+	require.Equal(t, uint64(4), parts[1].HighWatermark, "3 records and the marker")
+	fetched, err := f.fetch("out", 0, 0, 100, 1<<20)
+	require.NoError(t, err)
+	require.Len(t, fetched.Records, 3, "the marker holds no record")
+	require.Equal(t, uint64(4), fetched.NextOffset, "past the marker")
+	batches, err := f.query.Fetch(f.ctx, &types.QueryFetchRequest{Topic: "out", Partition: 1, Format: types.FETCH_FORMAT_BATCHES})
+	require.NoError(t, err)
+	require.Len(t, batches.Batches, 2)
+	require.True(t, types.IsControlBatch(batches.Batches[1].RecordBatch), "the commit marker follows the transaction's batch")
+
+	noID := pb{Topic: "out", Partition: 0, Records: []types.BatchRecord{rec("k", "v")}}.wire(t)
+	noID.RecordBatch = types.WithProducer(noID.RecordBatch, -1, -1, -1)
+	noID.RecordBatch[22] |= 0x10
+	noID.RecordBatch = types.WithProducer(noID.RecordBatch, -1, -1, -1)
+	_, err = f.msgs.Produce(f.ctx, &types.MsgProduce{Producer: f.alice, Batches: []types.ProduceBatch{noID}})
+	require.ErrorIs(t, err, types.ErrInvalidRecordBatch, "a transactional batch needs a producer id")
+}

@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"context"
+	"slices"
 
 	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
@@ -139,27 +140,8 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 	results := make([]types.ProduceResult, 0, len(checked))
 	for i, b := range checked {
 		pkey := types.TopicPartition{Topic: b.Topic, Partition: b.Partition}
-		part, err := k.Partitions.Get(ctx, pkey)
+		batch, err := k.appendStored(ctx, pkey, producer, b.RecordBatch, b.RecordCount, appendMs)
 		if err != nil {
-			return nil, err
-		}
-		n := uint64(b.RecordCount)
-		batch := types.RecordBatch{
-			BaseOffset:      part.HighWatermark,
-			Producer:        producer,
-			LogAppendTimeMs: appendMs,
-			Height:          sdkCtx.BlockHeight(),
-			RecordCount:     b.RecordCount,
-			RecordBatch:     types.WithBaseOffset(b.RecordBatch, part.HighWatermark),
-		}
-		batch.Seal()
-		if err := k.setBatch(ctx, collections.Join(pkey, batch.LastOffset()), batch); err != nil {
-			return nil, err
-		}
-		part.HighWatermark += n
-		part.RecordCount += n
-		part.ByteCount += batch.SizeBytes
-		if err := k.Partitions.Set(ctx, pkey, part); err != nil {
 			return nil, err
 		}
 		results = append(results, types.ProduceResult{Topic: b.Topic, Partition: b.Partition, BaseOffset: batch.BaseOffset, Count: b.RecordCount})
@@ -175,9 +157,21 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 				return nil, err
 			}
 		}
-		if err := sdkCtx.EventManager().EmitTypedEvent(&types.EventBatchAppended{
-			Topic: b.Topic, Partition: b.Partition, BaseOffset: batch.BaseOffset, Count: b.RecordCount, SizeBytes: batch.SizeBytes, Producer: producer,
-		}); err != nil {
+	}
+	// A Kafka transaction is one message (the gateway submits it at EndTxn), so its batches
+	// commit with it: each partition they went to gets the commit marker after them.
+	var markers []txnMarker
+	for i, b := range checked {
+		if !infos[i].Transactional {
+			continue
+		}
+		m := txnMarker{types.TopicPartition{Topic: b.Topic, Partition: b.Partition}, infos[i].ProducerID, infos[i].ProducerEpoch}
+		if !slices.Contains(markers, m) {
+			markers = append(markers, m)
+		}
+	}
+	for _, m := range markers {
+		if _, err := k.appendStored(ctx, m.tp, producer, types.EncodeCommitMarker(m.producerID, m.epoch, appendMs), 1, appendMs); err != nil {
 			return nil, err
 		}
 	}
@@ -185,6 +179,43 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 		return nil, err
 	}
 	return append(results, duplicates...), nil
+}
+
+// txnMarker is a partition a Kafka transaction wrote to, with its producer.
+type txnMarker struct {
+	tp         types.TopicPartition
+	producerID int64
+	epoch      int16
+}
+
+// appendStored appends one checked record batch (count offsets) to a partition.
+func (k Keeper) appendStored(ctx context.Context, pkey types.TopicPartition, producer string, raw []byte, count uint32, appendMs int64) (types.RecordBatch, error) {
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	part, err := k.Partitions.Get(ctx, pkey)
+	if err != nil {
+		return types.RecordBatch{}, err
+	}
+	batch := types.RecordBatch{
+		BaseOffset:      part.HighWatermark,
+		Producer:        producer,
+		LogAppendTimeMs: appendMs,
+		Height:          sdkCtx.BlockHeight(),
+		RecordCount:     count,
+		RecordBatch:     types.WithBaseOffset(raw, part.HighWatermark),
+	}
+	batch.Seal()
+	if err := k.setBatch(ctx, collections.Join(pkey, batch.LastOffset()), batch); err != nil {
+		return batch, err
+	}
+	part.HighWatermark += uint64(count)
+	part.RecordCount += uint64(count)
+	part.ByteCount += batch.SizeBytes
+	if err := k.Partitions.Set(ctx, pkey, part); err != nil {
+		return batch, err
+	}
+	return batch, sdkCtx.EventManager().EmitTypedEvent(&types.EventBatchAppended{
+		Topic: pkey.Topic, Partition: pkey.Partition, BaseOffset: batch.BaseOffset, Count: count, SizeBytes: batch.SizeBytes, Producer: producer,
+	})
 }
 
 // checkSequence applies the idempotent-producer rule to a sequenced batch: the next sequence

@@ -95,10 +95,13 @@ func (q queryServer) Fetch(ctx context.Context, req *types.QueryFetchRequest) (*
 		if maxRecords == 0 {
 			maxRecords = DefaultFetchRecords
 		}
-		if out.Records, err = res.Records(req.Offset, min(maxRecords, MaxFetchRecords)); err != nil {
+		limit := min(maxRecords, MaxFetchRecords)
+		if out.Records, err = res.Records(req.Offset, limit); err != nil {
 			return nil, err
 		}
-		if n := len(out.Records); n > 0 {
+		// Cut by the record limit, the next fetch starts after the last record returned;
+		// otherwise after the last batch read, past any transaction markers (no records).
+		if n := len(out.Records); n > 0 && uint32(n) == limit {
 			out.NextOffset = out.Records[n-1].Offset + 1
 		}
 	default:

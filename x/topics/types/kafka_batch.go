@@ -73,8 +73,8 @@ func CheckRecordBatch(b []byte, lim BatchLimits) (BatchInfo, error) {
 	if attrs&attrControl != 0 {
 		return info, errorsmod.Wrap(ErrInvalidRecordBatch, "control batches (transaction markers) are written by the chain, not produced")
 	}
-	if info.Transactional {
-		return info, errorsmod.Wrap(ErrInvalidRecordBatch, "transactional batches are not accepted")
+	if info.Transactional && int64(binary.BigEndian.Uint64(b[43:51])) < 0 {
+		return info, errorsmod.Wrap(ErrInvalidRecordBatch, "a transactional batch needs a producer id")
 	}
 	count := int32(binary.BigEndian.Uint32(b[57:61]))
 	if count <= 0 {
@@ -412,6 +412,42 @@ func WithProducer(b []byte, producerID int64, epoch int16, baseSequence int32) [
 	binary.BigEndian.PutUint64(out[43:51], uint64(producerID))
 	binary.BigEndian.PutUint16(out[51:53], uint16(epoch))
 	binary.BigEndian.PutUint32(out[53:57], uint32(baseSequence))
+	binary.BigEndian.PutUint32(out[17:21], crc32.Checksum(out[21:], crc32c))
+	return out
+}
+
+// IsControlBatch tells whether b is a control batch (a transaction marker), which holds no
+// records for consumers.
+func IsControlBatch(b []byte) bool {
+	return len(b) >= RecordBatchHeaderSize && binary.BigEndian.Uint16(b[21:23])&attrControl != 0
+}
+
+// EncodeCommitMarker writes the control batch that commits a Kafka transaction of producerID
+// at epoch on one partition, as a Kafka broker writes it: transactional and control
+// attributes, one control record (key: version 0, type 1 = COMMIT; value: version 0,
+// coordinator epoch 0), timestamp ts. It takes one offset.
+func EncodeCommitMarker(producerID int64, epoch int16, ts int64) []byte {
+	rec := []byte{0}                  // attributes
+	rec = binary.AppendVarint(rec, 0) // timestamp delta
+	rec = binary.AppendVarint(rec, 0) // offset delta
+	rec = binary.AppendVarint(rec, 4)
+	rec = append(rec, 0, 0, 0, 1) // key: version 0, type COMMIT
+	rec = binary.AppendVarint(rec, 6)
+	rec = append(rec, 0, 0, 0, 0, 0, 0) // value: version 0, coordinator epoch 0
+	rec = binary.AppendVarint(rec, 0)   // no headers
+	body := binary.AppendVarint(nil, int64(len(rec)))
+	body = append(body, rec...)
+	out := make([]byte, RecordBatchHeaderSize, RecordBatchHeaderSize+len(body))
+	binary.BigEndian.PutUint32(out[8:12], uint32(RecordBatchHeaderSize-12+len(body)))
+	out[16] = 2
+	binary.BigEndian.PutUint16(out[21:23], attrTransactional|attrControl)
+	binary.BigEndian.PutUint64(out[27:35], uint64(ts))
+	binary.BigEndian.PutUint64(out[35:43], uint64(ts))
+	binary.BigEndian.PutUint64(out[43:51], uint64(producerID))
+	binary.BigEndian.PutUint16(out[51:53], uint16(epoch))
+	binary.BigEndian.PutUint32(out[53:57], ^uint32(0)) // baseSequence -1
+	binary.BigEndian.PutUint32(out[57:61], 1)
+	out = append(out, body...)
 	binary.BigEndian.PutUint32(out[17:21], crc32.Checksum(out[21:], crc32c))
 	return out
 }

@@ -9,6 +9,9 @@ import (
 
 // Records decodes the batch's records as consumers read them.
 func (b RecordBatch) Records() ([]Record, error) {
+	if IsControlBatch(b.RecordBatch) {
+		return nil, nil // a transaction marker takes an offset and holds no record, as in Kafka
+	}
 	recs, err := DecodeRecordBatch(b.RecordBatch)
 	if err != nil {
 		return nil, err
