@@ -1,8 +1,11 @@
 package keeper_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	storetypes "cosmossdk.io/store/types"
 
 	"github.com/stretchr/testify/require"
 
@@ -197,6 +200,19 @@ func TestKafkaGroupRefusals(t *testing.T) {
 	}
 	_, err = f.kjoin(f.bob, "open", "m-d")
 	require.ErrorIs(t, err, types.ErrGroupFull)
-	gas := f.ctx.GasMeter().GasConsumed()
-	t.Logf("max_group_members 3 reached; gas used by the fixture so far %d", gas)
+
+	// The largest join the bounds allow (16 protocols of 64 KiB) is paid for by its signer in
+	// store gas: what one member may make every validator keep.
+	f.open(f.alice, "big")
+	maxJoin := &types.MsgKafkaJoinGroup{Owner: f.bob, GroupId: "big", MemberId: "m-max", ProtocolType: "consumer", SessionTimeoutMs: 10_000}
+	for i := 0; i < types.MaxKafkaProtocols; i++ {
+		maxJoin.Protocols = append(maxJoin.Protocols, types.KafkaProtocol{Name: fmt.Sprintf("p%d", i), Metadata: make([]byte, types.MaxKafkaProtocolMetadata)})
+	}
+	ctx := f.ctx.WithGasMeter(storetypes.NewInfiniteGasMeter())
+	start := time.Now()
+	_, err = f.msgs.KafkaJoinGroup(ctx, maxJoin)
+	require.NoError(t, err)
+	gas := ctx.GasMeter().GasConsumed()
+	require.Greater(t, gas, uint64(types.MaxKafkaProtocols*types.MaxKafkaProtocolMetadata*30), "at least 30 gas per stored metadata byte")
+	t.Logf("largest Kafka join (16 × 64 KiB metadata): %d gas, %v; with max_group_members 3 the 4th member was refused", gas, time.Since(start).Round(time.Microsecond))
 }
