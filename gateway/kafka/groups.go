@@ -451,12 +451,13 @@ func (c *coordinator) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequ
 	code := int16(0)
 	switch {
 	case len(offsets) == 0:
-	case r.MemberID != "" || r.Generation >= 0:
+	case r.MemberID == "" && r.Generation >= 0:
+		code = kerr.UnknownMemberID.Code
+	case r.MemberID != "":
+		// A commit is a sign of life: this gateway renews the member from now on.
 		c.touch(r.Group, r.MemberID, 0)
 		msg := &types.MsgCommitOffsets{Member: c.chain.owner(), GroupId: r.Group, Generation: uint64(max(r.Generation, 0)), KafkaMemberId: r.MemberID, Offsets: offsets}
-		if r.MemberID == "" {
-			code = kerr.UnknownMemberID.Code
-		} else if err := c.chain.submit(ctx, msg); err != nil {
+		if err := c.chain.submit(ctx, msg); err != nil {
 			code = kafkaCode(err)
 		}
 	default:

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -203,21 +204,12 @@ func (s *Server) saslHandshake(sc *saslConn, r *kmsg.SASLHandshakeRequest) kmsg.
 	switch {
 	case len(s.users) == 0 || sc.id != nil:
 		resp.ErrorCode = kerr.IllegalSaslState.Code
-	case !containsMechanism(r.Mechanism):
+	case !slices.Contains(mechanisms, r.Mechanism):
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 	default:
 		sc.mechanism, sc.raw, sc.scram = r.Mechanism, r.Version == 0, nil
 	}
 	return resp
-}
-
-func containsMechanism(m string) bool {
-	for _, x := range mechanisms {
-		if x == m {
-			return true
-		}
-	}
-	return false
 }
 
 // saslAuthenticate takes one token of the exchange.

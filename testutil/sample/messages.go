@@ -54,7 +54,7 @@ func Messages(signer string) []sdk.Msg {
 		&types.MsgRemoveGroupMember{Authority: signer, GroupId: "billing", Member: signer},
 		&types.MsgTransferGroupAdmin{Authority: signer, GroupId: "billing", NewAdmin: signer},
 		&types.MsgKafkaJoinGroup{Owner: signer, GroupId: "ledger", MemberId: "rdkafka-1", ClientId: "rdkafka", ProtocolType: "consumer",
-			Protocols: []types.KafkaProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 1, 0, 6, 'o', 'r', 'd', 'e', 'r', 's', 0, 0, 0, 0}}},
+			Protocols:        []types.KafkaProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 1, 0, 6, 'o', 'r', 'd', 'e', 'r', 's', 0, 0, 0, 0}}},
 			SessionTimeoutMs: 10_000, RebalanceTimeoutMs: 60_000},
 		&types.MsgKafkaSyncGroup{Owner: signer, GroupId: "ledger", MemberId: "rdkafka-1", Generation: 1,
 			Assignments: []types.KafkaAssignment{{MemberId: "rdkafka-1", Assignment: []byte{0, 0, 0, 0, 0, 1, 0, 6, 'o', 'r', 'd', 'e', 'r', 's', 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}}}},
