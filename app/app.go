@@ -179,6 +179,17 @@ func New(
 	sm.ABCIListeners = append(slices.Clip(sm.ABCIListeners), app.recentResults)
 	app.SetStreamingManager(sm)
 
+	// State sync snapshots carry the record bytes, kept outside the multistore, as an
+	// extension (x/topics/keeper/record_snapshot.go).
+	if sm := app.SnapshotManager(); sm != nil {
+		recordStore.SnapshotEvery(cast.ToUint64(appOpts.Get(server.FlagStateSyncSnapshotInterval)))
+		if ext := app.TopicsKeeper.RecordSnapshotter(app.CommitMultiStore()); ext != nil {
+			if err := sm.RegisterExtensions(ext); err != nil {
+				panic(err)
+			}
+		}
+	}
+
 	// Upgrade handlers would be registered here:
 	//   app.UpgradeKeeper.SetUpgradeHandler(name, handler)
 

@@ -11,6 +11,12 @@ import (
 // default 21 MB block max_bytes holds — or 16 x 5,000-record transactions of the benchmark.
 const DefaultBlockMaxGas = 1_500_000_000
 
+// DefaultRetainBlocks is how many recent blocks a node keeps (app.toml min-retain-blocks, and
+// the genesis evidence max_age_num_blocks, which the SDK would otherwise let keep 100,000): the
+// log lives in the application state, so old blocks only serve evidence, light clients and
+// peers catching up by block sync — new nodes join by state sync instead (README, Operations).
+const DefaultRetainBlocks = 10_000
+
 // SetGenesisConsensusDefaults writes bftlog's consensus params into the genesis file.
 func SetGenesisConsensusDefaults(genFile string) error {
 	gen, err := genutiltypes.AppGenesisFromFile(genFile)
@@ -19,6 +25,7 @@ func SetGenesisConsensusDefaults(genFile string) error {
 	}
 	if gen.Consensus != nil && gen.Consensus.Params != nil {
 		gen.Consensus.Params.Block.MaxGas = DefaultBlockMaxGas
+		gen.Consensus.Params.Evidence.MaxAgeNumBlocks = DefaultRetainBlocks
 	}
 	return gen.SaveAs(genFile)
 }

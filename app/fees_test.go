@@ -49,7 +49,12 @@ func newFeeChain(t *testing.T, balances ...int64) *feeChain {
 // newFeeChainOn is newFeeChain over db, for tests that reopen the app on the same database.
 func newFeeChainOn(t *testing.T, db dbm.DB, home string, balances ...int64) *feeChain {
 	t.Helper()
-	a := app.New(log.NewNopLogger(), db, nil, true, simtestutil.NewAppOptionsWithFlagHome(home), baseapp.SetChainID("fees"))
+	return newChain(t, app.New(log.NewNopLogger(), db, nil, true, simtestutil.NewAppOptionsWithFlagHome(home), baseapp.SetChainID("fees")), balances...)
+}
+
+// newChain is newFeeChain on the app a, for tests that build the app with their own options.
+func newChain(t *testing.T, a *app.App, balances ...int64) *feeChain {
+	t.Helper()
 	pk, err := mock.NewPV().GetPubKey()
 	require.NoError(t, err)
 	valSet := cmttypes.NewValidatorSet([]*cmttypes.Validator{cmttypes.NewValidator(pk, 1)})

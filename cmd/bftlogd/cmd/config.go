@@ -3,11 +3,13 @@ package cmd
 import (
 	"time"
 
+	pruningtypes "cosmossdk.io/store/pruning/types"
 	cmtcfg "github.com/cometbft/cometbft/config"
 
 	serverconfig "github.com/cosmos/cosmos-sdk/server/config"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/bftlog/bftlog/app"
 	"github.com/bftlog/bftlog/x/topics/metrics"
 )
 
@@ -145,6 +147,17 @@ func initAppConfig() (string, interface{}) {
 	// in the default registry (and the API serves /metrics?format=prometheus when enabled).
 	srvCfg.Telemetry.Enabled = true
 	srvCfg.Telemetry.PrometheusRetentionTime = 60
+
+	// Bounded disk (README, Operations): IAVL keeps the last 1,000 versions (proofs for reads
+	// at recent heights; the SDK's default keeps 362,880), CometBFT the last
+	// app.DefaultRetainBlocks blocks, and state sync snapshots — the log's bytes included — are
+	// taken every 2,000 blocks, the last two kept for joining nodes.
+	srvCfg.Pruning = pruningtypes.PruningOptionCustom
+	srvCfg.PruningKeepRecent = "1000"
+	srvCfg.PruningInterval = "10"
+	srvCfg.MinRetainBlocks = app.DefaultRetainBlocks
+	srvCfg.StateSync.SnapshotInterval = 2000
+	srvCfg.StateSync.SnapshotKeepRecent = 2
 
 	customAppConfig := CustomAppConfig{
 		Config:        *srvCfg,

@@ -1,6 +1,7 @@
 package cmd_test
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -26,5 +27,11 @@ func TestInitWritesGasLimitsAndFees(t *testing.T) {
 	require.Equal(t, int64(app.DefaultBlockMaxGas), gen.Consensus.Params.Block.MaxGas)
 	require.Contains(t, string(gen.AppState), `"min_gas_price"`)
 	require.Contains(t, string(gen.AppState), `"max_tx_gas": "300000000"`)
+	require.Equal(t, int64(app.DefaultRetainBlocks), gen.Consensus.Params.Evidence.MaxAgeNumBlocks)
+	appToml, err := os.ReadFile(filepath.Join(home, "config", "app.toml"))
+	require.NoError(t, err)
+	for _, line := range []string{`pruning = "custom"`, `pruning-keep-recent = "1000"`, `min-retain-blocks = 10000`, `snapshot-interval = 2000`, `snapshot-keep-recent = 2`} {
+		require.Contains(t, string(appToml), line)
+	}
 	t.Logf("genesis block max_gas %d, max_bytes %d", gen.Consensus.Params.Block.MaxGas, gen.Consensus.Params.Block.MaxBytes)
 }

@@ -44,8 +44,16 @@ type segmentStore struct {
 	dir          string
 	segmentBytes int64
 
-	mu    sync.Mutex // guards parts (Flush writes; reads only open files)
+	mu    sync.Mutex // guards parts, pins and deferred (Flush writes; reads only open files)
 	parts map[types.TopicPartition]*partitionLog
+
+	// State sync snapshots (record_snapshot.go): the batch lists pinned at snapshot heights
+	// not yet written, every pinEvery-th height; while any is pinned, removing the segments of
+	// the partitions in deferred waits. flushed: a block has committed since the store opened.
+	pinEvery uint64
+	pins     map[uint64][]pinnedBatch
+	deferred map[types.TopicPartition]bool
+	flushed  bool
 }
 
 // partitionLog is a partition's active segment.
@@ -59,7 +67,7 @@ type partitionLog struct {
 }
 
 func newSegmentStore(db dbm.DB, dir string) *segmentStore {
-	return &segmentStore{db: db, dir: dir, segmentBytes: segmentBytes, parts: map[types.TopicPartition]*partitionLog{}}
+	return &segmentStore{db: db, dir: dir, segmentBytes: segmentBytes, parts: map[types.TopicPartition]*partitionLog{}, deferred: map[types.TopicPartition]bool{}}
 }
 
 // pointer is where a batch's bytes are: segment name, position and length.
@@ -297,6 +305,10 @@ func (s *segmentStore) apply(sets [][2][]byte, deletes [][]byte) error {
 		return err
 	}
 	for tp := range shrunk {
+		if len(s.pins) > 0 { // a snapshot still reads them
+			s.deferred[tp] = true
+			continue
+		}
 		if err := s.dropUnused(tp); err != nil {
 			return err
 		}

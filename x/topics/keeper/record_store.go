@@ -116,7 +116,13 @@ func (s RecordStore) Flush(ctx context.Context) error {
 			deletes = append(deletes, k[1:])
 		}
 	}
-	return s.committed.apply(sets, deletes)
+	if err := s.committed.apply(sets, deletes); err != nil {
+		return err
+	}
+	if seg, ok := s.committed.(*segmentStore); ok {
+		return seg.pinAt(uint64(sdk.UnwrapSDKContext(ctx).BlockHeight()))
+	}
+	return nil
 }
 
 // recordKV is the record store as one context sees it: its pending writes over the database.
