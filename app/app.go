@@ -190,8 +190,7 @@ func New(
 		}
 	}
 
-	// Upgrade handlers would be registered here:
-	//   app.UpgradeKeeper.SetUpgradeHandler(name, handler)
+	app.registerUpgradeHandlers()
 
 	if err := app.Load(loadLatest); err != nil {
 		panic(err)

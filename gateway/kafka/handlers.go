@@ -282,9 +282,10 @@ func topicConfig(configs []kmsg.CreateTopicsRequestTopicConfig) (types.TopicConf
 			}
 		case "cleanup.policy":
 			// Deletion by retention is what every topic does; compaction is not there yet.
-			if *c.Value != "delete" {
+			if *c.Value != types.CleanupPolicyDelete {
 				return cfg, &configError{name: c.Name, value: *c.Value, why: `"delete" (log compaction is not supported)`}
 			}
+			cfg.CleanupPolicy = *c.Value
 		default:
 			return cfg, &configError{name: c.Name}
 		}
@@ -359,18 +360,23 @@ func (s *Server) describeConfigs(ctx context.Context, r *kmsg.DescribeConfigsReq
 			resp.Resources = append(resp.Resources, rr)
 			continue
 		}
-		c := t.Topic.Config
+		c := t.Topic.Config.WithDefaults()
 		all := []struct {
-			name  string
-			value int64
-		}{{"retention.ms", c.RetentionMs}, {"retention.bytes", c.RetentionBytes}, {"max.message.bytes", int64(c.MaxRecordBytes)}}
+			name, value string
+			typ         kmsg.ConfigType
+		}{
+			{"cleanup.policy", c.CleanupPolicy, kmsg.ConfigTypeList},
+			{"retention.ms", strconv.FormatInt(c.RetentionMs, 10), kmsg.ConfigTypeLong},
+			{"retention.bytes", strconv.FormatInt(c.RetentionBytes, 10), kmsg.ConfigTypeLong},
+			{"max.message.bytes", strconv.FormatUint(c.MaxRecordBytes, 10), kmsg.ConfigTypeLong},
+		}
 		for _, kv := range all {
 			if len(res.ConfigNames) > 0 && !slices.Contains(res.ConfigNames, kv.name) {
 				continue
 			}
 			rc := kmsg.NewDescribeConfigsResponseResourceConfig()
-			rc.Name, rc.Value = kv.name, kmsg.StringPtr(strconv.FormatInt(kv.value, 10))
-			rc.Source, rc.ConfigType = kmsg.ConfigSourceDynamicTopicConfig, kmsg.ConfigTypeLong
+			rc.Name, rc.Value = kv.name, kmsg.StringPtr(kv.value)
+			rc.Source, rc.ConfigType = kmsg.ConfigSourceDynamicTopicConfig, kv.typ
 			rr.Configs = append(rr.Configs, rc)
 		}
 		resp.Resources = append(resp.Resources, rr)

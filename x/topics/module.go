@@ -22,8 +22,9 @@ import (
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-// ConsensusVersion is the x/topics state version; bump it with a migration.
-const ConsensusVersion = 1
+// ConsensusVersion is the x/topics state version; bump it with a migration registered in
+// RegisterServices. 2 (upgrade v2): topic configs carry cleanup_policy.
+const ConsensusVersion = 2
 
 var (
 	_ module.AppModuleBasic      = AppModule{}
@@ -77,6 +78,9 @@ func (AppModule) RegisterGRPCGatewayRoutes(clientCtx client.Context, mux *gwrunt
 func (am AppModule) RegisterServices(cfg module.Configurator) {
 	types.RegisterMsgServer(cfg.MsgServer(), keeper.NewMsgServerImpl(am.keeper))
 	types.RegisterQueryServer(cfg.QueryServer(), keeper.NewQueryServer(am.keeper))
+	if err := cfg.RegisterMigration(types.ModuleName, 1, keeper.NewMigrator(am.keeper).Migrate1to2); err != nil {
+		panic(err)
+	}
 }
 
 // GetTxCmd returns the hand-written tx commands; autocli adds the rest.

@@ -22,6 +22,7 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		return err
 	}
 	for _, t := range gs.Topics {
+		t.Config = t.Config.WithDefaults() // a genesis exported before the v2 upgrade
 		if err := k.Topics.Set(ctx, t.Name, t); err != nil {
 			return err
 		}

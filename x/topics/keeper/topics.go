@@ -49,7 +49,7 @@ func (k Keeper) CreateTopic(ctx context.Context, owner, name string, partitions 
 		return err
 	}
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
-	t := types.Topic{Name: name, Partitions: partitions, Owner: owner, Config: cfg, CreatedHeight: sdkCtx.BlockHeight(), Deposit: deposit}
+	t := types.Topic{Name: name, Partitions: partitions, Owner: owner, Config: cfg.WithDefaults(), CreatedHeight: sdkCtx.BlockHeight(), Deposit: deposit}
 	if err := k.Topics.Set(ctx, name, t); err != nil {
 		return err
 	}
@@ -93,11 +93,11 @@ func (k Keeper) UpdateTopicConfig(ctx context.Context, signer, name string, cfg 
 	if err := cfg.ValidateAgainst(params); err != nil {
 		return err
 	}
-	t.Config = cfg
+	t.Config = cfg.WithDefaults()
 	if err := k.Topics.Set(ctx, name, t); err != nil {
 		return err
 	}
-	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventTopicConfigUpdated{Name: name, Authority: signer, Config: cfg})
+	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventTopicConfigUpdated{Name: name, Authority: signer, Config: t.Config})
 }
 
 // AddPartitions raises a topic's partition count to total.

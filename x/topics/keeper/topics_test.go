@@ -16,7 +16,7 @@ func TestCreateTopic(t *testing.T) {
 
 	res, err := f.query.Topic(f.ctx, &types.QueryTopicRequest{Name: "orders.v1_eu-west"})
 	require.NoError(t, err)
-	require.Equal(t, types.Topic{Name: "orders.v1_eu-west", Partitions: 3, Owner: f.alice, Config: anyone(), CreatedHeight: 7}, res.Topic)
+	require.Equal(t, types.Topic{Name: "orders.v1_eu-west", Partitions: 3, Owner: f.alice, Config: anyone().WithDefaults(), CreatedHeight: 7}, res.Topic)
 	parts := f.partitions("orders.v1_eu-west")
 	require.Len(t, parts, 3)
 	for i, p := range parts {
@@ -86,7 +86,7 @@ func TestUpdateTopicConfig(t *testing.T) {
 	require.NoError(t, err)
 	got, err := f.k.GetTopic(f.ctx, "t")
 	require.NoError(t, err)
-	require.Equal(t, cfg, got.Config)
+	require.Equal(t, cfg.WithDefaults(), got.Config, "stored with its cleanup policy")
 	requireEvent(t, f.ctx, "bftlog.topics.v1.EventTopicConfigUpdated")
 
 	// The gov authority may change any topic.

@@ -37,8 +37,22 @@ func truncate(s string) string {
 	return s
 }
 
+// CleanupPolicyDelete is Kafka's cleanup.policy "delete": records go by retention time and size.
+const CleanupPolicyDelete = "delete"
+
+// WithDefaults is the config as the keeper stores it: an empty cleanup policy is "delete".
+func (c TopicConfig) WithDefaults() TopicConfig {
+	if c.CleanupPolicy == "" {
+		c.CleanupPolicy = CleanupPolicyDelete
+	}
+	return c
+}
+
 // ValidateBasic checks a config without chain state; ValidateAgainst adds the params.
 func (c TopicConfig) ValidateBasic(ac address.Codec) error {
+	if c.CleanupPolicy != "" && c.CleanupPolicy != CleanupPolicyDelete {
+		return errorsmod.Wrapf(ErrInvalidConfig, "cleanup_policy %q: only %q (retention by time and size) is supported", truncate(c.CleanupPolicy), CleanupPolicyDelete)
+	}
 	if c.RetentionMs < -1 {
 		return errorsmod.Wrapf(ErrInvalidConfig, "retention_ms %d: use -1 for unlimited", c.RetentionMs)
 	}

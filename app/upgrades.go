@@ -1,0 +1,23 @@
+package app
+
+import (
+	"context"
+
+	upgradetypes "cosmossdk.io/x/upgrade/types"
+
+	"github.com/cosmos/cosmos-sdk/types/module"
+)
+
+// UpgradeV2 is the software upgrade that moves x/topics to consensus version 2 (topic configs
+// carry cleanup_policy). A MsgSoftwareUpgrade proposal with this name halts every node of the
+// release before at its height; this binary runs the migrations there (README, Upgrades).
+const UpgradeV2 = "v2"
+
+// registerUpgradeHandlers registers every upgrade this binary can perform. An upgrade's
+// handler runs the store migrations of the modules whose consensus version grew, in the
+// module manager's order; the chain halts rather than run a plan this binary has no handler for.
+func (app *App) registerUpgradeHandlers() {
+	app.UpgradeKeeper.SetUpgradeHandler(UpgradeV2, func(ctx context.Context, _ upgradetypes.Plan, fromVM module.VersionMap) (module.VersionMap, error) {
+		return app.ModuleManager.RunMigrations(ctx, app.Configurator(), fromVM)
+	})
+}
