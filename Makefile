@@ -5,7 +5,7 @@ GOTEST_FLAGS ?=
 # scripts/ldflags.sh, which localnet.sh and the test harness (testutil/node) run too.
 VERSION_LDFLAGS = $(shell ./scripts/ldflags.sh)
 
-.PHONY: all build install localnet test test-faults fuzz-smoke test-unit bench bench-compare bench-large proto-tools proto-gen clean
+.PHONY: all build install localnet test test-faults test-statesync fuzz-smoke test-unit bench bench-compare bench-large proto-tools proto-gen clean
 
 all: build
 
@@ -59,6 +59,18 @@ bench-compare:
 BENCH_LARGE_GB ?= 5
 bench-large:
 	go run ./bench/cmd/bftlogbench -large-gb $(BENCH_LARGE_GB) $(BENCH_FLAGS)
+
+# 4 validators with 0, 20, 50 and 100 ms round trip between every two (per-pair delaying
+# proxies), each with its recommended block timing: about 9 minutes.
+.PHONY: bench-regions
+bench-regions:
+	go run ./bench/cmd/bftlogbench -regions 0,20,50,100 $(BENCH_FLAGS)
+
+# A new node joining a four-validator chain holding 1 GB of log by state sync, against one
+# block-syncing from genesis (README, Operations); make test runs it with 16 MB.
+BFTLOG_STATESYNC_MB ?= 1024
+test-statesync:
+	BFTLOG_STATESYNC_MB=$(BFTLOG_STATESYNC_MB) go test $(GOTEST_FLAGS) -count=1 -timeout 60m -v -run 'TestStateSyncJoinsWithTheLog' ./tests/e2e/
 
 test-unit:
 	go test -count=1 -short ./x/...

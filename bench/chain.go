@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	cmtproto "github.com/cometbft/cometbft/proto/tendermint/types"
 	rpchttp "github.com/cometbft/cometbft/rpc/client/http"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -104,11 +105,14 @@ type tracker struct {
 // full they were and how many needed more than one consensus round.
 type blockStats struct {
 	count, txs, maxTxs, laterRounds int
-	bytes                           int64
-	firstTime, lastTime             time.Time
+	// absent counts validators' precommits missing from the blocks' last commits: a node moved
+	// on before they arrived (slashing counts them as downtime).
+	absent              int
+	bytes               int64
+	firstTime, lastTime time.Time
 }
 
-func (b *blockStats) add(t time.Time, txs [][]byte, lastCommitRound int32) {
+func (b *blockStats) add(t time.Time, txs [][]byte, lastCommit *cmtproto.Commit) {
 	if b.count == 0 {
 		b.firstTime = t
 	}
@@ -119,21 +123,39 @@ func (b *blockStats) add(t time.Time, txs [][]byte, lastCommitRound int32) {
 	for _, tx := range txs {
 		b.bytes += int64(len(tx))
 	}
-	if lastCommitRound > 0 {
+	if lastCommit.GetRound() > 0 {
 		b.laterRounds++
 	}
+	for _, sig := range lastCommit.GetSignatures() {
+		if sig.BlockIdFlag == cmtproto.BlockIDFlagAbsent {
+			b.absent++
+		}
+	}
+}
+
+// interval is the mean time between the blocks (0 for fewer than two).
+func (b blockStats) interval() time.Duration {
+	if b.count < 2 {
+		return 0
+	}
+	return b.lastTime.Sub(b.firstTime) / time.Duration(b.count-1)
 }
 
 func (b blockStats) String() string {
 	if b.count < 2 {
 		return fmt.Sprintf("%d block(s)", b.count)
 	}
-	gap := b.lastTime.Sub(b.firstTime) / time.Duration(b.count-1)
-	return fmt.Sprintf("%d blocks %d ms apart, %.1f txs (%.1f MB) per block, at most %d; %d commits took more than one round",
-		b.count, gap.Milliseconds(), float64(b.txs)/float64(b.count), float64(b.bytes)/float64(b.count)/1e6, b.maxTxs, b.laterRounds)
+	return fmt.Sprintf("%d blocks %d ms apart, %.1f txs (%.1f MB) per block, at most %d; %d commits took more than one round; %d precommits missing from last commits",
+		b.count, b.interval().Milliseconds(), float64(b.txs)/float64(b.count), float64(b.bytes)/float64(b.count)/1e6, b.maxTxs, b.laterRounds, b.absent)
 }
 
 func newTracker() *tracker { return &tracker{byHash: map[string]pending{}, lat: &latencies{}} }
+
+func (tr *tracker) blockStats() blockStats {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.blocks
+}
 
 func (tr *tracker) submitted(hash string, p pending) {
 	tr.mu.Lock()
@@ -161,7 +183,7 @@ func (tr *tracker) watch(ctx context.Context, rpc *rpchttp.HTTP, blocks cmtservi
 			now := time.Now()
 			tr.mu.Lock()
 			if len(tr.byHash) > 0 || tr.blocks.count > 0 {
-				tr.blocks.add(block.SdkBlock.Header.Time, block.SdkBlock.Data.Txs, block.SdkBlock.LastCommit.Round)
+				tr.blocks.add(block.SdkBlock.Header.Time, block.SdkBlock.Data.Txs, block.SdkBlock.LastCommit)
 			}
 			tr.mu.Unlock()
 			for i, raw := range block.SdkBlock.Data.Txs {
@@ -357,9 +379,9 @@ func load(ctx context.Context, cfg Config, c *chain, signers []*txclient.Signer,
 		cfg.Log("%d submitted records were not committed within 60 s", lost)
 	}
 	tr.mu.Lock()
-	cfg.Log("  %s", tr.blocks)
 	elapsed, failure := tr.last.Sub(began), tr.failure
 	tr.mu.Unlock()
+	cfg.Log("  %s", tr.blockStats())
 	if tr.failed.Load() > 0 {
 		return tr, elapsed, &failedInBlocksError{records: tr.failed.Load(), first: failure}
 	}
@@ -388,12 +410,18 @@ type chain struct {
 
 // startChain starts n validators with `accounts` producer accounts prod0, prod1, ...
 func startChain(t *runT, cfg Config, n, accounts int) (*chain, error) {
+	return startNetwork(t, cfg, node.NetworkOptions{Validators: n}, accounts)
+}
+
+// startNetwork is startChain for a network shaped by opts (its Accounts are the producers').
+func startNetwork(t *runT, cfg Config, opts node.NetworkOptions, accounts int) (*chain, error) {
 	names := make([]string, accounts)
 	for i := range names {
 		names[i] = fmt.Sprintf("prod%d", i)
 	}
-	cfg.Log("starting %d validator(s)", n)
-	net := node.StartNetwork(t, node.NetworkOptions{Validators: n, Accounts: names})
+	cfg.Log("starting %d validator(s)", opts.Validators)
+	opts.Accounts = names
+	net := node.StartNetwork(t, opts)
 	c := &chain{net: net, n0: net.Nodes[0], signers: make([]*txclient.Signer, accounts), cctxs: make([]client.Context, accounts)}
 	// Producers submit through the node's binary ingress and readers use its gRPC, as a
 	// production client should: JSON-RPC and the SDK's gRPC interceptor spend most of the
@@ -544,10 +572,17 @@ func procStatus(pid int, field string) uint64 {
 }
 
 // measure is one measured load on topic: `records` records from cfg.Producers producers as
-// fast as they go, cross-checked against the high watermarks; optionally latency at half that
-// rate; then a read of the whole topic. Peak RSS is each validator's over these phases.
-func (c *chain) measure(cfg Config, topic string, wl workload, records int, halfLoad bool) (Result, error) {
+// fast as they go (for at most dur, unless 0), cross-checked against the high watermarks;
+// optionally latency at half that rate (half the records, at most dur/2); then a read of the
+// whole topic. Peak RSS is each validator's over these phases.
+func (c *chain) measure(cfg Config, topic string, wl workload, records int, dur time.Duration, halfLoad bool) (Result, error) {
 	ctx := context.Background()
+	within := func(d time.Duration) (context.Context, context.CancelFunc) {
+		if dur == 0 {
+			return context.WithCancel(ctx)
+		}
+		return context.WithTimeout(ctx, d)
+	}
 	c.resetPeakRSS()
 	producers := c.signers[:cfg.Producers]
 	build := wl.builder(topic, cfg.Partitions)
@@ -558,7 +593,9 @@ func (c *chain) measure(cfg Config, topic string, wl workload, records int, half
 	heap := c.profile(cfg, topic+"-"+wl.compression.String())
 	steps := c.consensusTimings()
 	cpu := c.cpuTimes()
-	tr, elapsed, err := load(ctx, cfg, c, producers, build, records, cfg.BatchRecords, cfg.InFlight, 0)
+	lctx, cancel := within(dur)
+	tr, elapsed, err := load(lctx, cfg, c, producers, build, records, cfg.BatchRecords, cfg.InFlight, 0)
+	cancel()
 	cfg.Log("  %s", steps())
 	nodeCPU, harnessCPU := cpu()
 	heap()
@@ -585,9 +622,14 @@ func (c *chain) measure(cfg Config, topic string, wl workload, records int, half
 		LatencyP50Ms: tr.lat.pct(50), LatencyP95Ms: tr.lat.pct(95), LatencyP99Ms: tr.lat.pct(99),
 		PayloadBytesPerRec: float64(tr.payload.Load()) / float64(committed),
 	}
+	blocks := tr.blockStats()
+	res.Blocks, res.LaterRoundBlocks, res.AbsentPrecommits = blocks.count, blocks.laterRounds, blocks.absent
+	res.BlockIntervalMs = float64(blocks.interval().Microseconds()) / 1000
 	if halfLoad {
 		cfg.Log("  latency at half load (%.0f records/s)", res.RecordsPerSec/2)
-		half, _, err := load(ctx, cfg, c, producers, build, records/2, cfg.BatchRecords, cfg.InFlight, res.RecordsPerSec/2)
+		hctx, cancel := within(dur / 2)
+		half, _, err := load(hctx, cfg, c, producers, build, records/2, cfg.BatchRecords, cfg.InFlight, res.RecordsPerSec/2)
+		cancel()
 		if err != nil {
 			return Result{}, err
 		}
@@ -612,7 +654,7 @@ func runChain(cfg Config, n int) (res Result, peer *Result, err error) {
 			return err
 		}
 		cfg.Log("bftlog N=%d: %d records of %d B, %d producers, %d records per tx", n, cfg.Records, cfg.RecordBytes, cfg.Producers, cfg.BatchRecords)
-		if res, err = c.measure(cfg, "bench", randomValues(cfg), cfg.Records, cfg.HalfLoad); err != nil {
+		if res, err = c.measure(cfg, "bench", randomValues(cfg), cfg.Records, 0, cfg.HalfLoad); err != nil {
 			return err
 		}
 		res.System, res.Validators = "bftlog", n
@@ -668,7 +710,7 @@ func runEvents(cfg Config, codec types.Compression) (res Result, err error) {
 		}
 		wl := workload{values: eventValues(10_000, 1), compression: codec}
 		cfg.Log("bftlog events (%s): %d JSON records, %d producers, %d records per tx", codec, cfg.EventsRecords, cfg.Producers, cfg.BatchRecords)
-		if res, err = c.measure(cfg, "events", wl, cfg.EventsRecords, false); err != nil {
+		if res, err = c.measure(cfg, "events", wl, cfg.EventsRecords, 0, false); err != nil {
 			return err
 		}
 		res.System, res.Validators = "bftlog events "+codec.String(), 1
@@ -707,9 +749,10 @@ func (c *chain) measureFetch(ctx context.Context, cfg Config, topic string) (flo
 				if err != nil {
 					return 0, err
 				}
-				// The first batch may start before the offset asked for, as in Kafka.
+				// The first batch may start before the offset asked for, as in Kafka, and the
+				// last may hold records committed after the partitions were read.
 				for _, r := range recs {
-					if r.Offset >= off {
+					if r.Offset >= off && r.Offset < p.HighWatermark {
 						got++
 					}
 				}

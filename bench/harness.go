@@ -47,6 +47,11 @@ type Config struct {
 	FillInFlight     int
 	FillBatchBytes   int
 	FillBatchesPerTx int
+	// The across-regions run (RunRegions): RegionValidators validators with each of
+	// RegionRTTs added between every two of them, each load RegionDuration long.
+	RegionRTTs       []time.Duration
+	RegionValidators int
+	RegionDuration   time.Duration
 	// ProfileDir, when set, receives a CPU profile of every validator that serves pprof
 	// (BFTLOG_PPROF_LADDR=auto) over the first ProfileSeconds of each full-speed load, and a
 	// heap profile after it.
@@ -69,6 +74,17 @@ type Result struct {
 	LatencyP99Ms  float64 `json:"latency_p99_ms"`
 	HalfLoadP99Ms float64 `json:"half_load_p99_ms,omitempty"`
 	FetchPerSec   float64 `json:"fetch_records_per_sec,omitempty"`
+	// Blocks carried the full-speed load, BlockIntervalMs apart on average; LaterRoundBlocks of
+	// them needed more than one consensus round (a timeout fired before a proposal or votes came).
+	Blocks           int     `json:"blocks,omitempty"`
+	BlockIntervalMs  float64 `json:"block_interval_ms,omitempty"`
+	LaterRoundBlocks int     `json:"later_round_blocks,omitempty"`
+	// AbsentPrecommits is validators' precommits missing from those blocks' last commits.
+	AbsentPrecommits int `json:"absent_precommits,omitempty"`
+	// RTTMs is the round-trip time added between validators (RunRegions) and BlockTiming the
+	// CometBFT consensus timeouts they ran with.
+	RTTMs       float64 `json:"rtt_ms,omitempty"`
+	BlockTiming string  `json:"block_timing,omitempty"`
 	// NodeCPUMicrosPerRec is the CPU time all validators used per committed record under the
 	// full-speed load: far steadier between runs on a shared machine than records/s.
 	NodeCPUMicrosPerRec float64 `json:"node_cpu_us_per_record,omitempty"`
@@ -93,7 +109,7 @@ type Result struct {
 
 // Report is a whole run.
 type Report struct {
-	Mode    string   `json:"mode"` // "bench" (Run) or "large" (RunLarge)
+	Mode    string   `json:"mode"` // "bench" (Run), "large" (RunLarge) or "regions" (RunRegions)
 	Time    string   `json:"time"`
 	Machine string   `json:"machine"`
 	Config  Config   `json:"config"`

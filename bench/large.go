@@ -28,7 +28,7 @@ func RunLarge(cfg Config) (*Report, error) {
 				return Result{}, err
 			}
 			cfg.Log("%s: %d records of %d B, %d producers, %d records per tx", system, cfg.Records, cfg.RecordBytes, cfg.Producers, cfg.BatchRecords)
-			res, err := c.measure(cfg, topic, randomValues(cfg), cfg.Records, cfg.HalfLoad)
+			res, err := c.measure(cfg, topic, randomValues(cfg), cfg.Records, 0, cfg.HalfLoad)
 			res.System, res.Validators = system, 1
 			return res, err
 		}

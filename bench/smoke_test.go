@@ -90,3 +90,30 @@ func TestLargeHarnessSmoke(t *testing.T) {
 	require.NoError(t, json.Unmarshal(bz, &back))
 	require.Equal(t, "large", back.Mode)
 }
+
+// TestRegionsHarnessSmoke runs the across-regions measurement for a few seconds on two
+// validators with one round-trip time.
+func TestRegionsHarnessSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nodes")
+	}
+	cfg := Config{
+		RecordBytes: 100, Partitions: 2, Producers: 2, BatchRecords: 50, InFlight: 2, HalfLoad: true, FetchRecords: 100,
+		RegionRTTs: []time.Duration{20 * time.Millisecond}, RegionValidators: 2, RegionDuration: 4 * time.Second, Log: t.Logf,
+	}
+	rep, err := RunRegions(cfg)
+	require.NoError(t, err)
+	require.Len(t, rep.Results, 1)
+	r := rep.Results[0]
+	require.Equal(t, 20.0, r.RTTMs)
+	require.Equal(t, 2, r.Validators)
+	require.NotZero(t, r.Records)
+	require.NotZero(t, r.HalfLoadP99Ms)
+	require.Contains(t, r.BlockTiming, "commit 200ms")
+	var buf bytes.Buffer
+	rep.WriteTable(&buf)
+	require.Contains(t, buf.String(), "round trip added between every two")
+	name, err := rep.WriteJSON(t.TempDir())
+	require.NoError(t, err)
+	require.Contains(t, name, "regions-")
+}

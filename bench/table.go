@@ -53,6 +53,20 @@ func (r *Report) WriteTable(w io.Writer) {
 		}
 	}
 	r.writeLarge(w)
+	r.writeRegions(w)
+}
+
+// writeRegions prints a RunRegions report: one row per round-trip time.
+func (r *Report) writeRegions(w io.Writer) {
+	if r.Mode != "regions" {
+		return
+	}
+	fmt.Fprintf(w, "\n%d validators, round trip added between every two (%s of load per RTT):\n", r.Config.RegionValidators, r.Config.RegionDuration)
+	fmt.Fprintf(w, "%7s  %-50s %10s %8s %8s %10s %9s %9s %11s\n", "RTT ms", "block timing", "records/s", "p50 ms", "p99 ms", "½load p99", "block ms", "rounds>0", "absent sigs")
+	for _, x := range r.Results {
+		fmt.Fprintf(w, "%7.0f  %-50s %10.0f %8.0f %8.0f %10s %9.0f %5d/%-3d %11d\n", x.RTTMs, x.BlockTiming, x.RecordsPerSec,
+			x.LatencyP50Ms, x.LatencyP99Ms, opt(x.HalfLoadP99Ms, "%.0f"), x.BlockIntervalMs, x.LaterRoundBlocks, x.Blocks, x.AbsentPrecommits)
+	}
 }
 
 // rssCell lists each validator's peak RSS; a peer run inside the harness is marked so.
@@ -118,7 +132,8 @@ func opt(v float64, f string) string {
 }
 
 // WriteJSON stores the report under dir as bench-<time>.json and latest.json (a RunLarge
-// report: large-<time>.json and latest-large.json).
+// report: large-<time>.json and latest-large.json; RunRegions: regions-<time>.json and
+// latest-regions.json).
 func (r *Report) WriteJSON(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -128,8 +143,11 @@ func (r *Report) WriteJSON(dir string) (string, error) {
 		return "", err
 	}
 	prefix, latest := "bench-", "latest.json"
-	if r.Mode == "large" {
+	switch r.Mode {
+	case "large":
 		prefix, latest = "large-", "latest-large.json"
+	case "regions":
+		prefix, latest = "regions-", "latest-regions.json"
 	}
 	name := filepath.Join(dir, prefix+time.Now().UTC().Format("20060102T150405Z")+".json")
 	if err := os.WriteFile(name, bz, 0o644); err != nil {

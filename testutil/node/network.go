@@ -33,13 +33,21 @@ type NetworkOptions struct {
 	// Proxied routes every peer connection through a Link (see Isolate) and turns off peer
 	// exchange so that nodes cannot learn each other's direct addresses.
 	Proxied bool
+	// AppConfig replaces lines of every validator's app.toml before it starts (old, new, ...).
+	AppConfig []string
+	// Binary is the bftlogd the validators run (an earlier release: BinaryAt); empty means
+	// this tree's (Binary).
+	Binary string
 }
 
 // StartNetwork creates a chain with opts.Validators validators of equal power ("val0", ...,
 // each key in its own node's home), starts them peered with each other and waits for blocks.
 func StartNetwork(t T, opts NetworkOptions) *Network {
 	t.Helper()
-	bin := Binary(t)
+	bin := opts.Binary
+	if bin == "" {
+		bin = Binary(t)
+	}
 	net := &Network{t: t}
 	root := t.TempDir()
 	for i := 0; i < opts.Validators; i++ {
@@ -87,6 +95,7 @@ func StartNetwork(t T, opts NetworkOptions) *Network {
 		if opts.Proxied {
 			setConfig(t, n.Home, "pex = true", "pex = false")
 		}
+		setAppConfig(t, n.Home, opts.AppConfig...)
 		net.ids = append(net.ids, strings.TrimSpace(n.mustRun("comet", "show-node-id")))
 	}
 	for i, n := range net.Nodes {
@@ -116,6 +125,14 @@ func StartNetwork(t T, opts NetworkOptions) *Network {
 
 // AddFullNode starts a non-validator node on the network's genesis, peered with every node.
 func (net *Network) AddFullNode(name string) *Node {
+	net.t.Helper()
+	n := net.newFullNode(name)
+	n.StartAndWait()
+	return n
+}
+
+// newFullNode is AddFullNode's node, not started.
+func (net *Network) newFullNode(name string) *Node {
 	t := net.t
 	t.Helper()
 	n := &Node{t: t, Bin: net.Nodes[0].Bin, Home: filepath.Join(filepath.Dir(net.Nodes[0].Home), name), P2PPort: FreePort(t)}
@@ -128,7 +145,6 @@ func (net *Network) AddFullNode(name string) *Node {
 		peers = append(peers, fmt.Sprintf("%s@127.0.0.1:%d", id, m.P2PPort))
 	}
 	n.Peers = strings.Join(peers, ",")
-	n.StartAndWait()
 	return n
 }
 
@@ -139,21 +155,7 @@ func allowLoopbackPeers(t T, home string) {
 
 // setConfig replaces lines of config.toml (old, new, old, new, ...), failing if one is missing.
 func setConfig(t T, home string, oldNew ...string) {
-	p := filepath.Join(home, "config", "config.toml")
-	bz, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(bz)
-	for i := 0; i+1 < len(oldNew); i += 2 {
-		if !strings.Contains(s, oldNew[i]) {
-			t.Fatalf("%s has no line %q", p, oldNew[i])
-		}
-		s = strings.Replace(s, oldNew[i], oldNew[i+1], 1)
-	}
-	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	replaceLines(t, filepath.Join(home, "config", "config.toml"), oldNew...)
 }
 
 func editGenesis(t T, path string, edit func(map[string]any)) {

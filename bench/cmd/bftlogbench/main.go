@@ -1,6 +1,7 @@
 // Command bftlogbench measures bftlog against JetStream and the one-record-per-transaction
 // design in one run (see README, Performance). `make bench` runs it with the defaults;
-// `make bench-large` runs it with -large-gb, which compares one validator empty and full.
+// `make bench-large` runs it with -large-gb, which compares one validator empty and full;
+// `make bench-regions` with -regions, which adds round-trip time between 4 validators.
 package main
 
 import (
@@ -20,6 +21,7 @@ func main() {
 		validators = flag.String("validators", "1,4,7", "comma-separated validator counts to measure")
 		codecs     = flag.String("events-compression", "none,lz4", "producer codecs for the JSON-events runs (none, gzip, snappy, lz4, zstd)")
 		largeGB    = flag.Float64("large-gb", 0, "instead of the usual run: fill one validator with this many GB of log and compare the measured load empty and full")
+		regions    = flag.String("regions", "", "instead of the usual run: round-trip times in ms between validators (e.g. 0,20,50,100), each measured on a fresh network")
 		cfg        bench.Config
 	)
 	flag.IntVar(&cfg.Records, "records", 200_000, "records per bftlog run")
@@ -43,6 +45,8 @@ func main() {
 	flag.IntVar(&cfg.FillInFlight, "fill-in-flight", 2, "-large-gb: fill transactions in flight per producer")
 	flag.IntVar(&cfg.FillBatchBytes, "fill-batch-bytes", 1_000_000, "-large-gb: bytes per fill batch (incompressible 1,000-byte values)")
 	flag.IntVar(&cfg.FillBatchesPerTx, "fill-batches-per-tx", 4, "-large-gb: fill batches per transaction (each on its own partition; max_batch_bytes bounds their sum)")
+	flag.IntVar(&cfg.RegionValidators, "region-validators", 4, "-regions: validators")
+	flag.DurationVar(&cfg.RegionDuration, "region-duration", 45*time.Second, "-regions: length of the full-speed load per round-trip time (half load: half of it)")
 	flag.StringVar(&cfg.ProfileDir, "profile-dir", "", "write validators' CPU and heap profiles here (run with BFTLOG_PPROF_LADDR=auto)")
 	flag.IntVar(&cfg.ProfileSeconds, "profile-seconds", 5, "length of each CPU profile")
 	flag.StringVar(&cfg.OutDir, "out", "bench/results", "where to write the JSON report")
@@ -59,15 +63,27 @@ func main() {
 			cfg.EventsCodecs = append(cfg.EventsCodecs, c)
 		}
 	}
+	if *regions != "" {
+		for _, v := range strings.Split(*regions, ",") {
+			ms, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || ms < 0 {
+				log.Fatalf("-regions %q: want round-trip milliseconds like 0,20,50,100", *regions)
+			}
+			cfg.RegionRTTs = append(cfg.RegionRTTs, time.Duration(ms)*time.Millisecond)
+		}
+	}
 	cfg.Log = func(format string, args ...any) { log.Printf(format, args...) }
 	var (
 		rep *bench.Report
 		err error
 	)
-	if *largeGB > 0 {
+	switch {
+	case len(cfg.RegionRTTs) > 0:
+		rep, err = bench.RunRegions(cfg)
+	case *largeGB > 0:
 		cfg.LargeBytes = uint64(*largeGB * 1e9)
 		rep, err = bench.RunLarge(cfg)
-	} else {
+	default:
 		rep, err = bench.Run(cfg)
 	}
 	if rep != nil && len(rep.Results) > 0 {
