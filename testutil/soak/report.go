@@ -1,0 +1,261 @@
+// Package soak collects a long run's figures per time bin (records/s, p99 produce→commit
+// latency, RSS and disk per validator, fault intervals) and writes them as JSON and as a PNG
+// chart, for the soak suite in tests/soak (make soak).
+package soak
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Fault is one injected fault: what, on which node (-1: all of them), from when to when
+// (seconds since the run started).
+type Fault struct {
+	Kind     string  `json:"kind"`
+	Node     int     `json:"node"`
+	StartSec float64 `json:"start_sec"`
+	EndSec   float64 `json:"end_sec"`
+	Note     string  `json:"note,omitempty"`
+}
+
+// Bin is one time interval's figures.
+type Bin struct {
+	StartSec float64 `json:"start_sec"`
+	// AckedPerSec are records acknowledged to producers (committed) per second.
+	AckedPerSec float64 `json:"acked_records_per_sec"`
+	// ConsumedPerSec are records handed to the consumer group per second.
+	ConsumedPerSec float64 `json:"consumed_records_per_sec"`
+	// P99Ms is the 99th percentile of produce→commit latency of the records acknowledged in the
+	// bin, from each record's hand-over to the producer to the acknowledgement (-1: none).
+	P99Ms float64 `json:"p99_ms"`
+	// RSSMiB is each validator's largest resident set sampled in the bin (0: not running).
+	RSSMiB []float64 `json:"rss_mib"`
+	// DiskMiB is each validator's data directory at the bin's last sample.
+	DiskMiB []float64 `json:"disk_mib"`
+}
+
+// Report is a whole run: configuration, bins, faults and the checks' outcome.
+type Report struct {
+	Started     time.Time `json:"started"`
+	Seed        uint64    `json:"seed"`
+	DurationSec float64   `json:"duration_sec"`
+	BinSec      float64   `json:"bin_sec"`
+	Validators  int       `json:"validators"`
+	TargetRate  float64   `json:"target_records_per_sec"`
+	Bins        []Bin     `json:"bins"`
+	Faults      []Fault   `json:"faults"`
+	// Summary holds the run's totals and check results (records acknowledged and verified,
+	// consumer checks, agreement height, ...), as the suite computed them.
+	Summary map[string]any `json:"summary"`
+}
+
+// latencyStep is the latency histogram's resolution; latencyBuckets cover 10 minutes, and
+// anything longer counts in the last bucket.
+const (
+	latencyStep    = 5 * time.Millisecond
+	latencyBuckets = 120_000
+)
+
+// Histogram counts latencies in fixed steps: a bin holds tens of thousands of records, and
+// a percentile at 5 ms resolution needs no sort of all of them.
+type Histogram struct {
+	counts []uint64
+	n      uint64
+}
+
+// Add counts one latency.
+func (h *Histogram) Add(d time.Duration) {
+	if h.counts == nil {
+		h.counts = make([]uint64, latencyBuckets)
+	}
+	i := min(max(int(d/latencyStep), 0), latencyBuckets-1)
+	h.counts[i]++
+	h.n++
+}
+
+// Count is how many latencies were added.
+func (h *Histogram) Count() uint64 { return h.n }
+
+// Percentile is the p-th percentile in milliseconds (the upper edge of its step), or -1 when
+// the histogram is empty.
+func (h *Histogram) Percentile(p float64) float64 {
+	if h.n == 0 {
+		return -1
+	}
+	rank := uint64(math.Ceil(p / 100 * float64(h.n)))
+	var seen uint64
+	for i, c := range h.counts {
+		seen += c
+		if seen >= rank {
+			return float64(time.Duration(i+1)*latencyStep) / float64(time.Millisecond)
+		}
+	}
+	return float64(time.Duration(latencyBuckets)*latencyStep) / float64(time.Millisecond)
+}
+
+// Recorder accumulates a run's events into bins; it is safe for concurrent use.
+type Recorder struct {
+	mu      sync.Mutex
+	start   time.Time
+	bin     time.Duration
+	nodes   int
+	acked   []uint64
+	eaten   []uint64
+	lat     []*Histogram
+	total   Histogram
+	rss     [][]float64
+	disk    [][]float64
+	faults  []Fault
+	ackedN  uint64
+	eatenN  uint64
+	lastAck time.Time
+}
+
+// NewRecorder starts bins of length bin at start, for a network of nodes validators.
+func NewRecorder(start time.Time, bin time.Duration, nodes int) *Recorder {
+	return &Recorder{start: start, bin: bin, nodes: nodes}
+}
+
+// at grows the bins to hold time t and returns its index (r.mu held).
+func (r *Recorder) at(t time.Time) int {
+	i := max(int(t.Sub(r.start)/r.bin), 0)
+	for len(r.acked) <= i {
+		r.acked = append(r.acked, 0)
+		r.eaten = append(r.eaten, 0)
+		r.lat = append(r.lat, &Histogram{})
+		r.rss = append(r.rss, make([]float64, r.nodes))
+		r.disk = append(r.disk, make([]float64, r.nodes))
+	}
+	return i
+}
+
+// Acked records records acknowledged at t, one latency per record.
+func (r *Recorder) Acked(t time.Time, latencies []time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.at(t)
+	r.acked[i] += uint64(len(latencies))
+	r.ackedN += uint64(len(latencies))
+	for _, d := range latencies {
+		r.lat[i].Add(d)
+		r.total.Add(d)
+	}
+	r.lastAck = t
+}
+
+// Consumed records n records handed to the consumer group at t.
+func (r *Recorder) Consumed(t time.Time, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.at(t)
+	r.eaten[i] += uint64(n)
+	r.eatenN += uint64(n)
+}
+
+// Sample records each validator's resident set and data directory (bytes; 0 for a node that is
+// not running) at t: the bin keeps the largest RSS and the last disk figure.
+func (r *Recorder) Sample(t time.Time, rss, disk []uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.at(t)
+	for n := 0; n < r.nodes && n < len(rss); n++ {
+		r.rss[i][n] = max(r.rss[i][n], float64(rss[n])/(1<<20))
+	}
+	for n := 0; n < r.nodes && n < len(disk); n++ {
+		if disk[n] > 0 {
+			r.disk[i][n] = float64(disk[n]) / (1 << 20)
+		}
+	}
+}
+
+// Fault records a fault interval.
+func (r *Recorder) Fault(kind string, node int, from, to time.Time, note string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.faults = append(r.faults, Fault{Kind: kind, Node: node, StartSec: from.Sub(r.start).Seconds(), EndSec: to.Sub(r.start).Seconds(), Note: note})
+}
+
+// Totals are the whole run's figures so far.
+type Totals struct {
+	Acked, Consumed uint64
+	P99Ms, P50Ms    float64
+	// MeanAckedPerSec is acknowledged records over the time from start to the last ack.
+	MeanAckedPerSec float64
+	PeakRSSMiB      []float64
+	LastDiskMiB     []float64
+}
+
+// Totals sums the run so far.
+func (r *Recorder) Totals() Totals {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := Totals{Acked: r.ackedN, Consumed: r.eatenN, P99Ms: r.total.Percentile(99), P50Ms: r.total.Percentile(50),
+		PeakRSSMiB: make([]float64, r.nodes), LastDiskMiB: make([]float64, r.nodes)}
+	if s := r.lastAck.Sub(r.start).Seconds(); s > 0 {
+		t.MeanAckedPerSec = float64(r.ackedN) / s
+	}
+	for i := range r.rss {
+		for n := range r.nodes {
+			t.PeakRSSMiB[n] = max(t.PeakRSSMiB[n], r.rss[i][n])
+			if r.disk[i][n] > 0 {
+				t.LastDiskMiB[n] = r.disk[i][n]
+			}
+		}
+	}
+	return t
+}
+
+// Report builds the run's report; the last bin is cut at end so that its rates are per second
+// of the time it covers.
+func (r *Recorder) Report(seed uint64, targetRate float64, end time.Time, summary map[string]any) *Report {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.at(end)
+	rep := &Report{Started: r.start.UTC(), Seed: seed, DurationSec: end.Sub(r.start).Seconds(), BinSec: r.bin.Seconds(),
+		Validators: r.nodes, TargetRate: targetRate, Faults: append([]Fault(nil), r.faults...), Summary: summary}
+	sort.Slice(rep.Faults, func(i, j int) bool { return rep.Faults[i].StartSec < rep.Faults[j].StartSec })
+	for i := range r.acked {
+		from := time.Duration(i) * r.bin
+		secs := min(r.bin, end.Sub(r.start)-from).Seconds()
+		if secs <= 0 {
+			break
+		}
+		rep.Bins = append(rep.Bins, Bin{
+			StartSec: from.Seconds(), AckedPerSec: float64(r.acked[i]) / secs, ConsumedPerSec: float64(r.eaten[i]) / secs,
+			P99Ms: r.lat[i].Percentile(99), RSSMiB: append([]float64(nil), r.rss[i]...), DiskMiB: append([]float64(nil), r.disk[i]...),
+		})
+	}
+	return rep
+}
+
+// Write saves the report as soak-<UTC start>.json and .png in dir, and copies both to
+// last.json and last.png there (a stable name for the README). It returns the two paths.
+func (rep *Report) Write(dir string) (pngPath, jsonPath string, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", err
+	}
+	base := filepath.Join(dir, "soak-"+rep.Started.Format("20060102T150405Z"))
+	bz, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return "", "", err
+	}
+	img, err := rep.PNG(ChartWidth, ChartHeight)
+	if err != nil {
+		return "", "", err
+	}
+	for _, f := range []struct {
+		path string
+		data []byte
+	}{{base + ".json", bz}, {base + ".png", img}, {filepath.Join(dir, "last.json"), bz}, {filepath.Join(dir, "last.png"), img}} {
+		if err := os.WriteFile(f.path, f.data, 0o644); err != nil {
+			return "", "", fmt.Errorf("write %s: %w", f.path, err)
+		}
+	}
+	return base + ".png", base + ".json", nil
+}
