@@ -487,9 +487,13 @@ func compressedRecordBytes(m sdk.Msg) uint64 {
 // avoid a simulation round trip per batch.
 func (s *Signer) SetFixedGas() { s.autoGas, s.fixedGas = false, true }
 
+// ingressClient bounds a submission: the ingress answers after CheckTx, so a node that does not
+// answer in this time (paused, partitioned) is treated as down rather than blocking its caller.
+var ingressClient = &http.Client{Timeout: 30 * time.Second}
+
 // postRaw sends tx bytes to a binary ingress and decodes its JSON answer.
 func postRaw(url string, bz []byte) (*sdk.TxResponse, error) {
-	resp, err := http.Post(url, "application/octet-stream", bytes.NewReader(bz))
+	resp, err := ingressClient.Post(url, "application/octet-stream", bytes.NewReader(bz))
 	if err != nil {
 		return nil, err
 	}
