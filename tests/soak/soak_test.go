@@ -715,7 +715,19 @@ func (nm *nemesis) doubleSign(v int) {
 		note = fmt.Sprintf("equivocation at height %v; jailed %.1fs after the twin started; tombstoned %v; tokens %s -> %s",
 			out["equivocation_height"], jailedIn.Seconds(), out["tombstoned"], before.Tokens, after.Tokens)
 	} else {
-		r.problem("twin: %s", note)
+		// A twin that votes as its original (same state, same proposals) signs nothing
+		// conflicting, and there is nothing to punish; conflicting votes seen without a jailing
+		// are a failure.
+		seen := false
+		for _, n := range net.Nodes {
+			seen = seen || strings.Contains(n.Log(), "conflicting vote")
+		}
+		out["conflicting_votes_seen"] = seen
+		if seen {
+			r.problem("twin: conflicting votes of validator %d seen, but it was not jailed within 3 min", v)
+		} else {
+			note = fmt.Sprintf("validator %d's twin signed no conflicting vote within 3 min (no node logged one): nothing to punish", v)
+		}
 	}
 	nm.twin = out
 	r.rec.Fault("twin", v, from, time.Now(), note)
