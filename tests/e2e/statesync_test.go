@@ -64,6 +64,7 @@ func TestStateSyncJoinsWithTheLog(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			_, signer := net.Nodes[i].ClientContext(v0.Home, p)
+			signer.SetFixedGas() // no simulation round trip of 3.5 MiB per batch
 			rng := rand.New(rand.NewSource(int64(i)))
 			for b := i; b < batches; b += len(producers) {
 				recs := make([]types.BatchRecord, perBatch)
