@@ -70,7 +70,7 @@ bench-regions:
 # block-syncing from genesis (README, Operations); make test runs it with 16 MB.
 BFTLOG_STATESYNC_MB ?= 1024
 test-statesync:
-	BFTLOG_STATESYNC_MB=$(BFTLOG_STATESYNC_MB) go test $(GOTEST_FLAGS) -count=1 -timeout 60m -v -run 'TestStateSyncJoinsWithTheLog' ./tests/e2e/
+	BFTLOG_STATESYNC_MB=$(BFTLOG_STATESYNC_MB) BFTLOG_STATESYNC_INTERVAL=500 go test $(GOTEST_FLAGS) -count=1 -timeout 60m -v -run 'TestStateSyncJoinsWithTheLog' ./tests/e2e/
 
 test-unit:
 	go test -count=1 -short ./x/...
