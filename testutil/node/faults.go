@@ -117,6 +117,19 @@ func (net *Network) WaitAllAt(h int64, timeout time.Duration) {
 // node key and empty sign state): a double-signing validator, as when an operator runs a
 // "backup" copy of a live validator. The twin peers directly with every node.
 func (net *Network) StartTwin(i int) *Node {
+	net.t.Helper()
+	twin := net.newTwin(i)
+	var peers []string
+	for j, m := range net.Nodes {
+		peers = append(peers, fmt.Sprintf("%s@127.0.0.1:%d", net.ids[j], m.P2PPort))
+	}
+	twin.Peers = strings.Join(peers, ",")
+	twin.StartAndWait()
+	return twin
+}
+
+// newTwin is a new home for a second process with validator i's consensus key, not started.
+func (net *Network) newTwin(i int) *Node {
 	t := net.t
 	t.Helper()
 	orig := net.Nodes[i]
@@ -125,12 +138,6 @@ func (net *Network) StartTwin(i int) *Node {
 	copyFile(t, net.Genesis, filepath.Join(twin.Home, "config", "genesis.json"))
 	copyFile(t, filepath.Join(orig.Home, "config", "priv_validator_key.json"), filepath.Join(twin.Home, "config", "priv_validator_key.json"))
 	allowLoopbackPeers(t, twin.Home)
-	var peers []string
-	for j, m := range net.Nodes {
-		peers = append(peers, fmt.Sprintf("%s@127.0.0.1:%d", net.ids[j], m.P2PPort))
-	}
-	twin.Peers = strings.Join(peers, ",")
-	twin.StartAndWait()
 	return twin
 }
 

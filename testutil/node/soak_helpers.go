@@ -18,11 +18,7 @@ func (net *Network) StartTwinFromCopy(i int) *Node {
 	t := net.t
 	t.Helper()
 	orig := net.Nodes[i]
-	twin := &Node{t: t, Bin: orig.Bin, Home: orig.Home + "-twin"}
-	twin.mustRun("init", fmt.Sprintf("node%d-twin", i), "--chain-id", ChainID)
-	copyFile(t, net.Genesis, filepath.Join(twin.Home, "config", "genesis.json"))
-	copyFile(t, filepath.Join(orig.Home, "config", "priv_validator_key.json"), filepath.Join(twin.Home, "config", "priv_validator_key.json"))
-	allowLoopbackPeers(t, twin.Home)
+	twin := net.newTwin(i)
 	data := filepath.Join(twin.Home, "data")
 	if err := os.RemoveAll(data); err != nil {
 		t.Fatal(err)
