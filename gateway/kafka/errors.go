@@ -27,7 +27,7 @@ var chainErrors = []struct {
 	{[]error{types.ErrUnauthorizedProducer, types.ErrUnauthorized}, kerr.TopicAuthorizationFailed},
 	{[]error{types.ErrOffsetOutOfRange}, kerr.OffsetOutOfRange},
 	{[]error{types.ErrInvalidConfig}, kerr.InvalidConfig},
-	{[]error{types.ErrEmptyBatch, types.ErrTooManyHeaders}, kerr.InvalidRecord},
+	{[]error{types.ErrEmptyBatch, types.ErrTooManyHeaders, types.ErrMissingKey}, kerr.InvalidRecord},
 	{[]error{types.ErrInvalidRecordBatch}, kerr.CorruptMessage},
 	{[]error{types.ErrUnsupportedCompression}, kerr.UnsupportedCompressionType},
 	{[]error{types.ErrOutOfOrderSequence}, kerr.OutOfOrderSequenceNumber},

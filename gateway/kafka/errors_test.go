@@ -102,8 +102,10 @@ func TestTopicConfigRefusalsNameTheConfig(t *testing.T) {
 		return []kmsg.CreateTopicsRequestTopicConfig{{Name: name, Value: kmsg.StringPtr(value)}}
 	}
 	for _, tc := range []struct{ name, value, want string }{
-		{"cleanup.policy", "compact", `invalid value "compact" for topic config cleanup.policy`},
+		{"cleanup.policy", "compact,truncate", `invalid value "compact,truncate" for topic config cleanup.policy`},
 		{"retention.ms", "a week", `invalid value "a week" for topic config retention.ms: want an integer`},
+		{"min.cleanable.dirty.ratio", "1.5", `invalid value "1.5" for topic config min.cleanable.dirty.ratio: want a ratio from 0 to 1`},
+		{"delete.retention.ms", "1d", `invalid value "1d" for topic config delete.retention.ms: want an integer`},
 		{"segment.bytes", "1024", "unsupported topic config segment.bytes"},
 	} {
 		_, err := topicConfig(cfg(tc.name, tc.value))
@@ -113,4 +115,44 @@ func TestTopicConfigRefusalsNameTheConfig(t *testing.T) {
 	got, err := topicConfig(append(cfg("cleanup.policy", "delete"), cfg("retention.ms", "60000")...))
 	require.NoError(t, err)
 	require.Equal(t, int64(60000), got.RetentionMs)
+
+	// A compacted topic's configs, as a Kafka admin client sends them.
+	var all []kmsg.CreateTopicsRequestTopicConfig
+	for _, kv := range [][2]string{{"cleanup.policy", "compact, delete"}, {"delete.retention.ms", "3600000"}, {"min.compaction.lag.ms", "5000"}, {"min.cleanable.dirty.ratio", "0.25"}} {
+		all = append(all, cfg(kv[0], kv[1])...)
+	}
+	got, err = topicConfig(all)
+	require.NoError(t, err)
+	require.Equal(t, types.TopicConfig{CleanupPolicy: "compact,delete", DeleteRetentionMs: 3_600_000, MinCompactionLagMs: 5000, MinCleanableDirtyRatioPermille: 250}, got)
+	described := map[string]string{}
+	for _, c := range describedConfigs(got) {
+		described[c.name] = c.value
+	}
+	require.Equal(t, map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "0", "retention.bytes": "0", "max.message.bytes": "0",
+		"delete.retention.ms": "3600000", "min.compaction.lag.ms": "5000", "min.cleanable.dirty.ratio": "0.25"}, described)
+}
+
+// IncrementalAlterConfigs' operations on a topic's config: SET, DELETE (back to the default),
+// APPEND and SUBTRACT of cleanup.policy's list; list operations on other configs, or a
+// subtraction that leaves no policy, are refused naming the config.
+func TestIncrementalAlterConfigOps(t *testing.T) {
+	op := func(o kmsg.IncrementalAlterConfigOp, name string, value *string) kmsg.IncrementalAlterConfigsRequestResourceConfig {
+		return kmsg.IncrementalAlterConfigsRequestResourceConfig{Name: name, Op: o, Value: value}
+	}
+	cfg := types.TopicConfig{CleanupPolicy: "delete", RetentionMs: 60_000}
+	require.NoError(t, alterConfig(&cfg, []kmsg.IncrementalAlterConfigsRequestResourceConfig{
+		op(kmsg.IncrementalAlterConfigOpAppend, "cleanup.policy", kmsg.StringPtr("compact")),
+		op(kmsg.IncrementalAlterConfigOpSet, "min.compaction.lag.ms", kmsg.StringPtr("1000")),
+		op(kmsg.IncrementalAlterConfigOpDelete, "retention.ms", nil),
+	}))
+	require.Equal(t, types.TopicConfig{CleanupPolicy: "compact,delete", MinCompactionLagMs: 1000}, cfg)
+	require.NoError(t, alterConfig(&cfg, []kmsg.IncrementalAlterConfigsRequestResourceConfig{
+		op(kmsg.IncrementalAlterConfigOpSubtract, "cleanup.policy", kmsg.StringPtr("delete")),
+	}))
+	require.Equal(t, "compact", cfg.CleanupPolicy)
+	err := alterConfig(&cfg, []kmsg.IncrementalAlterConfigsRequestResourceConfig{op(kmsg.IncrementalAlterConfigOpSubtract, "cleanup.policy", kmsg.StringPtr("compact"))})
+	require.ErrorContains(t, err, "cleanup.policy")
+	err = alterConfig(&cfg, []kmsg.IncrementalAlterConfigsRequestResourceConfig{op(kmsg.IncrementalAlterConfigOpAppend, "retention.ms", kmsg.StringPtr("1"))})
+	require.ErrorContains(t, err, "retention.ms")
+	require.Equal(t, "compact", cfg.CleanupPolicy, "a refused alteration leaves the policy")
 }

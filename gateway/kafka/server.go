@@ -439,6 +439,8 @@ func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
 		return s.createPartitions(ctx, r)
 	case *kmsg.DescribeConfigsRequest:
 		return s.describeConfigs(ctx, r)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return s.incrementalAlterConfigs(ctx, r)
 	case *kmsg.FindCoordinatorRequest:
 		return s.findCoordinator(r)
 	case *kmsg.JoinGroupRequest:

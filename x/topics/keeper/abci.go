@@ -10,6 +10,7 @@ import (
 // then purges deleted topics and applies retention
 // within one shared cleanup budget. Which of the two goes first alternates by block height, so
 // a flood of deleted topics cannot starve retention, nor a retention backlog the purges.
+// Log compaction comes last, with its own budget.
 func (k Keeper) EndBlocker(ctx context.Context) error {
 	if err := k.ExpireMembers(ctx); err != nil {
 		return err
@@ -22,14 +23,15 @@ func (k Keeper) EndBlocker(ctx context.Context) error {
 		return err
 	}
 	budget := newCleanupBudget(params)
+	first, second := k.purgeTopics, func(ctx context.Context, b *cleanupBudget) error { return k.applyRetention(ctx, params, b) }
 	if sdk.UnwrapSDKContext(ctx).BlockHeight()%2 == 1 {
-		if err := k.applyRetention(ctx, params, &budget); err != nil {
-			return err
-		}
-		return k.purgeTopics(ctx, &budget)
+		first, second = second, first
 	}
-	if err := k.purgeTopics(ctx, &budget); err != nil {
+	if err := first(ctx, &budget); err != nil {
 		return err
 	}
-	return k.applyRetention(ctx, params, &budget)
+	if err := second(ctx, &budget); err != nil {
+		return err
+	}
+	return k.applyCompaction(ctx, params)
 }

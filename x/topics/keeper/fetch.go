@@ -118,5 +118,9 @@ func (k Keeper) GetRecord(ctx context.Context, topic string, partition uint32, o
 		return types.Record{}, errorsmod.Wrapf(types.ErrOffsetOutOfRange,
 			"offset %d of %s is at the high watermark; no record there yet", offset, res.Partition.Label())
 	}
+	if recs[0].Offset != offset {
+		return types.Record{}, errorsmod.Wrapf(types.ErrOffsetOutOfRange,
+			"offset %d of %s holds no record: compaction removed it (the next is at %d)", offset, res.Partition.Label(), recs[0].Offset)
+	}
 	return recs[0], nil
 }

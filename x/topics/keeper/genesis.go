@@ -15,6 +15,7 @@ import (
 
 // InitGenesis loads validated state.
 func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
+	gs.Params = gs.Params.WithDefaults() // a genesis exported before the v2 upgrade
 	if err := gs.Validate(k.addressCodec); err != nil {
 		return err
 	}
@@ -38,6 +39,9 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		if err := k.setBatch(ctx, key, b.Batch); err != nil {
 			return err
 		}
+	}
+	if err := k.initCompaction(ctx, gs); err != nil {
+		return err
 	}
 	for _, g := range gs.Groups {
 		if err := k.Groups.Set(ctx, g.GroupId, g); err != nil {

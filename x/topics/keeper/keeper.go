@@ -59,6 +59,12 @@ type Keeper struct {
 	// partition), account, producer id) (kafka_producers.go).
 	KafkaProducers  collections.Map[collections.Triple[types.TopicPartition, string, int64], types.KafkaProducerState]
 	RetentionCursor collections.Item[types.RetentionCursor]
+	// Log compaction (compaction.go): each compacted partition's latest offset per key (by the
+	// key's SHA-256), its cleaner state, the passes scheduled and the tombstones' deadlines.
+	KeyOffsets    collections.Map[collections.Pair[types.TopicPartition, []byte], uint64]
+	Compactions   collections.Map[types.TopicPartition, types.CompactionState]
+	CompactionDue collections.Map[collections.Pair[int64, types.TopicPartition], bool]
+	TombstoneDue  collections.Map[collections.Triple[int64, types.TopicPartition, []byte], uint64]
 
 	// recordStore keeps RecordBytes outside IAVL when the app gives one (WithRecordStore).
 	recordStore *RecordStore
@@ -114,6 +120,10 @@ func NewKeeper(cdc codec.BinaryCodec, addressCodec address.Codec, storeService c
 		KafkaProducers: collections.NewMap(sb, types.KafkaProducersPrefix, "kafka_producers",
 			types.KafkaProducerKeyCodec, codec.CollValue[types.KafkaProducerState](cdc)),
 		RetentionCursor: collections.NewItem(sb, types.RetentionCursorPrefix, "retention_cursor", codec.CollValue[types.RetentionCursor](cdc)),
+		KeyOffsets:      collections.NewMap(sb, types.KeyOffsetsPrefix, "key_offsets", types.KeyOffsetKeyCodec, collections.Uint64Value),
+		Compactions:     collections.NewMap(sb, types.CompactionsPrefix, "compactions", types.TopicPartitionKey, codec.CollValue[types.CompactionState](cdc)),
+		CompactionDue:   collections.NewMap(sb, types.CompactionDuePrefix, "compaction_due", types.CompactionDueKeyCodec, collections.BoolValue),
+		TombstoneDue:    collections.NewMap(sb, types.TombstoneDuePrefix, "tombstone_due", types.TombstoneDueKeyCodec, collections.Uint64Value),
 		fetchObs:        new(fetchObserverSlot),
 	}
 	schema, err := sb.Build()

@@ -50,10 +50,9 @@ func (k Keeper) ListOffsets(ctx context.Context, topic string, partition uint32,
 		}
 		if m.LogAppendTimeMs >= ts {
 			found = &m
-			hi = m.BaseOffset // every offset of this batch has the same time
-			if hi < lo {
-				hi = lo
-			}
+			// Every offset of this batch has the same time; offsets before it that no batch
+			// holds (compaction removed them) are no answer either.
+			hi = max(min(m.BaseOffset, mid), lo)
 		} else {
 			lo = last + 1
 		}

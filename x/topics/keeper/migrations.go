@@ -10,10 +10,17 @@ type Migrator struct{ k Keeper }
 func NewMigrator(k Keeper) Migrator { return Migrator{k: k} }
 
 // Migrate1to2 (upgrade v2) gives every topic's stored config its cleanup policy, which topics
-// created before v2 do not have: "delete", what they have always done. One write per topic,
-// and topics are paid for by deposits, so the upgrade block's work is bounded by what their
-// owners escrowed.
+// created before v2 do not have: "delete", what they have always done; and the params their
+// compaction budgets. One write per topic, and topics are paid for by deposits, so the upgrade
+// block's work is bounded by what their owners escrowed.
 func (m Migrator) Migrate1to2(ctx sdk.Context) error {
+	params, err := m.k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
+	if err := m.k.Params.Set(ctx, params.WithDefaults()); err != nil {
+		return err
+	}
 	it, err := m.k.Topics.Iterate(ctx, nil)
 	if err != nil {
 		return err

@@ -10,8 +10,8 @@ import (
 )
 
 // Migrate1to2 (upgrade v2) gives topics stored before v2 — without a cleanup policy — "delete"
-// and leaves everything else of them as it was; a config naming another policy is refused
-// with ErrInvalidConfig until compaction exists.
+// and leaves everything else of them as it was, and gives params stored before v2 the
+// compaction budgets; a config naming an unknown policy is refused with ErrInvalidConfig.
 func TestMigrate1to2SetsCleanupPolicy(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("old", 2)
@@ -22,7 +22,17 @@ func TestMigrate1to2SetsCleanupPolicy(t *testing.T) {
 	v1.Config.RetentionMs = 60_000
 	require.NoError(t, f.k.Topics.Set(f.ctx, "old", v1))
 
+	params, err := f.k.Params.Get(f.ctx)
+	require.NoError(t, err)
+	params.CompactionBytesPerBlock, params.CompactionRecordsPerBlock = 0, 0 // as a v1 node stored them
+	require.NoError(t, f.k.Params.Set(f.ctx, params))
+
 	require.NoError(t, keeper.NewMigrator(f.k).Migrate1to2(f.ctx))
+	params, err = f.k.Params.Get(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, types.DefaultParams().CompactionBytesPerBlock, params.CompactionBytesPerBlock)
+	require.Equal(t, types.DefaultParams().CompactionRecordsPerBlock, params.CompactionRecordsPerBlock)
+	require.NoError(t, params.Validate())
 	got, err := f.k.Topics.Get(f.ctx, "old")
 	require.NoError(t, err)
 	want := v1
@@ -33,6 +43,6 @@ func TestMigrate1to2SetsCleanupPolicy(t *testing.T) {
 	require.Equal(t, types.CleanupPolicyDelete, n.Config.CleanupPolicy)
 
 	_, err = f.msgs.CreateTopic(f.ctx, &types.MsgCreateTopic{Owner: f.alice, Name: "table", Partitions: 1,
-		Config: types.TopicConfig{CleanupPolicy: "compact"}})
+		Config: types.TopicConfig{CleanupPolicy: "compact,truncate"}})
 	require.ErrorIs(t, err, types.ErrInvalidConfig)
 }

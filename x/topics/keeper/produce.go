@@ -110,6 +110,7 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 			MaxRecordBytes:       t.Config.EffectiveMaxRecordBytes(params),
 			MaxDecompressedBytes: params.MaxBatchBytes,
 			MaxHeaders:           params.MaxHeadersPerRecord,
+			RequireKeys:          t.Config.Compacts(),
 		})
 		// Charged before the verdict: a refused decompression bomb pays for the bytes it made
 		// the node decompress, up to the bound.
@@ -140,9 +141,14 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 	results := make([]types.ProduceResult, 0, len(checked))
 	for i, b := range checked {
 		pkey := types.TopicPartition{Topic: b.Topic, Partition: b.Partition}
-		batch, err := k.appendStored(ctx, pkey, producer, b.RecordBatch, b.RecordCount, appendMs)
+		batch, part, err := k.appendStored(ctx, pkey, producer, b.RecordBatch, b.RecordCount, appendMs)
 		if err != nil {
 			return nil, err
+		}
+		if cfg := topics[b.Topic].Config; cfg.Compacts() {
+			if err := k.noteAppended(ctx, cfg, part, batch, infos[i].Keys); err != nil {
+				return nil, err
+			}
 		}
 		results = append(results, types.ProduceResult{Topic: b.Topic, Partition: b.Partition, BaseOffset: batch.BaseOffset, Count: b.RecordCount})
 		if infos[i].ProducerID >= 0 {
@@ -171,7 +177,7 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 		}
 	}
 	for _, m := range markers {
-		if _, err := k.appendStored(ctx, m.tp, producer, types.EncodeCommitMarker(m.producerID, m.epoch, appendMs), 1, appendMs); err != nil {
+		if _, _, err := k.appendStored(ctx, m.tp, producer, types.EncodeCommitMarker(m.producerID, m.epoch, appendMs), 1, appendMs); err != nil {
 			return nil, err
 		}
 	}
@@ -188,12 +194,13 @@ type txnMarker struct {
 	epoch      int16
 }
 
-// appendStored appends one checked record batch (count offsets) to a partition.
-func (k Keeper) appendStored(ctx context.Context, pkey types.TopicPartition, producer string, raw []byte, count uint32, appendMs int64) (types.RecordBatch, error) {
+// appendStored appends one checked record batch (count offsets) to a partition and returns
+// it with the partition after it.
+func (k Keeper) appendStored(ctx context.Context, pkey types.TopicPartition, producer string, raw []byte, count uint32, appendMs int64) (types.RecordBatch, types.Partition, error) {
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
 	part, err := k.Partitions.Get(ctx, pkey)
 	if err != nil {
-		return types.RecordBatch{}, err
+		return types.RecordBatch{}, part, err
 	}
 	batch := types.RecordBatch{
 		BaseOffset:      part.HighWatermark,
@@ -205,15 +212,15 @@ func (k Keeper) appendStored(ctx context.Context, pkey types.TopicPartition, pro
 	}
 	batch.Seal()
 	if err := k.setBatch(ctx, collections.Join(pkey, batch.LastOffset()), batch); err != nil {
-		return batch, err
+		return batch, part, err
 	}
 	part.HighWatermark += uint64(count)
 	part.RecordCount += uint64(count)
 	part.ByteCount += batch.SizeBytes
 	if err := k.Partitions.Set(ctx, pkey, part); err != nil {
-		return batch, err
+		return batch, part, err
 	}
-	return batch, sdkCtx.EventManager().EmitTypedEvent(&types.EventBatchAppended{
+	return batch, part, sdkCtx.EventManager().EmitTypedEvent(&types.EventBatchAppended{
 		Topic: pkey.Topic, Partition: pkey.Partition, BaseOffset: batch.BaseOffset, Count: count, SizeBytes: batch.SizeBytes, Producer: producer,
 	})
 }

@@ -103,9 +103,53 @@ func (k Keeper) purgePartition(ctx context.Context, tp types.TopicPartition, bud
 			return false, err
 		}
 	}
+	if err := k.purgeCompaction(ctx, tp, budget); err != nil {
+		return false, err
+	}
 	if !budget.open() {
 		// Out of budget: whether anything is left is found out next block.
 		return false, nil
 	}
 	return true, nil
+}
+
+// purgeCompaction deletes a partition's compaction state within the budget: its keys' latest
+// offsets, then its cleaner state and scheduled pass. Tombstone deadlines stay until they come
+// and find no key (they are keyed by time first).
+func (k Keeper) purgeCompaction(ctx context.Context, tp types.TopicPartition, budget *cleanupBudget) error {
+	var keys []collections.Pair[types.TopicPartition, []byte]
+	err := k.KeyOffsets.Walk(ctx, collections.NewPrefixedPairRange[types.TopicPartition, []byte](tp),
+		func(key collections.Pair[types.TopicPartition, []byte], _ uint64) (bool, error) {
+			if !budget.open() {
+				return true, nil
+			}
+			keys = append(keys, key)
+			budget.spend(0)
+			return false, nil
+		})
+	if err != nil {
+		return err
+	}
+	for _, key := range keys {
+		if err := k.KeyOffsets.Remove(ctx, key); err != nil {
+			return err
+		}
+	}
+	if !budget.open() {
+		return nil
+	}
+	st, err := k.Compactions.Get(ctx, tp)
+	if isNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	budget.spend(0)
+	if st.DueMs != 0 {
+		if err := k.CompactionDue.Remove(ctx, collections.Join(st.DueMs, tp)); err != nil {
+			return err
+		}
+	}
+	return k.Compactions.Remove(ctx, tp)
 }

@@ -22,8 +22,9 @@ import (
 // Record bytes on disk: append-only segment files, as a Kafka broker keeps its log. A database
 // holding the bytes themselves rewrites them again and again as it compacts (LevelDB: a third
 // of a validator's CPU once its log held 2 GB, and a throughput that fell with the log's
-// size); a segment file is written once, read sequentially and deleted whole when retention or
-// a topic purge has removed every batch in it. The database keeps only a 20-byte pointer per
+// size); a segment file is written once, read sequentially and deleted whole when retention, a
+// topic purge or compaction (which writes a batch's new bytes at the end of the log, as Kafka's
+// cleaner writes new segments) has left no batch in it. The database keeps only a 20-byte pointer per
 // batch — segment, position, length — so its compactions stay small.
 //
 // Layout: <dir>/<topic>-<partition>/<first batch's last offset, 20 digits>.log, as Kafka names
@@ -56,7 +57,7 @@ type segmentStore struct {
 	flushed  bool
 }
 
-// partitionLog is a partition's active segment.
+// partitionLog is a partition's active segment, and how many batches point into each segment.
 type partitionLog struct {
 	dir    string
 	limit  int64  // segment size at which the next append opens a new segment
@@ -64,6 +65,8 @@ type partitionLog struct {
 	file   *os.File
 	size   int64
 	synced bool
+	// live counts the pointers into each segment, read from the database when the log opens.
+	live map[uint64]int
 }
 
 func newSegmentStore(db dbm.DB, dir string) *segmentStore {
@@ -191,7 +194,21 @@ func (s *segmentStore) log(tp types.TopicPartition) (*partitionLog, error) {
 	if l, ok := s.parts[tp]; ok {
 		return l, nil
 	}
-	l := &partitionLog{dir: s.partitionDir(tp), limit: s.segmentBytes}
+	l := &partitionLog{dir: s.partitionDir(tp), limit: s.segmentBytes, live: map[uint64]int{}}
+	prefix := partitionPrefix(tp)
+	it, err := s.db.Iterator(prefix, prefixEnd(prefix))
+	if err != nil {
+		return nil, err
+	}
+	for ; it.Valid(); it.Next() {
+		p, err := parsePointer(it.Value())
+		if err != nil {
+			it.Close()
+			return nil, err
+		}
+		l.live[p.segment]++
+	}
+	it.Close()
 	names, err := segments(l.dir)
 	if err != nil {
 		return nil, err
@@ -238,10 +255,16 @@ func (l *partitionLog) close() {
 
 // append writes bz as the batch whose last offset is lastOffset and says where it went.
 func (l *partitionLog) append(lastOffset uint64, bz []byte) (pointer, error) {
-	if l.file == nil || l.size >= l.limit {
+	if l.file == nil {
 		// A new segment is named by its first batch's last offset, which is above every
 		// offset before it; a replay may reopen the segment it had started.
-		if err := l.open(max(lastOffset, l.name)); err != nil {
+		if err := l.open(lastOffset); err != nil {
+			return pointer{}, err
+		}
+	} else if l.size >= l.limit {
+		// A compacted batch's new bytes carry an old offset: the next name is then the
+		// active one's plus one, so segments keep rolling and old ones can empty.
+		if err := l.open(max(lastOffset, l.name+1)); err != nil {
 			return pointer{}, err
 		}
 	}
@@ -262,6 +285,7 @@ func (s *segmentStore) apply(sets [][2][]byte, deletes [][]byte) error {
 	batch := s.db.NewBatch()
 	defer batch.Close()
 	var touched []*partitionLog
+	shrunk := map[types.TopicPartition]bool{}
 	for _, kv := range sets {
 		tp, last, err := recordKey(kv[0])
 		if err != nil {
@@ -274,10 +298,17 @@ func (s *segmentStore) apply(sets [][2][]byte, deletes [][]byte) error {
 		if !slices.Contains(touched, l) {
 			touched = append(touched, l)
 		}
+		// A compacted batch's new bytes replace its old ones, which free their segment's share.
+		if released, err := s.release(l, kv[0]); err != nil {
+			return err
+		} else if released {
+			shrunk[tp] = true
+		}
 		p, err := l.append(last, kv[1])
 		if err != nil {
 			return err
 		}
+		l.live[p.segment]++
 		if err := batch.Set(kv[0], p.bytes()); err != nil {
 			return err
 		}
@@ -290,10 +321,16 @@ func (s *segmentStore) apply(sets [][2][]byte, deletes [][]byte) error {
 			l.synced = true
 		}
 	}
-	shrunk := map[types.TopicPartition]bool{}
 	for _, key := range deletes {
 		tp, _, err := recordKey(key)
 		if err != nil {
+			return err
+		}
+		l, err := s.log(tp)
+		if err != nil {
+			return err
+		}
+		if _, err := s.release(l, key); err != nil {
 			return err
 		}
 		shrunk[tp] = true
@@ -316,31 +353,30 @@ func (s *segmentStore) apply(sets [][2][]byte, deletes [][]byte) error {
 	return nil
 }
 
-// dropUnused deletes tp's segments below the one its first remaining batch is in: batches go
-// oldest first (retention, purges), and a partition's batches are appended in offset order.
-// With no batch left, every segment and the directory go.
-func (s *segmentStore) dropUnused(tp types.TopicPartition) error {
-	prefix := partitionPrefix(tp)
-	it, err := s.db.Iterator(prefix, prefixEnd(prefix))
+// release uncounts the pointer key holds, if any, and says whether it held one.
+func (s *segmentStore) release(l *partitionLog, key []byte) (bool, error) {
+	bz, err := s.db.Get(key)
+	if err != nil || bz == nil {
+		return false, err
+	}
+	p, err := parsePointer(bz)
 	if err != nil {
-		return err
+		return false, err
 	}
-	keep := uint64(0)
-	empty := !it.Valid()
-	if !empty {
-		p, err := parsePointer(it.Value())
-		if err != nil {
-			it.Close()
-			return err
-		}
-		keep = p.segment
+	if l.live[p.segment]--; l.live[p.segment] <= 0 {
+		delete(l.live, p.segment)
 	}
-	it.Close()
+	return true, nil
+}
+
+// dropUnused deletes tp's segments that no batch points into, except the active one; with no
+// batch left, every segment and the directory go.
+func (s *segmentStore) dropUnused(tp types.TopicPartition) error {
 	l, err := s.log(tp)
 	if err != nil {
 		return err
 	}
-	if empty {
+	if len(l.live) == 0 {
 		l.close()
 		delete(s.parts, tp)
 		return os.RemoveAll(l.dir)
@@ -350,11 +386,8 @@ func (s *segmentStore) dropUnused(tp types.TopicPartition) error {
 		return err
 	}
 	for _, name := range names {
-		if name >= keep {
-			break
-		}
-		if name == l.name {
-			l.close()
+		if name == l.name || l.live[name] > 0 {
+			continue
 		}
 		if err := os.Remove(segmentFile(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err

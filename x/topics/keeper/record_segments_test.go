@@ -112,3 +112,52 @@ func TestSegmentStore(t *testing.T) {
 	require.Equal(t, batchBytes(0, 11), read(s, 0, 11))
 	require.Equal(t, batchBytes(1, 3), read(s, 1, 3))
 }
+
+// Compaction rewrites batches out of offset order: a batch's new bytes go to the end of the
+// log and its old ones are garbage. A segment is deleted once no batch points into it — not
+// while a later-keyed batch still does (the oldest-first rule would lose it) — and after a
+// restart the store counts the pointers again.
+func TestSegmentStoreFreesSegmentsCompactionEmptied(t *testing.T) {
+	db := dbm.NewMemDB()
+	dir := t.TempDir()
+	s := newSegmentStore(db, dir)
+	s.segmentBytes = 4 << 10
+	key := func(off uint64) []byte { return recordStoreKey(t, "table", 0, off) }
+	var sets [][2][]byte
+	for off := uint64(0); off < 12; off++ {
+		sets = append(sets, [2][]byte{key(off), batchBytes(0, off)})
+	}
+	require.NoError(t, s.apply(sets, nil)) // segments 0 (0–3), 4 (4–7), 8 (8–11, active)
+	p0 := filepath.Join(dir, "table-0")
+	require.Equal(t, []uint64{0, 4, 8}, segmentNames(t, p0))
+
+	// Rewrite batch 0 (its first key) and 5, delete 4: every segment still has a live batch.
+	small := func(off uint64) []byte { return batchBytes(0, off)[:100] }
+	require.NoError(t, s.apply([][2][]byte{{key(0), small(0)}, {key(5), small(5)}}, [][]byte{key(4)}))
+	require.Equal(t, []uint64{0, 4, 8, 9}, segmentNames(t, p0), "segment 0 still holds 1–3, 4 holds 6–7; the new bytes start segment 9 (after the active 8)")
+	for off := uint64(1); off < 12; off++ {
+		if off == 4 {
+			continue
+		}
+		want := batchBytes(0, off)
+		if off == 5 {
+			want = small(5)
+		}
+		require.Equal(t, want, mustGet(t, s, key(off)), "offset %d", off)
+	}
+
+	// Restart, then rewrite 6 and 7: segment 4 holds nothing any more and goes; 0 stays.
+	s = newSegmentStore(db, dir)
+	s.segmentBytes = 4 << 10
+	require.NoError(t, s.apply([][2][]byte{{key(6), small(6)}, {key(7), small(7)}}, nil))
+	require.Equal(t, []uint64{0, 8, 9}, segmentNames(t, p0))
+	require.Equal(t, batchBytes(0, 2), mustGet(t, s, key(2)))
+	require.Equal(t, small(7), mustGet(t, s, key(7)))
+}
+
+func mustGet(t *testing.T, s *segmentStore, key []byte) []byte {
+	t.Helper()
+	bz, err := s.get(key)
+	require.NoError(t, err)
+	return bz
+}

@@ -40,7 +40,7 @@ func (k Keeper) ApplyRetention(ctx context.Context) error {
 	return k.applyRetention(ctx, params, &budget)
 }
 
-// applyRetention deletes whole batches that are older than a topic's retention_ms (by
+// applyRetention (cleanup.policy delete) deletes whole batches that are older than a topic's retention_ms (by
 // LogAppendTime against block time) or that lie beyond its retention_bytes (oldest first, as
 // long as the partition keeps at least retention_bytes, as Kafka does), and advances the log
 // start offset. It reads only BatchMetas, never a batch. Work per block is bounded: at most
@@ -90,7 +90,8 @@ func (k Keeper) applyRetention(ctx context.Context, params types.Params, budget 
 				return err
 			}
 		}
-		if topic.Config.RetentionMs <= 0 && topic.Config.RetentionBytes <= 0 {
+		// cleanup.policy compact alone ignores retention.ms and retention.bytes, as in Kafka.
+		if !topic.Config.Deletes() || topic.Config.RetentionMs <= 0 && topic.Config.RetentionBytes <= 0 {
 			continue
 		}
 		done, err := k.retainPartition(ctx, topic.Config, p, now, budget)
@@ -141,7 +142,7 @@ func (k Keeper) retainPartition(ctx context.Context, cfg types.TopicConfig, p ty
 		doomed = append(doomed, kv.Key)
 		budget.spend(m.SizeBytes)
 		size -= m.SizeBytes
-		records += kv.Key.K2() - m.BaseOffset + 1
+		records += m.Records(kv.Key.K2())
 		nbytes += m.SizeBytes
 	}
 	iter.Close()
@@ -149,6 +150,15 @@ func (k Keeper) retainPartition(ctx context.Context, cfg types.TopicConfig, p ty
 		return finished, nil
 	}
 	for _, key := range doomed {
+		if cfg.Compacts() { // compact,delete: the keys' latest offsets go with their records
+			b, err := k.Batches.Get(ctx, key)
+			if err != nil {
+				return false, err
+			}
+			if err := k.forgetKeys(ctx, key, b); err != nil {
+				return false, err
+			}
+		}
 		if err := k.removeBatch(ctx, key); err != nil {
 			return false, err
 		}

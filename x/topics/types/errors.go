@@ -68,6 +68,9 @@ var (
 	// ErrUnsupportedCompression is a compression codec other than none, gzip, snappy, lz4, zstd,
 	// or compressed data that does not decompress.
 	ErrUnsupportedCompression = errorsmod.RegisterWithGRPCCode(ModuleName, 39, codes.InvalidArgument, "unsupported or corrupt compression")
+	// ErrMissingKey is a record without a key produced to a compacted topic, which keeps
+	// records by key (Kafka refuses these too: INVALID_RECORD).
+	ErrMissingKey = errorsmod.RegisterWithGRPCCode(ModuleName, 43, codes.InvalidArgument, "compacted topic record without key")
 )
 
 // Kafka-protocol groups (the Kafka gateway's members).

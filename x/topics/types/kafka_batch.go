@@ -39,6 +39,9 @@ type BatchLimits struct {
 	MaxDecompressedBytes uint64
 	// MaxHeaders bounds one record's headers.
 	MaxHeaders uint32
+	// RequireKeys refuses records without a key (a compacted topic's) and collects every
+	// record's key into BatchInfo.Keys.
+	RequireKeys bool
 }
 
 // BatchInfo is what CheckRecordBatch learns of a valid batch.
@@ -55,6 +58,14 @@ type BatchInfo struct {
 	BaseSequence   int32
 	Transactional  bool
 	LogAppendTimes bool
+	// Keys holds each record's key in order, with RequireKeys (aliasing the decompressed records).
+	Keys []RecordKey
+}
+
+// RecordKey is a record's key and whether the record is a tombstone (a null value).
+type RecordKey struct {
+	Key       []byte
+	Tombstone bool
 }
 
 // CheckRecordBatch checks one record batch in a single pass without a Go object per record:
@@ -106,9 +117,12 @@ func CheckRecordBatch(b []byte, lim BatchLimits) (BatchInfo, error) {
 		return info, errorsmod.Wrapf(ErrBatchTooLarge, "records are %d bytes, the limit is %d", info.RecordBytes, lim.MaxDecompressedBytes)
 	}
 	r := kreader{b: records}
+	if lim.RequireKeys {
+		info.Keys = make([]RecordKey, 0, count)
+	}
 	for i := int32(0); i < count; i++ {
 		start := r.off
-		if err := r.record(i, lim); err != nil {
+		if err := r.record(i, lim, &info); err != nil {
 			return info, errorsmod.Wrapf(err, "record %d", i)
 		}
 		if size := uint64(r.off - start); size > lim.MaxRecordBytes {
@@ -188,8 +202,8 @@ func (r *kreader) bytes(nullable bool) ([]byte, bool, error) {
 	return v, false, nil
 }
 
-// record checks the i-th record's framing.
-func (r *kreader) record(i int32, lim BatchLimits) error {
+// record checks the i-th record's framing (and with lim.RequireKeys collects its key).
+func (r *kreader) record(i int32, lim BatchLimits, info *BatchInfo) error {
 	l, err := r.varint()
 	if err != nil {
 		return err
@@ -213,11 +227,19 @@ func (r *kreader) record(i int32, lim BatchLimits) error {
 	if delta != int64(i) {
 		return errorsmod.Wrapf(ErrInvalidRecordBatch, "offset delta %d; records must have consecutive deltas from 0", delta)
 	}
-	if _, _, err := body.bytes(true); err != nil { // key
+	key, nullKey, err := body.bytes(true)
+	if err != nil {
 		return err
 	}
-	if _, _, err := body.bytes(true); err != nil { // value
+	_, nullValue, err := body.bytes(true)
+	if err != nil {
 		return err
+	}
+	if lim.RequireKeys {
+		if nullKey {
+			return errorsmod.Wrap(ErrMissingKey, "a compacted topic keeps records by key; this one has none")
+		}
+		info.Keys = append(info.Keys, RecordKey{Key: key, Tombstone: nullValue})
 	}
 	nh, err := body.varint()
 	if err != nil {

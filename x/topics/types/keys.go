@@ -57,6 +57,15 @@ var (
 	// KafkaProducersPrefix keys Kafka idempotent producers' states by ((topic, partition),
 	// account, producer id).
 	KafkaProducersPrefix = collections.NewPrefix(18)
+	// Log compaction (keeper/compaction.go): KeyOffsetsPrefix keys a compacted partition's
+	// latest offset of each key by ((topic, partition), SHA-256 of the key);
+	// CompactionsPrefix its cleaner state by (topic, partition); CompactionDuePrefix indexes
+	// (due time, partition) of scheduled passes and TombstoneDuePrefix (time, partition, key
+	// hash) when a tombstone may go.
+	KeyOffsetsPrefix    = collections.NewPrefix(19)
+	CompactionsPrefix   = collections.NewPrefix(20)
+	CompactionDuePrefix = collections.NewPrefix(21)
+	TombstoneDuePrefix  = collections.NewPrefix(22)
 )
 
 // TopicPartition names one partition of a topic. It is x/topics' one (topic, partition) key:
@@ -83,6 +92,12 @@ var TopicPartitionKey collcodec.KeyCodec[TopicPartition] = topicPartitionKey{}
 var (
 	// BatchKeyCodec keys record batches by ((topic, partition), last offset).
 	BatchKeyCodec = collections.PairKeyCodec(TopicPartitionKey, collections.Uint64Key)
+	// KeyOffsetKeyCodec keys compacted partitions' latest offsets by ((topic, partition), key hash).
+	KeyOffsetKeyCodec = collections.PairKeyCodec(TopicPartitionKey, collections.BytesKey)
+	// CompactionDueKeyCodec keys scheduled compaction passes by (due ms, (topic, partition)).
+	CompactionDueKeyCodec = collections.PairKeyCodec(collections.Int64Key, TopicPartitionKey)
+	// TombstoneDueKeyCodec keys tombstone deadlines by (due ms, (topic, partition), key hash).
+	TombstoneDueKeyCodec = collections.TripleKeyCodec(collections.Int64Key, TopicPartitionKey, collections.BytesKey)
 	// OffsetKeyCodec keys committed offsets by (group, (topic, partition)).
 	OffsetKeyCodec = collections.PairKeyCodec(collections.StringKey, TopicPartitionKey)
 	// ProducerStateKeyCodec keys idempotent-producer states by ((topic, partition), producer).

@@ -35,6 +35,11 @@ const (
 	// adjustment asks 218M, size-derived gas 252M) and keeps a block (app.DefaultBlockMaxGas)
 	// five such transactions wide.
 	DefaultMaxTxGas = 300_000_000
+	// Log compaction's per-block bounds (x/topics/keeper/compaction.go): the bytes it reads
+	// and the records whose key it looks up. TestCompactionBlockTime prints what a block of
+	// this much work takes.
+	DefaultCompactionBytesPerBlock   = 8 << 20
+	DefaultCompactionRecordsPerBlock = 5_000
 )
 
 // Fee and deposit defaults, in the bond denom (read when DefaultParams is called, so `bftlogd
@@ -67,7 +72,21 @@ func DefaultParams() Params {
 		PartitionDeposit:             sdk.NewCoin(sdk.DefaultBondDenom, DefaultPartitionDepositAmount),
 		GroupDeposit:                 sdk.NewCoin(sdk.DefaultBondDenom, DefaultGroupDepositAmount),
 		MaxTxGas:                     DefaultMaxTxGas,
+		CompactionBytesPerBlock:      DefaultCompactionBytesPerBlock,
+		CompactionRecordsPerBlock:    DefaultCompactionRecordsPerBlock,
 	}
+}
+
+// WithDefaults fills the params that state written before upgrade v2 lacks (the compaction
+// budgets) with their defaults.
+func (p Params) WithDefaults() Params {
+	if p.CompactionBytesPerBlock == 0 {
+		p.CompactionBytesPerBlock = DefaultCompactionBytesPerBlock
+	}
+	if p.CompactionRecordsPerBlock == 0 {
+		p.CompactionRecordsPerBlock = DefaultCompactionRecordsPerBlock
+	}
+	return p
 }
 
 // Validate checks that every limit is usable.
@@ -93,6 +112,8 @@ func (p Params) Validate() error {
 		return errorsmod.Wrap(ErrInvalidParams, "retention_batches_per_block and retention_partitions_per_block must be positive")
 	case p.CleanupBytesPerBlock == 0:
 		return errorsmod.Wrap(ErrInvalidParams, "cleanup_bytes_per_block must be positive")
+	case p.CompactionBytesPerBlock == 0 || p.CompactionRecordsPerBlock == 0:
+		return errorsmod.Wrap(ErrInvalidParams, "compaction_bytes_per_block and compaction_records_per_block must be positive")
 	case p.MaxBatchBytes < p.MaxRecordBytes:
 		return errorsmod.Wrapf(ErrInvalidParams, "max_batch_bytes %d is below max_record_bytes %d", p.MaxBatchBytes, p.MaxRecordBytes)
 	}

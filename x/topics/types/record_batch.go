@@ -21,8 +21,9 @@ func (b RecordBatch) Records() ([]Record, error) {
 	}
 	out := make([]Record, len(recs))
 	for i, r := range recs {
+		// The batch's own offset deltas: compaction leaves gaps between them.
 		out[i] = Record{
-			Offset:          b.BaseOffset + uint64(i),
+			Offset:          uint64(r.Offset),
 			Key:             NewBytes(r.Key),
 			Value:           NewBytes(r.Value),
 			Headers:         r.Headers,
@@ -35,8 +36,11 @@ func (b RecordBatch) Records() ([]Record, error) {
 	return out, nil
 }
 
-// LastOffset is the offset of the batch's last record (its store key).
-func (b RecordBatch) LastOffset() uint64 { return b.BaseOffset + uint64(b.RecordCount) - 1 }
+// LastOffset is the last offset the batch spans (its store key): its last record's, or, once
+// compaction removed records, the last offset it held when appended.
+func (b RecordBatch) LastOffset() uint64 {
+	return b.BaseOffset + uint64(max(b.LastOffsetDelta, b.RecordCount-1))
+}
 
 // StoredSize is the size of b's encoding once SizeBytes holds it: what the store keeps, and
 // what partition byte counts and retention_bytes count.
@@ -77,12 +81,28 @@ func (b RecordBatch) CheckStored() error {
 	if base := RecordBatchBaseOffset(b.RecordBatch); base != b.BaseOffset {
 		return errorsmod.Wrapf(ErrInvalidRecordBatch, "base offset %d, the batch says %d", b.BaseOffset, base)
 	}
+	if d := RecordBatchLastOffsetDelta(b.RecordBatch); d != max(b.LastOffsetDelta, b.RecordCount-1) {
+		return errorsmod.Wrapf(ErrInvalidRecordBatch, "batch at offset %d spans %d offsets, its last offset delta says %d", b.BaseOffset, max(b.LastOffsetDelta, b.RecordCount-1)+1, d+1)
+	}
 	return nil
 }
 
-// Meta is what the EndBlocker keeps of the batch.
+// Meta is what the EndBlocker keeps of the batch; the record count only once compaction made
+// it differ from the batch's span.
 func (b RecordBatch) Meta() BatchMeta {
-	return BatchMeta{BaseOffset: b.BaseOffset, LogAppendTimeMs: b.LogAppendTimeMs, SizeBytes: b.SizeBytes}
+	m := BatchMeta{BaseOffset: b.BaseOffset, LogAppendTimeMs: b.LogAppendTimeMs, SizeBytes: b.SizeBytes}
+	if b.LastOffsetDelta != 0 {
+		m.RecordCount = b.RecordCount
+	}
+	return m
+}
+
+// Records is how many records the batch under key lastOffset holds.
+func (m BatchMeta) Records(lastOffset uint64) uint64 {
+	if m.RecordCount != 0 {
+		return uint64(m.RecordCount)
+	}
+	return lastOffset - m.BaseOffset + 1
 }
 
 // RecordSize is a record's encoded size inside an uncompressed batch (length prefix

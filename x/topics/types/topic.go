@@ -37,21 +37,71 @@ func truncate(s string) string {
 	return s
 }
 
-// CleanupPolicyDelete is Kafka's cleanup.policy "delete": records go by retention time and size.
-const CleanupPolicyDelete = "delete"
+// Kafka's cleanup.policy values: "delete" (records go by retention time and size), "compact"
+// (at least the latest record of every key is kept) and both.
+const (
+	CleanupPolicyDelete        = "delete"
+	CleanupPolicyCompact       = "compact"
+	CleanupPolicyCompactDelete = "compact,delete"
+)
 
-// WithDefaults is the config as the keeper stores it: an empty cleanup policy is "delete".
+// Compaction defaults, Kafka's: delete.retention.ms one day, min.cleanable.dirty.ratio 0.5.
+const (
+	DefaultDeleteRetentionMs              = 86_400_000
+	DefaultMinCleanableDirtyRatioPermille = 500
+)
+
+// WithDefaults is the config as the keeper stores it: an empty cleanup policy is "delete",
+// "delete,compact" is written "compact,delete".
 func (c TopicConfig) WithDefaults() TopicConfig {
-	if c.CleanupPolicy == "" {
+	switch c.CleanupPolicy {
+	case "":
 		c.CleanupPolicy = CleanupPolicyDelete
+	case "delete,compact":
+		c.CleanupPolicy = CleanupPolicyCompactDelete
 	}
 	return c
 }
 
+// Compacts tells whether the topic keeps the latest record per key (cleanup.policy compact).
+func (c TopicConfig) Compacts() bool {
+	return c.CleanupPolicy == CleanupPolicyCompact || c.CleanupPolicy == CleanupPolicyCompactDelete || c.CleanupPolicy == "delete,compact"
+}
+
+// Deletes tells whether retention by time and size applies (cleanup.policy delete).
+func (c TopicConfig) Deletes() bool { return c.CleanupPolicy != CleanupPolicyCompact }
+
+// EffectiveDeleteRetentionMs is how long tombstones stay (delete.retention.ms).
+func (c TopicConfig) EffectiveDeleteRetentionMs() int64 {
+	if c.DeleteRetentionMs == 0 {
+		return DefaultDeleteRetentionMs
+	}
+	return c.DeleteRetentionMs
+}
+
+// EffectiveMinCleanableDirtyRatio is min.cleanable.dirty.ratio in thousandths.
+func (c TopicConfig) EffectiveMinCleanableDirtyRatio() uint32 {
+	if c.MinCleanableDirtyRatioPermille == 0 {
+		return DefaultMinCleanableDirtyRatioPermille
+	}
+	return c.MinCleanableDirtyRatioPermille
+}
+
 // ValidateBasic checks a config without chain state; ValidateAgainst adds the params.
 func (c TopicConfig) ValidateBasic(ac address.Codec) error {
-	if c.CleanupPolicy != "" && c.CleanupPolicy != CleanupPolicyDelete {
-		return errorsmod.Wrapf(ErrInvalidConfig, "cleanup_policy %q: only %q (retention by time and size) is supported", truncate(c.CleanupPolicy), CleanupPolicyDelete)
+	switch c.CleanupPolicy {
+	case "", CleanupPolicyDelete, CleanupPolicyCompact, CleanupPolicyCompactDelete, "delete,compact":
+	default:
+		return errorsmod.Wrapf(ErrInvalidConfig, "cleanup_policy %q: want %q, %q or %q", truncate(c.CleanupPolicy), CleanupPolicyDelete, CleanupPolicyCompact, CleanupPolicyCompactDelete)
+	}
+	if c.DeleteRetentionMs < 0 {
+		return errorsmod.Wrapf(ErrInvalidConfig, "delete_retention_ms %d is negative (0: the default, a day)", c.DeleteRetentionMs)
+	}
+	if c.MinCompactionLagMs < 0 {
+		return errorsmod.Wrapf(ErrInvalidConfig, "min_compaction_lag_ms %d is negative", c.MinCompactionLagMs)
+	}
+	if c.MinCleanableDirtyRatioPermille > 1000 {
+		return errorsmod.Wrapf(ErrInvalidConfig, "min_cleanable_dirty_ratio_permille %d is above 1000 (a ratio of 1)", c.MinCleanableDirtyRatioPermille)
 	}
 	if c.RetentionMs < -1 {
 		return errorsmod.Wrapf(ErrInvalidConfig, "retention_ms %d: use -1 for unlimited", c.RetentionMs)

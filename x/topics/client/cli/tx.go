@@ -25,19 +25,23 @@ import (
 )
 
 const (
-	flagFile           = "file"
-	flagPartition      = "partition"
-	flagKeySeparator   = "key-separator"
-	flagHeader         = "header"
-	flagPartitions     = "partitions"
-	flagRetentionMs    = "retention-ms"
-	flagRetentionBytes = "retention-bytes"
-	flagMaxRecordBytes = "max-record-bytes"
-	flagAllowProducer  = "allow-producer"
-	flagAnyProducer    = "any-producer"
-	flagBatchRecords   = "batch-records"
-	flagInFlight       = "in-flight"
-	flagCompression    = "compression"
+	flagFile            = "file"
+	flagPartition       = "partition"
+	flagKeySeparator    = "key-separator"
+	flagHeader          = "header"
+	flagPartitions      = "partitions"
+	flagRetentionMs     = "retention-ms"
+	flagRetentionBytes  = "retention-bytes"
+	flagMaxRecordBytes  = "max-record-bytes"
+	flagAllowProducer   = "allow-producer"
+	flagCleanupPolicy   = "cleanup-policy"
+	flagDeleteRetention = "delete-retention-ms"
+	flagCompactionLag   = "min-compaction-lag-ms"
+	flagDirtyRatio      = "min-cleanable-dirty-ratio-permille"
+	flagAnyProducer     = "any-producer"
+	flagBatchRecords    = "batch-records"
+	flagInFlight        = "in-flight"
+	flagCompression     = "compression"
 )
 
 // NewTxCmd is the root of `bftlogd tx topics`.
@@ -58,6 +62,10 @@ func addConfigFlags(cmd *cobra.Command) {
 	cmd.Flags().Int64(flagRetentionBytes, -1, "retained bytes per partition (-1: unlimited)")
 	cmd.Flags().Uint64(flagMaxRecordBytes, 0, "largest record accepted, in bytes (0: the module limit)")
 	cmd.Flags().StringSlice(flagAllowProducer, nil, "only these addresses (and the owner) may produce; repeatable")
+	cmd.Flags().String(flagCleanupPolicy, "delete", "delete (retention), compact (latest record per key) or compact,delete")
+	cmd.Flags().Int64(flagDeleteRetention, 0, "compacted topics: how long tombstones stay, in ms (0: a day)")
+	cmd.Flags().Int64(flagCompactionLag, 0, "compacted topics: records younger than this are never compacted, in ms")
+	cmd.Flags().Uint32(flagDirtyRatio, 0, "compacted topics: share of new bytes, in thousandths, that starts a pass (0: 500)")
 }
 
 // applyConfigFlags sets only the flags the user gave on top of cfg.
@@ -79,6 +87,26 @@ func applyConfigFlags(cmd *cobra.Command, cfg *types.TopicConfig) error {
 			return err
 		}
 	}
+	if fs.Changed(flagCleanupPolicy) {
+		if cfg.CleanupPolicy, err = fs.GetString(flagCleanupPolicy); err != nil {
+			return err
+		}
+	}
+	if fs.Changed(flagDeleteRetention) {
+		if cfg.DeleteRetentionMs, err = fs.GetInt64(flagDeleteRetention); err != nil {
+			return err
+		}
+	}
+	if fs.Changed(flagCompactionLag) {
+		if cfg.MinCompactionLagMs, err = fs.GetInt64(flagCompactionLag); err != nil {
+			return err
+		}
+	}
+	if fs.Changed(flagDirtyRatio) {
+		if cfg.MinCleanableDirtyRatioPermille, err = fs.GetUint32(flagDirtyRatio); err != nil {
+			return err
+		}
+	}
 	if fs.Changed(flagAllowProducer) {
 		if cfg.AllowedProducers, err = fs.GetStringSlice(flagAllowProducer); err != nil {
 			return err
@@ -97,7 +125,8 @@ func newCreateTopicCmd() *cobra.Command {
 		Use:   "create-topic [name]",
 		Short: "Create a topic owned by the --from account",
 		Example: `bftlogd tx topics create-topic orders --partitions 4 --retention-ms 604800000 --from alice
-bftlogd tx topics create-topic audit --partitions 1 --allow-producer bftlog1... --from alice`,
+bftlogd tx topics create-topic audit --partitions 1 --allow-producer bftlog1... --from alice
+bftlogd tx topics create-topic prices --partitions 3 --cleanup-policy compact --delete-retention-ms 3600000 --from alice`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cmd.SilenceUsage = true

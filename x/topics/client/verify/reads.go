@@ -120,9 +120,9 @@ type FetchResult struct {
 // Fetch reads up to maxRecords records of one partition from offset, all proven at one height.
 // Batches are stored under their last offset, so the batch holding offset N is the first key at
 // or after (topic, partition, N): the node proves either that key or its absence together with
-// its right neighbour, which is that batch. Each batch must start at or before the offset asked
-// for, so no offset in the range can be skipped, and the proven high watermark says where the
-// log ends.
+// its right neighbour, which is that batch. Offsets between next and that batch's first record
+// are proven to hold nothing (compaction removed them): no record in the range can be hidden,
+// and the proven high watermark says where the log ends.
 func (c *Client) Fetch(ctx context.Context, height int64, topic string, partition uint32, offset uint64, maxRecords uint32) (FetchResult, error) {
 	h, appHash, err := c.at(ctx, height)
 	if err != nil {
@@ -170,17 +170,33 @@ func (c *Client) Fetch(ctx context.Context, height int64, topic string, partitio
 		if err != nil || b.LastOffset() != last {
 			return res, &Error{What: what, Height: h, Err: fmt.Errorf("stored batch under last offset %d does not decode to one ending there (%v)", last, err)}
 		}
-		if b.BaseOffset > next {
-			return res, &Error{What: what, Height: h, Err: fmt.Errorf("offsets %d..%d are missing: the next batch starts at %d", next, b.BaseOffset-1, b.BaseOffset)}
-		}
+		// A batch starting past next is a gap compaction left: the proof shows this batch is
+		// the first key at or after next, so no stored batch holds an offset in between.
 		recs, err := b.Records()
 		if err != nil {
 			return res, &Error{What: what, Height: h, Err: fmt.Errorf("stored batch under last offset %d does not decode: %w", last, err)}
 		}
 		res.Batches++
-		for i := next - b.BaseOffset; i < uint64(len(recs)) && uint32(len(res.Records)) < maxRecords; i++ {
-			res.Records = append(res.Records, recs[i])
-			next = b.BaseOffset + i + 1
+		// Compacted batches have gaps inside too: records carry their own offsets, bound to
+		// the proven SHA-256 with the bytes, increasing and within the batch's span.
+		prev, full := b.BaseOffset, false
+		for _, r := range recs {
+			if r.Offset < prev || r.Offset > last {
+				return res, &Error{What: what, Height: h, Err: fmt.Errorf("stored batch under last offset %d holds offset %d out of order", last, r.Offset)}
+			}
+			prev = r.Offset + 1
+			if r.Offset < next {
+				continue
+			}
+			if uint32(len(res.Records)) == maxRecords {
+				full = true
+				break
+			}
+			res.Records = append(res.Records, r)
+			next = r.Offset + 1
+		}
+		if !full {
+			next = last + 1
 		}
 	}
 	res.NextOffset = next

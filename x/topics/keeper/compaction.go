@@ -1,0 +1,443 @@
+package keeper
+
+import (
+	"context"
+	"crypto/sha256"
+	"math"
+
+	"cosmossdk.io/collections"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// Log compaction (cleanup.policy compact), as Kafka's log cleaner does it but inside the state
+// machine: deterministic, and bounded per block by compaction_bytes_per_block and
+// compaction_records_per_block, whatever the accounts producing do.
+//
+// Produce records each record's offset as its key's latest (KeyOffsets, by the key's SHA-256:
+// one write per record, paid in the producer's gas) and counts the batch's bytes as dirty. Once
+// the dirty bytes reach min.cleanable.dirty.ratio of the partition, a pass is scheduled for when
+// they are older than min.compaction.lag.ms (CompactionDue); a tombstone schedules one for when
+// delete.retention.ms has passed (TombstoneDue). A pass walks the partition from its log start
+// offset, over one or more blocks, up to the first batch younger than the lag, appended in the
+// current block, or last in the partition (never cleaned, as Kafka never cleans the active
+// segment). It removes every record whose key has a later offset, and tombstones older than
+// delete.retention.ms; a batch left with some records is rewritten under the same key with the
+// same base offset and span, a batch left with none is deleted. Offsets never change and are
+// never reused; the high watermark and log start offset keep their meaning. Due passes take
+// turns: a partition whose pass used up a block's budget goes behind the other due ones.
+
+// compactionBudget is what compaction may still do in this block.
+type compactionBudget struct {
+	bytes   uint64
+	records uint32
+}
+
+func (b *compactionBudget) open() bool { return b.bytes > 0 && b.records > 0 }
+
+func (b *compactionBudget) spend(bytes uint64, records uint32) {
+	b.bytes -= min(bytes, b.bytes)
+	b.records -= min(records, b.records)
+}
+
+// keyHash is a record key as KeyOffsets keys it.
+func keyHash(key []byte) []byte {
+	h := sha256.Sum256(key)
+	return h[:]
+}
+
+// tombstoneDue is when a tombstone appended at appendMs may go: older than delete.retention.ms
+// and old enough to be cleaned.
+func tombstoneDue(cfg types.TopicConfig, appendMs int64) int64 {
+	return appendMs + max(cfg.EffectiveDeleteRetentionMs()+1, cfg.MinCompactionLagMs)
+}
+
+// noteAppended records a batch appended to a compacted partition: its records' offsets as
+// their keys' latest, tombstone deadlines, and its bytes as dirty, scheduling a pass once the
+// dirty ratio is reached.
+func (k Keeper) noteAppended(ctx context.Context, cfg types.TopicConfig, p types.Partition, b types.RecordBatch, keys []types.RecordKey) error {
+	tp := types.TopicPartition{Topic: p.Topic, Partition: p.Partition}
+	for i, rk := range keys {
+		h := keyHash(rk.Key)
+		off := b.BaseOffset + uint64(i)
+		if err := k.KeyOffsets.Set(ctx, collections.Join(tp, h), off); err != nil {
+			return err
+		}
+		if rk.Tombstone {
+			if err := k.TombstoneDue.Set(ctx, collections.Join3(tombstoneDue(cfg, b.LogAppendTimeMs), tp, h), off); err != nil {
+				return err
+			}
+		}
+	}
+	st, err := k.Compactions.Get(ctx, tp)
+	if err != nil && !isNotFound(err) {
+		return err
+	}
+	st.DirtyBytes += b.SizeBytes
+	if st.DueMs == 0 && st.DirtyBytes*1000 >= uint64(cfg.EffectiveMinCleanableDirtyRatio())*p.ByteCount {
+		if err := k.schedule(ctx, tp, &st, b.LogAppendTimeMs+cfg.MinCompactionLagMs); err != nil {
+			return err
+		}
+	}
+	return k.Compactions.Set(ctx, tp, st)
+}
+
+// schedule makes tp's next pass due at due, or sooner if it already was; the caller stores st.
+func (k Keeper) schedule(ctx context.Context, tp types.TopicPartition, st *types.CompactionState, due int64) error {
+	if st.DueMs != 0 && st.DueMs <= due {
+		return nil
+	}
+	if st.DueMs != 0 {
+		if err := k.CompactionDue.Remove(ctx, collections.Join(st.DueMs, tp)); err != nil {
+			return err
+		}
+	}
+	st.DueMs = due
+	return k.CompactionDue.Set(ctx, collections.Join(due, tp), true)
+}
+
+// ApplyCompaction runs compaction alone with a whole block's budget.
+func (k Keeper) ApplyCompaction(ctx context.Context) error {
+	params, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
+	return k.applyCompaction(ctx, params)
+}
+
+// applyCompaction turns the tombstone deadlines that are due into scheduled passes, then runs
+// the due passes, earliest first, within the block's budget.
+func (k Keeper) applyCompaction(ctx context.Context, params types.Params) error {
+	budget := compactionBudget{bytes: params.CompactionBytesPerBlock, records: params.CompactionRecordsPerBlock}
+	return k.compact(ctx, &budget)
+}
+
+func (k Keeper) compact(ctx context.Context, budget *compactionBudget) error {
+	now := sdk.UnwrapSDKContext(ctx).BlockTime().UnixMilli()
+	if err := k.tombstonesDue(ctx, now, budget); err != nil {
+		return err
+	}
+	for budget.open() {
+		key, ok, err := k.firstDue(ctx, now)
+		if err != nil || !ok {
+			return err
+		}
+		tp := key.K2()
+		st, err := k.Compactions.Get(ctx, tp)
+		if err != nil && !isNotFound(err) {
+			return err
+		}
+		finished, next, err := k.compactPartition(ctx, tp, &st, now, budget)
+		if err != nil {
+			return err
+		}
+		if err := k.CompactionDue.Remove(ctx, key); err != nil {
+			return err
+		}
+		st.DueMs = 0
+		if !finished { // out of budget: the pass goes on next block, behind the others due
+			next = now
+		}
+		if next != 0 {
+			if err := k.schedule(ctx, tp, &st, next); err != nil {
+				return err
+			}
+		}
+		if err := k.Compactions.Set(ctx, tp, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// firstDue is the earliest scheduled pass if it is due.
+func (k Keeper) firstDue(ctx context.Context, now int64) (collections.Pair[int64, types.TopicPartition], bool, error) {
+	iter, err := k.CompactionDue.Iterate(ctx, nil)
+	if err != nil {
+		return collections.Pair[int64, types.TopicPartition]{}, false, err
+	}
+	defer iter.Close()
+	if !iter.Valid() {
+		return collections.Pair[int64, types.TopicPartition]{}, false, nil
+	}
+	key, err := iter.Key()
+	return key, err == nil && key.K1() <= now, err
+}
+
+// tombstonesDue schedules a pass for each tombstone whose deadline has come and that is still
+// its key's latest record (a later record for the key, or a pass that already removed it,
+// leaves the deadline with nothing to do). Each deadline costs one record of the budget.
+func (k Keeper) tombstonesDue(ctx context.Context, now int64, budget *compactionBudget) error {
+	type due struct {
+		key    collections.Triple[int64, types.TopicPartition, []byte]
+		offset uint64
+	}
+	var todo []due
+	err := k.TombstoneDue.Walk(ctx, nil, func(key collections.Triple[int64, types.TopicPartition, []byte], offset uint64) (bool, error) {
+		if key.K1() > now || uint32(len(todo)) >= budget.records {
+			return true, nil
+		}
+		todo = append(todo, due{key, offset})
+		return false, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, d := range todo {
+		budget.spend(0, 1)
+		if err := k.TombstoneDue.Remove(ctx, d.key); err != nil {
+			return err
+		}
+		tp := d.key.K2()
+		latest, err := k.KeyOffsets.Get(ctx, collections.Join(tp, d.key.K3()))
+		if isNotFound(err) || err == nil && latest != d.offset {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		st, err := k.Compactions.Get(ctx, tp)
+		if err != nil && !isNotFound(err) {
+			return err
+		}
+		if err := k.schedule(ctx, tp, &st, now); err != nil {
+			return err
+		}
+		if err := k.Compactions.Set(ctx, tp, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compactPartition runs tp's pass within the budget and reports whether it ended, and when a
+// pass that ended should run again (0: when produce says so). A partition that is gone, or
+// whose topic no longer compacts, ends at once.
+func (k Keeper) compactPartition(ctx context.Context, tp types.TopicPartition, st *types.CompactionState, now int64, budget *compactionBudget) (bool, int64, error) {
+	budget.spend(0, 1) // every turn costs, so a block's turns are bounded too
+	p, err := k.Partitions.Get(ctx, tp)
+	if isNotFound(err) {
+		return true, 0, nil
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	topic, err := k.Topics.Get(ctx, tp.Topic)
+	if err != nil {
+		return false, 0, err
+	}
+	cfg := topic.Config
+	if !cfg.Compacts() {
+		*st = types.CompactionState{DueMs: st.DueMs}
+		return true, 0, nil
+	}
+	if !st.InPass {
+		st.InPass, st.PassOffset, st.PassCleanBytes, st.PassRecordsRemoved = true, p.LogStartOffset, 0, 0
+	}
+	height := sdk.UnwrapSDKContext(ctx).BlockHeight()
+	horizon := now - cfg.MinCompactionLagMs
+	young := false // the pass stopped at records too young to clean, not at the log's last batch
+	for {
+		key, b, ok, err := k.batchAt(ctx, tp, st.PassOffset)
+		if err != nil {
+			return false, 0, err
+		}
+		if !ok || key.K2()+1 >= p.HighWatermark {
+			break
+		}
+		if b.LogAppendTimeMs > horizon || b.Height == height { // younger than the lag, or appended in this block
+			young = true
+			break
+		}
+		if !budget.open() {
+			return false, 0, k.Partitions.Set(ctx, tp, p)
+		}
+		if err := k.compactBatch(ctx, cfg, &p, st, key, b, now, budget); err != nil {
+			return false, 0, err
+		}
+		st.PassOffset = key.K2() + 1
+	}
+	st.InPass = false
+	st.DirtyBytes = p.ByteCount - min(st.PassCleanBytes, p.ByteCount)
+	if err := k.Partitions.Set(ctx, tp, p); err != nil {
+		return false, 0, err
+	}
+	// What the pass had to leave is all older than the lag by now + lag: if it is still the
+	// dirty ratio's share, come back then rather than wait for the next produce (a topic may
+	// have stopped receiving writes). At most one such pass per lag, so no pass per block.
+	var next int64
+	if young && st.DirtyBytes*1000 >= uint64(cfg.EffectiveMinCleanableDirtyRatio())*p.ByteCount {
+		next = now + max(cfg.MinCompactionLagMs, 1)
+	}
+	return true, next, sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventPartitionCompacted{
+		Topic: tp.Topic, Partition: tp.Partition, CleanThrough: st.PassOffset, RecordsRemoved: st.PassRecordsRemoved, ByteCount: p.ByteCount,
+	})
+}
+
+// batchAt is the stored batch (metadata) holding offset or the first after it.
+func (k Keeper) batchAt(ctx context.Context, tp types.TopicPartition, offset uint64) (collections.Pair[types.TopicPartition, uint64], types.RecordBatch, bool, error) {
+	rng := new(collections.Range[collections.Pair[types.TopicPartition, uint64]]).
+		StartInclusive(collections.Join(tp, offset)).
+		EndInclusive(collections.Join(tp, uint64(math.MaxUint64)))
+	iter, err := k.Batches.Iterate(ctx, rng)
+	if err != nil {
+		return collections.Pair[types.TopicPartition, uint64]{}, types.RecordBatch{}, false, err
+	}
+	defer iter.Close()
+	if !iter.Valid() {
+		return collections.Pair[types.TopicPartition, uint64]{}, types.RecordBatch{}, false, nil
+	}
+	kv, err := iter.KeyValue()
+	return kv.Key, kv.Value, err == nil, err
+}
+
+// compactBatch removes from one batch the records whose key has a later offset and the
+// tombstones past delete.retention.ms, rewriting or deleting the batch.
+func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *types.Partition, st *types.CompactionState, key collections.Pair[types.TopicPartition, uint64], b types.RecordBatch, now int64, budget *compactionBudget) error {
+	full, err := k.withBytes(ctx, key, b)
+	if err != nil {
+		return err
+	}
+	if types.IsControlBatch(full.RecordBatch) { // a transaction marker stays
+		budget.spend(b.SizeBytes, 1)
+		st.PassCleanBytes += b.SizeBytes
+		return nil
+	}
+	recs, size, err := types.CompactionRecords(full.RecordBatch)
+	if err != nil {
+		return err
+	}
+	budget.spend(size, uint32(len(recs)))
+	tp := key.K1()
+	expired := b.LogAppendTimeMs < now-cfg.EffectiveDeleteRetentionMs()
+	kept := make([]types.CompactionRecord, 0, len(recs))
+	for _, r := range recs {
+		off := b.BaseOffset + uint64(r.OffsetDelta)
+		h := keyHash(r.Key)
+		latest, err := k.KeyOffsets.Get(ctx, collections.Join(tp, h))
+		found := err == nil
+		if err != nil && !isNotFound(err) {
+			return err
+		}
+		switch {
+		case found && latest > off: // a later record has the key
+		case found && latest == off && r.Tombstone && expired:
+			if err := k.KeyOffsets.Remove(ctx, collections.Join(tp, h)); err != nil {
+				return err
+			}
+		default:
+			// The latest record of its key, or one written before the topic compacted (no
+			// entry: kept, as nothing says a later record has its key).
+			kept = append(kept, r)
+			if found && latest == off && r.Tombstone {
+				// Not yet past delete.retention.ms as configured now: make sure a deadline exists.
+				if err := k.TombstoneDue.Set(ctx, collections.Join3(tombstoneDue(cfg, b.LogAppendTimeMs), tp, h), off); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	removed := uint64(len(recs) - len(kept))
+	st.PassRecordsRemoved += removed
+	switch {
+	case removed == 0:
+		st.PassCleanBytes += b.SizeBytes
+		return nil
+	case len(kept) == 0:
+		p.RecordCount -= removed
+		p.ByteCount -= b.SizeBytes
+		return k.removeBatch(ctx, key)
+	}
+	nb := b
+	nb.RecordBatch = types.CompactedBatch(full.RecordBatch, kept)
+	nb.RecordCount = uint32(len(kept))
+	nb.LastOffsetDelta = uint32(key.K2() - b.BaseOffset)
+	nb.Seal()
+	p.RecordCount -= removed
+	p.ByteCount = p.ByteCount - b.SizeBytes + nb.SizeBytes
+	st.PassCleanBytes += nb.SizeBytes
+	return k.setBatch(ctx, key, nb)
+}
+
+// forgetKeys drops the KeyOffsets entries that point into a batch retention deletes from a
+// compacted partition, so keys that are never written again do not stay in the state.
+func (k Keeper) forgetKeys(ctx context.Context, key collections.Pair[types.TopicPartition, uint64], m types.RecordBatch) error {
+	full, err := k.withBytes(ctx, key, m)
+	if err != nil || types.IsControlBatch(full.RecordBatch) {
+		return err
+	}
+	recs, _, err := types.CompactionRecords(full.RecordBatch)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		ko := collections.Join(key.K1(), keyHash(r.Key))
+		latest, err := k.KeyOffsets.Get(ctx, ko)
+		if isNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if latest == m.BaseOffset+uint64(r.OffsetDelta) {
+			if err := k.KeyOffsets.Remove(ctx, ko); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// initCompaction derives the compaction state of a genesis' compacted partitions from their
+// batches (it is not exported): each key's latest offset and tombstone deadline, every byte
+// dirty and a pass due at once.
+func (k Keeper) initCompaction(ctx context.Context, gs *types.GenesisState) error {
+	cfgs := make(map[string]types.TopicConfig, len(gs.Topics))
+	for _, t := range gs.Topics {
+		if t.Config.Compacts() {
+			cfgs[t.Name] = t.Config
+		}
+	}
+	if len(cfgs) == 0 {
+		return nil
+	}
+	for _, b := range gs.Batches { // in offset order: later offsets overwrite earlier ones
+		cfg, ok := cfgs[b.Topic]
+		if !ok || types.IsControlBatch(b.Batch.RecordBatch) {
+			continue
+		}
+		recs, _, err := types.CompactionRecords(b.Batch.RecordBatch)
+		if err != nil {
+			return err
+		}
+		tp := types.TopicPartition{Topic: b.Topic, Partition: b.Partition}
+		for _, r := range recs {
+			h, off := keyHash(r.Key), b.Batch.BaseOffset+uint64(r.OffsetDelta)
+			if err := k.KeyOffsets.Set(ctx, collections.Join(tp, h), off); err != nil {
+				return err
+			}
+			if r.Tombstone {
+				if err := k.TombstoneDue.Set(ctx, collections.Join3(tombstoneDue(cfg, b.Batch.LogAppendTimeMs), tp, h), off); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	now := sdk.UnwrapSDKContext(ctx).BlockTime().UnixMilli()
+	for _, p := range gs.Partitions {
+		if _, ok := cfgs[p.Topic]; !ok {
+			continue
+		}
+		tp := types.TopicPartition{Topic: p.Topic, Partition: p.Partition}
+		st := types.CompactionState{DirtyBytes: p.ByteCount}
+		if err := k.schedule(ctx, tp, &st, now); err != nil {
+			return err
+		}
+		if err := k.Compactions.Set(ctx, tp, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
