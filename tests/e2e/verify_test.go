@@ -41,10 +41,13 @@ const (
 	// skipToWatermark answers every Fetch with no records and next_offset = high watermark: a
 	// consumer that believes it moves (and commits) past records it never saw.
 	skipToWatermark
+	// hideAsCompacted drops a record and leaves every other offset as it was, as if compaction
+	// had removed it (a compacted batch, rewritten with a new CRC).
+	hideAsCompacted
 )
 
 func (l lie) String() string {
-	return [...]string{"honest", "alter a record value", "drop a record", "reorder two records", "report a wrong high watermark", "skip to the high watermark"}[l]
+	return [...]string{"honest", "alter a record value", "drop a record", "reorder two records", "report a wrong high watermark", "skip to the high watermark", "hide a record as if compacted"}[l]
 }
 
 // The records of the test topic: values v-0 .. v-14 in three batches of five.
@@ -56,6 +59,8 @@ func (l lie) records(recs []types.Record) []types.Record {
 			continue
 		}
 		switch l {
+		case hideAsCompacted:
+			return append(recs[:i], recs[i+1:]...)
 		case alterValue:
 			recs[i].Value = &types.Bytes{Data: []byte("X-7")}
 		case dropRecord: // and renumber the rest, as a careful liar would
@@ -79,6 +84,16 @@ func (l lie) records(recs []types.Record) []types.Record {
 func (l lie) batch(b *types.RecordBatch) {
 	recs, err := b.Records()
 	if err != nil || !slices.Contains(values(recs), victim) {
+		return
+	}
+	if l == hideAsCompacted {
+		all, _, err := types.CompactionRecords(b.RecordBatch)
+		if err != nil {
+			return
+		}
+		i := slices.Index(values(recs), victim)
+		b.RecordBatch = types.CompactedBatch(b.RecordBatch, slices.Delete(all, i, i+1))
+		b.RecordCount--
 		return
 	}
 	recs = l.records(recs)
@@ -433,7 +448,7 @@ func produceAudit(t *testing.T, signer *txclient.Signer) {
 func values(recs []types.Record) []string {
 	out := make([]string, len(recs))
 	for i, r := range recs {
-		out[i] = string(r.Value.Data)
+		out[i] = string(r.Value.GetData())
 	}
 	return out
 }

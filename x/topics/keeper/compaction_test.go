@@ -406,7 +406,6 @@ func TestCompactionIsBoundedPerBlock(t *testing.T) {
 		took := time.Since(start)
 		require.NoError(t, err)
 		require.LessOrEqual(t, nrecords, params.CompactionRecordsPerBlock, "block %d", blocks)
-		// A batch is started while budget is left: the overshoot is below one batch.
 		require.LessOrEqual(t, nbytes, params.CompactionBytesPerBlock, "block %d", blocks)
 		maxTook, total = max(maxTook, took), total+took
 		maxRecords, maxBytes = max(maxRecords, nrecords), max(maxBytes, nbytes)
@@ -423,6 +422,32 @@ func TestCompactionIsBoundedPerBlock(t *testing.T) {
 	require.Less(t, victimAt, blocks-1, "the victim's pass ran while the flood's was under way")
 	t.Logf("flood of 100,000 records (500 keys, 50 batches, ratio 0.001): compacted to %d records over %d blocks; per block at most %d records and %.1f MiB examined, at most %s (mean %s; in-memory IAVL); the victim's table was compacted in block %d",
 		len(flood), blocks, maxRecords, float64(maxBytes)/(1<<20), maxTook.Round(time.Millisecond), (total / time.Duration(blocks)).Round(time.Millisecond), victimAt)
+
+	// Large records make the byte budget the bound: 4,000 updates of 4 KiB values to 200 keys.
+	f.createCompacted("blobs", 1, func(c *types.TopicConfig) { c.MinCleanableDirtyRatioPermille = 1 })
+	blob := string(make([]byte, 4096))
+	for b := 0; b < 8; b++ {
+		recs := make([]types.BatchRecord, 0, 500)
+		for j := 0; j < 500; j++ {
+			recs = append(recs, kv(fmt.Sprintf("blob-%03d", (b*500+j)%200), &blob))
+		}
+		_, err := f.produce(f.carol, pb{Topic: "blobs", Records: recs})
+		require.NoError(t, err)
+	}
+	maxTook, maxBytes, maxRecords, blocks = 0, 0, 0, 0
+	for nrecords := uint32(2); nrecords > 1; blocks++ {
+		require.Less(t, blocks, 50)
+		f.advance(time.Second)
+		start := time.Now()
+		nbytes, n, err := f.k.CompactionWork(f.ctx)
+		took := time.Since(start)
+		require.NoError(t, err)
+		require.LessOrEqual(t, nbytes, params.CompactionBytesPerBlock+params.MaxBatchBytes, "at most one batch past the byte budget")
+		maxTook, maxBytes, maxRecords, nrecords = max(maxTook, took), max(maxBytes, nbytes), max(maxRecords, n), n
+	}
+	require.Len(t, f.readAll("blobs", 0), 500)
+	t.Logf("4,000 records of 4 KiB (200 keys, 8 batches of 2 MiB): compacted over %d blocks; per block at most %d records and %.1f MiB examined, at most %s",
+		blocks, maxRecords, float64(maxBytes)/(1<<20), maxTook.Round(time.Millisecond))
 }
 
 // A compacted partition exports with its gaps, validates and imports; the new chain derives
