@@ -292,9 +292,9 @@ func setTopicConfig(cfg *types.TopicConfig, name string, value *string) error {
 		case "retention.bytes":
 			cfg.RetentionBytes = v
 		case "delete.retention.ms":
-			cfg.DeleteRetentionMs = v
+			cfg.DeleteRetentionMs = min(v, types.MaxCompactionMs) // Kafka clients say Long.MAX for "forever"
 		case "min.compaction.lag.ms":
-			cfg.MinCompactionLagMs = v
+			cfg.MinCompactionLagMs = min(v, types.MaxCompactionMs)
 		default:
 			cfg.MaxRecordBytes = uint64(max(v, 0))
 		}

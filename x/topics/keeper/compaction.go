@@ -176,7 +176,8 @@ func (k Keeper) tombstonesDue(ctx context.Context, now int64, budget *compaction
 	}
 	var todo []due
 	err := k.TombstoneDue.Walk(ctx, nil, func(key collections.Triple[int64, types.TopicPartition, []byte], offset uint64) (bool, error) {
-		if key.K1() > now || uint32(len(todo)) >= budget.records {
+		// At most half the block's records: deadlines alone cannot starve the passes.
+		if key.K1() > now || uint32(len(todo)) >= max(budget.records/2, 1) {
 			return true, nil
 		}
 		todo = append(todo, due{key, offset})
@@ -314,6 +315,10 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 	expired := b.LogAppendTimeMs < now-cfg.EffectiveDeleteRetentionMs()
 	kept := make([]types.CompactionRecord, 0, len(recs))
 	for _, r := range recs {
+		if r.Key == nil { // written before the topic compacted: no key, kept
+			kept = append(kept, r)
+			continue
+		}
 		off := b.BaseOffset + uint64(r.OffsetDelta)
 		h := keyHash(r.Key)
 		latest, err := k.KeyOffsets.Get(ctx, collections.Join(tp, h))
@@ -361,35 +366,6 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 	return k.setBatch(ctx, key, nb)
 }
 
-// forgetKeys drops the KeyOffsets entries that point into a batch retention deletes from a
-// compacted partition, so keys that are never written again do not stay in the state.
-func (k Keeper) forgetKeys(ctx context.Context, key collections.Pair[types.TopicPartition, uint64], m types.RecordBatch) error {
-	full, err := k.withBytes(ctx, key, m)
-	if err != nil || types.IsControlBatch(full.RecordBatch) {
-		return err
-	}
-	recs, _, err := types.CompactionRecords(full.RecordBatch)
-	if err != nil {
-		return err
-	}
-	for _, r := range recs {
-		ko := collections.Join(key.K1(), keyHash(r.Key))
-		latest, err := k.KeyOffsets.Get(ctx, ko)
-		if isNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if latest == m.BaseOffset+uint64(r.OffsetDelta) {
-			if err := k.KeyOffsets.Remove(ctx, ko); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // initCompaction derives the compaction state of a genesis' compacted partitions from their
 // batches (it is not exported): each key's latest offset and tombstone deadline, every byte
 // dirty and a pass due at once.
@@ -414,6 +390,9 @@ func (k Keeper) initCompaction(ctx context.Context, gs *types.GenesisState) erro
 		}
 		tp := types.TopicPartition{Topic: b.Topic, Partition: b.Partition}
 		for _, r := range recs {
+			if r.Key == nil {
+				continue
+			}
 			h, off := keyHash(r.Key), b.Batch.BaseOffset+uint64(r.OffsetDelta)
 			if err := k.KeyOffsets.Set(ctx, collections.Join(tp, h), off); err != nil {
 				return err

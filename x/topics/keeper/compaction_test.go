@@ -304,8 +304,7 @@ func TestCompactedTopicRefusesRecordsWithoutKey(t *testing.T) {
 	require.Zero(t, n)
 }
 
-// compact,delete: retention applies as well, and the keys' latest offsets go with the records
-// it deletes; cleanup.policy compact alone ignores retention.ms.
+// compact,delete: retention applies as well; cleanup.policy compact alone ignores retention.ms.
 func TestCompactDeleteAppliesRetentionToo(t *testing.T) {
 	f := newFixture(t)
 	f.createCompacted("both", 1, func(c *types.TopicConfig) { c.CleanupPolicy = "delete,compact"; c.RetentionMs = 5_000 })
@@ -324,10 +323,6 @@ func TestCompactDeleteAppliesRetentionToo(t *testing.T) {
 	require.NoError(t, f.k.EndBlocker(f.ctx))
 	require.Equal(t, uint64(4), f.partitions("both")[0].LogStartOffset, "retention deleted every batch")
 	require.Len(t, f.readAll("compact", 0), 4, "compact alone keeps every key's latest record")
-	n := 0
-	require.NoError(t, f.k.KeyOffsets.Walk(f.ctx, collections.NewPrefixedPairRange[types.TopicPartition, []byte](types.TopicPartition{Topic: "both"}),
-		func(collections.Pair[types.TopicPartition, []byte], uint64) (bool, error) { n++; return false, nil }))
-	require.Zero(t, n, "no key of the deleted records stays")
 }
 
 // Deleting a compacted topic purges its compaction state with it; the name is free again.
@@ -477,4 +472,37 @@ func TestCompactedPartitionExportsAndImports(t *testing.T) {
 	require.NoError(t, err)
 	g.compactUntilIdle(5)
 	require.Equal(t, []uint64{12, 13, 14}, offsets(g.readAll("table", 0)), "the imported records superseded by new ones went")
+}
+
+// A topic turned compacted keeps the records it held without a key (nothing can supersede
+// them), and compacts the keyed ones once their key is written again; lag and tombstone
+// retention are bounded (a deadline past int64 would be due in every block).
+func TestTopicTurnedCompactedKeepsItsKeylessRecords(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("log", 1)
+	_, err := f.produce(f.bob, pb{Topic: "log", Records: []types.BatchRecord{rec("", "keyless"), kv("", str("empty key")), kv("k", str("old"))}})
+	require.NoError(t, err)
+	cfg := anyone()
+	cfg.CleanupPolicy, cfg.MinCleanableDirtyRatioPermille = types.CleanupPolicyCompact, 1
+	_, err = f.msgs.UpdateTopicConfig(f.ctx, &types.MsgUpdateTopicConfig{Authority: f.alice, Name: "log", Config: cfg})
+	require.NoError(t, err)
+	f.advance(time.Second)
+	_, err = f.produce(f.bob, pb{Topic: "log", Records: []types.BatchRecord{kv("", str("empty again")), kv("k", str("new"))}})
+	require.NoError(t, err)
+	f.advance(time.Second)
+	_, err = f.produce(f.bob, pb{Topic: "log", Records: []types.BatchRecord{kv("last", str("x"))}})
+	require.NoError(t, err)
+	f.compactUntilIdle(5)
+	require.Equal(t, []uint64{0, 3, 4, 5}, offsets(f.readAll("log", 0)), "the empty key and k were written again after the switch; the keyless record stays")
+	f.advance(time.Second)
+	_, err = f.produce(f.bob, pb{Topic: "log", Records: []types.BatchRecord{kv("", str("empty 3")), kv("k", str("newest"))}})
+	require.NoError(t, err)
+	f.compactUntilIdle(5)
+	require.Equal(t, []uint64{0, 5, 6, 7}, offsets(f.readAll("log", 0)), "the keyless record still stays")
+
+	for _, c := range []types.TopicConfig{{MinCompactionLagMs: types.MaxCompactionMs + 1}, {DeleteRetentionMs: 1 << 62}} {
+		c.CleanupPolicy = types.CleanupPolicyCompact
+		_, err := f.msgs.UpdateTopicConfig(f.ctx, &types.MsgUpdateTopicConfig{Authority: f.alice, Name: "log", Config: c})
+		require.ErrorIs(t, err, types.ErrInvalidConfig)
+	}
 }

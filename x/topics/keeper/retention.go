@@ -150,15 +150,6 @@ func (k Keeper) retainPartition(ctx context.Context, cfg types.TopicConfig, p ty
 		return finished, nil
 	}
 	for _, key := range doomed {
-		if cfg.Compacts() { // compact,delete: the keys' latest offsets go with their records
-			b, err := k.Batches.Get(ctx, key)
-			if err != nil {
-				return false, err
-			}
-			if err := k.forgetKeys(ctx, key, b); err != nil {
-				return false, err
-			}
-		}
 		if err := k.removeBatch(ctx, key); err != nil {
 			return false, err
 		}

@@ -45,8 +45,10 @@ const (
 	CleanupPolicyCompactDelete = "compact,delete"
 )
 
-// Compaction defaults, Kafka's: delete.retention.ms one day, min.cleanable.dirty.ratio 0.5.
+// Compaction defaults, Kafka's: delete.retention.ms one day, min.cleanable.dirty.ratio 0.5;
+// MaxCompactionMs (about 317 years) bounds delete.retention.ms and min.compaction.lag.ms.
 const (
+	MaxCompactionMs                       = 10_000_000_000_000
 	DefaultDeleteRetentionMs              = 86_400_000
 	DefaultMinCleanableDirtyRatioPermille = 500
 )
@@ -94,11 +96,13 @@ func (c TopicConfig) ValidateBasic(ac address.Codec) error {
 	default:
 		return errorsmod.Wrapf(ErrInvalidConfig, "cleanup_policy %q: want %q, %q or %q", truncate(c.CleanupPolicy), CleanupPolicyDelete, CleanupPolicyCompact, CleanupPolicyCompactDelete)
 	}
-	if c.DeleteRetentionMs < 0 {
-		return errorsmod.Wrapf(ErrInvalidConfig, "delete_retention_ms %d is negative (0: the default, a day)", c.DeleteRetentionMs)
+	// Bounded so that block time plus either never overflows (a deadline that wrapped would
+	// be due in every block).
+	if c.DeleteRetentionMs < 0 || c.DeleteRetentionMs > MaxCompactionMs {
+		return errorsmod.Wrapf(ErrInvalidConfig, "delete_retention_ms %d: want 0 (the default, a day) to %d", c.DeleteRetentionMs, int64(MaxCompactionMs))
 	}
-	if c.MinCompactionLagMs < 0 {
-		return errorsmod.Wrapf(ErrInvalidConfig, "min_compaction_lag_ms %d is negative", c.MinCompactionLagMs)
+	if c.MinCompactionLagMs < 0 || c.MinCompactionLagMs > MaxCompactionMs {
+		return errorsmod.Wrapf(ErrInvalidConfig, "min_compaction_lag_ms %d: want 0 to %d", c.MinCompactionLagMs, int64(MaxCompactionMs))
 	}
 	if c.MinCleanableDirtyRatioPermille > 1000 {
 		return errorsmod.Wrapf(ErrInvalidConfig, "min_cleanable_dirty_ratio_permille %d is above 1000 (a ratio of 1)", c.MinCleanableDirtyRatioPermille)
