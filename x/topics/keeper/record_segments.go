@@ -67,6 +67,9 @@ type partitionLog struct {
 	synced bool
 	// live counts the pointers into each segment, read from the database when the log opens.
 	live map[uint64]int
+	// end is past the highest last offset pointed to since the log opened: a batch at or above
+	// it is a new append (no old pointer to release: no database read on the produce path).
+	end uint64
 }
 
 func newSegmentStore(db dbm.DB, dir string) *segmentStore {
@@ -207,6 +210,9 @@ func (s *segmentStore) log(tp types.TopicPartition) (*partitionLog, error) {
 			return nil, err
 		}
 		l.live[p.segment]++
+		if _, last, err := recordKey(it.Key()); err == nil {
+			l.end = max(l.end, last+1)
+		}
 	}
 	it.Close()
 	names, err := segments(l.dir)
@@ -299,11 +305,14 @@ func (s *segmentStore) apply(sets [][2][]byte, deletes [][]byte) error {
 			touched = append(touched, l)
 		}
 		// A compacted batch's new bytes replace its old ones, which free their segment's share.
-		if released, err := s.release(l, kv[0]); err != nil {
-			return err
-		} else if released {
-			shrunk[tp] = true
+		if last < l.end {
+			if released, err := s.release(l, kv[0]); err != nil {
+				return err
+			} else if released {
+				shrunk[tp] = true
+			}
 		}
+		l.end = max(l.end, last+1)
 		p, err := l.append(last, kv[1])
 		if err != nil {
 			return err
