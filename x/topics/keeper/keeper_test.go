@@ -38,10 +38,13 @@ type fixture struct {
 	recordDB dbm.DB
 	msgs     types.MsgServer
 	query    types.QueryServer
-	gov      string
-	alice    string
-	bob      string
-	carol    string
+	// restart gives a keeper with a new record store over the same database and directory,
+	// as a node restarting has.
+	restart func() keeper.Keeper
+	gov     string
+	alice   string
+	bob     string
+	carol   string
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -60,13 +63,17 @@ func newFixture(t testing.TB) *fixture {
 	ac := addresscodec.NewBech32Codec("bftlog")
 	str := func(b []byte) string { s, err := ac.BytesToString(b); require.NoError(t, err); return s }
 	gov := str(authtypes.NewModuleAddress(govtypes.ModuleName))
-	k := keeper.NewKeeper(enc.Codec, ac, runtime.NewKVStoreService(key), gov).WithRecordStore(keeper.NewRecordStore(pending, dbm.NewPrefixDB(db, []byte(types.RecordDBPrefix)), t.TempDir()))
+	recordDir := t.TempDir()
+	restart := func() keeper.Keeper {
+		return keeper.NewKeeper(enc.Codec, ac, runtime.NewKVStoreService(key), gov).WithRecordStore(keeper.NewRecordStore(pending, dbm.NewPrefixDB(db, []byte(types.RecordDBPrefix)), recordDir))
+	}
+	k := restart()
 	require.NoError(t, k.InitGenesis(ctx, types.DefaultGenesis()))
 	// Group assignment orders members by address: name the accounts so that alice < bob < carol.
 	addrs := []string{str([]byte("alice_______________")), str([]byte("bob_________________")), str([]byte("carol_______________"))}
 	sort.Strings(addrs)
 	return &fixture{
-		t: t, ctx: ctx, k: k, cms: cms, recordDB: dbm.NewPrefixDB(db, []byte(types.RecordDBPrefix)), msgs: keeper.NewMsgServerImpl(k), query: keeper.NewQueryServer(k), gov: gov,
+		t: t, ctx: ctx, k: k, cms: cms, recordDB: dbm.NewPrefixDB(db, []byte(types.RecordDBPrefix)), msgs: keeper.NewMsgServerImpl(k), query: keeper.NewQueryServer(k), gov: gov, restart: restart,
 		alice: addrs[0], bob: addrs[1], carol: addrs[2],
 	}
 }

@@ -207,12 +207,13 @@ func TestRecordStoreBytesBoundToState(t *testing.T) {
 
 // A block's record bytes wait in the transient store, are dropped with a failed transaction's
 // branch, reach the record database at Precommit and survive the commit that empties the
-// transient store; a deletion hides the bytes at once and removes them at the next Precommit.
+// transient store; a deletion hides the bytes at once and removes them at the next Precommit,
+// keeping the pointer (for a replay of that block) until the Precommit of the next block.
 func TestRecordStorePendingUntilPrecommit(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("t", 1)
 	inDB := func() int {
-		it, err := f.recordDB.Iterator(nil, nil)
+		it, err := f.recordDB.Iterator(types.RecordBytesPrefix.Bytes(), types.RecordSupersededPrefix.Bytes())
 		require.NoError(t, err)
 		defer it.Close()
 		n := 0
@@ -248,6 +249,32 @@ func TestRecordStorePendingUntilPrecommit(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, has, "a pending deletion hides the committed bytes")
 	require.Equal(t, 1, inDB())
+	f.advance(time.Second)
 	require.NoError(t, f.k.Precommit(f.ctx))
 	require.Zero(t, inDB())
+	kept, err := f.recordDB.Get(binary.BigEndian.AppendUint64(append(types.RecordSupersededPrefix.Bytes(), mustEncode(t, key)...), uint64(f.ctx.BlockHeight())))
+	require.NoError(t, err)
+	require.NotNil(t, kept, "the deleted pointer is kept for reads at recent heights and a replay of its block")
+
+	f.cms.Commit()
+	for i := 0; i < types.RecordHistoryBlocks; i++ {
+		it, err := f.recordDB.Iterator(nil, nil)
+		require.NoError(t, err)
+		require.True(t, it.Valid(), "kept %d blocks later", i)
+		it.Close()
+		f.advance(time.Second)
+		require.NoError(t, f.k.Precommit(f.ctx))
+		f.cms.Commit()
+	}
+	it, err := f.recordDB.Iterator(nil, nil)
+	require.NoError(t, err)
+	defer it.Close()
+	require.False(t, it.Valid(), "released types.RecordHistoryBlocks blocks later")
+}
+
+func mustEncode(t *testing.T, key collections.Pair[types.TopicPartition, uint64]) []byte {
+	t.Helper()
+	bz, err := collections.EncodeKeyWithPrefix(nil, types.BatchKeyCodec, key)
+	require.NoError(t, err)
+	return bz
 }

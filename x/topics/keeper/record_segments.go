@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"cosmossdk.io/collections"
 	dbm "github.com/cosmos/cosmos-db"
 
 	"github.com/bftlog/bftlog/x/topics/types"
@@ -34,6 +36,14 @@ import (
 // pointer never names bytes that are not on disk. A node that stops after appending but before
 // the pointers replays the block and appends the bytes again, leaving the first copy as unused
 // bytes in its segment, deleted with it.
+//
+// A node that stops after the pointers but before the multistore commits replays the block
+// against the state before it — whose batches the block's compaction rewrote or deleted, and
+// reads again. And verified reads prove a recent height, not the newest. So a pointer a block
+// replaces or deletes is kept, under RecordSupersededPrefix with the block's height, for
+// types.RecordHistoryBlocks blocks: reads at those heights (the replay's included) find the
+// bytes their state's SHA-256 names among the kept ones (previous), and their segments stay
+// meanwhile. RecordSupersededByHeightPrefix indexes them by height, to release them in order.
 
 // segmentBytes is the size at which a partition's active segment is closed, as Kafka's
 // segment.bytes (1 GiB there; smaller here so retention frees disk in smaller steps).
@@ -44,6 +54,7 @@ type segmentStore struct {
 	db           dbm.DB
 	dir          string
 	segmentBytes int64
+	keepBlocks   uint64 // how long replaced and deleted pointers are kept (types.RecordHistoryBlocks)
 
 	mu    sync.Mutex // guards parts, pins and deferred (Flush writes; reads only open files)
 	parts map[types.TopicPartition]*partitionLog
@@ -73,7 +84,7 @@ type partitionLog struct {
 }
 
 func newSegmentStore(db dbm.DB, dir string) *segmentStore {
-	return &segmentStore{db: db, dir: dir, segmentBytes: segmentBytes, parts: map[types.TopicPartition]*partitionLog{}, deferred: map[types.TopicPartition]bool{}}
+	return &segmentStore{db: db, dir: dir, segmentBytes: segmentBytes, keepBlocks: types.RecordHistoryBlocks, parts: map[types.TopicPartition]*partitionLog{}, deferred: map[types.TopicPartition]bool{}}
 }
 
 // pointer is where a batch's bytes are: segment name, position and length.
@@ -114,9 +125,9 @@ func recordKey(key []byte) (types.TopicPartition, uint64, error) {
 	return k.K1(), k.K2(), nil
 }
 
-// partitionPrefix is the start of every record store key of tp.
-func partitionPrefix(tp types.TopicPartition) []byte {
-	p := types.RecordBytesPrefix.Bytes()
+// partitionPrefix is the start of every record store key of tp under prefix.
+func partitionPrefix(prefix collections.Prefix, tp types.TopicPartition) []byte {
+	p := prefix.Bytes()
 	buf := make([]byte, len(p)+types.TopicPartitionKey.SizeNonTerminal(tp))
 	copy(buf, p)
 	if _, err := types.TopicPartitionKey.EncodeNonTerminal(buf[len(p):], tp); err != nil {
@@ -162,25 +173,64 @@ func segments(dir string) ([]uint64, error) {
 
 // get reads a batch's bytes; nil when the store has no pointer for key.
 func (s *segmentStore) get(key []byte) ([]byte, error) {
-	bz, err := s.db.Get(key)
-	if err != nil || bz == nil {
-		return nil, err
+	for retried := false; ; retried = true {
+		bz, err := s.db.Get(key)
+		if err != nil || bz == nil {
+			return nil, err
+		}
+		p, err := parsePointer(bz)
+		if err != nil {
+			return nil, err
+		}
+		out, err := s.read(key, p)
+		if errors.Is(err, os.ErrNotExist) && !retried {
+			// Deleted since the pointer was read (a flush released it meanwhile): the batch
+			// is gone or has new bytes.
+			continue
+		}
+		return out, err
 	}
-	p, err := parsePointer(bz)
+}
+
+// previous reads the kept bytes of key whose SHA-256 is sum (a state of the last
+// types.RecordHistoryBlocks heights holds them); nil when none are kept.
+func (s *segmentStore) previous(key, sum []byte) ([]byte, error) {
+	prefix := supersededKey(key, 0)[:len(supersededKey(key, 0))-8]
+	it, err := s.db.Iterator(prefix, prefixEnd(prefix))
 	if err != nil {
 		return nil, err
 	}
+	var ptrs []pointer
+	for ; it.Valid(); it.Next() {
+		if p, err := parsePointer(it.Value()); err == nil {
+			ptrs = append(ptrs, p)
+		}
+	}
+	if err := it.Close(); err != nil {
+		return nil, err
+	}
+	for _, p := range ptrs {
+		bz, err := s.read(key, p)
+		if errors.Is(err, os.ErrNotExist) { // released since
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if h := sha256.Sum256(bz); bytes.Equal(h[:], sum) {
+			return bz, nil
+		}
+	}
+	return nil, nil
+}
+
+// read reads the bytes p points to for key's partition.
+func (s *segmentStore) read(key []byte, p pointer) ([]byte, error) {
 	tp, _, err := recordKey(key)
 	if err != nil {
 		return nil, err
 	}
 	f, err := os.Open(segmentFile(s.partitionDir(tp), p.segment))
-	if errors.Is(err, os.ErrNotExist) {
-		// Deleted since the pointer was read (retention committed meanwhile): the batch is gone.
-		if still, err := s.db.Has(key); err != nil || !still {
-			return nil, err
-		}
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -192,29 +242,44 @@ func (s *segmentStore) get(key []byte) ([]byte, error) {
 	return out, nil
 }
 
+// supersededKey is where the pointer the block at height replaced or deleted at the record
+// store key key is kept: after the batch's key, so a batch's kept versions are together.
+func supersededKey(key []byte, height uint64) []byte {
+	rest := key[len(types.RecordBytesPrefix.Bytes()):]
+	out := append(bytes.Clone(types.RecordSupersededPrefix.Bytes()), rest...)
+	return binary.BigEndian.AppendUint64(out, height)
+}
+
+// supersededByHeightKey indexes supersededKey(key, height) by height.
+func supersededByHeightKey(key []byte, height uint64) []byte {
+	out := binary.BigEndian.AppendUint64(bytes.Clone(types.RecordSupersededByHeightPrefix.Bytes()), height)
+	return append(out, key[len(types.RecordBytesPrefix.Bytes()):]...)
+}
+
 // log returns tp's partition log, finding its active segment on disk after a restart.
 func (s *segmentStore) log(tp types.TopicPartition) (*partitionLog, error) {
 	if l, ok := s.parts[tp]; ok {
 		return l, nil
 	}
 	l := &partitionLog{dir: s.partitionDir(tp), limit: s.segmentBytes, live: map[uint64]int{}}
-	prefix := partitionPrefix(tp)
-	it, err := s.db.Iterator(prefix, prefixEnd(prefix))
-	if err != nil {
-		return nil, err
-	}
-	for ; it.Valid(); it.Next() {
-		p, err := parsePointer(it.Value())
+	for _, prefix := range [][]byte{partitionPrefix(types.RecordBytesPrefix, tp), partitionPrefix(types.RecordSupersededPrefix, tp)} {
+		it, err := s.db.Iterator(prefix, prefixEnd(prefix))
 		if err != nil {
-			it.Close()
 			return nil, err
 		}
-		l.live[p.segment]++
-		if _, last, err := recordKey(it.Key()); err == nil {
-			l.end = max(l.end, last+1)
+		for ; it.Valid(); it.Next() {
+			p, err := parsePointer(it.Value())
+			if err != nil {
+				it.Close()
+				return nil, err
+			}
+			l.live[p.segment]++
+			if _, last, err := recordKey(it.Key()); err == nil { // kept pointers' keys do not parse
+				l.end = max(l.end, last+1)
+			}
 		}
+		it.Close()
 	}
-	it.Close()
 	names, err := segments(l.dir)
 	if err != nil {
 		return nil, err
@@ -283,15 +348,19 @@ func (l *partitionLog) append(lastOffset uint64, bz []byte) (pointer, error) {
 	return p, nil
 }
 
-// apply commits a block's writes: bytes appended and synced, then pointers written and
-// removed in one database batch, then the segments no batch points into any more deleted.
-func (s *segmentStore) apply(sets [][2][]byte, deletes [][]byte) error {
+// apply commits the block at height's writes: bytes appended and synced, then pointers
+// written and removed in one database batch, then the segments no batch points into any more
+// deleted. The pointers the block replaces or deletes are kept for s.keepBlocks blocks.
+func (s *segmentStore) apply(height uint64, sets [][2][]byte, deletes [][]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	batch := s.db.NewBatch()
 	defer batch.Close()
-	var touched []*partitionLog
 	shrunk := map[types.TopicPartition]bool{}
+	if err := s.releaseSuperseded(batch, height, shrunk); err != nil {
+		return err
+	}
+	var touched []*partitionLog
 	for _, kv := range sets {
 		tp, last, err := recordKey(kv[0])
 		if err != nil {
@@ -304,9 +373,9 @@ func (s *segmentStore) apply(sets [][2][]byte, deletes [][]byte) error {
 		if !slices.Contains(touched, l) {
 			touched = append(touched, l)
 		}
-		// A compacted batch's new bytes replace its old ones, which free their segment's share.
+		// A compacted batch's new bytes replace its old ones, kept for a replay.
 		if last < l.end {
-			if released, err := s.release(l, kv[0]); err != nil {
+			if released, err := s.supersede(batch, l, kv[0], height); err != nil {
 				return err
 			} else if released {
 				shrunk[tp] = true
@@ -339,10 +408,11 @@ func (s *segmentStore) apply(sets [][2][]byte, deletes [][]byte) error {
 		if err != nil {
 			return err
 		}
-		if _, err := s.release(l, key); err != nil {
+		if released, err := s.supersede(batch, l, key, height); err != nil {
 			return err
+		} else if released {
+			shrunk[tp] = true
 		}
-		shrunk[tp] = true
 		if err := batch.Delete(key); err != nil {
 			return err
 		}
@@ -362,20 +432,85 @@ func (s *segmentStore) apply(sets [][2][]byte, deletes [][]byte) error {
 	return nil
 }
 
-// release uncounts the pointer key holds, if any, and says whether it held one.
-func (s *segmentStore) release(l *partitionLog, key []byte) (bool, error) {
-	bz, err := s.db.Get(key)
-	if err != nil || bz == nil {
+// releaseSuperseded deletes the pointers kept from heights at least s.keepBlocks before
+// height, uncounting them; shrunk gets their partitions.
+func (s *segmentStore) releaseSuperseded(batch dbm.Batch, height uint64, shrunk map[types.TopicPartition]bool) error {
+	if height < s.keepBlocks {
+		return nil
+	}
+	prefix := types.RecordSupersededByHeightPrefix.Bytes()
+	end := binary.BigEndian.AppendUint64(bytes.Clone(prefix), height-s.keepBlocks+1)
+	it, err := s.db.Iterator(prefix, end)
+	if err != nil {
+		return err
+	}
+	var due [][]byte
+	for ; it.Valid(); it.Next() {
+		due = append(due, bytes.Clone(it.Key()))
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	for _, ik := range due {
+		h, rest := binary.BigEndian.Uint64(ik[len(prefix):]), ik[len(prefix)+8:]
+		_, k, err := types.BatchKeyCodec.Decode(rest)
+		if err != nil {
+			return err
+		}
+		sk := binary.BigEndian.AppendUint64(append(bytes.Clone(types.RecordSupersededPrefix.Bytes()), rest...), h)
+		if bz, err := s.db.Get(sk); err != nil {
+			return err
+		} else if bz != nil {
+			p, err := parsePointer(bz)
+			if err != nil {
+				return err
+			}
+			l, err := s.log(k.K1())
+			if err != nil {
+				return err
+			}
+			l.unlive(p.segment)
+			shrunk[k.K1()] = true
+		}
+		if err := batch.Delete(sk); err != nil {
+			return err
+		}
+		if err := batch.Delete(ik); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// supersede keeps the pointer key holds (being replaced or deleted at height), if any. When
+// this height's first attempt already kept one — the block's original bytes — the pointer is
+// that attempt's own and is released instead, which supersede says.
+func (s *segmentStore) supersede(batch dbm.Batch, l *partitionLog, key []byte, height uint64) (bool, error) {
+	cur, err := s.db.Get(key)
+	if err != nil || cur == nil {
 		return false, err
 	}
-	p, err := parsePointer(bz)
+	p, err := parsePointer(cur)
 	if err != nil {
 		return false, err
 	}
-	if l.live[p.segment]--; l.live[p.segment] <= 0 {
-		delete(l.live, p.segment)
+	sk := supersededKey(key, height)
+	if has, err := s.db.Has(sk); err != nil {
+		return false, err
+	} else if has {
+		l.unlive(p.segment)
+		return true, nil
 	}
-	return true, nil
+	if err := batch.Set(sk, cur); err != nil {
+		return false, err
+	}
+	return false, batch.Set(supersededByHeightKey(key, height), []byte{1})
+}
+
+func (l *partitionLog) unlive(segment uint64) {
+	if l.live[segment]--; l.live[segment] <= 0 {
+		delete(l.live, segment)
+	}
 }
 
 // dropUnused deletes tp's segments that no batch points into, except the active one; with no

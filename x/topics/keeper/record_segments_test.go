@@ -44,6 +44,7 @@ func TestSegmentStore(t *testing.T) {
 	s := newSegmentStore(db, dir)
 	s.segmentBytes = 4 << 10 // four 1 KiB batches per segment
 
+	height := uint64(0)
 	write := func(s *segmentStore, from, to uint64) {
 		var sets [][2][]byte
 		for p := uint32(0); p < 2; p++ {
@@ -51,7 +52,18 @@ func TestSegmentStore(t *testing.T) {
 				sets = append(sets, [2][]byte{recordStoreKey(t, "orders", p, off), batchBytes(p, off)})
 			}
 		}
-		require.NoError(t, s.apply(sets, nil))
+		height++
+		require.NoError(t, s.apply(height, sets, nil))
+	}
+	remove := func(s *segmentStore, deletes [][]byte) {
+		height++
+		require.NoError(t, s.apply(height, nil, deletes))
+		// The deleted pointers are kept for s.keepBlocks blocks (reads at those heights and
+		// a replay may need them); their segments stay meanwhile.
+		for i := uint64(0); i < s.keepBlocks; i++ {
+			height++
+			require.NoError(t, s.apply(height, nil, nil))
+		}
 	}
 	read := func(s *segmentStore, p uint32, off uint64) []byte {
 		bz, err := s.get(recordStoreKey(t, "orders", p, off))
@@ -86,7 +98,7 @@ func TestSegmentStore(t *testing.T) {
 	for off := uint64(0); off < 5; off++ {
 		deletes = append(deletes, recordStoreKey(t, "orders", 0, off))
 	}
-	require.NoError(t, s.apply(nil, deletes))
+	remove(s, deletes)
 	require.Equal(t, []uint64{4, 8}, segmentNames(t, p0))
 	require.Nil(t, read(s, 0, 0))
 	require.Equal(t, batchBytes(0, 5), read(s, 0, 5))
@@ -96,6 +108,7 @@ func TestSegmentStore(t *testing.T) {
 	// and points at the new copy; reads are unchanged.
 	write(s, 10, 11)
 	before := read(s, 0, 10)
+	height--
 	write(s, 10, 11)
 	require.Equal(t, before, read(s, 0, 10))
 
@@ -104,10 +117,10 @@ func TestSegmentStore(t *testing.T) {
 	for off := uint64(5); off < 11; off++ {
 		deletes = append(deletes, recordStoreKey(t, "orders", 0, off))
 	}
-	require.NoError(t, s.apply(nil, deletes))
+	remove(s, deletes)
 	_, err = os.Stat(p0)
 	require.ErrorIs(t, err, os.ErrNotExist)
-	require.NoError(t, s.apply([][2][]byte{{recordStoreKey(t, "orders", 0, 11), batchBytes(0, 11)}}, nil))
+	require.NoError(t, s.apply(height+1, [][2][]byte{{recordStoreKey(t, "orders", 0, 11), batchBytes(0, 11)}}, nil))
 	require.Equal(t, []uint64{11}, segmentNames(t, p0))
 	require.Equal(t, batchBytes(0, 11), read(s, 0, 11))
 	require.Equal(t, batchBytes(1, 3), read(s, 1, 3))
@@ -121,19 +134,20 @@ func TestSegmentStoreFreesSegmentsCompactionEmptied(t *testing.T) {
 	db := dbm.NewMemDB()
 	dir := t.TempDir()
 	s := newSegmentStore(db, dir)
-	s.segmentBytes = 4 << 10
+	s.segmentBytes, s.keepBlocks = 4<<10, 1
 	key := func(off uint64) []byte { return recordStoreKey(t, "table", 0, off) }
 	var sets [][2][]byte
 	for off := uint64(0); off < 12; off++ {
 		sets = append(sets, [2][]byte{key(off), batchBytes(0, off)})
 	}
-	require.NoError(t, s.apply(sets, nil)) // segments 0 (0–3), 4 (4–7), 8 (8–11, active)
+	require.NoError(t, s.apply(1, sets, nil)) // segments 0 (0–3), 4 (4–7), 8 (8–11, active)
 	p0 := filepath.Join(dir, "table-0")
 	require.Equal(t, []uint64{0, 4, 8}, segmentNames(t, p0))
 
 	// Rewrite batch 0 (its first key) and 5, delete 4: every segment still has a live batch.
 	small := func(off uint64) []byte { return batchBytes(0, off)[:100] }
-	require.NoError(t, s.apply([][2][]byte{{key(0), small(0)}, {key(5), small(5)}}, [][]byte{key(4)}))
+	require.NoError(t, s.apply(2, [][2][]byte{{key(0), small(0)}, {key(5), small(5)}}, [][]byte{key(4)}))
+	require.NoError(t, s.apply(3, nil, nil))
 	require.Equal(t, []uint64{0, 4, 8, 9}, segmentNames(t, p0), "segment 0 still holds 1–3, 4 holds 6–7; the new bytes start segment 9 (after the active 8)")
 	for off := uint64(1); off < 12; off++ {
 		if off == 4 {
@@ -148,8 +162,12 @@ func TestSegmentStoreFreesSegmentsCompactionEmptied(t *testing.T) {
 
 	// Restart, then rewrite 6 and 7: segment 4 holds nothing any more and goes; 0 stays.
 	s = newSegmentStore(db, dir)
-	s.segmentBytes = 4 << 10
-	require.NoError(t, s.apply([][2][]byte{{key(6), small(6)}, {key(7), small(7)}}, nil))
+	s.segmentBytes, s.keepBlocks = 4<<10, 1
+	require.NoError(t, s.apply(4, [][2][]byte{{key(6), small(6)}, {key(7), small(7)}}, nil))
+	require.Equal(t, []uint64{0, 4, 8, 9}, segmentNames(t, p0), "6 and 7's old bytes are kept for a replay of block 4")
+	s = newSegmentStore(db, dir) // and counted after a restart
+	s.segmentBytes, s.keepBlocks = 4<<10, 1
+	require.NoError(t, s.apply(5, nil, nil))
 	require.Equal(t, []uint64{0, 8, 9}, segmentNames(t, p0))
 	require.Equal(t, batchBytes(0, 2), mustGet(t, s, key(2)))
 	require.Equal(t, small(7), mustGet(t, s, key(7)))

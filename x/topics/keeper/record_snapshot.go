@@ -141,7 +141,7 @@ func (r *RecordSnapshotter) RestoreExtension(height uint64, format uint32, read 
 		n++
 		sets = append(sets, [2][]byte{bytes.Clone(key), bytes.Clone(bz)})
 		if pending += len(bz); pending >= 64<<20 {
-			if err := r.store.apply(sets, nil); err != nil {
+			if err := r.store.apply(height, sets, nil); err != nil {
 				return err
 			}
 			sets, pending = sets[:0], 0
@@ -154,7 +154,7 @@ func (r *RecordSnapshotter) RestoreExtension(height uint64, format uint32, read 
 		}
 		return fmt.Errorf("%w: %s/%d at %d is missing", errRecordSnapshot, kv.Key.K1().Topic, kv.Key.K1().Partition, kv.Key.K2())
 	}
-	return r.store.apply(sets, nil)
+	return r.store.apply(height, sets, nil)
 }
 
 // pinnedBatch is one batch of a pinned list: its record store key and pointer.
@@ -176,7 +176,8 @@ func (s *segmentStore) pinAt(height uint64) error {
 }
 
 func (s *segmentStore) pinLocked(height uint64) error {
-	it, err := s.db.Iterator(nil, nil)
+	prefix := types.RecordBytesPrefix.Bytes()
+	it, err := s.db.Iterator(prefix, prefixEnd(prefix))
 	if err != nil {
 		return err
 	}

@@ -17,11 +17,12 @@ func TestSnapshotPinsTheBatchesOfItsHeight(t *testing.T) {
 	s := newSegmentStore(dbm.NewMemDB(), dir)
 	s.segmentBytes = 4 << 10 // four 1 KiB batches per segment
 	s.pinEvery = 10
+	s.keepBlocks = 1 // what height 11 deletes is released at 12
 	var sets [][2][]byte
 	for off := uint64(0); off < 8; off++ {
 		sets = append(sets, [2][]byte{recordStoreKey(t, "orders", 0, off), batchBytes(0, off)})
 	}
-	require.NoError(t, s.apply(sets, nil))
+	require.NoError(t, s.apply(9, sets, nil))
 	require.NoError(t, s.pinAt(9))
 	require.Empty(t, s.pins, "9 is not a snapshot height")
 	require.NoError(t, s.pinAt(10))
@@ -31,8 +32,10 @@ func TestSnapshotPinsTheBatchesOfItsHeight(t *testing.T) {
 	for off := uint64(0); off < 4; off++ {
 		deletes = append(deletes, recordStoreKey(t, "orders", 0, off))
 	}
-	require.NoError(t, s.apply([][2][]byte{{recordStoreKey(t, "orders", 0, 8), batchBytes(0, 8)}}, deletes))
+	require.NoError(t, s.apply(11, [][2][]byte{{recordStoreKey(t, "orders", 0, 8), batchBytes(0, 8)}}, deletes))
 	require.NoError(t, s.pinAt(11))
+	require.NoError(t, s.apply(12, nil, nil)) // releases what 11 deleted (kept for its replay)
+	require.NoError(t, s.pinAt(12))
 	p0 := filepath.Join(dir, "orders-0")
 	require.Equal(t, []uint64{0, 4, 8}, segmentNames(t, p0), "segment 0 kept for the snapshot of height 10")
 

@@ -45,8 +45,11 @@ type RecordStore struct {
 // committedRecords holds the committed record bytes.
 type committedRecords interface {
 	get(key []byte) ([]byte, error)
-	// apply commits a block's writes (key, bytes) and deletions.
-	apply(sets [][2][]byte, deletes [][]byte) error
+	// previous returns the bytes key held, before a recent block replaced or deleted them,
+	// whose SHA-256 is sum; nil when none are kept.
+	previous(key, sum []byte) ([]byte, error)
+	// apply commits the writes (key, bytes) and deletions of the block at height.
+	apply(height uint64, sets [][2][]byte, deletes [][]byte) error
 }
 
 // NewRecordStore returns the record store keeping the bytes in segment files under dir and
@@ -67,7 +70,10 @@ type dbRecords struct{ db dbm.DB }
 
 func (d dbRecords) get(key []byte) ([]byte, error) { return d.db.Get(key) }
 
-func (d dbRecords) apply(sets [][2][]byte, deletes [][]byte) error {
+// previous: nodes without a data directory keep no state across a restart, so never replay.
+func (dbRecords) previous(_, _ []byte) ([]byte, error) { return nil, nil }
+
+func (d dbRecords) apply(_ uint64, sets [][2][]byte, deletes [][]byte) error {
 	batch := d.db.NewBatch()
 	defer batch.Close()
 	for _, kv := range sets {
@@ -116,11 +122,12 @@ func (s RecordStore) Flush(ctx context.Context) error {
 			deletes = append(deletes, k[1:])
 		}
 	}
-	if err := s.committed.apply(sets, deletes); err != nil {
+	height := uint64(sdk.UnwrapSDKContext(ctx).BlockHeight())
+	if err := s.committed.apply(height, sets, deletes); err != nil {
 		return err
 	}
 	if seg, ok := s.committed.(*segmentStore); ok {
-		return seg.pinAt(uint64(sdk.UnwrapSDKContext(ctx).BlockHeight()))
+		return seg.pinAt(height)
 	}
 	return nil
 }
@@ -224,12 +231,30 @@ func (k Keeper) setBatch(ctx context.Context, key collections.Pair[types.TopicPa
 // record store lost or changed them refuses to serve the batch rather than serve other bytes.
 func (k Keeper) withBytes(ctx context.Context, key collections.Pair[types.TopicPartition, uint64], m types.RecordBatch) (types.RecordBatch, error) {
 	bz, err := k.RecordBytes.Get(ctx, key)
-	if err != nil {
+	if err != nil && !errors.Is(err, collections.ErrNotFound) {
 		return m, fmt.Errorf("record batch bytes of %s/%d at %d: %w", key.K1().Topic, key.K1().Partition, key.K2(), err)
 	}
-	if sum := sha256.Sum256(bz); !bytes.Equal(sum[:], m.RecordBatchSha256) {
+	if !matches(bz, m.RecordBatchSha256) && k.recordStore != nil {
+		// The state is older than the record store: a read proven at a recent height, or a
+		// node replaying a block after stopping at its Precommit, and a later block rewrote
+		// or deleted these bytes. They are kept for types.RecordHistoryBlocks blocks.
+		if rk, err := collections.EncodeKeyWithPrefix(types.RecordBytesPrefix.Bytes(), types.BatchKeyCodec, key); err == nil {
+			if prev, err := k.recordStore.committed.previous(rk, m.RecordBatchSha256); err == nil && prev != nil {
+				bz = prev
+			}
+		}
+	}
+	if bz == nil {
+		return m, fmt.Errorf("record batch bytes of %s/%d at %d: %w", key.K1().Topic, key.K1().Partition, key.K2(), collections.ErrNotFound)
+	}
+	if !matches(bz, m.RecordBatchSha256) {
 		return m, fmt.Errorf("record batch bytes of %s/%d at %d do not match their SHA-256 in the state", key.K1().Topic, key.K1().Partition, key.K2())
 	}
 	m.RecordBatch = bz
 	return m, nil
+}
+
+func matches(bz, sha []byte) bool {
+	sum := sha256.Sum256(bz)
+	return bz != nil && bytes.Equal(sum[:], sha)
 }

@@ -22,6 +22,13 @@ const (
 	RecordDBPrefix = "topics_records/"
 )
 
+// RecordHistoryBlocks is how many blocks a node's record store keeps the bytes a block's
+// compaction rewrote or its retention deleted: reads proven at any of the last
+// RecordHistoryBlocks heights get the bytes that height's state commits to, and a node that
+// stops after a block's Precommit replays it. At most compaction_bytes_per_block of rewritten
+// bytes per block are kept, beside the deleted segments that wait as long.
+const RecordHistoryBlocks = 10
+
 // Store prefixes. Changing them breaks existing chain state.
 var (
 	ParamsKey        = collections.NewPrefix(0)
@@ -47,6 +54,11 @@ var (
 	// RecordBytesPrefix keys record batch bytes like their batch, in the record store (or in
 	// the module store when a chain gives the keeper no record store).
 	RecordBytesPrefix = collections.NewPrefix(14)
+	// RecordSupersededPrefix keys, in the record database only, the pointers a block replaced
+	// or deleted by (batch key, height), kept for RecordHistoryBlocks blocks; and
+	// RecordSupersededByHeightPrefix indexes them by height (keeper/record_segments.go).
+	RecordSupersededPrefix         = collections.NewPrefix(23)
+	RecordSupersededByHeightPrefix = collections.NewPrefix(24)
 	// KafkaGroupsPrefix and KafkaMembersPrefix hold Kafka-protocol groups' state and members
 	// (a member's expiry is in MemberExpiryPrefix like a native member's).
 	KafkaGroupsPrefix  = collections.NewPrefix(15)
