@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -213,4 +214,40 @@ func TestKafkaCompactedTopicThroughGateway(t *testing.T) {
 	require.ErrorIs(t, err, verify.ErrNotVerified)
 	t.Logf("%d records produced (20 rounds of 10 keys, a tombstone): %d left after compaction at offsets %d..%d, high watermark %d; franz-go, kcat and a verified read agree on them; a node hiding one as compacted: %v",
 		total, len(offsets), offsets[0], offsets[len(offsets)-1], part.HighWatermark, err)
+
+	// A verifying consumer proves what it was served a moment later (verify.CheckRange): records
+	// compaction removed in between are proven at the recent height that still held them, not
+	// reported as a lie; altered ones are still refused. min.compaction.lag.ms holds the next
+	// pass 3 s, so some heights hold both the old and the new round.
+	proxy.lie.Store(int32(honest))
+	alter.Resources[0].Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "min.compaction.lag.ms", Op: kmsg.IncrementalAlterConfigOpSet, Value: kmsg.StringPtr("3000")}}
+	ares, err = alter.RequestWith(ctx, admin)
+	require.NoError(t, err)
+	require.Zero(t, ares.Resources[0].ErrorCode, "%v", ares.Resources[0].ErrorMessage)
+	var round []*kgo.Record
+	for k := 0; k < 9; k++ {
+		round = append(round, &kgo.Record{Key: []byte(fmt.Sprintf("sym-%d", k)), Value: []byte(fmt.Sprintf("%d.new", k))})
+	}
+	require.NoError(t, producer.ProduceSync(ctx, round...).FirstErr())
+	var served verify.FetchResult
+	require.Eventually(t, func() bool {
+		served, err = vc.Fetch(ctx, 0, "prices", 0, 0, 1000)
+		return err == nil && served.NextOffset == uint64(total+len(round))
+	}, 30*time.Second, 200*time.Millisecond, "the new round provable: %v", err)
+	require.Len(t, served.Records, len(offsets)+len(round), "the old round is not compacted yet (lag)")
+	require.Eventually(t, func() bool {
+		p, err := vc.Partition(ctx, 0, "prices", 0)
+		return err == nil && p.Partition.RecordCount == uint64(len(round))
+	}, 30*time.Second, 200*time.Millisecond, "compaction of the old round")
+	newest, err := vc.LatestHeight(ctx)
+	require.NoError(t, err)
+	checked, err := vc.CheckRange(ctx, "prices", 0, 0, served.NextOffset, served.Records)
+	require.NoError(t, err, "records served at height %d, compacted by height %d", served.Height, newest)
+	require.Less(t, checked.Height, newest, "proven at a height before the compaction")
+	altered := slices.Clone(served.Records)
+	altered[len(altered)-1].Value = &types.Bytes{Data: []byte("8.forged")}
+	_, err = vc.CheckRange(ctx, "prices", 0, 0, served.NextOffset, altered)
+	require.ErrorIs(t, err, verify.ErrNotVerified)
+	t.Logf("%d records served at height %d, compacted to %d by height %d: proven at height %d; an altered one refused: %v",
+		len(served.Records), served.Height, len(round), newest, checked.Height, err)
 }

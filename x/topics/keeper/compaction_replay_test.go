@@ -159,7 +159,7 @@ func TestReadsAtRecentHeightsGetTheirBytesAfterCompaction(t *testing.T) {
 		offsets []uint64
 	}
 	var heights []past
-	for b := 0; b < 30; b++ {
+	for b := 0; b < types.RecordHistoryBlocks+20; b++ {
 		f.advance(time.Second)
 		var recs []types.BatchRecord
 		for j := 0; j < 10; j++ {

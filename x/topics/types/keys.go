@@ -24,10 +24,11 @@ const (
 
 // RecordHistoryBlocks is how many blocks a node's record store keeps the bytes a block's
 // compaction rewrote or its retention deleted: reads proven at any of the last
-// RecordHistoryBlocks heights get the bytes that height's state commits to, and a node that
-// stops after a block's Precommit replays it. At most compaction_bytes_per_block of rewritten
-// bytes per block are kept, beside the deleted segments that wait as long.
-const RecordHistoryBlocks = 10
+// RecordHistoryBlocks heights (about 12 s at bftlogd's block timing) get the bytes that
+// height's state commits to, and a node that stops after a block's Precommit replays it. At
+// most compaction_bytes_per_block of rewritten bytes per block are kept, beside the deleted
+// segments that wait as long.
+const RecordHistoryBlocks = 50
 
 // Store prefixes. Changing them breaks existing chain state.
 var (

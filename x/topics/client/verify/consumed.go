@@ -15,47 +15,33 @@ const ConsumedWait = 15 * time.Second
 
 // CheckConsumed checks records that were read from the node without proofs (a group
 // consumer's poll, say): the same offsets of topic/partition, proven at the newest provable
-// height, must hold exactly these records. recs must be in offset order as the node served
-// them (compacted partitions leave gaps between offsets).
+// height or a recent one (proveRecent), must hold exactly these records. recs must be in
+// offset order as the node served them (compacted partitions leave gaps between offsets).
 func (c *Client) CheckConsumed(ctx context.Context, topic string, partition uint32, recs []types.Record) (FetchResult, error) {
 	if len(recs) == 0 {
 		return FetchResult{}, nil
 	}
-	deadline := time.Now().Add(ConsumedWait)
-	for {
-		res, err := c.Fetch(ctx, 0, topic, partition, recs[0].Offset, uint32(len(recs)))
+	first, last := recs[0].Offset, recs[len(recs)-1].Offset
+	what := fmt.Sprintf("records %s/%d from offset %d", topic, partition, first)
+	return c.proveRecent(ctx, func(h int64) (FetchResult, proof, error) {
+		res, err := c.Fetch(ctx, h, topic, partition, first, uint32(len(recs))+1)
 		if err != nil {
-			return res, err
+			return res, failed, err
 		}
-		if len(res.Records) == len(recs) {
-			for i := range recs {
-				got, _ := recs[i].Marshal()
-				proven, _ := res.Records[i].Marshal()
-				if string(got) != string(proven) {
-					return res, &Error{What: fmt.Sprintf("record %s/%d offset %d", topic, partition, recs[i].Offset), Height: res.Height,
-						Err: fmt.Errorf("the node served a record the validators did not commit")}
-				}
-			}
-			return res, nil
+		outcome, err := judge(what, res, recs, last+1)
+		if outcome == held {
+			res.Records, res.NextOffset = res.Records[:len(recs)], last+1
 		}
-		if time.Now().After(deadline) {
-			return res, &Error{What: fmt.Sprintf("records %s/%d from offset %d", topic, partition, recs[0].Offset), Height: res.Height,
-				Err: fmt.Errorf("the node served %d records but only %d are proven", len(recs), len(res.Records))}
-		}
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(300 * time.Millisecond):
-		}
-	}
+		return res, outcome, err
+	})
 }
 
 // CheckRange checks a fetch answer read from the node without proofs before a consumer moves
 // its position to next: recs must be exactly the records at offsets [offset, next), proven at
-// the newest provable height. A node answering "no records, next offset = high watermark" (or
-// any range wider than the records it served) would otherwise make the consumer commit past
-// records it never saw. Compacted partitions have offsets without records: the proof shows
-// those hold nothing, and the first proven record after the served ones lies at or past next.
+// the newest provable height or a recent one (proveRecent). A node answering "no records,
+// next offset = high watermark" (or any range wider than the records it served) would
+// otherwise make the consumer commit past records it never saw. Compacted partitions have
+// offsets without records: the proof shows those hold nothing.
 func (c *Client) CheckRange(ctx context.Context, topic string, partition uint32, offset, next uint64, recs []types.Record) (FetchResult, error) {
 	what := fmt.Sprintf("fetch of %s/%d from offset %d", topic, partition, offset)
 	var claim error
@@ -76,32 +62,118 @@ func (c *Client) CheckRange(ctx context.Context, topic string, partition uint32,
 	if next == offset {
 		return FetchResult{NextOffset: offset}, nil
 	}
-	deadline := time.Now().Add(ConsumedWait)
-	for {
-		res, err := c.Fetch(ctx, 0, topic, partition, offset, uint32(len(recs))+1)
+	return c.proveRecent(ctx, func(h int64) (FetchResult, proof, error) {
+		res, err := c.Fetch(ctx, h, topic, partition, offset, uint32(len(recs))+1)
 		if err != nil {
-			return res, err
+			return res, failed, err
 		}
-		covered := len(res.Records) > len(recs) || res.NextOffset >= next
-		if len(res.Records) >= len(recs) && covered {
-			for i := range recs {
-				got, _ := recs[i].Marshal()
-				proven, _ := res.Records[i].Marshal()
-				if string(got) != string(proven) {
-					return res, &Error{What: fmt.Sprintf("record %s/%d offset %d", topic, partition, recs[i].Offset), Height: res.Height,
-						Err: fmt.Errorf("the node served a record the validators did not commit (proven: offset %d)", res.Records[i].Offset)}
+		outcome, err := judge(what, res, recs, next)
+		if outcome == held {
+			res.Records, res.NextOffset = res.Records[:len(recs)], next
+		}
+		return res, outcome, err
+	})
+}
+
+// proof is how a proof of served records at one height came out.
+type proof int
+
+const (
+	held proof = iota
+	// notYet: the height does not cover the served range, yet agrees with what it covers.
+	notYet
+	// fewer: the height holds only some of the served records — compaction may have removed
+	// the others since the node served them.
+	fewer
+	// contradicted: the height holds a record in the range the node did not serve, or served
+	// differently.
+	contradicted
+	// failed: the proven read itself failed.
+	failed
+)
+
+// judge compares the records served for [served[0].Offset or the position, end) with the
+// proven read res, which starts at the same offset and holds up to len(served)+1 records.
+func judge(what string, res FetchResult, served []types.Record, end uint64) (proof, error) {
+	i := 0
+	for _, p := range res.Records {
+		if p.Offset >= end {
+			break
+		}
+		for i < len(served) && served[i].Offset < p.Offset {
+			i++
+		}
+		if i == len(served) || served[i].Offset != p.Offset {
+			return contradicted, &Error{What: what, Height: res.Height,
+				Err: fmt.Errorf("the node did not serve the record at offset %d (it served up to %d)", p.Offset, end)}
+		}
+		if !sameRecord(served[i], p) {
+			return contradicted, &Error{What: fmt.Sprintf("%s, record at offset %d", what, p.Offset), Height: res.Height,
+				Err: fmt.Errorf("the node served a record the validators did not commit")}
+		}
+	}
+	n := 0
+	for _, p := range res.Records {
+		if p.Offset < end {
+			n++
+		}
+	}
+	switch {
+	case res.NextOffset < end && n == len(res.Records):
+		return notYet, &Error{What: what, Height: res.Height,
+			Err: fmt.Errorf("the node served %d records up to offset %d but only %d are proven, up to %d", len(served), end, n, res.NextOffset)}
+	case n < len(served):
+		return fewer, &Error{What: what, Height: res.Height,
+			Err: fmt.Errorf("the node served %d records up to offset %d but only %d are proven there", len(served), end, n)}
+	}
+	return held, nil
+}
+
+func sameRecord(a, b types.Record) bool {
+	x, _ := a.Marshal()
+	y, _ := b.Marshal()
+	return string(x) == string(y)
+}
+
+// proveRecent runs prove at the newest provable height until it holds, waiting up to
+// ConsumedWait for served records to become provable. The node served them from some height
+// up to the newest provable one plus one, and offsets only lose records over heights
+// (compaction, retention; appends go past the high watermark). So a height holding fewer of
+// them — compaction removed some since they were served — sends the check to the heights
+// before it, newest first, within the last types.RecordHistoryBlocks (whose bytes nodes
+// keep), and the first that holds is the answer: it hides nothing, as an offset range
+// covered at an earlier height holds every record it holds later. A height holding a record
+// the node did not serve is a lie unless the node served from the next height, so that one
+// is proven too.
+func (c *Client) proveRecent(ctx context.Context, prove func(h int64) (FetchResult, proof, error)) (FetchResult, error) {
+	deadline := time.Now().Add(ConsumedWait)
+	contradictedAt := int64(-1)
+	for {
+		res, outcome, err := prove(0)
+		switch outcome {
+		case held, failed:
+			return res, err
+		case fewer:
+			for h := res.Height - 1; h > 0 && h > res.Height-types.RecordHistoryBlocks; h-- {
+				older, outcome, _ := prove(h)
+				if outcome == held {
+					return older, nil
+				}
+				if outcome != fewer {
+					break // before the node served them, or gone from its history
 				}
 			}
-			if len(res.Records) > len(recs) && res.Records[len(recs)].Offset < next {
-				return res, &Error{What: what, Height: res.Height,
-					Err: fmt.Errorf("the node moved the position to %d past the record at offset %d it did not serve", next, res.Records[len(recs)].Offset)}
+			return res, err
+		case contradicted:
+			if contradictedAt >= 0 && res.Height > contradictedAt {
+				return res, err
 			}
-			res.Records, res.NextOffset = res.Records[:len(recs)], next
-			return res, nil
+			if contradictedAt < 0 {
+				contradictedAt = res.Height
+			}
 		}
 		if time.Now().After(deadline) {
-			return res, &Error{What: what, Height: res.Height,
-				Err: fmt.Errorf("the node served %d records up to offset %d but only %d are proven, up to %d", len(recs), next, len(res.Records), res.NextOffset)}
+			return res, err
 		}
 		select {
 		case <-ctx.Done():
