@@ -314,6 +314,7 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 	tp := key.K1()
 	expired := b.LogAppendTimeMs < now-cfg.EffectiveDeleteRetentionMs()
 	kept := make([]types.CompactionRecord, 0, len(recs))
+	var forget [][]byte // keys whose expired tombstone goes with this rewrite
 	for _, r := range recs {
 		if r.Key == nil { // written before the topic compacted: no key, kept
 			kept = append(kept, r)
@@ -329,9 +330,7 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 		switch {
 		case found && latest > off: // a later record has the key
 		case found && latest == off && r.Tombstone && expired:
-			if err := k.KeyOffsets.Remove(ctx, collections.Join(tp, h)); err != nil {
-				return err
-			}
+			forget = append(forget, h)
 		default:
 			// The latest record of its key, or one written before the topic compacted (no
 			// entry: kept, as nothing says a later record has its key).
@@ -345,12 +344,21 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 		}
 	}
 	removed := uint64(len(recs) - len(kept))
-	st.PassRecordsRemoved += removed
-	switch {
-	case removed == 0:
+	// The kept records are written uncompressed (a compressor's output may change between
+	// library versions, and the bytes' SHA-256 is consensus): a compressed batch whose kept
+	// records would take more bytes than it does stays as it is, obsolete records included —
+	// its growth would be disk no produce paid for — until enough of it is obsolete to shrink.
+	if removed == 0 || len(kept) > 0 && types.CompactedBatchSize(kept) >= len(full.RecordBatch) {
 		st.PassCleanBytes += b.SizeBytes
 		return nil
-	case len(kept) == 0:
+	}
+	for _, h := range forget {
+		if err := k.KeyOffsets.Remove(ctx, collections.Join(tp, h)); err != nil {
+			return err
+		}
+	}
+	st.PassRecordsRemoved += removed
+	if len(kept) == 0 {
 		p.RecordCount -= removed
 		p.ByteCount -= b.SizeBytes
 		return k.removeBatch(ctx, key)

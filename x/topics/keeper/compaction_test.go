@@ -2,6 +2,7 @@ package keeper_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -505,4 +506,49 @@ func TestTopicTurnedCompactedKeepsItsKeylessRecords(t *testing.T) {
 		_, err := f.msgs.UpdateTopicConfig(f.ctx, &types.MsgUpdateTopicConfig{Authority: f.alice, Name: "log", Config: c})
 		require.ErrorIs(t, err, types.ErrInvalidConfig)
 	}
+}
+
+// An attack on disk: a producer writes highly compressible zstd batches to a compacted topic
+// and then writes one key again, so that compaction would rewrite each batch uncompressed —
+// many times its size, stored by every validator and never paid for. A compressed batch whose
+// kept records would not shrink stays as it is (its obsolete record with it); once enough of
+// it is obsolete it is rewritten smaller. The partition's stored bytes never grow.
+func TestCompactionNeverGrowsACompressedBatch(t *testing.T) {
+	f := newFixture(t)
+	f.createCompacted("table", 1, func(c *types.TopicConfig) { c.MinCleanableDirtyRatioPermille = 1 })
+	produce := func(c types.Compression, from, to int, tag string) {
+		var recs []types.BatchRecord
+		for i := from; to > i; i++ {
+			recs = append(recs, kv(fmt.Sprintf("k%03d", i), str(tag+strings.Repeat("x", 4000))))
+		}
+		b, err := types.NewProduceBatch("table", 0, recs, c)
+		require.NoError(t, err)
+		_, err = f.msgs.Produce(f.ctx, &types.MsgProduce{Producer: f.bob, Batches: []types.ProduceBatch{b}})
+		require.NoError(t, err)
+	}
+	produce(types.CompressionZstd, 0, 100, "a") // 100 records of 4 KB: a few KB compressed
+	f.compactUntilIdle(10)
+	before := f.partitions("table")[0]
+	raw := storedBytes(t, f, "table", 0)
+
+	produce(types.CompressionNone, 0, 1, "b") // k000 again: one obsolete record in the zstd batch
+	f.compactUntilIdle(10)
+	p := f.partitions("table")[0]
+	grown := storedBytes(t, f, "table", 0) - raw
+	require.Equal(t, before.RecordCount+1, p.RecordCount, "the compressed batch is not rewritten (99 of 100 records kept would be ~400 KB)")
+	require.Less(t, grown, uint64(5000), "only the new record's batch was stored")
+	recs := f.readAll("table", 0)
+	require.Len(t, recs, 101, "the obsolete record stays readable until its batch can shrink")
+	require.Equal(t, "b", string(recs[len(recs)-1].Value.Data[:1]))
+
+	produce(types.CompressionNone, 1, 100, "c") // every other key again: the zstd batch is all obsolete
+	f.compactUntilIdle(10)
+	p = f.partitions("table")[0]
+	require.EqualValues(t, 100, p.RecordCount, "each key's latest record")
+	got := table(f.readAll("table", 0))
+	require.Len(t, got, 100)
+	require.Equal(t, byte('b'), got["k000"][0])
+	require.Equal(t, byte('c'), got["k099"][0])
+	t.Logf("a 100-record zstd batch of %d stored bytes: one key written again left it as it was (rewritten uncompressed it would hold ~%d KB); all written again removed it; %d bytes stored now",
+		raw, 99*4, storedBytes(t, f, "table", 0))
 }

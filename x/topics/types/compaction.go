@@ -78,10 +78,7 @@ func CompactionRecords(b []byte) ([]CompactionRecord, uint64, error) {
 // encodings and offset deltas (consumers skip the gaps). It is written uncompressed: the
 // output is a function of the input alone, on every node and in every later release.
 func CompactedBatch(b []byte, kept []CompactionRecord) []byte {
-	n := RecordBatchHeaderSize
-	for _, r := range kept {
-		n += len(r.raw)
-	}
+	n := CompactedBatchSize(kept)
 	out := make([]byte, RecordBatchHeaderSize, n)
 	copy(out, b[:RecordBatchHeaderSize])
 	for _, r := range kept {
@@ -93,6 +90,15 @@ func CompactedBatch(b []byte, kept []CompactionRecord) []byte {
 	binary.BigEndian.PutUint32(out[57:61], uint32(len(kept)))
 	binary.BigEndian.PutUint32(out[17:21], crc32.Checksum(out[21:], crc32c))
 	return out
+}
+
+// CompactedBatchSize is the size of the batch CompactedBatch writes for kept.
+func CompactedBatchSize(kept []CompactionRecord) int {
+	n := RecordBatchHeaderSize
+	for _, r := range kept {
+		n += len(r.raw)
+	}
+	return n
 }
 
 // RecordBatchLastOffsetDelta is the last offset delta in a batch's header: its span less one,
