@@ -199,18 +199,24 @@ func (k Keeper) tombstonesDue(ctx context.Context, now int64, budget *compaction
 		if err != nil {
 			return err
 		}
-		st, err := k.Compactions.Get(ctx, tp)
-		if err != nil && !isNotFound(err) {
-			return err
-		}
-		if err := k.schedule(ctx, tp, &st, now); err != nil {
-			return err
-		}
-		if err := k.Compactions.Set(ctx, tp, st); err != nil {
+		if err := k.scheduleStored(ctx, tp, now); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// scheduleStored schedules tp's next turn at due, or sooner if it already was, in its stored
+// compaction state.
+func (k Keeper) scheduleStored(ctx context.Context, tp types.TopicPartition, due int64) error {
+	st, err := k.Compactions.Get(ctx, tp)
+	if err != nil && !isNotFound(err) {
+		return err
+	}
+	if err := k.schedule(ctx, tp, &st, due); err != nil {
+		return err
+	}
+	return k.Compactions.Set(ctx, tp, st)
 }
 
 // compactPartition runs tp's pass within the budget and reports whether it ended, and when a
@@ -231,8 +237,21 @@ func (k Keeper) compactPartition(ctx context.Context, tp types.TopicPartition, s
 	}
 	cfg := topic.Config
 	if !cfg.Compacts() {
+		// The topic stopped compacting: its key entries go, then its state.
+		if done, err := k.sweepKeys(ctx, tp, st, math.MaxUint64, budget); err != nil || !done {
+			return false, 0, err
+		}
 		*st = types.CompactionState{DueMs: st.DueMs}
 		return true, 0, nil
+	}
+	if st.SweepBelow == math.MaxUint64 { // compacting again before the sweep of its entries ended
+		st.SweepBelow, st.SweepAfter = 0, nil
+	}
+	if st.SweepBelow != 0 || cfg.Deletes() && p.LogStartOffset > st.SweptBelow {
+		// Retention moved the log start offset: the entries of keys whose records it deleted go.
+		if done, err := k.sweepKeys(ctx, tp, st, p.LogStartOffset, budget); err != nil || !done {
+			return false, 0, err
+		}
 	}
 	if !st.InPass {
 		st.InPass, st.PassOffset, st.PassCleanBytes, st.PassRecordsRemoved = true, p.LogStartOffset, 0, 0
@@ -275,6 +294,62 @@ func (k Keeper) compactPartition(ctx context.Context, tp types.TopicPartition, s
 	return true, next, sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventPartitionCompacted{
 		Topic: tp.Topic, Partition: tp.Partition, CleanThrough: st.PassOffset, RecordsRemoved: st.PassRecordsRemoved, ByteCount: p.ByteCount,
 	})
+}
+
+// stoppedCompacting schedules a turn of each of t's partitions now, in which their key
+// entries go (compactPartition): a topic no longer compacting keeps no key entries.
+func (k Keeper) stoppedCompacting(ctx context.Context, t types.Topic) error {
+	now := sdk.UnwrapSDKContext(ctx).BlockTime().UnixMilli()
+	for i := uint32(0); i < t.Partitions; i++ {
+		if err := k.scheduleStored(ctx, types.TopicPartition{Topic: t.Name, Partition: i}, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sweepKeys goes on with (or starts, for entries below below) tp's key sweep within the
+// budget, each entry examined costing one record, and reports whether it finished.
+func (k Keeper) sweepKeys(ctx context.Context, tp types.TopicPartition, st *types.CompactionState, below uint64, budget *compactionBudget) (bool, error) {
+	if st.SweepBelow == 0 {
+		st.SweepBelow, st.SweepAfter = below, nil
+	}
+	rng := collections.NewPrefixedPairRange[types.TopicPartition, []byte](tp)
+	if len(st.SweepAfter) > 0 {
+		rng = rng.StartExclusive(st.SweepAfter)
+	}
+	iter, err := k.KeyOffsets.Iterate(ctx, rng)
+	if err != nil {
+		return false, err
+	}
+	var gone [][]byte
+	finished := true
+	for ; iter.Valid(); iter.Next() {
+		if !budget.open() {
+			finished = false
+			break
+		}
+		budget.spend(0, 1)
+		kv, err := iter.KeyValue()
+		if err != nil {
+			iter.Close()
+			return false, err
+		}
+		if kv.Value < st.SweepBelow {
+			gone = append(gone, kv.Key.K2())
+		}
+		st.SweepAfter = kv.Key.K2()
+	}
+	iter.Close()
+	for _, h := range gone {
+		if err := k.KeyOffsets.Remove(ctx, collections.Join(tp, h)); err != nil {
+			return false, err
+		}
+	}
+	if finished {
+		st.SweptBelow, st.SweepBelow, st.SweepAfter = st.SweepBelow, 0, nil
+	}
+	return finished, nil
 }
 
 // batchAt is the stored batch (metadata) holding offset or the first after it.

@@ -324,6 +324,60 @@ func TestCompactDeleteAppliesRetentionToo(t *testing.T) {
 	require.NoError(t, f.k.EndBlocker(f.ctx))
 	require.Equal(t, uint64(4), f.partitions("both")[0].LogStartOffset, "retention deleted every batch")
 	require.Len(t, f.readAll("compact", 0), 4, "compact alone keeps every key's latest record")
+
+	// The key entries of the records retention deleted go with the partition's next pass
+	// (due here in the same block); a key written later keeps its entry.
+	require.Zero(t, f.keyEntries("both"))
+	require.Equal(t, 4, f.keyEntries("compact"))
+	_, err = f.produce(f.bob, pb{Topic: "both", Records: []types.BatchRecord{kv("k9", str("v"))}})
+	require.NoError(t, err)
+	f.compactUntilIdle(5)
+	require.Equal(t, 1, f.keyEntries("both"), "k9's alone")
+	require.Equal(t, 4, f.keyEntries("compact"))
+}
+
+// keyEntries counts topic's key entries (KeyOffsets).
+func (f *fixture) keyEntries(topic string) int {
+	f.t.Helper()
+	n := 0
+	require.NoError(f.t, f.k.KeyOffsets.Walk(f.ctx, nil, func(k collections.Pair[types.TopicPartition, []byte], _ uint64) (bool, error) {
+		if k.K1().Topic == topic {
+			n++
+		}
+		return false, nil
+	}))
+	return n
+}
+
+// A topic that stops compacting loses its key entries in the EndBlocker's next turns, bounded
+// by the budget (one record each), and the sweep resumes where the budget stopped it.
+func TestTopicThatStopsCompactingLosesItsKeyEntries(t *testing.T) {
+	f := newFixture(t)
+	f.createCompacted("table", 1, nil)
+	var recs []types.BatchRecord
+	for i := 0; i < 300; i++ {
+		recs = append(recs, kv(fmt.Sprintf("k%d", i), str("v")))
+	}
+	_, err := f.produce(f.bob, pb{Topic: "table", Records: recs})
+	require.NoError(t, err)
+	require.Equal(t, 300, f.keyEntries("table"))
+	params, err := f.k.Params.Get(f.ctx)
+	require.NoError(t, err)
+	params.CompactionRecordsPerBlock = 100
+	require.NoError(t, f.k.Params.Set(f.ctx, params))
+
+	cfg := anyone()
+	_, err = f.msgs.UpdateTopicConfig(f.ctx, &types.MsgUpdateTopicConfig{Authority: f.alice, Name: "table", Config: cfg})
+	require.NoError(t, err)
+	blocks := 0
+	for f.keyEntries("table") > 0 {
+		require.Less(t, blocks, 10, "the sweep ends")
+		f.endBlock(time.Millisecond)
+		blocks++
+	}
+	require.GreaterOrEqual(t, blocks, 3, "100 entries a block at most")
+	require.Len(t, f.readAll("table", 0), 300, "records stay: the topic deletes by time now")
+	t.Logf("300 key entries swept in %d blocks at 100 records of budget a block", blocks)
 }
 
 // Deleting a compacted topic purges its compaction state with it; the name is free again.

@@ -93,9 +93,15 @@ func (k Keeper) UpdateTopicConfig(ctx context.Context, signer, name string, cfg 
 	if err := cfg.ValidateAgainst(params); err != nil {
 		return err
 	}
+	compacted := t.Config.Compacts()
 	t.Config = cfg.WithDefaults()
 	if err := k.Topics.Set(ctx, name, t); err != nil {
 		return err
+	}
+	if compacted && !t.Config.Compacts() {
+		if err := k.stoppedCompacting(ctx, t); err != nil {
+			return err
+		}
 	}
 	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventTopicConfigUpdated{Name: name, Authority: signer, Config: t.Config})
 }
