@@ -42,6 +42,11 @@ func (b *compactionBudget) spend(bytes uint64, records uint32) {
 	b.records -= min(records, b.records)
 }
 
+// maxCompactionGrowth bounds how much compaction may grow a compressed batch, whose kept
+// records it writes uncompressed: a hostile producer's highly compressible batches cannot turn
+// into many times the disk they paid for.
+const maxCompactionGrowth = 2
+
 // keyHash is a record key as KeyOffsets keys it.
 func keyHash(key []byte) []byte {
 	h := sha256.Sum256(key)
@@ -238,6 +243,9 @@ func (k Keeper) compactPartition(ctx context.Context, tp types.TopicPartition, s
 	cfg := topic.Config
 	if !cfg.Compacts() {
 		// The topic stopped compacting: its key entries go, then its state.
+		if st.SweepBelow != math.MaxUint64 { // a retention sweep under way becomes this one
+			st.SweepBelow, st.SweepAfter = math.MaxUint64, nil
+		}
 		if done, err := k.sweepKeys(ctx, tp, st, math.MaxUint64, budget); err != nil || !done {
 			return false, 0, err
 		}
@@ -247,14 +255,17 @@ func (k Keeper) compactPartition(ctx context.Context, tp types.TopicPartition, s
 	if st.SweepBelow == math.MaxUint64 { // compacting again before the sweep of its entries ended
 		st.SweepBelow, st.SweepAfter = 0, nil
 	}
-	if st.SweepBelow != 0 || cfg.Deletes() && p.LogStartOffset > st.SweptBelow {
-		// Retention moved the log start offset: the entries of keys whose records it deleted go.
+	if st.SweepBelow != 0 || cfg.Deletes() && p.LogStartOffset > st.SweptBelow && p.LogStartOffset-st.SweptBelow >= p.RecordCount {
+		// Retention moved the log start offset: the entries of keys whose records it deleted
+		// go. Only once it has deleted as many records as are left since the last sweep, so a
+		// sweep (one record of budget per entry: at most the records left and deleted) costs
+		// at most two per record retention deleted, however often the offset moves.
 		if done, err := k.sweepKeys(ctx, tp, st, p.LogStartOffset, budget); err != nil || !done {
 			return false, 0, err
 		}
 	}
 	if !st.InPass {
-		st.InPass, st.PassOffset, st.PassCleanBytes, st.PassRecordsRemoved = true, p.LogStartOffset, 0, 0
+		st.InPass, st.PassOffset, st.PassCleanBytes, st.PassRecordsRemoved, st.PassLeftObsolete = true, p.LogStartOffset, 0, 0, false
 	}
 	height := sdk.UnwrapSDKContext(ctx).BlockHeight()
 	horizon := now - cfg.MinCompactionLagMs
@@ -404,8 +415,13 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 		}
 		switch {
 		case found && latest > off: // a later record has the key
-		case found && latest == off && r.Tombstone && expired:
+		case found && latest == off && r.Tombstone && expired && !st.PassLeftObsolete:
 			forget = append(forget, h)
+		case found && latest == off && r.Tombstone && expired:
+			// An older record of the key may be in a batch this pass left as it was: the
+			// tombstone stays until a pass leaves none behind, or readers would see the key
+			// come back. No new deadline: the next pass due to the dirty ratio comes back.
+			kept = append(kept, r)
 		default:
 			// The latest record of its key, or one written before the topic compacted (no
 			// entry: kept, as nothing says a later record has its key).
@@ -420,11 +436,13 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 	}
 	removed := uint64(len(recs) - len(kept))
 	// The kept records are written uncompressed (a compressor's output may change between
-	// library versions, and the bytes' SHA-256 is consensus): a compressed batch whose kept
-	// records would take more bytes than it does stays as it is, obsolete records included —
-	// its growth would be disk no produce paid for — until enough of it is obsolete to shrink.
-	if removed == 0 || len(kept) > 0 && types.CompactedBatchSize(kept) >= len(full.RecordBatch) {
+	// library versions, and the bytes' SHA-256 is consensus). A compressed batch may grow so
+	// to at most maxCompactionGrowth times its stored bytes — its producer paid gas for every
+	// decompressed byte besides the stored ones, about what the grown bytes cost — else it
+	// stays as it is, obsolete records included, until enough of it is obsolete.
+	if removed == 0 || len(kept) > 0 && types.CompactedBatchSize(kept) > maxCompactionGrowth*len(full.RecordBatch) {
 		st.PassCleanBytes += b.SizeBytes
+		st.PassLeftObsolete = st.PassLeftObsolete || removed > 0
 		return nil
 	}
 	for _, h := range forget {

@@ -564,10 +564,10 @@ func TestTopicTurnedCompactedKeepsItsKeylessRecords(t *testing.T) {
 
 // An attack on disk: a producer writes highly compressible zstd batches to a compacted topic
 // and then writes one key again, so that compaction would rewrite each batch uncompressed —
-// many times its size, stored by every validator and never paid for. A compressed batch whose
-// kept records would not shrink stays as it is (its obsolete record with it); once enough of
-// it is obsolete it is rewritten smaller. The partition's stored bytes never grow.
-func TestCompactionNeverGrowsACompressedBatch(t *testing.T) {
+// hundreds of times its size, stored by every validator and never paid for. A compressed
+// batch whose kept records would take more than twice its bytes stays as it is (its obsolete
+// record with it); once enough of it is obsolete it is rewritten or removed.
+func TestCompactionGrowsACompressedBatchAtMostTwofold(t *testing.T) {
 	f := newFixture(t)
 	f.createCompacted("table", 1, func(c *types.TopicConfig) { c.MinCleanableDirtyRatioPermille = 1 })
 	produce := func(c types.Compression, from, to int, tag string) {
@@ -605,4 +605,154 @@ func TestCompactionNeverGrowsACompressedBatch(t *testing.T) {
 	require.Equal(t, byte('c'), got["k099"][0])
 	t.Logf("a 100-record zstd batch of %d stored bytes: one key written again left it as it was (rewritten uncompressed it would hold ~%d KB); all written again removed it; %d bytes stored now",
 		raw, 99*4, storedBytes(t, f, "table", 0))
+
+	// Ordinary data compresses a few times: a batch half obsolete is rewritten, within twice
+	// its bytes.
+	f.createCompacted("prices", 1, func(c *types.TopicConfig) { c.MinCleanableDirtyRatioPermille = 1 })
+	var prices []types.BatchRecord
+	for i := 0; i < 100; i++ {
+		prices = append(prices, kv(fmt.Sprintf("sym-%03d", i), str(fmt.Sprintf("%d.%04d;%x", i, i*7919%10000, i*2654435761))))
+	}
+	b, err := types.NewProduceBatch("prices", 0, prices, types.CompressionZstd)
+	require.NoError(t, err)
+	_, err = f.msgs.Produce(f.ctx, &types.MsgProduce{Producer: f.bob, Batches: []types.ProduceBatch{b}})
+	require.NoError(t, err)
+	f.compactUntilIdle(10)
+	zstd := storedBytes(t, f, "prices", 0)
+	b, err = types.NewProduceBatch("prices", 0, prices[:50], types.CompressionNone)
+	require.NoError(t, err)
+	_, err = f.msgs.Produce(f.ctx, &types.MsgProduce{Producer: f.bob, Batches: []types.ProduceBatch{b}})
+	require.NoError(t, err)
+	f.compactUntilIdle(10)
+	require.EqualValues(t, 100, f.partitions("prices")[0].RecordCount, "the zstd batch rewritten with its 50 latest records")
+	var first types.RecordBatch
+	require.NoError(t, f.k.Batches.Walk(f.ctx, collections.NewPrefixedPairRange[types.TopicPartition, uint64](types.TopicPartition{Topic: "prices"}), func(_ collections.Pair[types.TopicPartition, uint64], b types.RecordBatch) (bool, error) {
+		first = b
+		return true, nil
+	}))
+	require.LessOrEqual(t, first.SizeBytes, 2*zstd)
+	t.Logf("a 100-record zstd batch of ordinary values, %d stored bytes, half obsolete: rewritten uncompressed as %d", zstd, first.SizeBytes)
+}
+
+// A compressed batch left as it is (it would not shrink) keeps an obsolete record of a key
+// deleted by a later tombstone: the tombstone stays past delete.retention.ms while the pass
+// leaves such a batch behind, so a reader never sees the deleted key come back; once the batch
+// shrinks away the old record and then the tombstone go.
+func TestDeletedKeyStaysDeletedBehindACompressedBatch(t *testing.T) {
+	f := newFixture(t)
+	f.createCompacted("table", 1, func(c *types.TopicConfig) { c.MinCleanableDirtyRatioPermille = 1; c.DeleteRetentionMs = 10_000 })
+	produce := func(c types.Compression, recs ...types.BatchRecord) {
+		b, err := types.NewProduceBatch("table", 0, recs, c)
+		require.NoError(t, err)
+		_, err = f.msgs.Produce(f.ctx, &types.MsgProduce{Producer: f.bob, Batches: []types.ProduceBatch{b}})
+		require.NoError(t, err)
+	}
+	var recs []types.BatchRecord
+	for i := 0; i < 100; i++ {
+		recs = append(recs, kv(fmt.Sprintf("k%03d", i), str("a"+strings.Repeat("x", 4000))))
+	}
+	produce(types.CompressionZstd, recs...)
+	f.advance(time.Second)
+	produce(types.CompressionNone, kv("k000", nil)) // k000 deleted
+	f.advance(time.Second)
+	produce(types.CompressionNone, kv("zzz", str("tail")))
+	f.compactUntilIdle(10)
+	f.advance(20 * time.Second) // past delete.retention.ms: the tombstone goes
+	f.compactUntilIdle(10)
+	all := f.readAll("table", 0)
+	require.NotContains(t, table(all), "k000", "the deleted key stays deleted")
+	require.Contains(t, offsets(all), uint64(0), "k000's old record is still in the zstd batch")
+	require.Contains(t, offsets(all), uint64(100), "so its tombstone stays")
+
+	// Every other key written again: the zstd batch shrinks away, k000's old record with it.
+	recs = recs[:0]
+	for i := 1; i < 100; i++ {
+		recs = append(recs, kv(fmt.Sprintf("k%03d", i), str("b")))
+	}
+	produce(types.CompressionNone, recs...)
+	produce(types.CompressionNone, kv("zzz", str("tail2")))
+	f.compactUntilIdle(10)
+	all = f.readAll("table", 0)
+	require.NotContains(t, offsets(all), uint64(0))
+	require.NotContains(t, offsets(all), uint64(100), "the tombstone went with the old record")
+	require.NotContains(t, table(all), "k000")
+	require.Len(t, table(all), 100)
+	has, err := f.k.KeyOffsets.Has(f.ctx, collections.Join(types.TopicPartition{Topic: "table"}, keyHashOf("k000")))
+	require.NoError(t, err)
+	require.False(t, has, "and its key entry")
+}
+
+// A topic that stops compacting while a retention sweep of its key entries is under way: the
+// sweep becomes the full one, and every entry goes.
+func TestStoppingCompactionDuringARetentionSweep(t *testing.T) {
+	f := newFixture(t)
+	f.createCompacted("both", 1, func(c *types.TopicConfig) {
+		c.CleanupPolicy, c.RetentionMs, c.MinCleanableDirtyRatioPermille = types.CleanupPolicyCompactDelete, 5_000, 1
+	})
+	for _, prefix := range []string{"k", "j"} {
+		var recs []types.BatchRecord
+		for i := 0; i < 300; i++ {
+			recs = append(recs, kv(fmt.Sprintf("%s%d", prefix, i), str("v")))
+		}
+		_, err := f.produce(f.bob, pb{Topic: "both", Records: recs})
+		require.NoError(t, err)
+		f.advance(10 * time.Second)
+	}
+	params, err := f.k.Params.Get(f.ctx)
+	require.NoError(t, err)
+	params.CompactionRecordsPerBlock = 100
+	require.NoError(t, f.k.Params.Set(f.ctx, params))
+	tp := types.TopicPartition{Topic: "both"}
+	sweeping := false
+	for i := 0; i < 20 && !sweeping; i++ {
+		f.endBlock(time.Millisecond)
+		st, err := f.k.Compactions.Get(f.ctx, tp)
+		require.NoError(t, err)
+		sweeping = st.SweepBelow != 0
+	}
+	require.True(t, sweeping, "retention moved the log start offset past 300 keys: a sweep runs")
+	cfg := anyone()
+	_, err = f.msgs.UpdateTopicConfig(f.ctx, &types.MsgUpdateTopicConfig{Authority: f.alice, Name: "both", Config: cfg})
+	require.NoError(t, err)
+	for i := 0; i < 20 && f.keyEntries("both") > 0; i++ {
+		f.endBlock(time.Millisecond)
+	}
+	require.Zero(t, f.keyEntries("both"))
+}
+
+// Time retention moves a compact,delete partition's log start offset nearly every block; a
+// sweep of its key entries (one record of budget each) runs only once retention has deleted as
+// many records as are left since the last one, not before every pass.
+func TestKeySweepsAreAmortizedOverRetention(t *testing.T) {
+	f := newFixture(t)
+	f.createCompacted("both", 1, func(c *types.TopicConfig) {
+		c.CleanupPolicy, c.RetentionMs, c.MinCleanableDirtyRatioPermille = types.CleanupPolicyCompactDelete, 10_000, 1
+	})
+	for b := 0; b < 10; b++ {
+		var recs []types.BatchRecord
+		for i := 0; i < 100; i++ {
+			recs = append(recs, kv(fmt.Sprintf("k%d-%d", b, i), str("v")))
+		}
+		_, err := f.produce(f.bob, pb{Topic: "both", Records: recs})
+		require.NoError(t, err)
+		f.advance(time.Second)
+	}
+	tp := types.TopicPartition{Topic: "both"}
+	sweeps, lastSwept := 0, uint64(0)
+	f.advance(time.Second)
+	for b := 0; b < 12; b++ { // one batch of 100 expires a block; a new key makes a pass due
+		_, err := f.produce(f.bob, pb{Topic: "both", Records: []types.BatchRecord{kv(fmt.Sprintf("n%d", b), str("v"))}})
+		require.NoError(t, err)
+		f.endBlock(time.Second)
+		st, err := f.k.Compactions.Get(f.ctx, tp)
+		require.NoError(t, err)
+		if st.SweptBelow != lastSwept {
+			sweeps, lastSwept = sweeps+1, st.SweptBelow
+		}
+	}
+	p := f.partitions("both")[0]
+	require.GreaterOrEqual(t, p.LogStartOffset, uint64(1000), "retention deleted the 1,000 first records")
+	require.LessOrEqual(t, sweeps, 4, "a sweep only after as many records deleted as are left")
+	require.Less(t, f.keyEntries("both"), 20, "the deleted keys' entries went")
+	t.Logf("retention deleted 1,000 records over 12 blocks: %d key sweeps (not one per block), %d entries left", sweeps, f.keyEntries("both"))
 }
