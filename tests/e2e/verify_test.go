@@ -531,3 +531,43 @@ type ConsumedLine struct {
 	Offset    uint64 `json:"offset"`
 	Value     string `json:"value"`
 }
+
+// A verifying consumer proves records a moment after the node served them; retention may
+// delete them in between (a consumer at the edge of retention.ms). The proven log start offset
+// past them sends the check to the recent height that still held them, and it passes; records
+// altered by the node are still refused.
+func TestVerifiedCheckAcrossRetention(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node")
+	}
+	n := node.StartSingle(t, "alice")
+	n.MustCLI("", "tx", "topics", "create-topic", "audit", "--partitions", "1", "--retention-ms", "2000", "--from", "alice")
+	_, signer := n.ClientContext(n.Home, "alice")
+	produceAudit(t, signer)
+	hash1, _, err := n.BlockHashes(1)
+	require.NoError(t, err)
+	anchor, err := hex.DecodeString(hash1)
+	require.NoError(t, err)
+	ctx := context.Background()
+	vc, err := verify.New(ctx, verify.Config{ChainID: node.ChainID, Node: n.RPC, TrustHeight: 1, TrustHash: anchor})
+	require.NoError(t, err)
+	var served verify.FetchResult
+	require.Eventually(t, func() bool {
+		served, err = vc.Fetch(ctx, 0, "audit", 0, 0, 100)
+		return err == nil && len(served.Records) == 15
+	}, 30*time.Second, 100*time.Millisecond, "the 15 records provable: %v", err)
+	require.Eventually(t, func() bool {
+		p, err := vc.Partition(ctx, 0, "audit", 0)
+		return err == nil && p.Partition.LogStartOffset == 15
+	}, 30*time.Second, 100*time.Millisecond, "retention deleted them")
+	newest, err := vc.LatestHeight(ctx)
+	require.NoError(t, err)
+	checked, err := vc.CheckRange(ctx, "audit", 0, 0, 15, served.Records)
+	require.NoError(t, err, "served at height %d, deleted by height %d", served.Height, newest)
+	require.Less(t, checked.Height, newest)
+	altered := slices.Clone(served.Records)
+	altered[3].Value = types.NewBytes([]byte("v-x"))
+	_, err = vc.CheckRange(ctx, "audit", 0, 0, 15, altered)
+	require.ErrorIs(t, err, verify.ErrNotVerified)
+	t.Logf("15 records served at height %d, deleted by retention by height %d: proven at height %d; an altered one refused: %v", served.Height, newest, checked.Height, err)
+}

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -26,7 +27,7 @@ func (c *Client) CheckConsumed(ctx context.Context, topic string, partition uint
 	return c.proveRecent(ctx, func(h int64) (FetchResult, proof, error) {
 		res, err := c.Fetch(ctx, h, topic, partition, first, uint32(len(recs))+1)
 		if err != nil {
-			return res, failed, err
+			return res, fetchFailure(err, res, first), err
 		}
 		outcome, err := judge(what, res, recs, last+1)
 		if outcome == held {
@@ -65,7 +66,7 @@ func (c *Client) CheckRange(ctx context.Context, topic string, partition uint32,
 	return c.proveRecent(ctx, func(h int64) (FetchResult, proof, error) {
 		res, err := c.Fetch(ctx, h, topic, partition, offset, uint32(len(recs))+1)
 		if err != nil {
-			return res, failed, err
+			return res, fetchFailure(err, res, offset), err
 		}
 		outcome, err := judge(what, res, recs, next)
 		if outcome == held {
@@ -129,6 +130,20 @@ func judge(what string, res FetchResult, served []types.Record, end uint64) (pro
 	return held, nil
 }
 
+// fetchFailure is how a proven read from offset that failed judges the served records: a
+// proven log start offset past it means retention removed them since they were served (the
+// heights before may hold them), a proven high watermark at or before it that they are not
+// provable yet; any other failure is final.
+func fetchFailure(err error, res FetchResult, offset uint64) proof {
+	if !errors.Is(err, types.ErrOffsetOutOfRange) || res.Partition.Topic == "" {
+		return failed
+	}
+	if offset < res.Partition.LogStartOffset {
+		return fewer
+	}
+	return notYet
+}
+
 func sameRecord(a, b types.Record) bool {
 	x, _ := a.Marshal()
 	y, _ := b.Marshal()
@@ -155,9 +170,12 @@ func (c *Client) proveRecent(ctx context.Context, prove func(h int64) (FetchResu
 			return res, err
 		case fewer:
 			for h := res.Height - 1; h > 0 && h > res.Height-types.RecordHistoryBlocks; h-- {
-				older, outcome, _ := prove(h)
-				if outcome == held {
+				older, outcome, oerr := prove(h)
+				switch outcome {
+				case held:
 					return older, nil
+				case contradicted: // no later height held them: a lie, proven here
+					return older, oerr
 				}
 				if outcome != fewer {
 					break // before the node served them, or gone from its history

@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -69,6 +70,9 @@ func TestProveRecentWalksBackOverCompaction(t *testing.T) {
 	_, err = c.proveRecent(context.Background(), outcomes(100, map[int64]proof{97: contradicted}, &tried))
 	require.ErrorIs(t, err, ErrNotVerified)
 	require.Equal(t, []int64{100, 99, 98, 97}, tried, "below the height the node served from")
+	var verr *Error
+	require.ErrorAs(t, err, &verr)
+	require.EqualValues(t, 97, verr.Height, "the contradiction is the answer, not the newest height's")
 
 	tried = nil
 	_, err = c.proveRecent(context.Background(), outcomes(100, map[int64]proof{}, &tried))
@@ -94,4 +98,16 @@ func TestProveRecentWalksBackOverCompaction(t *testing.T) {
 		return r, o, err
 	})
 	require.ErrorIs(t, err, ErrNotVerified, "contradicted at the next height too: a lie")
+}
+
+// A proven read that fails because retention moved the log start offset past the served
+// records sends the check back a height; one past the proven high watermark waits; any other
+// failure is final.
+func TestFetchFailureJudgesRetention(t *testing.T) {
+	res := FetchResult{Partition: types.Partition{Topic: "t", LogStartOffset: 100, HighWatermark: 200}}
+	outOfRange := fmt.Errorf("%w: offset", types.ErrOffsetOutOfRange)
+	require.Equal(t, fewer, fetchFailure(outOfRange, res, 50), "retention removed them since")
+	require.Equal(t, notYet, fetchFailure(outOfRange, res, 250), "not provable yet")
+	require.Equal(t, failed, fetchFailure(errors.New("proof does not verify"), res, 50))
+	require.Equal(t, failed, fetchFailure(outOfRange, FetchResult{}, 50), "no proven partition")
 }
