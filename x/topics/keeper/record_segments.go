@@ -66,6 +66,9 @@ type segmentStore struct {
 	pins     map[uint64][]pinnedBatch
 	deferred map[types.TopicPartition]bool
 	flushed  bool
+	// orphansDropped: the partition directories no pointer names (a node stopped between a
+	// flush's pointer batch and its segment removals) are removed at the first flush.
+	orphansDropped bool
 }
 
 // partitionLog is a partition's active segment, and how many batches point into each segment.
@@ -354,6 +357,12 @@ func (l *partitionLog) append(lastOffset uint64, bz []byte) (pointer, error) {
 func (s *segmentStore) apply(height uint64, sets [][2][]byte, deletes [][]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.orphansDropped {
+		if err := s.dropOrphans(); err != nil {
+			return err
+		}
+		s.orphansDropped = true
+	}
 	batch := s.db.NewBatch()
 	defer batch.Close()
 	shrunk := map[types.TopicPartition]bool{}
@@ -511,6 +520,49 @@ func (l *partitionLog) unlive(segment uint64) {
 	if l.live[segment]--; l.live[segment] <= 0 {
 		delete(l.live, segment)
 	}
+}
+
+// dropOrphans removes the partition directories that no pointer, current or kept, names. It
+// reads one key per partition, seeking past the rest.
+func (s *segmentStore) dropOrphans() error {
+	entries, err := os.ReadDir(s.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	named := map[string]bool{}
+	for _, prefix := range []collections.Prefix{types.RecordBytesPrefix, types.RecordSupersededPrefix} {
+		start, end := prefix.Bytes(), prefixEnd(prefix.Bytes())
+		for {
+			it, err := s.db.Iterator(start, end)
+			if err != nil {
+				return err
+			}
+			if !it.Valid() {
+				it.Close()
+				break
+			}
+			_, tp, err := types.TopicPartitionKey.DecodeNonTerminal(it.Key()[len(prefix.Bytes()):])
+			it.Close()
+			if err != nil {
+				return err
+			}
+			named[filepath.Base(s.partitionDir(tp))] = true
+			if start = prefixEnd(partitionPrefix(prefix, tp)); start == nil {
+				break
+			}
+		}
+	}
+	for _, e := range entries {
+		if e.IsDir() && !named[e.Name()] {
+			if err := os.RemoveAll(filepath.Join(s.dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // dropUnused deletes tp's segments that no batch points into, except the active one; with no

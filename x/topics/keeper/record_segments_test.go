@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -178,4 +179,43 @@ func mustGet(t *testing.T, s *segmentStore, key []byte) []byte {
 	bz, err := s.get(key)
 	require.NoError(t, err)
 	return bz
+}
+
+// A node that stops after a flush's pointer batch but before it removed the segments nobody
+// points into any more leaves a partition directory no pointer names: the first flush after
+// the restart removes it, and nothing that is still pointed into.
+func TestSegmentStoreDropsOrphanedPartitionsAfterARestart(t *testing.T) {
+	db := dbm.NewMemDB()
+	dir := t.TempDir()
+	s := newSegmentStore(db, dir)
+	var sets [][2][]byte
+	for p := uint32(0); p < 3; p++ {
+		for off := uint64(0); off < 4; off++ {
+			sets = append(sets, [2][]byte{recordStoreKey(t, "orders", p, off), batchBytes(p, off)})
+		}
+	}
+	require.NoError(t, s.apply(1, sets, nil))
+	// Partition 1's pointers gone, its directory left behind; partition 2's kept for recent
+	// heights only.
+	for off := uint64(0); off < 4; off++ {
+		require.NoError(t, db.Delete(recordStoreKey(t, "orders", 1, off)))
+	}
+	require.NoError(t, s.apply(2, nil, [][]byte{recordStoreKey(t, "orders", 2, 0), recordStoreKey(t, "orders", 2, 1), recordStoreKey(t, "orders", 2, 2), recordStoreKey(t, "orders", 2, 3)}))
+	for _, p := range []string{"orders-0", "orders-1", "orders-2"} {
+		require.DirExists(t, filepath.Join(dir, p))
+	}
+
+	s = newSegmentStore(db, dir)
+	require.NoError(t, s.apply(3, nil, nil))
+	require.NoDirExists(t, filepath.Join(dir, "orders-1"), "no pointer names it")
+	require.DirExists(t, filepath.Join(dir, "orders-2"), "its kept pointers still do")
+	require.Equal(t, batchBytes(0, 3), mustGet(t, s, recordStoreKey(t, "orders", 0, 3)))
+	prev, err := s.previous(recordStoreKey(t, "orders", 2, 1), sha256Of(batchBytes(2, 1)))
+	require.NoError(t, err)
+	require.Equal(t, batchBytes(2, 1), prev)
+}
+
+func sha256Of(bz []byte) []byte {
+	h := sha256.Sum256(bz)
+	return h[:]
 }
