@@ -266,6 +266,7 @@ func (k Keeper) compactPartition(ctx context.Context, tp types.TopicPartition, s
 	}
 	if !st.InPass {
 		st.InPass, st.PassOffset, st.PassCleanBytes, st.PassRecordsRemoved, st.PassLeftObsolete = true, p.LogStartOffset, 0, 0, false
+		st.PassEnd = p.HighWatermark
 	}
 	height := sdk.UnwrapSDKContext(ctx).BlockHeight()
 	horizon := now - cfg.MinCompactionLagMs
@@ -275,7 +276,7 @@ func (k Keeper) compactPartition(ctx context.Context, tp types.TopicPartition, s
 		if err != nil {
 			return false, 0, err
 		}
-		if !ok || key.K2()+1 >= p.HighWatermark {
+		if !ok || key.K2()+1 >= st.PassEnd { // the last batch when the pass began is never cleaned
 			break
 		}
 		if b.LogAppendTimeMs > horizon || b.Height == height { // younger than the lag, or appended in this block
@@ -297,10 +298,16 @@ func (k Keeper) compactPartition(ctx context.Context, tp types.TopicPartition, s
 	}
 	// What the pass had to leave is all older than the lag by now + lag: if it is still the
 	// dirty ratio's share, come back then rather than wait for the next produce (a topic may
-	// have stopped receiving writes). At most one such pass per lag, so no pass per block.
+	// have stopped receiving writes), at most once per lag; what was appended during the pass
+	// is the next pass's, in the next block.
 	var next int64
-	if young && st.DirtyBytes*1000 >= uint64(cfg.EffectiveMinCleanableDirtyRatio())*p.ByteCount {
-		next = now + max(cfg.MinCompactionLagMs, 1)
+	if st.DirtyBytes*1000 >= uint64(cfg.EffectiveMinCleanableDirtyRatio())*p.ByteCount {
+		switch {
+		case young:
+			next = now + max(cfg.MinCompactionLagMs, 1)
+		case st.PassEnd < p.HighWatermark:
+			next = now + 1
+		}
 	}
 	return true, next, sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventPartitionCompacted{
 		Topic: tp.Topic, Partition: tp.Partition, CleanThrough: st.PassOffset, RecordsRemoved: st.PassRecordsRemoved, ByteCount: p.ByteCount,

@@ -756,3 +756,40 @@ func TestKeySweepsAreAmortizedOverRetention(t *testing.T) {
 	require.Less(t, f.keyEntries("both"), 20, "the deleted keys' entries went")
 	t.Logf("retention deleted 1,000 records over 12 blocks: %d key sweeps (not one per block), %d entries left", sweeps, f.keyEntries("both"))
 }
+
+// A pass spread over blocks cleans only the batches that were there when it began: a key's
+// tombstone appended meanwhile, and past delete.retention.ms by the time the pass would reach
+// it, is not dropped while the key's older record, judged before the tombstone existed, is
+// still in the log — a reader never sees the deleted key come back.
+func TestTombstoneAppendedDuringAPassDoesNotRevive(t *testing.T) {
+	f := newFixture(t)
+	f.createCompacted("table", 1, func(c *types.TopicConfig) { c.MinCleanableDirtyRatioPermille = 1; c.DeleteRetentionMs = 1 })
+	params, err := f.k.Params.Get(f.ctx)
+	require.NoError(t, err)
+	params.CompactionRecordsPerBlock = 150 // about a batch of 100 a block
+	require.NoError(t, f.k.Params.Set(f.ctx, params))
+	for b := 0; b < 10; b++ {
+		var recs []types.BatchRecord
+		for i := 0; i < 100; i++ {
+			recs = append(recs, kv(fmt.Sprintf("k%d-%d", b, i), str("v")))
+		}
+		_, err := f.produce(f.bob, pb{Topic: "table", Records: recs})
+		require.NoError(t, err)
+		f.advance(time.Second)
+	}
+	f.endBlock(time.Second) // the pass begins: k0-0's record, its key's latest, is kept
+	st, err := f.k.Compactions.Get(f.ctx, types.TopicPartition{Topic: "table"})
+	require.NoError(t, err)
+	require.True(t, st.InPass, "the pass goes on over blocks")
+	_, err = f.produce(f.bob, pb{Topic: "table", Records: []types.BatchRecord{kv("k0-0", nil)}}) // deleted
+	require.NoError(t, err)
+	_, err = f.produce(f.bob, pb{Topic: "table", Records: []types.BatchRecord{kv("tail", str("v"))}})
+	require.NoError(t, err)
+	for n := 0; n < 40; n++ {
+		f.endBlock(time.Second)
+	}
+	got := table(f.readAll("table", 0))
+	_, revived := got["k0-0"]
+	require.False(t, revived, "the deleted key stays deleted")
+	require.Len(t, got, 1000)
+}
