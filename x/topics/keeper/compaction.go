@@ -1,6 +1,7 @@
 package keeper
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"math"
@@ -51,6 +52,13 @@ const maxCompactionGrowth = 2
 func keyHash(key []byte) []byte {
 	h := sha256.Sum256(key)
 	return h[:]
+}
+
+// leftBehindKey marks, in KeyOffsets beside the key's latest offset, that the pass numbered by
+// its value left an older record of key hash h in a batch it could not rewrite: h's expired
+// tombstone must stay in that pass. One byte longer than a key hash, so never one.
+func leftBehindKey(h []byte) []byte {
+	return append(bytes.Clone(h), 1)
 }
 
 // tombstoneDue is when a tombstone appended at appendMs may go: older than delete.retention.ms
@@ -267,6 +275,7 @@ func (k Keeper) compactPartition(ctx context.Context, tp types.TopicPartition, s
 	if !st.InPass {
 		st.InPass, st.PassOffset, st.PassCleanBytes, st.PassRecordsRemoved, st.PassLeftObsolete = true, p.LogStartOffset, 0, 0, false
 		st.PassEnd = p.HighWatermark
+		st.Passes++
 	}
 	height := sdk.UnwrapSDKContext(ctx).BlockHeight()
 	horizon := now - cfg.MinCompactionLagMs
@@ -353,8 +362,15 @@ func (k Keeper) sweepKeys(ctx context.Context, tp types.TopicPartition, st *type
 			iter.Close()
 			return false, err
 		}
-		if kv.Value < st.SweepBelow {
-			gone = append(gone, kv.Key.K2())
+		switch h := kv.Key.K2(); {
+		case st.SweepBelow == math.MaxUint64: // every entry
+			gone = append(gone, h)
+		case len(h) != sha256.Size: // a left-behind mark: only an earlier pass's goes
+			if kv.Value != st.Passes || !st.InPass {
+				gone = append(gone, h)
+			}
+		case kv.Value < st.SweepBelow:
+			gone = append(gone, h)
 		}
 		st.SweepAfter = kv.Key.K2()
 	}
@@ -407,7 +423,8 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 	tp := key.K1()
 	expired := b.LogAppendTimeMs < now-cfg.EffectiveDeleteRetentionMs()
 	kept := make([]types.CompactionRecord, 0, len(recs))
-	var forget [][]byte // keys whose expired tombstone goes with this rewrite
+	var forget [][]byte   // keys whose expired tombstone goes with this rewrite
+	var obsolete [][]byte // keys of the records this batch holds that a later one replaced
 	for _, r := range recs {
 		if r.Key == nil { // written before the topic compacted: no key, kept
 			kept = append(kept, r)
@@ -420,14 +437,23 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 		if err != nil && !isNotFound(err) {
 			return err
 		}
+		leftBehind := false
+		if found && latest == off && r.Tombstone && expired && st.PassLeftObsolete {
+			pass, err := k.KeyOffsets.Get(ctx, collections.Join(tp, leftBehindKey(h)))
+			if err != nil && !isNotFound(err) {
+				return err
+			}
+			leftBehind = err == nil && pass == st.Passes
+		}
 		switch {
 		case found && latest > off: // a later record has the key
-		case found && latest == off && r.Tombstone && expired && !st.PassLeftObsolete:
+			obsolete = append(obsolete, h)
+		case found && latest == off && r.Tombstone && expired && !leftBehind:
 			forget = append(forget, h)
 		case found && latest == off && r.Tombstone && expired:
-			// An older record of the key may be in a batch this pass left as it was: the
-			// tombstone stays until a pass leaves none behind, or readers would see the key
-			// come back. No new deadline: the next pass due to the dirty ratio comes back.
+			// An older record of the key is in a batch this pass left as it was: the tombstone
+			// stays until a pass leaves none behind, or readers would see the key come back.
+			// No new deadline: the next pass due to the dirty ratio comes back.
 			kept = append(kept, r)
 		default:
 			// The latest record of its key, or one written before the topic compacted (no
@@ -449,11 +475,19 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 	// stays as it is, obsolete records included, until enough of it is obsolete.
 	if removed == 0 || len(kept) > 0 && types.CompactedBatchSize(kept) > maxCompactionGrowth*len(full.RecordBatch) {
 		st.PassCleanBytes += b.SizeBytes
-		st.PassLeftObsolete = st.PassLeftObsolete || removed > 0
+		st.PassLeftObsolete = st.PassLeftObsolete || len(obsolete) > 0
+		for _, h := range obsolete {
+			if err := k.KeyOffsets.Set(ctx, collections.Join(tp, leftBehindKey(h)), st.Passes); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
 	for _, h := range forget {
 		if err := k.KeyOffsets.Remove(ctx, collections.Join(tp, h)); err != nil {
+			return err
+		}
+		if err := k.KeyOffsets.Remove(ctx, collections.Join(tp, leftBehindKey(h))); err != nil {
 			return err
 		}
 	}

@@ -651,35 +651,46 @@ func TestDeletedKeyStaysDeletedBehindACompressedBatch(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		recs = append(recs, kv(fmt.Sprintf("k%03d", i), str("a"+strings.Repeat("x", 4000))))
 	}
-	produce(types.CompressionZstd, recs...)
+	produce(types.CompressionZstd, recs...)               // offsets 0-99
+	produce(types.CompressionNone, kv("other", str("v"))) // 100
 	f.advance(time.Second)
-	produce(types.CompressionNone, kv("k000", nil)) // k000 deleted
+	produce(types.CompressionNone, kv("k000", nil), kv("other", nil)) // 101, 102: both deleted
 	f.advance(time.Second)
 	produce(types.CompressionNone, kv("zzz", str("tail")))
 	f.compactUntilIdle(10)
-	f.advance(20 * time.Second) // past delete.retention.ms: the tombstone goes
+	f.advance(20 * time.Second) // past delete.retention.ms
+	_, err := f.produce(f.bob, pb{Topic: "table", Records: []types.BatchRecord{kv("zzz", str("tail2"))}})
+	require.NoError(t, err)
 	f.compactUntilIdle(10)
 	all := f.readAll("table", 0)
-	require.NotContains(t, table(all), "k000", "the deleted key stays deleted")
+	got := table(all)
+	_, revived := got["k000"]
+	require.False(t, revived, "the deleted key stays deleted")
 	require.Contains(t, offsets(all), uint64(0), "k000's old record is still in the zstd batch")
-	require.Contains(t, offsets(all), uint64(100), "so its tombstone stays")
+	require.Contains(t, offsets(all), uint64(101), "so its tombstone stays")
+	require.NotContains(t, offsets(all), uint64(102), "other's tombstone goes: no older record of it is left")
+	require.NotContains(t, offsets(all), uint64(100))
 
-	// Every other key written again: the zstd batch shrinks away, k000's old record with it.
+	// Every other key written again: the zstd batch is removed, k000's old record with it,
+	// and then its tombstone and key entry.
 	recs = recs[:0]
 	for i := 1; i < 100; i++ {
 		recs = append(recs, kv(fmt.Sprintf("k%03d", i), str("b")))
 	}
 	produce(types.CompressionNone, recs...)
-	produce(types.CompressionNone, kv("zzz", str("tail2")))
+	f.advance(20 * time.Second)
+	produce(types.CompressionNone, kv("zzz", str("tail3")))
 	f.compactUntilIdle(10)
 	all = f.readAll("table", 0)
 	require.NotContains(t, offsets(all), uint64(0))
-	require.NotContains(t, offsets(all), uint64(100), "the tombstone went with the old record")
+	require.NotContains(t, offsets(all), uint64(101), "the tombstone went after the old record")
 	require.NotContains(t, table(all), "k000")
 	require.Len(t, table(all), 100)
-	has, err := f.k.KeyOffsets.Has(f.ctx, collections.Join(types.TopicPartition{Topic: "table"}, keyHashOf("k000")))
-	require.NoError(t, err)
-	require.False(t, has, "and its key entry")
+	for _, key := range []string{"k000", "other"} {
+		has, err := f.k.KeyOffsets.Has(f.ctx, collections.Join(types.TopicPartition{Topic: "table"}, keyHashOf(key)))
+		require.NoError(t, err)
+		require.False(t, has, "%s's key entry went", key)
+	}
 }
 
 // A topic that stops compacting while a retention sweep of its key entries is under way: the

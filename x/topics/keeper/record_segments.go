@@ -556,13 +556,24 @@ func (s *segmentStore) dropOrphans() error {
 		}
 	}
 	for _, e := range entries {
-		if e.IsDir() && !named[e.Name()] {
-			if err := os.RemoveAll(filepath.Join(s.dir, e.Name())); err != nil {
-				return err
-			}
+		if !e.IsDir() || named[e.Name()] || !partitionDirName(e.Name()) {
+			continue
 		}
+		// Best effort: a directory it cannot remove costs disk, not the node.
+		_ = os.RemoveAll(filepath.Join(s.dir, e.Name()))
 	}
 	return nil
+}
+
+// partitionDirName says whether name has the form of a partition directory, <topic>-<n>:
+// anything else under the records directory is not the store's.
+func partitionDirName(name string) bool {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return false
+	}
+	_, err := strconv.ParseUint(name[i+1:], 10, 32)
+	return err == nil
 }
 
 // dropUnused deletes tp's segments that no batch points into, except the active one; with no

@@ -205,9 +205,12 @@ func TestSegmentStoreDropsOrphanedPartitionsAfterARestart(t *testing.T) {
 		require.DirExists(t, filepath.Join(dir, p))
 	}
 
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "lost+found"), 0o755))
+
 	s = newSegmentStore(db, dir)
 	require.NoError(t, s.apply(3, nil, nil))
 	require.NoDirExists(t, filepath.Join(dir, "orders-1"), "no pointer names it")
+	require.DirExists(t, filepath.Join(dir, "lost+found"), "not a partition directory: not the store's")
 	require.DirExists(t, filepath.Join(dir, "orders-2"), "its kept pointers still do")
 	require.Equal(t, batchBytes(0, 3), mustGet(t, s, recordStoreKey(t, "orders", 0, 3)))
 	prev, err := s.previous(recordStoreKey(t, "orders", 2, 1), sha256Of(batchBytes(2, 1)))
