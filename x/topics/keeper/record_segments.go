@@ -198,7 +198,7 @@ func (s *segmentStore) get(key []byte) ([]byte, error) {
 // previous reads the kept bytes of key whose SHA-256 is sum (a state of the last
 // types.RecordHistoryBlocks heights holds them); nil when none are kept.
 func (s *segmentStore) previous(key, sum []byte) ([]byte, error) {
-	prefix := supersededKey(key, 0)[:len(supersededKey(key, 0))-8]
+	prefix := keptKey(key[len(types.RecordBytesPrefix.Bytes()):])
 	it, err := s.db.Iterator(prefix, prefixEnd(prefix))
 	if err != nil {
 		return nil, err
@@ -248,9 +248,13 @@ func (s *segmentStore) read(key []byte, p pointer) ([]byte, error) {
 // supersededKey is where the pointer the block at height replaced or deleted at the record
 // store key key is kept: after the batch's key, so a batch's kept versions are together.
 func supersededKey(key []byte, height uint64) []byte {
-	rest := key[len(types.RecordBytesPrefix.Bytes()):]
-	out := append(bytes.Clone(types.RecordSupersededPrefix.Bytes()), rest...)
-	return binary.BigEndian.AppendUint64(out, height)
+	return binary.BigEndian.AppendUint64(keptKey(key[len(types.RecordBytesPrefix.Bytes()):]), height)
+}
+
+// keptKey is the start of the kept pointers' keys of the batch whose key (without the record
+// bytes prefix) is batch.
+func keptKey(batch []byte) []byte {
+	return append(bytes.Clone(types.RecordSupersededPrefix.Bytes()), batch...)
 }
 
 // supersededByHeightKey indexes supersededKey(key, height) by height.
@@ -466,7 +470,7 @@ func (s *segmentStore) releaseSuperseded(batch dbm.Batch, height uint64, shrunk 
 		if err != nil {
 			return err
 		}
-		sk := binary.BigEndian.AppendUint64(append(bytes.Clone(types.RecordSupersededPrefix.Bytes()), rest...), h)
+		sk := binary.BigEndian.AppendUint64(keptKey(rest), h)
 		if bz, err := s.db.Get(sk); err != nil {
 			return err
 		} else if bz != nil {

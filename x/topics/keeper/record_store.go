@@ -234,27 +234,23 @@ func (k Keeper) withBytes(ctx context.Context, key collections.Pair[types.TopicP
 	if err != nil && !errors.Is(err, collections.ErrNotFound) {
 		return m, fmt.Errorf("record batch bytes of %s/%d at %d: %w", key.K1().Topic, key.K1().Partition, key.K2(), err)
 	}
-	if !matches(bz, m.RecordBatchSha256) && k.recordStore != nil {
-		// The state is older than the record store: a read proven at a recent height, or a
-		// node replaying a block after stopping at its Precommit, and a later block rewrote
-		// or deleted these bytes. They are kept for types.RecordHistoryBlocks blocks.
+	if sum := sha256.Sum256(bz); bz != nil && bytes.Equal(sum[:], m.RecordBatchSha256) {
+		m.RecordBatch = bz
+		return m, nil
+	}
+	// The state is older than the record store: a read proven at a recent height, or a node
+	// replaying a block after stopping at its Precommit, and a later block rewrote or deleted
+	// these bytes. They are kept for types.RecordHistoryBlocks blocks (previous checks them).
+	if k.recordStore != nil {
 		if rk, err := collections.EncodeKeyWithPrefix(types.RecordBytesPrefix.Bytes(), types.BatchKeyCodec, key); err == nil {
 			if prev, err := k.recordStore.committed.previous(rk, m.RecordBatchSha256); err == nil && prev != nil {
-				bz = prev
+				m.RecordBatch = prev
+				return m, nil
 			}
 		}
 	}
 	if bz == nil {
 		return m, fmt.Errorf("record batch bytes of %s/%d at %d: %w", key.K1().Topic, key.K1().Partition, key.K2(), collections.ErrNotFound)
 	}
-	if !matches(bz, m.RecordBatchSha256) {
-		return m, fmt.Errorf("record batch bytes of %s/%d at %d do not match their SHA-256 in the state", key.K1().Topic, key.K1().Partition, key.K2())
-	}
-	m.RecordBatch = bz
-	return m, nil
-}
-
-func matches(bz, sha []byte) bool {
-	sum := sha256.Sum256(bz)
-	return bz != nil && bytes.Equal(sum[:], sha)
+	return m, fmt.Errorf("record batch bytes of %s/%d at %d do not match their SHA-256 in the state", key.K1().Topic, key.K1().Partition, key.K2())
 }
