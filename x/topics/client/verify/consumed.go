@@ -22,19 +22,8 @@ func (c *Client) CheckConsumed(ctx context.Context, topic string, partition uint
 	if len(recs) == 0 {
 		return FetchResult{}, nil
 	}
-	first, last := recs[0].Offset, recs[len(recs)-1].Offset
-	what := fmt.Sprintf("records %s/%d from offset %d", topic, partition, first)
-	return c.proveRecent(ctx, func(h int64) (FetchResult, proof, error) {
-		res, err := c.Fetch(ctx, h, topic, partition, first, uint32(len(recs))+1)
-		if err != nil {
-			return res, fetchFailure(err, res, first), err
-		}
-		outcome, err := judge(what, res, recs, last+1)
-		if outcome == held {
-			res.Records, res.NextOffset = res.Records[:len(recs)], last+1
-		}
-		return res, outcome, err
-	})
+	first := recs[0].Offset
+	return c.proveServed(ctx, fmt.Sprintf("records %s/%d from offset %d", topic, partition, first), topic, partition, first, recs[len(recs)-1].Offset+1, recs)
 }
 
 // CheckRange checks a fetch answer read from the node without proofs before a consumer moves
@@ -63,14 +52,20 @@ func (c *Client) CheckRange(ctx context.Context, topic string, partition uint32,
 	if next == offset {
 		return FetchResult{NextOffset: offset}, nil
 	}
+	return c.proveServed(ctx, what, topic, partition, offset, next, recs)
+}
+
+// proveServed proves that the records served for [from, end) of topic/partition are exactly
+// the proven ones, at the newest provable height or a recent one (proveRecent).
+func (c *Client) proveServed(ctx context.Context, what, topic string, partition uint32, from, end uint64, served []types.Record) (FetchResult, error) {
 	return c.proveRecent(ctx, func(h int64) (FetchResult, proof, error) {
-		res, err := c.Fetch(ctx, h, topic, partition, offset, uint32(len(recs))+1)
+		res, err := c.Fetch(ctx, h, topic, partition, from, uint32(len(served))+1)
 		if err != nil {
-			return res, fetchFailure(err, res, offset), err
+			return res, fetchFailure(err, res, from), err
 		}
-		outcome, err := judge(what, res, recs, next)
+		outcome, err := judge(what, res, served, end)
 		if outcome == held {
-			res.Records, res.NextOffset = res.Records[:len(recs)], next
+			res.Records, res.NextOffset = res.Records[:len(served)], end
 		}
 		return res, outcome, err
 	})
@@ -96,11 +91,12 @@ const (
 // judge compares the records served for [served[0].Offset or the position, end) with the
 // proven read res, which starts at the same offset and holds up to len(served)+1 records.
 func judge(what string, res FetchResult, served []types.Record, end uint64) (proof, error) {
-	i := 0
+	i, n := 0, 0 // n: the proven records in the range
 	for _, p := range res.Records {
 		if p.Offset >= end {
 			break
 		}
+		n++
 		for i < len(served) && served[i].Offset < p.Offset {
 			i++
 		}
@@ -111,12 +107,6 @@ func judge(what string, res FetchResult, served []types.Record, end uint64) (pro
 		if !sameRecord(served[i], p) {
 			return contradicted, &Error{What: fmt.Sprintf("%s, record at offset %d", what, p.Offset), Height: res.Height,
 				Err: fmt.Errorf("the node served a record the validators did not commit")}
-		}
-	}
-	n := 0
-	for _, p := range res.Records {
-		if p.Offset < end {
-			n++
 		}
 	}
 	switch {
