@@ -361,10 +361,7 @@ func TestTopicThatStopsCompactingLosesItsKeyEntries(t *testing.T) {
 	_, err := f.produce(f.bob, pb{Topic: "table", Records: recs})
 	require.NoError(t, err)
 	require.Equal(t, 300, f.keyEntries("table"))
-	params, err := f.k.Params.Get(f.ctx)
-	require.NoError(t, err)
-	params.CompactionRecordsPerBlock = 100
-	require.NoError(t, f.k.Params.Set(f.ctx, params))
+	f.setCompactionRecordsPerBlock(100)
 
 	cfg := anyone()
 	_, err = f.msgs.UpdateTopicConfig(f.ctx, &types.MsgUpdateTopicConfig{Authority: f.alice, Name: "table", Config: cfg})
@@ -709,10 +706,7 @@ func TestStoppingCompactionDuringARetentionSweep(t *testing.T) {
 		require.NoError(t, err)
 		f.advance(10 * time.Second)
 	}
-	params, err := f.k.Params.Get(f.ctx)
-	require.NoError(t, err)
-	params.CompactionRecordsPerBlock = 100
-	require.NoError(t, f.k.Params.Set(f.ctx, params))
+	f.setCompactionRecordsPerBlock(100)
 	tp := types.TopicPartition{Topic: "both"}
 	sweeping := false
 	for i := 0; i < 20 && !sweeping; i++ {
@@ -723,7 +717,7 @@ func TestStoppingCompactionDuringARetentionSweep(t *testing.T) {
 	}
 	require.True(t, sweeping, "retention moved the log start offset past 300 keys: a sweep runs")
 	cfg := anyone()
-	_, err = f.msgs.UpdateTopicConfig(f.ctx, &types.MsgUpdateTopicConfig{Authority: f.alice, Name: "both", Config: cfg})
+	_, err := f.msgs.UpdateTopicConfig(f.ctx, &types.MsgUpdateTopicConfig{Authority: f.alice, Name: "both", Config: cfg})
 	require.NoError(t, err)
 	for i := 0; i < 20 && f.keyEntries("both") > 0; i++ {
 		f.endBlock(time.Millisecond)
@@ -739,15 +733,7 @@ func TestKeySweepsAreAmortizedOverRetention(t *testing.T) {
 	f.createCompacted("both", 1, func(c *types.TopicConfig) {
 		c.CleanupPolicy, c.RetentionMs, c.MinCleanableDirtyRatioPermille = types.CleanupPolicyCompactDelete, 10_000, 1
 	})
-	for b := 0; b < 10; b++ {
-		var recs []types.BatchRecord
-		for i := 0; i < 100; i++ {
-			recs = append(recs, kv(fmt.Sprintf("k%d-%d", b, i), str("v")))
-		}
-		_, err := f.produce(f.bob, pb{Topic: "both", Records: recs})
-		require.NoError(t, err)
-		f.advance(time.Second)
-	}
+	f.produceDistinctKeys("both", 10, 100)
 	tp := types.TopicPartition{Topic: "both"}
 	sweeps, lastSwept := 0, uint64(0)
 	f.advance(time.Second)
@@ -775,19 +761,8 @@ func TestKeySweepsAreAmortizedOverRetention(t *testing.T) {
 func TestTombstoneAppendedDuringAPassDoesNotRevive(t *testing.T) {
 	f := newFixture(t)
 	f.createCompacted("table", 1, func(c *types.TopicConfig) { c.MinCleanableDirtyRatioPermille = 1; c.DeleteRetentionMs = 1 })
-	params, err := f.k.Params.Get(f.ctx)
-	require.NoError(t, err)
-	params.CompactionRecordsPerBlock = 150 // about a batch of 100 a block
-	require.NoError(t, f.k.Params.Set(f.ctx, params))
-	for b := 0; b < 10; b++ {
-		var recs []types.BatchRecord
-		for i := 0; i < 100; i++ {
-			recs = append(recs, kv(fmt.Sprintf("k%d-%d", b, i), str("v")))
-		}
-		_, err := f.produce(f.bob, pb{Topic: "table", Records: recs})
-		require.NoError(t, err)
-		f.advance(time.Second)
-	}
+	f.setCompactionRecordsPerBlock(150) // about a batch of 100 a block
+	f.produceDistinctKeys("table", 10, 100)
 	f.endBlock(time.Second) // the pass begins: k0-0's record, its key's latest, is kept
 	st, err := f.k.Compactions.Get(f.ctx, types.TopicPartition{Topic: "table"})
 	require.NoError(t, err)
@@ -803,4 +778,28 @@ func TestTombstoneAppendedDuringAPassDoesNotRevive(t *testing.T) {
 	_, revived := got["k0-0"]
 	require.False(t, revived, "the deleted key stays deleted")
 	require.Len(t, got, 1000)
+}
+
+// produceDistinctKeys writes batches batches of perBatch records to topic, every key new
+// (k<batch>-<i>), a second of block time apart.
+func (f *fixture) produceDistinctKeys(topic string, batches, perBatch int) {
+	f.t.Helper()
+	for b := 0; b < batches; b++ {
+		var recs []types.BatchRecord
+		for i := 0; i < perBatch; i++ {
+			recs = append(recs, kv(fmt.Sprintf("k%d-%d", b, i), str("v")))
+		}
+		_, err := f.produce(f.bob, pb{Topic: topic, Records: recs})
+		require.NoError(f.t, err)
+		f.advance(time.Second)
+	}
+}
+
+// setCompactionRecordsPerBlock lowers the compaction budget so that work spreads over blocks.
+func (f *fixture) setCompactionRecordsPerBlock(n uint32) {
+	f.t.Helper()
+	params, err := f.k.Params.Get(f.ctx)
+	require.NoError(f.t, err)
+	params.CompactionRecordsPerBlock = n
+	require.NoError(f.t, f.k.Params.Set(f.ctx, params))
 }
