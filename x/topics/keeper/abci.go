@@ -2,8 +2,12 @@ package keeper
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/bftlog/bftlog/x/topics/types"
 )
 
 // EndBlocker expires silent group members, forms the Kafka groups' generations that are due,
@@ -11,27 +15,85 @@ import (
 // within one shared cleanup budget. Which of the two goes first alternates by block height, so
 // a flood of deleted topics cannot starve retention, nor a retention backlog the purges.
 // Log compaction comes last, with its own budget.
+//
+// The rule of every block-level step: an error returned here stops every validator alike at
+// this height, for good (a restart replays the same block). So no step may fail because of
+// state an account or a Kafka client shaped: each step, and inside it each group or partition,
+// runs in a branch of the state (isolate); one that fails is dropped, logged and reported as
+// EventBlockWorkSkipped, and the block goes on. Only a failure of the node's own storage
+// (ErrStorage: its record files) stops the node, since going on would make it diverge.
 func (k Keeper) EndBlocker(ctx context.Context) error {
-	if err := k.ExpireMembers(ctx); err != nil {
+	if err := k.isolate(ctx, "expire", "", k.ExpireMembers); err != nil {
 		return err
 	}
 	params, err := k.Params.Get(ctx)
 	if err != nil {
 		return err
 	}
-	if _, err := k.CompleteKafkaRebalances(ctx, params.MaxExpiryWorkPerBlock); err != nil {
+	if err := k.isolate(ctx, "kafka_rebalance", "", func(ctx context.Context) error {
+		_, err := k.CompleteKafkaRebalances(ctx, params.MaxExpiryWorkPerBlock)
+		return err
+	}); err != nil {
 		return err
 	}
 	budget := newCleanupBudget(params)
-	first, second := k.purgeTopics, func(ctx context.Context, b *cleanupBudget) error { return k.applyRetention(ctx, params, b) }
+	purge := func(ctx context.Context) error { return k.purgeTopics(ctx, &budget) }
+	retain := func(ctx context.Context) error { return k.applyRetention(ctx, params, &budget) }
+	first, second := stepFunc{"purge", purge}, stepFunc{"retention", retain}
 	if sdk.UnwrapSDKContext(ctx).BlockHeight()%2 == 1 {
 		first, second = second, first
 	}
-	if err := first(ctx, &budget); err != nil {
+	for _, s := range []stepFunc{first, second} {
+		if err := k.isolate(ctx, s.name, "", s.run); err != nil {
+			return err
+		}
+	}
+	return k.isolate(ctx, "compaction", "", func(ctx context.Context) error { return k.applyCompaction(ctx, params) })
+}
+
+type stepFunc struct {
+	name string
+	run  func(context.Context) error
+}
+
+// ErrStorage marks a failure of the node's own storage (a record file it cannot read or
+// write, bytes that no longer match their SHA-256): the one kind of error a block-level step
+// returns, stopping this node rather than letting it go on with a state that differs from the
+// others'. Errors an account's input can cause are never wrapped in it.
+var ErrStorage = errors.New("node storage failure")
+
+// storageError wraps err as an ErrStorage.
+func storageError(err error) error {
+	if err == nil || errors.Is(err, ErrStorage) {
 		return err
 	}
-	if err := second(ctx, &budget); err != nil {
-		return err
-	}
-	return k.applyCompaction(ctx, params)
+	return fmt.Errorf("%w: %w", ErrStorage, err)
+}
+
+// isolate runs fn on a branch of ctx's state and keeps its writes and events only if it
+// succeeds. A failure or panic is logged, reported as EventBlockWorkSkipped (step, subject) and
+// dropped, so the block goes on; only ErrStorage is returned (or re-panicked). Every validator
+// runs the same fn on the same state, so all of them skip alike.
+func (k Keeper) isolate(ctx context.Context, step, subject string, fn func(context.Context) error) (err error) {
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	branch, write := sdkCtx.CacheContext()
+	defer func() {
+		r := recover()
+		if r != nil {
+			if e, ok := r.(error); ok && errors.Is(e, ErrStorage) {
+				panic(r)
+			}
+			err = fmt.Errorf("panic: %v", r)
+		}
+		if err == nil {
+			write()
+			return
+		}
+		if errors.Is(err, ErrStorage) {
+			return
+		}
+		sdkCtx.Logger().Error("x/topics: block work skipped", "step", step, "subject", subject, "height", sdkCtx.BlockHeight(), "err", err)
+		err = sdkCtx.EventManager().EmitTypedEvent(&types.EventBlockWorkSkipped{Step: step, Subject: subject, Reason: err.Error()})
+	}()
+	return fn(branch)
 }

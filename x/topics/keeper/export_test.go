@@ -18,3 +18,8 @@ func (k Keeper) CompactionWork(ctx context.Context) (uint64, uint32, error) {
 	err = k.compact(ctx, &b)
 	return params.CompactionBytesPerBlock - b.bytes, params.CompactionRecordsPerBlock - b.records, err
 }
+
+// Isolate runs fn as the EndBlocker runs each piece of its work (abci.go).
+func (k Keeper) Isolate(ctx context.Context, step, subject string, fn func(context.Context) error) error {
+	return k.isolate(ctx, step, subject, fn)
+}

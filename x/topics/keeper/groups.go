@@ -106,12 +106,11 @@ func (k Keeper) JoinGroup(ctx context.Context, msg *types.MsgJoinGroup) (*types.
 		if err := mayJoin(g, msg.Member); err != nil {
 			return nil, err
 		}
-		if kafka, err := k.KafkaGroups.Has(ctx, msg.GroupId); err != nil {
+		if err := k.claimKind(ctx, &g, types.GROUP_KIND_NATIVE); err != nil {
 			return nil, err
-		} else if kafka {
-			return nil, errorsmod.Wrapf(types.ErrInconsistentGroupProtocol, "group %q is run by Kafka clients' group protocol (through a Kafka gateway)", msg.GroupId)
 		}
 	}
+	g.Kind = types.GROUP_KIND_NATIVE
 	members, err := k.GroupMembers(ctx, msg.GroupId)
 	if err != nil {
 		return nil, err
@@ -380,18 +379,68 @@ func (k Keeper) checkGroupAdmin(g types.Group, signer string) error {
 	return nil
 }
 
+// requireEmpty refuses to go on while the group has members of either kind: native ones and
+// Kafka clients alike (a Kafka consumer that crashed stays a member until its session ends).
 func (k Keeper) requireEmpty(ctx context.Context, g types.Group) error {
-	n, err := k.countMembers(ctx, g.GroupId)
+	native, err := k.countMembers(ctx, g.GroupId)
 	if err != nil {
 		return err
 	}
-	if n > 0 {
-		return errorsmod.Wrapf(types.ErrGroupNotEmpty, "group %q has %d active members; they must leave or expire first", g.GroupId, n)
+	kafka, err := k.countKafkaMembers(ctx, g.GroupId)
+	if err != nil {
+		return err
+	}
+	if native > 0 {
+		return errorsmod.Wrapf(types.ErrGroupNotEmpty, "group %q has %d active members; they must leave or expire first", g.GroupId, native)
+	}
+	if kafka > 0 {
+		return errorsmod.Wrapf(types.ErrGroupNotEmpty, "group %q has %d active Kafka members; they must leave or their sessions expire first (or the admin removes their accounts: tx topics remove-group-member)", g.GroupId, kafka)
 	}
 	return nil
 }
 
-// DeleteGroup deletes an empty group and all its committed offsets.
+// groupKind is g's kind; a group stored before kinds existed is known by its members.
+func (k Keeper) groupKind(ctx context.Context, g types.Group) (types.GroupKind, error) {
+	if g.Kind != types.GROUP_KIND_UNSPECIFIED {
+		return g.Kind, nil
+	}
+	if has, err := k.KafkaGroups.Has(ctx, g.GroupId); err != nil || has {
+		return types.GROUP_KIND_KAFKA, err
+	}
+	if n, err := k.countMembers(ctx, g.GroupId); err != nil || n > 0 {
+		return types.GROUP_KIND_NATIVE, err
+	}
+	return types.GROUP_KIND_UNSPECIFIED, nil
+}
+
+// claimKind makes g a group of kind for a member about to join: a group with members keeps its
+// kind (a member of the other kind is refused), an empty one takes the joiner's, dropping what
+// the other kind left (an empty Kafka group's protocol state). The caller stores g.
+func (k Keeper) claimKind(ctx context.Context, g *types.Group, kind types.GroupKind) error {
+	cur, err := k.groupKind(ctx, *g)
+	if err != nil {
+		return err
+	}
+	if cur != kind && cur != types.GROUP_KIND_UNSPECIFIED {
+		if err := k.requireEmpty(ctx, *g); err != nil {
+			if kind == types.GROUP_KIND_NATIVE {
+				return errorsmod.Wrapf(types.ErrInconsistentGroupProtocol, "group %q is run by Kafka clients' group protocol (through a Kafka gateway)", g.GroupId)
+			}
+			return errorsmod.Wrapf(types.ErrInconsistentGroupProtocol, "group %q has native members (tx topics join-group); Kafka clients cannot join it", g.GroupId)
+		}
+		if cur == types.GROUP_KIND_KAFKA {
+			if err := k.dropKafkaGroup(ctx, g.GroupId); err != nil {
+				return err
+			}
+		}
+	}
+	g.Kind = kind
+	return nil
+}
+
+// DeleteGroup deletes an empty group (no member of either kind) with everything it holds:
+// committed offsets and, for a Kafka group, its protocol state, so nothing is left for the
+// EndBlocker to trip over.
 func (k Keeper) DeleteGroup(ctx context.Context, signer, group string) error {
 	if err := k.validAddress(signer, "authority"); err != nil {
 		return err
@@ -428,6 +477,10 @@ func (k Keeper) DeleteGroup(ctx context.Context, signer, group string) error {
 		}
 	}
 	if err := k.Offsets.Clear(ctx, collections.NewPrefixedPairRange[string, types.TopicPartition](group)); err != nil {
+		return err
+	}
+	// An empty Kafka group still has its protocol state (generation, pending join phase).
+	if err := k.dropKafkaGroup(ctx, group); err != nil {
 		return err
 	}
 	if err := k.Groups.Remove(ctx, group); err != nil {
@@ -482,23 +535,51 @@ func (k Keeper) expireMembers(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	groups = groups[:0]
-	var kafkaGroups []string
+	// Each due entry goes first, whatever becomes of its member: an entry that no longer
+	// matches its member (or whose member or group is gone) must never be read again. Then each
+	// group's expiries and its rebalance run together, isolated: a group that cannot be
+	// rebalanced is skipped (EventBlockWorkSkipped), not the block.
+	byGroup := map[string][]collections.Triple[int64, string, string]{}
 	for _, key := range due {
-		// Remove the due entry itself first: an entry that no longer matches its member (or a
-		// member that is gone) must not stop the EndBlocker, which would halt the chain.
 		if err := k.MemberExpiry.Remove(ctx, key); err != nil {
 			return 0, err
 		}
+		byGroup[key.K2()] = append(byGroup[key.K2()], key)
+	}
+	sort.Strings(groups)
+	for _, id := range groups {
+		keys := byGroup[id]
+		if err := k.isolate(ctx, "expire", id, func(ctx context.Context) error {
+			spent, err := k.expireGroupMembers(ctx, id, keys)
+			work += spent
+			return err
+		}); err != nil {
+			return 0, err
+		}
+	}
+	return work, nil
+}
+
+// expireGroupMembers removes the members of group whose due expiry entries are keys (entries
+// the member's later sessions made stale are ignored) and rebalances the group once, by its
+// kind; it returns the extra work units spent. Members whose group is gone (state a release
+// before group kinds left behind) are removed with what is left of the group.
+func (k Keeper) expireGroupMembers(ctx context.Context, group string, keys []collections.Triple[int64, string, string]) (uint64, error) {
+	g, err := k.Groups.Get(ctx, group)
+	if isNotFound(err) {
+		return 0, k.expireOrphans(ctx, group, keys)
+	} else if err != nil {
+		return 0, err
+	}
+	var native, kafka bool
+	for _, key := range keys {
 		m, err := k.Members.Get(ctx, collections.Join(key.K2(), key.K3()))
 		if isNotFound(err) {
 			expired, err := k.expireKafkaMember(ctx, key)
 			if err != nil {
 				return 0, err
 			}
-			if expired && !containsString(kafkaGroups, key.K2()) {
-				kafkaGroups = append(kafkaGroups, key.K2())
-			}
+			kafka = kafka || expired
 			continue
 		} else if err != nil {
 			return 0, err
@@ -509,32 +590,46 @@ func (k Keeper) expireMembers(ctx context.Context) (uint64, error) {
 		if err := k.removeMember(ctx, m); err != nil {
 			return 0, err
 		}
-		if !containsString(groups, m.GroupId) {
-			groups = append(groups, m.GroupId)
-		}
+		native = true
 	}
-	sort.Strings(groups)
-	for _, id := range groups {
-		g, err := k.GetGroup(ctx, id)
-		if err != nil {
-			return 0, err
-		}
+	if native {
 		if err := k.rebalance(ctx, &g, "expire"); err != nil {
 			return 0, err
 		}
 	}
-	sort.Strings(kafkaGroups)
-	for _, id := range kafkaGroups {
-		kg, err := k.KafkaGroups.Get(ctx, id)
-		if err != nil {
-			return 0, err
-		}
-		if err := k.kafkaMembersGone(ctx, &kg, "expire"); err != nil {
-			return 0, err
-		}
-		work += uint64(1) // the group's rebalance; its members were counted as they expired
+	if !kafka {
+		return 0, nil
 	}
-	return work, nil
+	kg, err := k.KafkaGroups.Get(ctx, group)
+	if isNotFound(err) {
+		return 0, nil
+	} else if err != nil {
+		return 0, err
+	}
+	// The group's rebalance; its members were counted as they expired.
+	return 1, k.kafkaMembersGone(ctx, &kg, "expire")
+}
+
+// expireOrphans removes the members the due keys name of a group that no longer exists, and
+// its Kafka protocol state once no member is left.
+func (k Keeper) expireOrphans(ctx context.Context, group string, keys []collections.Triple[int64, string, string]) error {
+	for _, key := range keys {
+		if m, err := k.Members.Get(ctx, collections.Join(key.K2(), key.K3())); err == nil {
+			if m.ExpiresAtMs == key.K1() {
+				if err := k.removeMember(ctx, m); err != nil {
+					return err
+				}
+			}
+		} else if !isNotFound(err) {
+			return err
+		} else if _, err := k.expireKafkaMember(ctx, key); err != nil {
+			return err
+		}
+	}
+	if n, err := k.countKafkaMembers(ctx, group); err != nil || n > 0 {
+		return err
+	}
+	return k.dropKafkaGroup(ctx, group)
 }
 
 func containsString(list []string, s string) bool {
@@ -621,6 +716,13 @@ func (k Keeper) RemoveGroupMember(ctx context.Context, msg *types.MsgRemoveGroup
 	if err := k.validAddress(msg.Member, "member"); err != nil {
 		return err
 	}
+	kind, err := k.groupKind(ctx, g)
+	if err != nil {
+		return err
+	}
+	if kind == types.GROUP_KIND_KAFKA {
+		return k.removeKafkaAccount(ctx, g, msg)
+	}
 	m, err := k.getMember(ctx, msg.GroupId, msg.Member)
 	if err != nil {
 		return err
@@ -628,19 +730,59 @@ func (k Keeper) RemoveGroupMember(ctx context.Context, msg *types.MsgRemoveGroup
 	if err := k.removeMember(ctx, m); err != nil {
 		return err
 	}
+	if err := k.dropAllowed(ctx, &g, msg); err != nil {
+		return err
+	}
+	return k.rebalance(ctx, &g, "remove")
+}
+
+// dropAllowed takes a removed member off the group's allowlist; the caller stores g.
+func (k Keeper) dropAllowed(ctx context.Context, g *types.Group, msg *types.MsgRemoveGroupMember) error {
 	kept := g.AllowedMembers[:0:0]
 	for _, a := range g.AllowedMembers {
 		if a != msg.Member {
 			kept = append(kept, a)
 		}
 	}
-	if len(kept) != len(g.AllowedMembers) {
-		g.AllowedMembers = kept
-		if err := k.emitGroupUpdated(ctx, g, msg.Authority, "policy"); err != nil {
+	if len(kept) == len(g.AllowedMembers) {
+		return nil
+	}
+	g.AllowedMembers = kept
+	return k.emitGroupUpdated(ctx, *g, msg.Authority, "policy")
+}
+
+// removeKafkaAccount is RemoveGroupMember for a Kafka group: a Kafka member is known by the
+// account that joined it, so every member msg.Member's account joined goes (a consumer that
+// crashed, say, so the admin need not wait for its session to end to delete the group).
+func (k Keeper) removeKafkaAccount(ctx context.Context, g types.Group, msg *types.MsgRemoveGroupMember) error {
+	kg, err := k.KafkaGroups.Get(ctx, g.GroupId)
+	if err != nil && !isNotFound(err) {
+		return err
+	}
+	members, err := k.kafkaMembers(ctx, g.GroupId)
+	if err != nil {
+		return err
+	}
+	removed := 0
+	for _, m := range members {
+		if m.Owner != msg.Member {
+			continue
+		}
+		if err := k.removeKafkaMember(ctx, m); err != nil {
 			return err
 		}
+		removed++
 	}
-	return k.rebalance(ctx, &g, "remove")
+	if removed == 0 {
+		return errorsmod.Wrapf(types.ErrUnknownMember, "%s has no Kafka member in group %q", msg.Member, g.GroupId)
+	}
+	if err := k.dropAllowed(ctx, &g, msg); err != nil {
+		return err
+	}
+	if err := k.Groups.Set(ctx, g.GroupId, g); err != nil {
+		return err
+	}
+	return k.kafkaMembersGone(ctx, &kg, "remove")
 }
 
 // TransferGroupAdmin makes new_admin the group's admin.

@@ -114,15 +114,15 @@ func (k Keeper) KafkaJoinGroup(ctx context.Context, msg *types.MsgKafkaJoinGroup
 			return types.KafkaGroup{}, err
 		}
 	}
+	kindBefore := g.Kind
+	if !create {
+		if err := k.claimKind(ctx, &g, types.GROUP_KIND_KAFKA); err != nil {
+			return types.KafkaGroup{}, err
+		}
+	}
+	g.Kind = types.GROUP_KIND_KAFKA
 	kg, err := k.KafkaGroups.Get(ctx, msg.GroupId)
 	if isNotFound(err) {
-		if !create {
-			if n, err := k.countMembers(ctx, msg.GroupId); err != nil {
-				return kg, err
-			} else if n > 0 {
-				return kg, errorsmod.Wrapf(types.ErrInconsistentGroupProtocol, "group %q has native members (tx topics join-group); Kafka clients cannot join it", msg.GroupId)
-			}
-		}
 		// Generations continue the group's, so commits fenced before stay fenced.
 		kg = types.KafkaGroup{GroupId: msg.GroupId, State: types.KAFKA_GROUP_STATE_EMPTY, Generation: int32(min(g.Generation, 1<<31-1))}
 	} else if err != nil {
@@ -162,6 +162,10 @@ func (k Keeper) KafkaJoinGroup(ctx context.Context, msg *types.MsgKafkaJoinGroup
 	}
 	if create {
 		if err := k.createGroup(ctx, g, msg.Owner); err != nil {
+			return kg, err
+		}
+	} else if g.Kind != kindBefore {
+		if err := k.Groups.Set(ctx, g.GroupId, g); err != nil {
 			return kg, err
 		}
 	}
@@ -228,7 +232,14 @@ func (k Keeper) startKafkaRebalance(ctx context.Context, kg *types.KafkaGroup, m
 	return k.setRebalanceDeadline(ctx, kg, max(now+longest, kg.NotBeforeMs))
 }
 
+// setRebalanceDeadline moves the join phase's deadline; a group's only due entries are those of
+// its current phase (not before, deadline), so a deleted group leaves none behind.
 func (k Keeper) setRebalanceDeadline(ctx context.Context, kg *types.KafkaGroup, at int64) error {
+	if kg.DeadlineMs != 0 && kg.DeadlineMs != kg.NotBeforeMs && kg.DeadlineMs != at {
+		if err := k.KafkaRebalanceDue.Remove(ctx, collections.Join(kg.DeadlineMs, kg.GroupId)); err != nil {
+			return err
+		}
+	}
 	kg.DeadlineMs = at
 	return k.KafkaRebalanceDue.Set(ctx, collections.Join(at, kg.GroupId), true)
 }
@@ -268,6 +279,9 @@ func (k Keeper) maybeCompleteKafkaRebalance(ctx context.Context, kg *types.Kafka
 // awaiting the leader's assignment, or Empty with no members.
 func (k Keeper) formKafkaGeneration(ctx context.Context, kg *types.KafkaGroup, members []types.KafkaMember, reason string) error {
 	kg.Generation++
+	if err := k.removeRebalanceDue(ctx, *kg); err != nil {
+		return err
+	}
 	kg.NotBeforeMs, kg.DeadlineMs = 0, 0
 	ids := make([]string, len(members))
 	if len(members) == 0 {
@@ -304,6 +318,44 @@ func (k Keeper) formKafkaGeneration(ctx context.Context, kg *types.KafkaGroup, m
 	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventGroupRebalanced{
 		GroupId: kg.GroupId, Generation: g.Generation, Members: ids, Reason: reason,
 	})
+}
+
+// removeRebalanceDue removes the due entries of kg's join phase, if one is open.
+func (k Keeper) removeRebalanceDue(ctx context.Context, kg types.KafkaGroup) error {
+	for _, at := range []int64{kg.NotBeforeMs, kg.DeadlineMs} {
+		if at == 0 {
+			continue
+		}
+		if err := k.KafkaRebalanceDue.Remove(ctx, collections.Join(at, kg.GroupId)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropKafkaGroup removes a Kafka group's protocol state: its members with their expiry
+// entries (callers have made sure there are none, or are removing them on purpose), its join
+// phase's due entries and the group state itself. Nothing is left that names the group.
+func (k Keeper) dropKafkaGroup(ctx context.Context, group string) error {
+	kg, err := k.KafkaGroups.Get(ctx, group)
+	if isNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	members, err := k.kafkaMembers(ctx, group)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		if err := k.removeKafkaMember(ctx, m); err != nil {
+			return err
+		}
+	}
+	if err := k.removeRebalanceDue(ctx, kg); err != nil {
+		return err
+	}
+	return k.KafkaGroups.Remove(ctx, group)
 }
 
 // commonProtocols lists the protocols every member supports, in the first member's order.
@@ -509,16 +561,23 @@ func (k Keeper) CompleteKafkaRebalances(ctx context.Context, budget uint64) (uin
 		return 0, err
 	}
 	for _, key := range due {
+		// The entry goes whatever becomes of its group, and each group forms its generation
+		// isolated: one that cannot is skipped (EventBlockWorkSkipped), not the block.
 		if err := k.KafkaRebalanceDue.Remove(ctx, key); err != nil {
 			return 0, err
 		}
-		kg, err := k.KafkaGroups.Get(ctx, key.K2())
-		if isNotFound(err) {
-			continue // stale entry
-		} else if err != nil {
-			return 0, err
-		}
-		if err := k.maybeCompleteKafkaRebalance(ctx, &kg, now, "join"); err != nil {
+		if err := k.isolate(ctx, "kafka_rebalance", key.K2(), func(ctx context.Context) error {
+			kg, err := k.KafkaGroups.Get(ctx, key.K2())
+			if isNotFound(err) {
+				return nil // the group was deleted
+			} else if err != nil {
+				return err
+			}
+			if err := k.maybeCompleteKafkaRebalance(ctx, &kg, now, "join"); err != nil {
+				return err
+			}
+			return k.KafkaGroups.Set(ctx, kg.GroupId, kg)
+		}); err != nil {
 			return 0, err
 		}
 	}

@@ -1,6 +1,10 @@
 package keeper
 
-import sdk "github.com/cosmos/cosmos-sdk/types"
+import (
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/bftlog/bftlog/x/topics/types"
+)
 
 // Migrator holds x/topics' store migrations, run by an upgrade handler
 // (module.Manager.RunMigrations).
@@ -11,8 +15,10 @@ func NewMigrator(k Keeper) Migrator { return Migrator{k: k} }
 
 // Migrate1to2 (upgrade v2) gives every topic's stored config its cleanup policy, which topics
 // created before v2 do not have: "delete", what they have always done; and the params their
-// compaction budgets. One write per topic, and topics are paid for by deposits, so the upgrade
-// block's work is bounded by what their owners escrowed.
+// compaction budgets; and every group its kind (groups.go), read from its members, dropping the
+// Kafka protocol state of groups deleted under v1 (which left it behind). One write per topic and
+// group, and both are paid for by deposits, so the upgrade block's work is bounded by what their
+// owners escrowed.
 func (m Migrator) Migrate1to2(ctx sdk.Context) error {
 	params, err := m.k.Params.Get(ctx)
 	if err != nil {
@@ -35,6 +41,45 @@ func (m Migrator) Migrate1to2(ctx sdk.Context) error {
 		}
 		t.Config = t.Config.WithDefaults()
 		if err := m.k.Topics.Set(ctx, t.Name, t); err != nil {
+			return err
+		}
+	}
+	return m.groupKinds(ctx)
+}
+
+func (m Migrator) groupKinds(ctx sdk.Context) error {
+	var groups []types.Group
+	if err := m.k.Groups.Walk(ctx, nil, func(_ string, g types.Group) (bool, error) {
+		groups = append(groups, g)
+		return false, nil
+	}); err != nil {
+		return err
+	}
+	for _, g := range groups {
+		kind, err := m.k.groupKind(ctx, g)
+		if err != nil {
+			return err
+		}
+		if kind == g.Kind {
+			continue
+		}
+		g.Kind = kind
+		if err := m.k.Groups.Set(ctx, g.GroupId, g); err != nil {
+			return err
+		}
+	}
+	var orphans []string
+	if err := m.k.KafkaGroups.Walk(ctx, nil, func(id string, _ types.KafkaGroup) (bool, error) {
+		has, err := m.k.Groups.Has(ctx, id)
+		if !has {
+			orphans = append(orphans, id)
+		}
+		return false, err
+	}); err != nil {
+		return err
+	}
+	for _, id := range orphans {
+		if err := m.k.dropKafkaGroup(ctx, id); err != nil {
 			return err
 		}
 	}

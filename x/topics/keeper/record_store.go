@@ -145,6 +145,7 @@ var errRecordStoreIteration = errors.New("the record store has point reads only"
 func (s recordKV) Get(key []byte) ([]byte, error) {
 	s.gas.ConsumeGas(s.cfg.ReadCostFlat, storetypes.GasReadCostFlatDesc)
 	v, err := s.get(key)
+	err = storageError(err)
 	s.gas.ConsumeGas(s.cfg.ReadCostPerByte*storetypes.Gas(len(key)+len(v)), storetypes.GasReadPerByteDesc)
 	return v, err
 }
@@ -232,7 +233,7 @@ func (k Keeper) setBatch(ctx context.Context, key collections.Pair[types.TopicPa
 func (k Keeper) withBytes(ctx context.Context, key collections.Pair[types.TopicPartition, uint64], m types.RecordBatch) (types.RecordBatch, error) {
 	bz, err := k.RecordBytes.Get(ctx, key)
 	if err != nil && !errors.Is(err, collections.ErrNotFound) {
-		return m, fmt.Errorf("record batch bytes of %s/%d at %d: %w", key.K1().Topic, key.K1().Partition, key.K2(), err)
+		return m, storageError(fmt.Errorf("record batch bytes of %s/%d at %d: %w", key.K1().Topic, key.K1().Partition, key.K2(), err))
 	}
 	if sum := sha256.Sum256(bz); bz != nil && bytes.Equal(sum[:], m.RecordBatchSha256) {
 		m.RecordBatch = bz
@@ -249,8 +250,9 @@ func (k Keeper) withBytes(ctx context.Context, key collections.Pair[types.TopicP
 			}
 		}
 	}
+	// The state names bytes this node does not have: its storage failed (ErrStorage).
 	if bz == nil {
-		return m, fmt.Errorf("record batch bytes of %s/%d at %d: %w", key.K1().Topic, key.K1().Partition, key.K2(), collections.ErrNotFound)
+		return m, storageError(fmt.Errorf("record batch bytes of %s/%d at %d: %w", key.K1().Topic, key.K1().Partition, key.K2(), collections.ErrNotFound))
 	}
-	return m, fmt.Errorf("record batch bytes of %s/%d at %d do not match their SHA-256 in the state", key.K1().Topic, key.K1().Partition, key.K2())
+	return m, storageError(fmt.Errorf("record batch bytes of %s/%d at %d do not match their SHA-256 in the state", key.K1().Topic, key.K1().Partition, key.K2()))
 }

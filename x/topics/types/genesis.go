@@ -159,6 +159,9 @@ func (gs GenesisState) validateGroups(ac address.Codec, parts map[TopicPartition
 		}); err != nil {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "group %s join policy: %v", g.GroupId, err)
 		}
+		if _, ok := GroupKind_name[int32(g.Kind)]; !ok {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "group %s: unknown kind %d", g.GroupId, g.Kind)
+		}
 		groups[g.GroupId] = g
 	}
 	type memberKey struct{ group, member string }
@@ -170,8 +173,10 @@ func (gs GenesisState) validateGroups(ac address.Codec, parts map[TopicPartition
 	members := map[memberKey]bool{}
 	owned := map[groupPartitionKey]string{}
 	for _, m := range gs.Members {
-		if _, ok := groups[m.GroupId]; !ok {
+		if g, ok := groups[m.GroupId]; !ok {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "member %s of unknown group %s", m.Member, m.GroupId)
+		} else if g.Kind == GROUP_KIND_KAFKA {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "native member %s of Kafka group %s", m.Member, m.GroupId)
 		}
 		if _, err := ac.StringToBytes(m.Member); err != nil {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "member of group %s: %v", m.GroupId, err)
