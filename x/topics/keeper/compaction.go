@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"math"
 
 	"cosmossdk.io/collections"
@@ -137,32 +138,53 @@ func (k Keeper) compact(ctx context.Context, budget *compactionBudget) error {
 		if err != nil || !ok {
 			return err
 		}
+		// The turn is taken off the schedule first, then the pass runs isolated: a pass that
+		// fails is skipped (EventBlockWorkSkipped) and not retried until produce schedules one.
+		if err := k.unschedule(ctx, key); err != nil {
+			return err
+		}
 		tp := key.K2()
-		st, err := k.Compactions.Get(ctx, tp)
-		if err != nil && !isNotFound(err) {
-			return err
-		}
-		finished, next, err := k.compactPartition(ctx, tp, &st, now, budget)
-		if err != nil {
-			return err
-		}
-		if err := k.CompactionDue.Remove(ctx, key); err != nil {
-			return err
-		}
-		st.DueMs = 0
-		if !finished { // out of budget: the pass goes on next block, behind the others due
-			next = now
-		}
-		if next != 0 {
-			if err := k.schedule(ctx, tp, &st, next); err != nil {
+		if err := k.isolate(ctx, "compaction", fmt.Sprintf("%s/%d", tp.Topic, tp.Partition), func(ctx context.Context) error {
+			st, err := k.Compactions.Get(ctx, tp)
+			if err != nil && !isNotFound(err) {
 				return err
 			}
-		}
-		if err := k.Compactions.Set(ctx, tp, st); err != nil {
+			finished, next, err := k.compactPartition(ctx, tp, &st, now, budget)
+			if err != nil {
+				return err
+			}
+			if !finished { // out of budget: the pass goes on next block, behind the others due
+				next = now
+			}
+			if next != 0 {
+				if err := k.schedule(ctx, tp, &st, next); err != nil {
+					return err
+				}
+			}
+			return k.Compactions.Set(ctx, tp, st)
+		}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// unschedule removes a due turn and clears it from the partition's stored state.
+func (k Keeper) unschedule(ctx context.Context, key collections.Pair[int64, types.TopicPartition]) error {
+	if err := k.CompactionDue.Remove(ctx, key); err != nil {
+		return err
+	}
+	st, err := k.Compactions.Get(ctx, key.K2())
+	if isNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if st.DueMs != key.K1() {
+		return nil
+	}
+	st.DueMs = 0
+	return k.Compactions.Set(ctx, key.K2(), st)
 }
 
 // firstDue is the earliest scheduled pass if it is due.
