@@ -395,3 +395,31 @@ func TestProposalWithFreeTransactionRejected(t *testing.T) {
 	t.Logf("proposals: paid tx accepted; + a zero-fee tx rejected; 5 x %d gas accepted, 6 x (%d > block max_gas %d) rejected",
 		maxTx, 6*maxTx, app.DefaultBlockMaxGas)
 }
+
+// Found by the simulation (seed 27): a group created by a first join (MsgJoinGroup) escrowed
+// its deposit but stored itself without it, so the deposit was never refunded and the module
+// account held more than the groups claim. A first join through either protocol keeps the
+// claim, and deleting the group refunds it.
+func TestFirstJoinKeepsTheGroupDeposit(t *testing.T) {
+	c := newFeeChain(t, 1e15)
+	alice := c.addr(0)
+	params := c.params()
+	c.deliver(0, 5_000_000, createMsg(alice, "orders", 1))
+	c.deliver(0, 5_000_000, &topicstypes.MsgJoinGroup{Member: alice.String(), GroupId: "native", Topics: []string{"orders"}})
+	c.deliver(0, 5_000_000, &topicstypes.MsgKafkaJoinGroup{Owner: alice.String(), GroupId: "kafka", MemberId: "m", ProtocolType: "consumer",
+		Protocols: []topicstypes.KafkaProtocol{{Name: "range"}}, SessionTimeoutMs: 10_000})
+	for _, id := range []string{"native", "kafka"} {
+		g, err := c.app.TopicsKeeper.Groups.Get(c.ctx(), id)
+		require.NoError(t, err)
+		require.Equal(t, params.GroupDepositFor(), g.Deposit, id)
+	}
+	escrowed, err := c.app.TopicsKeeper.EscrowedDeposits(c.ctx())
+	require.NoError(t, err)
+	require.Equal(t, escrowed, c.escrow(), "the module account holds exactly what topics and groups claim")
+	c.deliver(0, 5_000_000, &topicstypes.MsgLeaveGroup{Member: alice.String(), GroupId: "native"})
+	c.deliver(0, 5_000_000, &topicstypes.MsgDeleteGroup{Authority: alice.String(), GroupId: "native"})
+	escrowed, err = c.app.TopicsKeeper.EscrowedDeposits(c.ctx())
+	require.NoError(t, err)
+	require.Equal(t, escrowed, c.escrow())
+	t.Logf("escrow after a first join of each kind and deleting one: %s (%s per group)", c.escrow(), params.GroupDeposit)
+}

@@ -142,7 +142,7 @@ func (k Keeper) JoinGroup(ctx context.Context, msg *types.MsgJoinGroup) (*types.
 		return nil, errorsmod.Wrapf(types.ErrSubscriptionTooLarge, "group %q would subscribe to %d partitions, the limit is %d", msg.GroupId, total, params.MaxGroupSubscribedPartitions)
 	}
 	if create {
-		if err := k.createGroup(ctx, g, msg.Member); err != nil {
+		if err := k.createGroup(ctx, &g, msg.Member); err != nil {
 			return nil, err
 		}
 	}
@@ -177,8 +177,9 @@ func newGroup(id, admin string, policy types.JoinPolicy, allowed []string, assig
 }
 
 // createGroup is the one place a group comes into being (MsgCreateGroup or a first join), so a
-// creation charge has one home. The caller has checked everything.
-func (k Keeper) createGroup(ctx context.Context, g types.Group, signer string) error {
+// creation charge has one home. The caller has checked everything; g gets its deposit, so a
+// caller that stores g again (a first join's rebalance) keeps the claim to the refund.
+func (k Keeper) createGroup(ctx context.Context, g *types.Group, signer string) error {
 	// The creator escrows group_deposit (deposits.go), so groups nobody deletes are paid for.
 	params, err := k.Params.Get(ctx)
 	if err != nil {
@@ -187,10 +188,10 @@ func (k Keeper) createGroup(ctx context.Context, g types.Group, signer string) e
 	if g.Deposit, err = k.escrow(ctx, signer, params.GroupDepositFor()); err != nil {
 		return err
 	}
-	if err := k.Groups.Set(ctx, g.GroupId, g); err != nil {
+	if err := k.Groups.Set(ctx, g.GroupId, *g); err != nil {
 		return err
 	}
-	return k.emitGroupUpdated(ctx, g, signer, "create")
+	return k.emitGroupUpdated(ctx, *g, signer, "create")
 }
 
 func (k Keeper) emitGroupUpdated(ctx context.Context, g types.Group, signer, reason string) error {
@@ -671,7 +672,7 @@ func (k Keeper) CreateGroup(ctx context.Context, msg *types.MsgCreateGroup) erro
 		return errorsmod.Wrapf(types.ErrInvalidRequest, "group %q already exists", msg.GroupId)
 	}
 	g := newGroup(msg.GroupId, msg.Admin, msg.JoinPolicy, msg.AllowedMembers, msg.Assignor, msg.SessionTimeoutMs, sdk.UnwrapSDKContext(ctx).BlockHeight())
-	return k.createGroup(ctx, g, msg.Admin)
+	return k.createGroup(ctx, &g, msg.Admin)
 }
 
 // adminGroup loads a group for an administrative change by signer (its admin or the authority).

@@ -161,7 +161,7 @@ func (k Keeper) KafkaJoinGroup(ctx context.Context, msg *types.MsgKafkaJoinGroup
 		}
 	}
 	if create {
-		if err := k.createGroup(ctx, g, msg.Owner); err != nil {
+		if err := k.createGroup(ctx, &g, msg.Owner); err != nil {
 			return kg, err
 		}
 	} else if g.Kind != kindBefore {
