@@ -1,0 +1,783 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"time"
+
+	sdkmath "cosmossdk.io/math"
+
+	"github.com/cosmos/cosmos-sdk/crypto/keys/ed25519"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
+	govtypes "github.com/cosmos/cosmos-sdk/x/gov/types"
+	govv1 "github.com/cosmos/cosmos-sdk/x/gov/types/v1"
+	stakingtypes "github.com/cosmos/cosmos-sdk/x/staking/types"
+
+	poatypes "github.com/bftlog/bftlog/x/poa/types"
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// gen writes the messages of one block from the world before it. Honest accounts mostly write
+// what the state admits; hostile ones act as other accounts' members and groups, with wrong
+// generations, oversize and malformed inputs, replayed transactions.
+type gen struct {
+	r       *rand.Rand
+	c       *chain
+	w       *world
+	hostile []bool
+	now     time.Time
+	gov     string
+	voted   map[uint64]bool
+}
+
+const (
+	topicPool = 6
+	groupPool = 6
+	keyPool   = 12
+)
+
+var (
+	protocolNames = []string{"range", "roundrobin", "sticky"}
+	compressions  = []types.Compression{types.CompressionNone, types.CompressionGzip, types.CompressionSnappy, types.CompressionLZ4, types.CompressionZstd}
+)
+
+// action is one kind of message: its weight for honest and hostile accounts and its writer
+// (nil when the state offers nothing to write it about).
+type action struct {
+	name            string
+	honest, hostile int
+	write           func(g *gen, a int) []sdk.Msg
+}
+
+var actions = []action{
+	{"create_topic", 4, 2, (*gen).createTopic},
+	{"update_topic_config", 3, 3, (*gen).updateTopicConfig},
+	{"add_partitions", 1, 1, (*gen).addPartitions},
+	{"delete_topic", 1, 2, (*gen).deleteTopic},
+	{"produce", 30, 10, (*gen).produce},
+	{"produce_hostile", 0, 8, (*gen).produceHostile},
+	{"transaction", 4, 2, (*gen).transaction},
+	{"create_group", 3, 2, (*gen).createGroup},
+	{"join_group", 6, 3, (*gen).joinGroup},
+	{"heartbeat", 6, 2, (*gen).heartbeat},
+	{"leave_group", 2, 2, (*gen).leaveGroup},
+	{"commit_offsets", 8, 5, (*gen).commit},
+	{"reset_offsets", 2, 2, (*gen).reset},
+	{"delete_group", 2, 3, (*gen).deleteGroup},
+	{"update_group_policy", 2, 2, (*gen).updatePolicy},
+	{"remove_group_member", 2, 2, (*gen).removeMember},
+	{"transfer_group_admin", 1, 2, (*gen).transferAdmin},
+	{"kafka_join_group", 6, 4, (*gen).kafkaJoin},
+	{"kafka_sync_group", 5, 2, (*gen).kafkaSync},
+	{"kafka_heartbeat", 5, 2, (*gen).kafkaHeartbeat},
+	{"kafka_leave_group", 2, 2, (*gen).kafkaLeave},
+	{"kafka_commit", 6, 3, (*gen).kafkaCommit},
+	{"proposal_params", 1, 1, (*gen).proposeParams},
+	{"proposal_topic", 1, 1, (*gen).proposeTopic},
+	{"proposal_poa", 1, 0, (*gen).proposePoa},
+	{"poa_hostile", 0, 1, (*gen).poaHostile},
+	{"create_validator", 2, 0, (*gen).createValidator},
+}
+
+// msgs writes one transaction's messages for account a.
+func (g *gen) msgs(a int) []sdk.Msg {
+	if a == 0 { // its votes alone, so no other message's refusal takes them down
+		if v := g.votes(); len(v) > 0 {
+			return v
+		}
+	}
+	n := 1
+	if g.r.Intn(5) == 0 {
+		n += 1 + g.r.Intn(2)
+	}
+	var out []sdk.Msg
+	for len(out) < n {
+		if m := g.pick(a)(g, a); m != nil {
+			out = append(out, m...)
+		}
+	}
+	return out
+}
+
+func (g *gen) pick(a int) func(*gen, int) []sdk.Msg {
+	total := 0
+	for _, x := range actions {
+		total += x.weight(g.hostile[a])
+	}
+	n := g.r.Intn(total)
+	for _, x := range actions {
+		if n -= x.weight(g.hostile[a]); n < 0 {
+			return x.write
+		}
+	}
+	panic("unreachable")
+}
+
+func (x action) weight(hostile bool) int {
+	if hostile {
+		return x.hostile
+	}
+	return x.honest
+}
+
+func (g *gen) addr(a int) string { return g.c.addrs[a].String() }
+
+// someone is a random account; for a hostile signer, likely not itself.
+func (g *gen) someone() int { return g.r.Intn(len(g.c.addrs)) }
+
+func (g *gen) oneOf(n int) bool { return g.r.Intn(n) == 0 }
+
+func (g *gen) topicName() string { return fmt.Sprintf("t%d", g.r.Intn(topicPool)) }
+
+func (g *gen) groupID() string { return fmt.Sprintf("g%d", g.r.Intn(groupPool)) }
+
+// anyTopic is an existing topic, or nil.
+func (g *gen) anyTopic() *types.Topic {
+	if len(g.w.topics) == 0 {
+		return nil
+	}
+	t := g.w.topics[g.r.Intn(len(g.w.topics))]
+	return &t
+}
+
+// ownedTopic is a topic account a owns; a hostile account picks any (and is refused).
+func (g *gen) ownedTopic(a int) *types.Topic {
+	var pool []types.Topic
+	for _, t := range g.w.topics {
+		if t.Owner == g.addr(a) || g.hostile[a] {
+			pool = append(pool, t)
+		}
+	}
+	if len(pool) == 0 {
+		return nil
+	}
+	t := pool[g.r.Intn(len(pool))]
+	return &t
+}
+
+func (g *gen) config() types.TopicConfig {
+	cfg := types.TopicConfig{
+		CleanupPolicy:                  []string{"", "delete", "compact", "compact,delete"}[g.r.Intn(4)],
+		RetentionMs:                    []int64{-1, -1, 4_000, 30_000, 300_000}[g.r.Intn(5)],
+		RetentionBytes:                 []int64{-1, -1, 4_000, 40_000}[g.r.Intn(4)],
+		MinCompactionLagMs:             []int64{0, 0, 1_000, 10_000}[g.r.Intn(4)],
+		DeleteRetentionMs:              []int64{0, 2_000, 60_000}[g.r.Intn(3)],
+		MinCleanableDirtyRatioPermille: []uint32{0, 100, 500, 900}[g.r.Intn(4)],
+		ProducerPolicy:                 types.PRODUCER_POLICY_ANYONE,
+	}
+	switch g.r.Intn(6) {
+	case 0:
+		cfg.ProducerPolicy = types.PRODUCER_POLICY_UNSPECIFIED
+	case 1:
+		cfg.ProducerPolicy = types.PRODUCER_POLICY_ALLOWLIST
+		for i := range g.c.addrs {
+			if g.oneOf(2) {
+				cfg.AllowedProducers = append(cfg.AllowedProducers, g.addr(i))
+			}
+		}
+	}
+	if g.oneOf(25) {
+		cfg.CleanupPolicy, cfg.RetentionMs = "shred", -7 // refused
+	}
+	return cfg
+}
+
+func (g *gen) createTopic(a int) []sdk.Msg {
+	parts := uint32(1 + g.r.Intn(4))
+	if g.hostile[a] && g.oneOf(3) {
+		parts = []uint32{0, 100_000}[g.r.Intn(2)]
+	}
+	return []sdk.Msg{&types.MsgCreateTopic{Owner: g.addr(a), Name: g.topicName(), Partitions: parts, Config: g.config()}}
+}
+
+func (g *gen) updateTopicConfig(a int) []sdk.Msg {
+	t := g.ownedTopic(a)
+	if t == nil {
+		return nil
+	}
+	cfg := t.Config
+	switch g.r.Intn(3) {
+	case 0: // a cleanup.policy switch alone
+		cfg.CleanupPolicy = []string{"delete", "compact", "compact,delete"}[g.r.Intn(3)]
+	default:
+		cfg = g.config()
+	}
+	return []sdk.Msg{&types.MsgUpdateTopicConfig{Authority: g.addr(a), Name: t.Name, Config: cfg}}
+}
+
+func (g *gen) addPartitions(a int) []sdk.Msg {
+	t := g.ownedTopic(a)
+	if t == nil {
+		return nil
+	}
+	n := t.Partitions + 1 + uint32(g.r.Intn(2))
+	if g.hostile[a] && g.oneOf(2) {
+		n = []uint32{t.Partitions - 1, 1 << 20}[g.r.Intn(2)]
+	}
+	return []sdk.Msg{&types.MsgAddPartitions{Authority: g.addr(a), Name: t.Name, Partitions: n}}
+}
+
+func (g *gen) deleteTopic(a int) []sdk.Msg {
+	t := g.ownedTopic(a)
+	if t == nil || !g.hostile[a] && !g.oneOf(3) {
+		return nil
+	}
+	return []sdk.Msg{&types.MsgDeleteTopic{Authority: g.addr(a), Name: t.Name}}
+}
+
+// records writes n records for t: keyed from a small set on a compacted topic (with
+// tombstones), otherwise keyed or not.
+func (g *gen) records(t *types.Topic, n int) []types.BatchRecord {
+	out := make([]types.BatchRecord, n)
+	for i := range out {
+		r := types.BatchRecord{}
+		if t != nil && t.Config.Compacts() || g.oneOf(2) {
+			r.Key = types.NewBytes(fmt.Appendf(nil, "k%d", g.r.Intn(keyPool)))
+		}
+		if t == nil || !t.Config.Compacts() || !g.oneOf(6) {
+			v := make([]byte, g.r.Intn(300))
+			for j := range v {
+				v[j] = byte('a' + g.r.Intn(4)) // compressible
+			}
+			r.Value = types.NewBytes(v)
+		}
+		if g.oneOf(5) {
+			r.Headers = []types.Header{{Key: "h", Value: []byte("v")}}
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// batch encodes records for partition p of t.
+func (g *gen) batch(t *types.Topic, p uint32, n int) types.ProduceBatch {
+	b, err := types.NewProduceBatch(t.Name, p, g.records(t, n), compressions[g.r.Intn(len(compressions))])
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func (g *gen) produce(a int) []sdk.Msg {
+	t := g.anyTopic()
+	if t == nil {
+		return nil
+	}
+	msg := &types.MsgProduce{Producer: g.addr(a)}
+	used := map[uint32]bool{}
+	for i, n := 0, 1+g.r.Intn(2); i < n; i++ {
+		p := uint32(g.r.Intn(int(t.Partitions)))
+		if used[p] {
+			continue
+		}
+		used[p] = true
+		b := g.batch(t, p, 1+g.r.Intn(12))
+		switch g.r.Intn(5) {
+		case 0: // idempotent (native sequences): next, a retry of the last, or a gap
+			last := g.w.sequences[seqKey(g.addr(a), t.Name, p)]
+			b.Sequence = last + []uint64{1, 1, 1, 0, 3}[g.r.Intn(5)]
+			if b.Sequence == 0 {
+				b.Sequence = 1
+			}
+		case 1: // a Kafka idempotent producer: next base sequence, a retry or a gap
+			pid := int64(1000 + a)
+			seq := g.w.kafkaSeqs[kafkaSeqKey(g.addr(a), t.Name, p, pid)]
+			seq += []int32{0, 0, 0, -int32(b.RecordCount), 5}[g.r.Intn(5)]
+			b.RecordBatch = types.WithProducer(b.RecordBatch, pid, 0, max(seq, 0))
+		}
+		msg.Batches = append(msg.Batches, b)
+	}
+	return []sdk.Msg{msg}
+}
+
+// produceHostile sends what the chain must refuse or bound: corrupt bytes, a lying record
+// count, keyless records to a compacted topic, a partition out of range, a record over the
+// limit, a topic that does not exist, a decompression bomb.
+func (g *gen) produceHostile(a int) []sdk.Msg {
+	t := g.anyTopic()
+	if t == nil {
+		t = &types.Topic{Name: g.topicName(), Partitions: 1}
+	}
+	b := g.batch(t, 0, 1+g.r.Intn(4))
+	switch g.r.Intn(7) {
+	case 0:
+		b.RecordBatch[len(b.RecordBatch)-1-g.r.Intn(8)] ^= 0x5a
+	case 1:
+		b.RecordCount++
+	case 2:
+		recs := g.records(nil, 2)
+		recs[0].Key, recs[1].Key = nil, nil
+		var err error
+		if b, err = types.NewProduceBatch(t.Name, 0, recs, types.CompressionNone); err != nil {
+			panic(err)
+		}
+	case 3:
+		b.Partition = t.Partitions + uint32(g.r.Intn(3))
+	case 4:
+		big := make([]byte, g.w.params.MaxRecordBytes+1)
+		var err error
+		if b, err = types.NewProduceBatch(t.Name, 0, []types.BatchRecord{{Key: types.NewBytes([]byte("k0")), Value: types.NewBytes(big)}}, types.CompressionZstd); err != nil {
+			panic(err)
+		}
+	case 5:
+		b.Topic = "nope"
+	case 6:
+		zeros := make([]byte, 4<<20)
+		var err error
+		if b, err = types.NewProduceBatch(t.Name, 0, []types.BatchRecord{{Key: types.NewBytes([]byte("k0")), Value: types.NewBytes(zeros)}}, types.CompressionZstd); err != nil {
+			panic(err)
+		}
+	}
+	return []sdk.Msg{&types.MsgProduce{Producer: g.addr(a), Batches: []types.ProduceBatch{b}}}
+}
+
+// transaction is what a Kafka gateway commits at EndTxn: the transaction's batches and their
+// commit markers, with the consumed offsets of a group, in one transaction (all or nothing).
+func (g *gen) transaction(a int) []sdk.Msg {
+	t := g.anyTopic()
+	if t == nil {
+		return nil
+	}
+	pid := int64(2000 + a)
+	p := uint32(g.r.Intn(int(t.Partitions)))
+	b := g.batch(t, p, 1+g.r.Intn(5))
+	seq := g.w.kafkaSeqs[kafkaSeqKey(g.addr(a), t.Name, p, pid)]
+	b.RecordBatch = types.WithProducer(b.RecordBatch, pid, 0, seq)
+	marker := types.ProduceBatch{Topic: t.Name, Partition: p, RecordBatch: types.EncodeCommitMarker(pid, 0, g.now.UnixMilli()), RecordCount: 1}
+	msgs := []sdk.Msg{&types.MsgProduce{Producer: g.addr(a), Batches: []types.ProduceBatch{b}}, &types.MsgProduce{Producer: g.addr(a), Batches: []types.ProduceBatch{marker}}}
+	if c := g.commit(a); c != nil {
+		msgs = append(msgs, c...)
+	} else if c := g.kafkaCommit(a); c != nil {
+		msgs = append(msgs, c...)
+	}
+	return msgs
+}
+
+func (g *gen) createGroup(a int) []sdk.Msg {
+	msg := &types.MsgCreateGroup{Admin: g.addr(a), GroupId: g.groupID(), SessionTimeoutMs: []int64{0, 5_000, 20_000}[g.r.Intn(3)],
+		Assignor: types.Assignor(g.r.Intn(3))}
+	switch g.r.Intn(5) {
+	case 0:
+		msg.JoinPolicy = types.JOIN_POLICY_UNSPECIFIED
+	case 1:
+		msg.JoinPolicy = types.JOIN_POLICY_ALLOWLIST
+		msg.AllowedMembers = g.someAccounts()
+	default:
+		msg.JoinPolicy = types.JOIN_POLICY_ANYONE
+	}
+	return []sdk.Msg{msg}
+}
+
+func (g *gen) someAccounts() []string {
+	var out []string
+	for i := range g.c.addrs {
+		if g.oneOf(2) {
+			out = append(out, g.addr(i))
+		}
+	}
+	return out
+}
+
+func (g *gen) joinGroup(a int) []sdk.Msg {
+	t := g.anyTopic()
+	if t == nil {
+		return nil
+	}
+	topics := []string{t.Name}
+	if u := g.anyTopic(); u.Name != t.Name && g.oneOf(3) {
+		topics = append(topics, u.Name)
+	}
+	if g.hostile[a] && g.oneOf(4) {
+		topics = append(topics, topics[0]) // listed twice
+	}
+	return []sdk.Msg{&types.MsgJoinGroup{Member: g.addr(a), GroupId: g.groupID(), Topics: topics, SessionTimeoutMs: []int64{0, 4_000, 15_000}[g.r.Intn(3)]}}
+}
+
+// membership is a native group account a is a member of (or, for a hostile account, any
+// group with members, to act as another account's member).
+func (g *gen) membership(a int) (types.Member, bool) {
+	var mine, all []types.Member
+	for _, id := range sortedKeys(g.w.members) {
+		for _, m := range g.w.members[id] {
+			all = append(all, m)
+			if m.Member == g.addr(a) {
+				mine = append(mine, m)
+			}
+		}
+	}
+	pool := mine
+	if g.hostile[a] && g.oneOf(2) || len(mine) == 0 && g.oneOf(3) {
+		pool = all
+	}
+	if len(pool) == 0 {
+		return types.Member{}, false
+	}
+	return pool[g.r.Intn(len(pool))], true
+}
+
+func (g *gen) heartbeat(a int) []sdk.Msg {
+	m, ok := g.membership(a)
+	if !ok {
+		return nil
+	}
+	return []sdk.Msg{&types.MsgHeartbeat{Member: g.addr(a), GroupId: m.GroupId}}
+}
+
+func (g *gen) leaveGroup(a int) []sdk.Msg {
+	m, ok := g.membership(a)
+	if !ok {
+		return nil
+	}
+	return []sdk.Msg{&types.MsgLeaveGroup{Member: g.addr(a), GroupId: m.GroupId}}
+}
+
+// offsetFor is a committable offset of a partition (a hostile account may go past the end).
+func (g *gen) offsetFor(a int, topic string, partition uint32) uint64 {
+	for _, p := range g.w.partitions[topic] {
+		if p.Partition == partition {
+			off := p.LogStartOffset + uint64(g.r.Int63n(int64(p.HighWatermark-p.LogStartOffset)+1))
+			if g.hostile[a] && g.oneOf(4) {
+				off = p.HighWatermark + 1 + uint64(g.r.Intn(100))
+			}
+			return off
+		}
+	}
+	return uint64(g.r.Intn(10))
+}
+
+func (g *gen) commit(a int) []sdk.Msg {
+	m, ok := g.membership(a)
+	if !ok {
+		return nil
+	}
+	grp, _ := g.w.group(m.GroupId)
+	gen := grp.Generation
+	if g.hostile[a] && g.oneOf(3) {
+		gen = gen - 1
+	}
+	msg := &types.MsgCommitOffsets{Member: g.addr(a), GroupId: m.GroupId, Generation: gen}
+	for _, tp := range m.Assignment {
+		for _, p := range tp.Partitions {
+			if g.oneOf(2) {
+				msg.Offsets = append(msg.Offsets, types.OffsetCommit{Topic: tp.Topic, Partition: p, Offset: g.offsetFor(a, tp.Topic, p), Metadata: "sim"})
+			}
+		}
+	}
+	if len(msg.Offsets) == 0 || g.hostile[a] && g.oneOf(3) {
+		if t := g.anyTopic(); t != nil { // a partition that may not be assigned to it
+			msg.Offsets = append(msg.Offsets, types.OffsetCommit{Topic: t.Name, Partition: uint32(g.r.Intn(int(t.Partitions))), Offset: 0})
+		}
+	}
+	return []sdk.Msg{msg}
+}
+
+// adminGroup is a group a administers (a hostile account picks any).
+func (g *gen) adminGroup(a int) (types.Group, bool) {
+	var pool []types.Group
+	for _, grp := range g.w.groups {
+		if grp.Admin == g.addr(a) || g.hostile[a] {
+			pool = append(pool, grp)
+		}
+	}
+	if len(pool) == 0 {
+		return types.Group{}, false
+	}
+	return pool[g.r.Intn(len(pool))], true
+}
+
+func (g *gen) reset(a int) []sdk.Msg {
+	grp, ok := g.adminGroup(a)
+	t := g.anyTopic()
+	if !ok || t == nil {
+		return nil
+	}
+	msg := &types.MsgResetOffsets{Authority: g.addr(a), GroupId: grp.GroupId, Topic: t.Name, To: types.OffsetSpec(1 + g.r.Intn(4))}
+	switch msg.To {
+	case types.OFFSET_SPEC_OFFSET:
+		msg.Offset = uint64(g.r.Intn(50))
+	case types.OFFSET_SPEC_TIMESTAMP:
+		msg.TimestampMs = g.now.UnixMilli() - int64(g.r.Intn(60_000))
+	}
+	if g.oneOf(2) {
+		msg.Partitions = []uint32{uint32(g.r.Intn(int(t.Partitions) + 1))}
+	}
+	return []sdk.Msg{msg}
+}
+
+func (g *gen) deleteGroup(a int) []sdk.Msg {
+	grp, ok := g.adminGroup(a)
+	if !ok {
+		return nil
+	}
+	return []sdk.Msg{&types.MsgDeleteGroup{Authority: g.addr(a), GroupId: grp.GroupId}}
+}
+
+func (g *gen) updatePolicy(a int) []sdk.Msg {
+	grp, ok := g.adminGroup(a)
+	if !ok {
+		return nil
+	}
+	msg := &types.MsgUpdateGroupPolicy{Authority: g.addr(a), GroupId: grp.GroupId, JoinPolicy: types.JoinPolicy(g.r.Intn(3))}
+	if msg.JoinPolicy == types.JOIN_POLICY_ALLOWLIST {
+		msg.AllowedMembers = g.someAccounts()
+	}
+	return []sdk.Msg{msg}
+}
+
+func (g *gen) removeMember(a int) []sdk.Msg {
+	grp, ok := g.adminGroup(a)
+	if !ok {
+		return nil
+	}
+	member := g.addr(g.someone())
+	if ms := g.w.members[grp.GroupId]; len(ms) > 0 {
+		member = ms[g.r.Intn(len(ms))].Member
+	} else if ks := g.w.kmembers[grp.GroupId]; len(ks) > 0 {
+		member = ks[g.r.Intn(len(ks))].Owner
+	}
+	return []sdk.Msg{&types.MsgRemoveGroupMember{Authority: g.addr(a), GroupId: grp.GroupId, Member: member}}
+}
+
+func (g *gen) transferAdmin(a int) []sdk.Msg {
+	grp, ok := g.adminGroup(a)
+	if !ok {
+		return nil
+	}
+	return []sdk.Msg{&types.MsgTransferGroupAdmin{Authority: g.addr(a), GroupId: grp.GroupId, NewAdmin: g.addr(g.someone())}}
+}
+
+// kafkaMemberID is one of account a's few Kafka member ids, so members rejoin; a hostile
+// account may take another account's.
+func (g *gen) kafkaMemberID(a int, group string) string {
+	if g.hostile[a] && g.oneOf(3) {
+		if ks := g.w.kmembers[group]; len(ks) > 0 {
+			return ks[g.r.Intn(len(ks))].MemberId
+		}
+	}
+	return fmt.Sprintf("m%d-%d", a, g.r.Intn(3))
+}
+
+func (g *gen) kafkaJoin(a int) []sdk.Msg {
+	group := g.groupID()
+	msg := &types.MsgKafkaJoinGroup{Owner: g.addr(a), GroupId: group, MemberId: g.kafkaMemberID(a, group), ClientId: "sim", ProtocolType: "consumer",
+		SessionTimeoutMs: []int32{6_000, 10_000, 30_000}[g.r.Intn(3)], RebalanceTimeoutMs: []int32{0, 5_000, 20_000}[g.r.Intn(3)]}
+	first := g.r.Intn(len(protocolNames))
+	for i := range protocolNames {
+		if i == first || g.oneOf(2) {
+			msg.Protocols = append(msg.Protocols, types.KafkaProtocol{Name: protocolNames[i], Metadata: fmt.Appendf(nil, "sub:%d", g.r.Intn(3))})
+		}
+	}
+	if g.hostile[a] && g.oneOf(6) {
+		msg.Protocols[0].Metadata = make([]byte, types.MaxKafkaProtocolMetadata+1) // refused
+	}
+	return []sdk.Msg{msg}
+}
+
+// kafkaMember is a Kafka member account a owns (a hostile account: any member).
+func (g *gen) kafkaMember(a int) (types.KafkaMember, bool) {
+	var pool []types.KafkaMember
+	for _, id := range sortedKeys(g.w.kmembers) {
+		for _, m := range g.w.kmembers[id] {
+			if m.Owner == g.addr(a) || g.hostile[a] {
+				pool = append(pool, m)
+			}
+		}
+	}
+	if len(pool) == 0 {
+		return types.KafkaMember{}, false
+	}
+	return pool[g.r.Intn(len(pool))], true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (g *gen) kafkaSync(a int) []sdk.Msg {
+	m, ok := g.kafkaMember(a)
+	if !ok {
+		return nil
+	}
+	kg := g.w.kafka[m.GroupId]
+	gen := kg.Generation
+	if g.hostile[a] && g.oneOf(3) {
+		gen++
+	}
+	msg := &types.MsgKafkaSyncGroup{Owner: g.addr(a), GroupId: m.GroupId, MemberId: m.MemberId, Generation: gen}
+	if m.MemberId == kg.Leader {
+		for _, x := range g.w.kmembers[m.GroupId] {
+			msg.Assignments = append(msg.Assignments, types.KafkaAssignment{MemberId: x.MemberId, Assignment: fmt.Appendf(nil, "assign:%s", x.MemberId)})
+		}
+	}
+	return []sdk.Msg{msg}
+}
+
+func (g *gen) kafkaHeartbeat(a int) []sdk.Msg {
+	m, ok := g.kafkaMember(a)
+	if !ok {
+		return nil
+	}
+	return []sdk.Msg{&types.MsgKafkaHeartbeat{Owner: g.addr(a), GroupId: m.GroupId, MemberIds: []string{m.MemberId}}}
+}
+
+func (g *gen) kafkaLeave(a int) []sdk.Msg {
+	m, ok := g.kafkaMember(a)
+	if !ok {
+		return nil
+	}
+	return []sdk.Msg{&types.MsgKafkaLeaveGroup{Owner: g.addr(a), GroupId: m.GroupId, MemberIds: []string{m.MemberId}}}
+}
+
+func (g *gen) kafkaCommit(a int) []sdk.Msg {
+	m, ok := g.kafkaMember(a)
+	t := g.anyTopic()
+	if !ok || t == nil {
+		return nil
+	}
+	gen := uint64(g.w.kafka[m.GroupId].Generation)
+	if g.hostile[a] && g.oneOf(3) {
+		gen += 1
+	}
+	p := uint32(g.r.Intn(int(t.Partitions)))
+	return []sdk.Msg{&types.MsgCommitOffsets{Member: g.addr(a), GroupId: m.GroupId, Generation: gen, KafkaMemberId: m.MemberId,
+		Offsets: []types.OffsetCommit{{Topic: t.Name, Partition: p, Offset: g.offsetFor(a, t.Name, p)}}}}
+}
+
+// propose wraps msgs (signed by governance) in a proposal from account a.
+func (g *gen) propose(a int, msgs ...sdk.Msg) []sdk.Msg {
+	p, err := govv1.NewMsgSubmitProposal(msgs, sdk.NewCoins(sdk.NewInt64Coin(sdk.DefaultBondDenom, 1000)), g.addr(a), "", "sim", "sim", false)
+	if err != nil {
+		panic(err)
+	}
+	return []sdk.Msg{p}
+}
+
+// proposeParams proposes x/topics params with a few fields moved, limits lowered as often as
+// raised; the fee and gas rules stay as they are, so transactions keep landing.
+func (g *gen) proposeParams(a int) []sdk.Msg {
+	p := g.w.params
+	scale32 := func(v uint32) uint32 { return max(1, uint32(float64(v)*[]float64{0.01, 0.3, 0.5, 2, 4}[g.r.Intn(5)])) }
+	scale64 := func(v uint64) uint64 { return max(1, uint64(float64(v)*[]float64{0.01, 0.3, 0.5, 2, 4}[g.r.Intn(5)])) }
+	for i, n := 0, 1+g.r.Intn(3); i < n; i++ {
+		switch g.r.Intn(14) {
+		case 0:
+			p.MaxPartitionsPerTopic = scale32(p.MaxPartitionsPerTopic)
+		case 1:
+			p.MaxRecordBytes = scale64(p.MaxRecordBytes)
+		case 2:
+			p.MaxRecordsPerBatch = scale32(p.MaxRecordsPerBatch)
+		case 3:
+			p.MaxBatchBytes = scale64(p.MaxBatchBytes)
+		case 4:
+			p.MaxHeadersPerRecord = scale32(p.MaxHeadersPerRecord)
+		case 5:
+			p.MaxGroupMembers = scale32(p.MaxGroupMembers)
+		case 6:
+			p.MaxExpiriesPerBlock = scale32(p.MaxExpiriesPerBlock)
+		case 7:
+			p.RetentionBatchesPerBlock = scale32(p.RetentionBatchesPerBlock)
+		case 8:
+			p.RetentionPartitionsPerBlock = scale32(p.RetentionPartitionsPerBlock)
+		case 9:
+			p.MaxGroupSubscribedPartitions = scale32(p.MaxGroupSubscribedPartitions)
+		case 10:
+			p.MaxExpiryWorkPerBlock = scale64(p.MaxExpiryWorkPerBlock)
+		case 11:
+			p.CleanupBytesPerBlock = scale64(p.CleanupBytesPerBlock)
+		case 12:
+			p.CompactionBytesPerBlock = scale64(p.CompactionBytesPerBlock)
+		case 13:
+			p.CompactionRecordsPerBlock = scale32(p.CompactionRecordsPerBlock)
+		}
+	}
+	return g.propose(a, &types.MsgUpdateParams{Authority: g.gov, Params: p})
+}
+
+// proposeTopic has governance change, grow or delete someone's topic.
+func (g *gen) proposeTopic(a int) []sdk.Msg {
+	t := g.anyTopic()
+	if t == nil {
+		return nil
+	}
+	switch g.r.Intn(3) {
+	case 0:
+		return g.propose(a, &types.MsgUpdateTopicConfig{Authority: g.gov, Name: t.Name, Config: g.config()})
+	case 1:
+		return g.propose(a, &types.MsgAddPartitions{Authority: g.gov, Name: t.Name, Partitions: t.Partitions + 1})
+	}
+	return g.propose(a, &types.MsgDeleteTopic{Authority: g.gov, Name: t.Name})
+}
+
+// operator is the validator operator address of account i (accounts 1 to 3 may become
+// validators).
+func (g *gen) operator(i int) string { return sdk.ValAddress(g.c.addrs[i]).String() }
+
+// proposePoa admits an account's operator, moves an admitted one's power or removes it.
+func (g *gen) proposePoa(a int) []sdk.Msg {
+	op := g.operator(1 + g.r.Intn(min(3, len(g.c.addrs)-1)))
+	switch g.r.Intn(3) {
+	case 0:
+		return g.propose(a, &poatypes.MsgAdmitValidator{Authority: g.gov, Operator: op, Power: int64(1 + g.r.Intn(5))})
+	case 1:
+		return g.propose(a, &poatypes.MsgSetValidatorPower{Authority: g.gov, Operator: op, Power: int64(1 + g.r.Intn(5))})
+	}
+	return g.propose(a, &poatypes.MsgRemoveValidator{Authority: g.gov, Operator: op})
+}
+
+// poaHostile tries to move voting power around governance.
+func (g *gen) poaHostile(a int) []sdk.Msg {
+	switch g.r.Intn(2) {
+	case 0:
+		return []sdk.Msg{&poatypes.MsgAdmitValidator{Authority: g.addr(a), Operator: sdk.ValAddress(g.c.addrs[a]).String(), Power: 100}}
+	}
+	if len(g.w.admitted) == 0 {
+		return nil
+	}
+	return []sdk.Msg{stakingtypes.NewMsgDelegate(g.addr(a), g.w.admitted[0].Operator, sdk.NewInt64Coin(sdk.DefaultBondDenom, 1_000_000))}
+}
+
+// createValidator is an admitted operator's create-validator with the stake it was granted.
+func (g *gen) createValidator(a int) []sdk.Msg {
+	op := sdk.ValAddress(g.c.addrs[a]).String()
+	for _, ad := range g.w.admitted {
+		if ad.Operator != op || g.w.validators[op] {
+			continue
+		}
+		stake := sdk.NewCoin(sdk.DefaultBondDenom, sdk.DefaultPowerReduction.MulRaw(ad.Power))
+		msg, err := stakingtypes.NewMsgCreateValidator(op, ed25519.GenPrivKey().PubKey(), stake, stakingtypes.Description{Moniker: fmt.Sprintf("v%d", a)},
+			stakingtypes.NewCommissionRates(sdkmath.LegacyZeroDec(), sdkmath.LegacyZeroDec(), sdkmath.LegacyZeroDec()), sdkmath.OneInt())
+		if err != nil {
+			panic(err)
+		}
+		return []sdk.Msg{msg}
+	}
+	return nil
+}
+
+// votes is account 0's votes (it holds the voting power) on every open proposal it has not
+// voted on: mostly yes.
+func (g *gen) votes() []sdk.Msg {
+	var out []sdk.Msg
+	for _, id := range g.w.proposals {
+		if g.voted[id] {
+			continue
+		}
+		g.voted[id] = true
+		opt := govv1.OptionYes
+		if g.oneOf(5) {
+			opt = govv1.OptionNo
+		}
+		out = append(out, govv1.NewMsgVote(g.c.addrs[0], id, opt, ""))
+	}
+	return out
+}
+
+// govAuthority is the address governance signs with.
+func govAuthority() string { return authtypes.NewModuleAddress(govtypes.ModuleName).String() }

@@ -1,0 +1,387 @@
+package sim
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+
+	"cosmossdk.io/collections"
+	sdkmath "cosmossdk.io/math"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
+	govtypes "github.com/cosmos/cosmos-sdk/x/gov/types"
+
+	"github.com/bftlog/bftlog/app"
+	poatypes "github.com/bftlog/bftlog/x/poa/types"
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// invariants checks what must hold after every block; it returns every violation found.
+type invariants struct {
+	a   *app.App
+	ctx sdk.Context
+	bad []error
+}
+
+func (v *invariants) failf(format string, args ...any) {
+	if len(v.bad) < 20 {
+		v.bad = append(v.bad, fmt.Errorf(format, args...))
+	}
+}
+
+func (v *invariants) check(err error) {
+	if err != nil {
+		v.failf("reading state: %v", err)
+	}
+}
+
+// checkState runs the state invariants on the committed state of a.
+func checkState(a *app.App, ctx sdk.Context, node *node) error {
+	v := &invariants{a: a, ctx: ctx}
+	v.groups()
+	v.log()
+	v.records(node)
+	v.deposits()
+	return errors.Join(v.bad...)
+}
+
+// purging says whether topic was deleted and is being purged (its batches and key entries
+// may stay until the purge reaches them).
+func (v *invariants) purging(topic string) bool {
+	ok, err := v.a.TopicsKeeper.TopicPurges.Has(v.ctx, topic)
+	v.check(err)
+	return ok
+}
+
+func (v *invariants) partitionLive(tp types.TopicPartition) bool {
+	ok, err := v.a.TopicsKeeper.Partitions.Has(v.ctx, tp)
+	v.check(err)
+	return ok
+}
+
+// groups: no orphan group state. Every member (either kind) has its group, of its kind, and
+// exactly one expiry entry at its expiry; every expiry entry its member; every Kafka group
+// state its group; every rebalance entry an open join phase of an existing Kafka group; every
+// committed offset its group and its group-topic index entry.
+func (v *invariants) groups() {
+	k := v.a.TopicsKeeper
+	ctx := v.ctx
+	groups := map[string]types.Group{}
+	v.check(k.Groups.Walk(ctx, nil, func(id string, g types.Group) (bool, error) {
+		groups[id] = g
+		return false, nil
+	}))
+	// collections' Pair and Triple hold pointers: maps are keyed by plain structs.
+	type expiryKey struct {
+		at            int64
+		group, member string
+	}
+	type groupTopic struct{ topic, group string }
+	expiry := map[expiryKey]bool{}
+	v.check(k.MemberExpiry.Walk(ctx, nil, func(key collections.Triple[int64, string, string], _ bool) (bool, error) {
+		expiry[expiryKey{key.K1(), key.K2(), key.K3()}] = true
+		return false, nil
+	}))
+	members := 0
+	v.check(k.Members.Walk(ctx, nil, func(key collections.Pair[string, string], m types.Member) (bool, error) {
+		members++
+		g, ok := groups[m.GroupId]
+		switch {
+		case !ok:
+			v.failf("native member %s of group %q, which does not exist", m.Member, m.GroupId)
+		case g.Kind == types.GROUP_KIND_KAFKA:
+			v.failf("native member %s of group %q, a Kafka group", m.Member, m.GroupId)
+		}
+		if !expiry[expiryKey{m.ExpiresAtMs, m.GroupId, m.Member}] {
+			v.failf("native member %s of group %q has no expiry entry at %d", m.Member, m.GroupId, m.ExpiresAtMs)
+		}
+		return false, nil
+	}))
+	kafkaGroups := map[string]types.KafkaGroup{}
+	v.check(k.KafkaGroups.Walk(ctx, nil, func(id string, kg types.KafkaGroup) (bool, error) {
+		kafkaGroups[id] = kg
+		if _, ok := groups[id]; !ok {
+			v.failf("Kafka group state of %q, which does not exist", id)
+		}
+		return false, nil
+	}))
+	v.check(k.KafkaMembers.Walk(ctx, nil, func(key collections.Pair[string, string], m types.KafkaMember) (bool, error) {
+		members++
+		g, ok := groups[m.GroupId]
+		switch {
+		case !ok:
+			v.failf("Kafka member %q of group %q, which does not exist", m.MemberId, m.GroupId)
+		case g.Kind == types.GROUP_KIND_NATIVE:
+			v.failf("Kafka member %q of group %q, a native group", m.MemberId, m.GroupId)
+		}
+		if _, ok := kafkaGroups[m.GroupId]; !ok {
+			v.failf("Kafka member %q of group %q, which has no Kafka group state", m.MemberId, m.GroupId)
+		}
+		if !expiry[expiryKey{m.ExpiresAtMs, m.GroupId, m.MemberId}] {
+			v.failf("Kafka member %q of group %q has no expiry entry at %d", m.MemberId, m.GroupId, m.ExpiresAtMs)
+		}
+		return false, nil
+	}))
+	if len(expiry) != members {
+		v.failf("%d member expiry entries for %d members", len(expiry), members)
+	}
+	v.check(k.KafkaRebalanceDue.Walk(ctx, nil, func(key collections.Pair[int64, string], _ bool) (bool, error) {
+		kg, ok := kafkaGroups[key.K2()]
+		switch {
+		case !ok:
+			v.failf("rebalance entry at %d of group %q, which has no Kafka group state", key.K1(), key.K2())
+		case kg.State != types.KAFKA_GROUP_STATE_PREPARING_REBALANCE:
+			v.failf("rebalance entry at %d of group %q, which is %s", key.K1(), key.K2(), kg.State)
+		case key.K1() != kg.NotBeforeMs && key.K1() != kg.DeadlineMs:
+			v.failf("rebalance entry at %d of group %q, whose join phase is due at %d / %d", key.K1(), key.K2(), kg.NotBeforeMs, kg.DeadlineMs)
+		}
+		return false, nil
+	}))
+	groupTopics := map[groupTopic]bool{}
+	v.check(k.GroupTopics.Walk(ctx, nil, func(key collections.Pair[string, string], _ bool) (bool, error) {
+		groupTopics[groupTopic{key.K1(), key.K2()}] = true
+		if _, ok := groups[key.K2()]; !ok {
+			v.failf("group-topic entry (%s, %s) of a group that does not exist", key.K1(), key.K2())
+		}
+		return false, nil
+	}))
+	v.check(k.Offsets.Walk(ctx, nil, func(key collections.Pair[string, types.TopicPartition], o types.CommittedOffset) (bool, error) {
+		if _, ok := groups[key.K1()]; !ok {
+			v.failf("committed offset of group %q, which does not exist", key.K1())
+		}
+		if !groupTopics[groupTopic{key.K2().Topic, key.K1()}] {
+			v.failf("committed offset of group %q on %s without its group-topic entry", key.K1(), key.K2().Topic)
+		}
+		p, err := k.Partitions.Get(ctx, key.K2())
+		if err == nil && o.Offset > p.HighWatermark {
+			v.failf("group %q committed %d on %s/%d, above its high watermark %d", key.K1(), o.Offset, p.Topic, p.Partition, p.HighWatermark)
+		} else if err != nil && !v.purging(key.K2().Topic) {
+			v.failf("committed offset of group %q on %s/%d, which does not exist", key.K1(), key.K2().Topic, key.K2().Partition)
+		}
+		return false, nil
+	}))
+}
+
+// log: every partition's high watermark, log start offset, record and byte counts agree with
+// its batches (in order, not overlapping, each with its metadata); batches, metadata, producer
+// and compaction state belong to a live partition or to a topic being purged.
+func (v *invariants) log() {
+	k := v.a.TopicsKeeper
+	ctx := v.ctx
+	type tally struct {
+		records, bytes, last uint64
+		any                  bool
+	}
+	tallies := map[types.TopicPartition]*tally{}
+	v.check(k.BatchMetas.Walk(ctx, nil, func(key collections.Pair[types.TopicPartition, uint64], m types.BatchMeta) (bool, error) {
+		tp := key.K1()
+		b, err := k.Batches.Get(ctx, key)
+		if err != nil {
+			v.failf("batch metadata of %s/%d at %d without its batch: %v", tp.Topic, tp.Partition, key.K2(), err)
+			return false, nil
+		}
+		if b.Meta() != m {
+			v.failf("batch %s/%d at %d: metadata %v, the batch says %v", tp.Topic, tp.Partition, key.K2(), m, b.Meta())
+		}
+		if b.LastOffset() != key.K2() {
+			v.failf("batch %s/%d keyed %d ends at %d", tp.Topic, tp.Partition, key.K2(), b.LastOffset())
+		}
+		t := tallies[tp]
+		if t == nil {
+			t = &tally{}
+			tallies[tp] = t
+		}
+		if t.any && m.BaseOffset <= t.last {
+			v.failf("batch %s/%d at %d overlaps the one before (ending at %d)", tp.Topic, tp.Partition, m.BaseOffset, t.last)
+		}
+		t.any, t.last = true, key.K2()
+		t.records += m.Records(key.K2())
+		t.bytes += m.SizeBytes
+		return false, nil
+	}))
+	batches := 0
+	v.check(k.Batches.Walk(ctx, nil, func(collections.Pair[types.TopicPartition, uint64], types.RecordBatch) (bool, error) {
+		batches++
+		return false, nil
+	}))
+	metas := 0
+	v.check(k.BatchMetas.Walk(ctx, nil, func(collections.Pair[types.TopicPartition, uint64], types.BatchMeta) (bool, error) {
+		metas++
+		return false, nil
+	}))
+	if batches != metas {
+		v.failf("%d batches, %d batch metadata entries", batches, metas)
+	}
+	seen := map[types.TopicPartition]bool{}
+	v.check(k.Partitions.Walk(ctx, nil, func(tp types.TopicPartition, p types.Partition) (bool, error) {
+		seen[tp] = true
+		if p.LogStartOffset > p.HighWatermark {
+			v.failf("%s/%d: log start offset %d above the high watermark %d", tp.Topic, tp.Partition, p.LogStartOffset, p.HighWatermark)
+		}
+		t := tallies[tp]
+		if t == nil {
+			t = &tally{}
+		}
+		if t.records != p.RecordCount || t.bytes != p.ByteCount {
+			v.failf("%s/%d counts %d records, %d bytes; its batches hold %d, %d", tp.Topic, tp.Partition, p.RecordCount, p.ByteCount, t.records, t.bytes)
+		}
+		if t.any && t.last >= p.HighWatermark {
+			v.failf("%s/%d: a batch ends at %d, the high watermark is %d", tp.Topic, tp.Partition, t.last, p.HighWatermark)
+		}
+		first, err := k.BatchMetas.Iterate(ctx, collections.NewPrefixedPairRange[types.TopicPartition, uint64](tp))
+		v.check(err)
+		if err == nil {
+			if first.Valid() {
+				if m, err := first.Value(); err == nil && m.BaseOffset < p.LogStartOffset {
+					v.failf("%s/%d: first batch at %d, below the log start offset %d", tp.Topic, tp.Partition, m.BaseOffset, p.LogStartOffset)
+				}
+			}
+			first.Close()
+		}
+		return false, nil
+	}))
+	for tp := range tallies {
+		if !seen[tp] && !v.purging(tp.Topic) {
+			v.failf("batches of %s/%d, which neither exists nor is being purged", tp.Topic, tp.Partition)
+		}
+	}
+	orphan := func(what string, tp types.TopicPartition) {
+		if !seen[tp] && !v.purging(tp.Topic) {
+			v.failf("%s of %s/%d, which neither exists nor is being purged", what, tp.Topic, tp.Partition)
+		}
+	}
+	v.check(k.ProducerStates.Walk(ctx, nil, func(key collections.Pair[types.TopicPartition, string], _ types.ProducerState) (bool, error) {
+		orphan("producer state", key.K1())
+		return false, nil
+	}))
+	v.check(k.KafkaProducers.Walk(ctx, nil, func(key collections.Triple[types.TopicPartition, string, int64], _ types.KafkaProducerState) (bool, error) {
+		orphan("Kafka producer state", key.K1())
+		return false, nil
+	}))
+	v.check(k.KeyOffsets.Walk(ctx, nil, func(key collections.Pair[types.TopicPartition, []byte], _ uint64) (bool, error) {
+		orphan("a key_offsets entry", key.K1())
+		return false, nil
+	}))
+	v.check(k.Compactions.Walk(ctx, nil, func(tp types.TopicPartition, st types.CompactionState) (bool, error) {
+		orphan("compaction state", tp)
+		if st.DueMs != 0 {
+			if ok, err := k.CompactionDue.Has(ctx, collections.Join(st.DueMs, tp)); err != nil || !ok {
+				v.failf("compaction of %s/%d due at %d without its schedule entry", tp.Topic, tp.Partition, st.DueMs)
+			}
+		}
+		return false, nil
+	}))
+	v.check(k.CompactionDue.Walk(ctx, nil, func(key collections.Pair[int64, types.TopicPartition], _ bool) (bool, error) {
+		st, err := k.Compactions.Get(ctx, key.K2())
+		if err != nil || st.DueMs != key.K1() {
+			v.failf("compaction schedule entry of %s/%d at %d; its state says %d (%v)", key.K2().Topic, key.K2().Partition, key.K1(), st.DueMs, err)
+		}
+		return false, nil
+	}))
+}
+
+// records: the record store holds a pointer for exactly the batches in the state, and the
+// bytes behind them hash to the SHA-256 the state commits (a sample each block; every batch
+// at the end of a run).
+func (v *invariants) records(n *node) {
+	if n == nil {
+		return
+	}
+	k := v.a.TopicsKeeper
+	prefix := append([]byte(types.RecordDBPrefix), types.RecordBytesPrefix.Bytes()...)
+	it, err := n.db.Iterator(prefix, prefixEnd(prefix))
+	if err != nil {
+		v.check(err)
+		return
+	}
+	pointers := map[string]bool{}
+	for ; it.Valid(); it.Next() {
+		pointers[string(it.Key()[len(prefix):])] = true
+	}
+	v.check(it.Close())
+	count := 0
+	v.check(k.Batches.Walk(v.ctx, nil, func(key collections.Pair[types.TopicPartition, uint64], b types.RecordBatch) (bool, error) {
+		count++
+		raw, err := collections.EncodeKeyWithPrefix(nil, types.BatchKeyCodec, key)
+		if err != nil {
+			return true, err
+		}
+		if !pointers[string(raw)] {
+			v.failf("batch %s/%d at %d has no record pointer", key.K1().Topic, key.K1().Partition, key.K2())
+			return false, nil
+		}
+		delete(pointers, string(raw))
+		if n.checkAllBytes || count%7 == 0 {
+			bz, err := k.RecordBytes.Get(v.ctx, key)
+			if sum := sha256.Sum256(bz); err != nil || !bytes.Equal(sum[:], b.RecordBatchSha256) {
+				v.failf("record bytes of %s/%d at %d do not match the state's SHA-256 (%v)", key.K1().Topic, key.K1().Partition, key.K2(), err)
+			}
+		}
+		return false, nil
+	}))
+	for key := range pointers {
+		v.failf("record pointer %x without its batch", key)
+	}
+}
+
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// deposits: the x/topics module account holds exactly the deposits of the topics and groups.
+func (v *invariants) deposits() {
+	want, err := v.a.TopicsKeeper.EscrowedDeposits(v.ctx)
+	v.check(err)
+	have := v.a.BankKeeper.GetAllBalances(v.ctx, authtypes.NewModuleAddress(types.ModuleName))
+	if !have.Equal(want) {
+		v.failf("the x/topics module account holds %s; topics and groups escrow %s", have, want)
+	}
+}
+
+// supplyChange is what a block's events say it minted and burned, and who did: only x/poa
+// mints (an admitted validator's stake) and burns (stake returned from unbonding), and x/gov
+// burns the deposits of proposals it rejects. Fees move coins; they never change the supply.
+func supplyChange(res *abci.ResponseFinalizeBlock) (sdkmath.Int, error) {
+	poa := authtypes.NewModuleAddress(poatypes.ModuleName).String()
+	gov := authtypes.NewModuleAddress(govtypes.ModuleName).String()
+	delta := sdkmath.ZeroInt()
+	events := append([]abci.Event(nil), res.Events...)
+	for _, r := range res.TxResults {
+		events = append(events, r.Events...)
+	}
+	for _, e := range events {
+		var who, amount string
+		for _, a := range e.Attributes {
+			switch a.Key {
+			case "minter", "burner":
+				who = a.Value
+			case "amount":
+				amount = a.Value
+			}
+		}
+		coins, err := sdk.ParseCoinsNormalized(amount)
+		if err != nil {
+			continue
+		}
+		switch {
+		case e.Type == "coinbase" && who == poa:
+			delta = delta.Add(coins.AmountOf(sdk.DefaultBondDenom))
+		case e.Type == "burn" && (who == poa || who == gov):
+			delta = delta.Sub(coins.AmountOf(sdk.DefaultBondDenom))
+		case e.Type == "coinbase" || e.Type == "burn":
+			return delta, fmt.Errorf("%s of %s by %s, which may not change the supply", e.Type, amount, who)
+		}
+	}
+	return delta, nil
+}
