@@ -46,8 +46,8 @@ type Result struct {
 	// Proposals that passed and were executed by governance.
 	ProposalsPassed int
 	// Events counts the x/topics and x/poa events of the blocks (what the run reached).
-	Events map[string]int
-	Elapsed         time.Duration
+	Events  map[string]int
+	Elapsed time.Duration
 	// Log is the message log: every block's transactions and their results.
 	Log string
 }

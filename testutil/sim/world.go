@@ -21,12 +21,12 @@ type world struct {
 	topics     []topicstypes.Topic
 	partitions map[string][]topicstypes.Partition
 	groups     []topicstypes.Group
-	members    map[string][]topicstypes.Member     // native, by group
-	kafka      map[string]topicstypes.KafkaGroup   // by group
+	members    map[string][]topicstypes.Member      // native, by group
+	kafka      map[string]topicstypes.KafkaGroup    // by group
 	kmembers   map[string][]topicstypes.KafkaMember // by group, in join order
-	sequences  map[string]uint64                   // last native idempotent sequence by producer/topic/partition
-	kafkaSeqs  map[string]int32                    // next Kafka base sequence by producer/topic/partition/pid
-	proposals  []uint64                            // in their voting period
+	sequences  map[string]uint64                    // last native idempotent sequence by producer/topic/partition
+	kafkaSeqs  map[string]int32                     // next Kafka base sequence by producer/topic/partition/pid
+	proposals  []uint64                             // in their voting period
 	admitted   []poatypes.Admission
 	validators map[string]bool // staking validators by operator address
 }
