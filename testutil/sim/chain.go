@@ -30,6 +30,7 @@ import (
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
 	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
 	govv1 "github.com/cosmos/cosmos-sdk/x/gov/types/v1"
+	stakingtypes "github.com/cosmos/cosmos-sdk/x/staking/types"
 
 	"github.com/bftlog/bftlog/app"
 	topicstypes "github.com/bftlog/bftlog/x/topics/types"
@@ -154,6 +155,17 @@ func tuneGenesis(a *app.App, gen map[string]json.RawMessage) error {
 		return err
 	}
 	gen["gov"] = bz
+
+	// Unbonding ends within a run, so x/poa burns the stake of validators it removed.
+	var staking stakingtypes.GenesisState
+	if err := a.AppCodec().UnmarshalJSON(gen["staking"], &staking); err != nil {
+		return err
+	}
+	staking.Params.UnbondingTime = 90 * time.Second
+	if bz, err = a.AppCodec().MarshalJSON(&staking); err != nil {
+		return err
+	}
+	gen["staking"] = bz
 
 	var topics topicstypes.GenesisState
 	if err := a.AppCodec().UnmarshalJSON(gen[topicstypes.ModuleName], &topics); err != nil {

@@ -133,6 +133,26 @@ func (g *gen) topicName() string { return fmt.Sprintf("t%d", g.r.Intn(topicPool)
 
 func (g *gen) groupID() string { return fmt.Sprintf("g%d", g.r.Intn(groupPool)) }
 
+// joinable is a group id account a may join — one it administers, one open to it, or a free
+// id (a first join creates it) — mostly; otherwise any id (and a hostile account, any).
+func (g *gen) joinable(a int) string {
+	if g.hostile[a] || g.oneOf(5) {
+		return g.groupID()
+	}
+	var pool []string
+	for i := 0; i < groupPool; i++ {
+		id := fmt.Sprintf("g%d", i)
+		grp, ok := g.w.group(id)
+		if !ok || grp.Admin == g.addr(a) || grp.JoinPolicy == types.JOIN_POLICY_ANYONE || slices.Contains(grp.AllowedMembers, g.addr(a)) {
+			pool = append(pool, id)
+		}
+	}
+	if len(pool) == 0 {
+		return g.groupID()
+	}
+	return pool[g.r.Intn(len(pool))]
+}
+
 // anyTopic is an existing topic, or nil.
 func (g *gen) anyTopic() *types.Topic {
 	if len(g.w.topics) == 0 {
@@ -392,7 +412,7 @@ func (g *gen) joinGroup(a int) []sdk.Msg {
 	if g.hostile[a] && g.oneOf(4) {
 		topics = append(topics, topics[0]) // listed twice
 	}
-	return []sdk.Msg{&types.MsgJoinGroup{Member: g.addr(a), GroupId: g.groupID(), Topics: topics, SessionTimeoutMs: []int64{0, 4_000, 15_000}[g.r.Intn(3)]}}
+	return []sdk.Msg{&types.MsgJoinGroup{Member: g.addr(a), GroupId: g.joinable(a), Topics: topics, SessionTimeoutMs: []int64{0, 4_000, 15_000}[g.r.Intn(3)]}}
 }
 
 // membership is a native group account a is a member of (or, for a hostile account, any
@@ -560,7 +580,7 @@ func (g *gen) kafkaMemberID(a int, group string) string {
 }
 
 func (g *gen) kafkaJoin(a int) []sdk.Msg {
-	group := g.groupID()
+	group := g.joinable(a)
 	msg := &types.MsgKafkaJoinGroup{Owner: g.addr(a), GroupId: group, MemberId: g.kafkaMemberID(a, group), ClientId: "sim", ProtocolType: "consumer",
 		SessionTimeoutMs: []int32{6_000, 10_000, 30_000}[g.r.Intn(3)], RebalanceTimeoutMs: []int32{0, 5_000, 20_000}[g.r.Intn(3)]}
 	first := g.r.Intn(len(protocolNames))
