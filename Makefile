@@ -5,7 +5,7 @@ GOTEST_FLAGS ?=
 # scripts/ldflags.sh, which localnet.sh and the test harness (testutil/node) run too.
 VERSION_LDFLAGS = $(shell ./scripts/ldflags.sh)
 
-.PHONY: all build install localnet test test-faults test-statesync fuzz-smoke test-unit bench bench-compare bench-large proto-tools proto-gen soak clean
+.PHONY: all build install localnet test sim test-faults test-statesync fuzz-smoke test-unit bench bench-compare bench-large proto-tools proto-gen soak clean
 
 all: build
 
@@ -71,6 +71,19 @@ bench-regions:
 BFTLOG_STATESYNC_MB ?= 1024
 test-statesync:
 	BFTLOG_STATESYNC_MB=$(BFTLOG_STATESYNC_MB) BFTLOG_STATESYNC_INTERVAL=500 go test $(GOTEST_FLAGS) -count=1 -timeout 60m -v -run 'TestStateSyncJoinsWithTheLog' ./tests/e2e/
+
+# The randomized simulation of the state machine (testutil/sim; make test runs 150 blocks of
+# seed 27): SIM_BLOCKS blocks of seed SIM_SEED, or of SIM_SEEDS seeds from SIM_SEED on. A
+# failure prints the seed, the height and the message log (kept in SIM_DIR).
+SIM_SEED ?= 1
+SIM_SEEDS ?= 1
+SIM_BLOCKS ?= 2000
+sim:
+	@dir=$${SIM_DIR:-$$(mktemp -d /tmp/bftlog-sim.XXXXXX)}; \
+	for s in $$(seq $(SIM_SEED) $$(($(SIM_SEED) + $(SIM_SEEDS) - 1))); do \
+		mkdir -p $$dir/$$s && \
+		SIM_SEED=$$s SIM_BLOCKS=$(SIM_BLOCKS) SIM_DIR=$$dir/$$s go test $(GOTEST_FLAGS) -count=1 -timeout 0 -v -run '^TestSimulation$$' ./app/ || exit 1; \
+	done
 
 test-unit:
 	go test -count=1 -short ./x/...
