@@ -7,6 +7,7 @@ package kafka
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -71,18 +72,20 @@ type identity struct {
 
 // Server is a running gateway.
 type Server struct {
-	cfg       Config
-	ln        net.Listener
-	query     types.QueryClient
-	anon      *identity            // without users: every client, signing with cfg.Signer
-	users     map[string]*identity // with users: by principal
-	ids       []*identity
-	host      string
-	port      int32
-	mu        sync.Mutex
-	conns     map[net.Conn]context.CancelFunc
-	wg        sync.WaitGroup
-	closeOnce sync.Once
+	cfg   Config
+	ln    net.Listener
+	query types.QueryClient
+	anon  *identity            // without users: every client, signing with cfg.Signer
+	users map[string]*identity // with users: by principal
+	ids   []*identity
+	// scramSecret derives the SCRAM salts shown for user names nobody has.
+	scramSecret []byte
+	host        string
+	port        int32
+	mu          sync.Mutex
+	conns       map[net.Conn]context.CancelFunc
+	wg          sync.WaitGroup
+	closeOnce   sync.Once
 }
 
 // Listen opens the listener; Serve (in a goroutine) accepts clients.
@@ -114,7 +117,12 @@ func Listen(cfg Config) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("advertised address %q: bad port", advertised)
 	}
-	s := &Server{cfg: cfg, ln: ln, query: types.NewQueryClient(cfg.ClientCtx), host: host, port: int32(port), conns: map[net.Conn]context.CancelFunc{}}
+	s := &Server{cfg: cfg, ln: ln, query: types.NewQueryClient(cfg.ClientCtx), host: host, port: int32(port), conns: map[net.Conn]context.CancelFunc{},
+		scramSecret: make([]byte, 32)}
+	if _, err := rand.Read(s.scramSecret); err != nil {
+		ln.Close()
+		return nil, err
+	}
 	newIdentity := func(principal, password string, signer *txclient.Signer) (*identity, error) {
 		if signer != nil { // a gateway without a signer serves reads only
 			signer.UseUnordered()
@@ -272,7 +280,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		}
 	}()
 	defer func() { close(queue); <-writerDone }()
-	sc := &saslConn{}
+	sc := &saslConn{secret: s.scramSecret}
 	ctx = context.WithValue(ctx, saslKey{}, sc)
 	for {
 		var size int32
@@ -302,6 +310,9 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		}
 		if p.wait != nil {
 			queue <- p
+		}
+		if sc.failed {
+			return // after a failed authentication, as a broker does
 		}
 	}
 }
