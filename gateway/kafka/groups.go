@@ -481,16 +481,41 @@ func (c *coordinator) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequ
 // chainGroups is the chain behind the coordinator: the gateway's account holds each group's
 // on-chain membership.
 type chainGroups struct {
-	clientCtx client.Context
-	signer    *txclient.Signer
-	query     types.QueryClient
+	signer txSigner // nil for a gateway without a key
+	query  types.QueryClient
+	// join joins group as the gateway's own account (consumer.Join); nil without a key.
+	join func(ctx context.Context, group string, topics []string) (nativeMember, error)
 
 	mu     sync.Mutex
-	member map[string]*consumer.GroupConsumer
+	member map[string]nativeMember
+}
+
+// txSigner is what the gateway asks of its signer (*txclient.Signer).
+type txSigner interface {
+	Address() string
+	SubmitAndWait(msgs ...sdk.Msg) (*sdk.TxResponse, error)
+}
+
+// nativeMember is the gateway's own membership of a group (*consumer.GroupConsumer).
+type nativeMember interface {
+	Generation() uint64
+	Assignment() []types.TopicPartitions
+	Heartbeat(ctx context.Context) error
 }
 
 func newChainGroups(clientCtx client.Context, signer *txclient.Signer, query types.QueryClient) *chainGroups {
-	return &chainGroups{clientCtx: clientCtx, signer: signer, query: query, member: map[string]*consumer.GroupConsumer{}}
+	c := &chainGroups{query: query, member: map[string]nativeMember{}}
+	if signer != nil {
+		c.signer = signer
+		c.join = func(ctx context.Context, group string, topics []string) (nativeMember, error) {
+			gc, err := consumer.Join(ctx, clientCtx, signer, group, topics)
+			if err != nil {
+				return nil, err
+			}
+			return gc, nil
+		}
+	}
+	return c
 }
 
 func (c *chainGroups) owner() string {
@@ -528,6 +553,9 @@ func (c *chainGroups) commit(ctx context.Context, group string, topics []string,
 	if len(offsets) == 0 {
 		return nil
 	}
+	if c.join == nil {
+		return errNoSigner
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	gc := c.member[group]
@@ -536,7 +564,7 @@ func (c *chainGroups) commit(ctx context.Context, group string, topics []string,
 			topics = union(topics, subscribed(gc))
 		}
 		var err error
-		if gc, err = consumer.Join(ctx, c.clientCtx, c.signer, group, topics); err != nil {
+		if gc, err = c.join(ctx, group, topics); err != nil {
 			return err
 		}
 		c.member[group] = gc
@@ -551,7 +579,7 @@ func (c *chainGroups) commit(ctx context.Context, group string, topics []string,
 		}
 		if herr := gc.Heartbeat(ctx); herr != nil && !errors.Is(herr, consumer.ErrRebalanced) {
 			// The on-chain membership expired: join again.
-			if gc, err = consumer.Join(ctx, c.clientCtx, c.signer, group, union(topics, subscribed(gc))); err != nil {
+			if gc, err = c.join(ctx, group, union(topics, subscribed(gc))); err != nil {
 				return err
 			}
 			c.member[group] = gc
@@ -559,7 +587,7 @@ func (c *chainGroups) commit(ctx context.Context, group string, topics []string,
 	}
 }
 
-func subscribed(gc *consumer.GroupConsumer) []string {
+func subscribed(gc nativeMember) []string {
 	var out []string
 	for _, a := range gc.Assignment() {
 		out = append(out, a.Topic)
@@ -567,7 +595,7 @@ func subscribed(gc *consumer.GroupConsumer) []string {
 	return out
 }
 
-func covers(gc *consumer.GroupConsumer, topics []string) bool {
+func covers(gc nativeMember, topics []string) bool {
 	have := subscribed(gc)
 	for _, t := range topics {
 		if !slices.Contains(have, t) {
