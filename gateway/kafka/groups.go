@@ -486,8 +486,18 @@ type chainGroups struct {
 	// join joins group as the gateway's own account (consumer.Join); nil without a key.
 	join func(ctx context.Context, group string, topics []string) (nativeMember, error)
 
+	// mu guards member only; it is never held across a wait for a block, so one group's
+	// commit waiting for its block holds up no other group's (and no other client's).
 	mu     sync.Mutex
-	member map[string]nativeMember
+	member map[string]*nativeGroup
+}
+
+// nativeGroup is the gateway's membership of one group. Its turn (a one-slot channel, so a
+// waiter gives up with its connection) orders the commits to that group, each of which may
+// join first, and is held while they wait for their block.
+type nativeGroup struct {
+	turn chan struct{}
+	gc   nativeMember // nil until joined
 }
 
 // txSigner is what the gateway asks of its signer (*txclient.Signer).
@@ -504,7 +514,7 @@ type nativeMember interface {
 }
 
 func newChainGroups(clientCtx client.Context, signer *txclient.Signer, query types.QueryClient) *chainGroups {
-	c := &chainGroups{query: query, member: map[string]nativeMember{}}
+	c := &chainGroups{query: query, member: map[string]*nativeGroup{}}
 	if signer != nil {
 		c.signer = signer
 		c.join = func(ctx context.Context, group string, topics []string) (nativeMember, error) {
@@ -557,32 +567,58 @@ func (c *chainGroups) commit(ctx context.Context, group string, topics []string,
 		return errNoSigner
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	gc := c.member[group]
-	if gc == nil || !covers(gc, topics) {
-		if gc != nil {
-			topics = union(topics, subscribed(gc))
+	g := c.member[group]
+	if g == nil {
+		g = &nativeGroup{turn: make(chan struct{}, 1)}
+		c.member[group] = g
+	}
+	c.mu.Unlock()
+	select {
+	case g.turn <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-g.turn }()
+	err := c.commitAs(ctx, g, group, topics, offsets)
+	if g.gc == nil {
+		// Never joined (refused, or the node unreachable): a group name a client made up
+		// leaves nothing behind.
+		c.mu.Lock()
+		if c.member[group] == g {
+			delete(c.member, group)
 		}
-		var err error
-		if gc, err = c.join(ctx, group, topics); err != nil {
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// commitAs commits offsets as g, joining first if need be; the caller holds g's turn.
+func (c *chainGroups) commitAs(ctx context.Context, g *nativeGroup, group string, topics []string, offsets []types.OffsetCommit) error {
+	if g.gc == nil || !covers(g.gc, topics) {
+		if g.gc != nil {
+			topics = union(topics, subscribed(g.gc))
+		}
+		gc, err := c.join(ctx, group, topics)
+		if err != nil {
 			return err
 		}
-		c.member[group] = gc
+		g.gc = gc
 	}
 	for attempt := 0; ; attempt++ {
-		_, err := c.signer.SubmitAndWait(&types.MsgCommitOffsets{Member: c.signer.Address(), GroupId: group, Generation: gc.Generation(), Offsets: offsets})
+		_, err := c.signer.SubmitAndWait(&types.MsgCommitOffsets{Member: c.signer.Address(), GroupId: group, Generation: g.gc.Generation(), Offsets: offsets})
 		if err == nil || attempt > 0 {
 			return err
 		}
 		if !errors.Is(err, types.ErrIllegalGeneration) && !errors.Is(err, types.ErrUnknownMember) {
 			return err
 		}
-		if herr := gc.Heartbeat(ctx); herr != nil && !errors.Is(herr, consumer.ErrRebalanced) {
+		if herr := g.gc.Heartbeat(ctx); herr != nil && !errors.Is(herr, consumer.ErrRebalanced) {
 			// The on-chain membership expired: join again.
-			if gc, err = c.join(ctx, group, union(topics, subscribed(gc))); err != nil {
+			gc, err := c.join(ctx, group, union(topics, subscribed(g.gc)))
+			if err != nil {
 				return err
 			}
-			c.member[group] = gc
+			g.gc = gc
 		}
 	}
 }
