@@ -535,7 +535,14 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kms
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if r.Acks == 0 {
-		return nil
+		// Nothing is answered, but the request's bytes stay held until its records are
+		// appended.
+		return func() kmsg.Response {
+			for _, w := range waits {
+				<-w.result.done
+			}
+			return nil
+		}
 	}
 	return func() kmsg.Response {
 		for _, w := range waits {
