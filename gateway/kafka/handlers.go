@@ -154,7 +154,7 @@ func (s *Server) fetchOnce(ctx context.Context, r *kmsg.FetchRequest, cb *connBy
 	resp := kmsg.NewPtrFetchResponse()
 	resp.SetVersion(r.Version)
 	total := 0
-	budget := int(orDefault(s.cfg.MaxFetchBytes, defaultMaxFetchBytes))
+	budget := int(orDefault(s.cfg.MaxFetchBytes, DefaultMaxFetchBytes))
 	if r.MaxBytes > 0 {
 		budget = min(budget, int(r.MaxBytes))
 	}

@@ -13,13 +13,19 @@ import (
 // answered and of answers not yet sent (MaxRequestBytes per connection, MaxBufferedBytes in
 // total), a Fetch answer (MaxFetchBytes) and open transactions (MaxTransactionBytes per
 // principal). Before SASL authentication a frame holds at most maxHandshakeFrame bytes.
+
+// Defaults of Config's bounds (and of `bftlogd kafka serve`'s flags).
 const (
-	defaultMaxConnections      = 1000
-	defaultMaxBufferedBytes    = 256 << 20
-	defaultMaxFetchBytes       = 50 << 20 // what the gateway answered without a max before
-	defaultMaxTransactionBytes = 64 << 20
-	defaultIdleTimeout         = 10 * time.Minute // Kafka's connections.max.idle.ms
-	defaultRequestTimeout      = 30 * time.Second // Kafka clients' request.timeout.ms
+	DefaultMaxRequestBytes     = 100 << 20 // Kafka's socket.request.max.bytes
+	DefaultMaxConnections      = 1000
+	DefaultMaxBufferedBytes    = 256 << 20
+	DefaultMaxFetchBytes       = 50 << 20 // what the gateway answered without a max before
+	DefaultMaxTransactionBytes = 64 << 20
+	DefaultIdleTimeout         = 10 * time.Minute // Kafka's connections.max.idle.ms
+	DefaultRequestTimeout      = 30 * time.Second // Kafka clients' request.timeout.ms
+)
+
+const (
 	// maxHandshakeFrame bounds a frame before SASL authentication: ApiVersions and a SASL
 	// token take a few hundred bytes.
 	maxHandshakeFrame = 8 << 10

@@ -235,7 +235,7 @@ func TestFetchQueriesARepeatedPartitionOnce(t *testing.T) {
 	require.Len(t, resp.Topics, 1)
 	require.Len(t, resp.Topics[0].Partitions, 1)
 	require.LessOrEqual(t, q.calls.Load(), int64(10), "a poll every 100 ms for 500 ms, one query each")
-	require.LessOrEqual(t, q.maxAsked.Load(), uint64(defaultMaxFetchBytes))
+	require.LessOrEqual(t, q.maxAsked.Load(), uint64(DefaultMaxFetchBytes))
 	t.Logf("1 partition named 1,000 times, 500 ms wait: %d queries, at most %d bytes asked (max bytes 2 GiB)", q.calls.Load(), q.maxAsked.Load())
 }
 
@@ -276,7 +276,7 @@ func produceTxn(t *testing.T, c net.Conn, id string, batch []byte) int16 {
 // transaction open past its timeout is aborted (its producer fenced), as Kafka's coordinator
 // does, which gives its bytes back.
 func TestTransactionalIDsStayWithinTheMemoryBound(t *testing.T) {
-	const ids, bound = 1000, defaultMaxTransactionBytes + 32*mib
+	const ids, bound = 1000, DefaultMaxTransactionBytes + 32*mib
 	s := serve(t, Config{Signer: &txclient.Signer{}}, nil)
 	c := dial(t, s)
 	value := make([]byte, 512<<10)

@@ -119,15 +119,13 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:9092"
 	}
-	if cfg.MaxRequestBytes <= 0 {
-		cfg.MaxRequestBytes = 100 << 20
-	}
-	cfg.MaxBufferedBytes = orDefault(cfg.MaxBufferedBytes, defaultMaxBufferedBytes)
-	cfg.MaxFetchBytes = orDefault(cfg.MaxFetchBytes, defaultMaxFetchBytes)
-	cfg.MaxTransactionBytes = orDefault(cfg.MaxTransactionBytes, defaultMaxTransactionBytes)
-	cfg.MaxConnections = orDefault(cfg.MaxConnections, defaultMaxConnections)
-	cfg.IdleTimeout = orDefault(cfg.IdleTimeout, defaultIdleTimeout)
-	cfg.RequestTimeout = orDefault(cfg.RequestTimeout, defaultRequestTimeout)
+	cfg.MaxRequestBytes = orDefault(cfg.MaxRequestBytes, DefaultMaxRequestBytes)
+	cfg.MaxBufferedBytes = orDefault(cfg.MaxBufferedBytes, DefaultMaxBufferedBytes)
+	cfg.MaxFetchBytes = orDefault(cfg.MaxFetchBytes, DefaultMaxFetchBytes)
+	cfg.MaxTransactionBytes = orDefault(cfg.MaxTransactionBytes, DefaultMaxTransactionBytes)
+	cfg.MaxConnections = orDefault(cfg.MaxConnections, DefaultMaxConnections)
+	cfg.IdleTimeout = orDefault(cfg.IdleTimeout, DefaultIdleTimeout)
+	cfg.RequestTimeout = orDefault(cfg.RequestTimeout, DefaultRequestTimeout)
 	if cfg.Log == nil {
 		cfg.Log = func(string, ...any) {}
 	}
