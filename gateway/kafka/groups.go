@@ -14,11 +14,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/cosmos/cosmos-sdk/client"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
-	"github.com/bftlog/bftlog/x/topics/client/consumer"
-	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -476,115 +473,6 @@ func (c *coordinator) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequ
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
-}
-
-// chainGroups is the chain behind the coordinator: the gateway's account holds each group's
-// on-chain membership.
-type chainGroups struct {
-	clientCtx client.Context
-	signer    *txclient.Signer
-	query     types.QueryClient
-
-	mu     sync.Mutex
-	member map[string]*consumer.GroupConsumer
-}
-
-func newChainGroups(clientCtx client.Context, signer *txclient.Signer, query types.QueryClient) *chainGroups {
-	return &chainGroups{clientCtx: clientCtx, signer: signer, query: query, member: map[string]*consumer.GroupConsumer{}}
-}
-
-func (c *chainGroups) owner() string {
-	if c.signer == nil {
-		return ""
-	}
-	return c.signer.Address()
-}
-
-var errNoSigner = errors.New("this gateway has no signing key (--from)")
-
-func (c *chainGroups) submit(ctx context.Context, msgs ...sdk.Msg) error {
-	if c.signer == nil {
-		return errNoSigner
-	}
-	_, err := c.signer.SubmitAndWait(msgs...)
-	return err
-}
-
-func (c *chainGroups) kafkaGroup(ctx context.Context, group string) (*types.QueryKafkaGroupResponse, error) {
-	res, err := c.query.KafkaGroup(ctx, &types.QueryKafkaGroupRequest{GroupId: group})
-	if errors.Is(err, types.ErrUnknownGroup) || status.Code(err) == codes.NotFound {
-		return nil, nil
-	}
-	return res, err
-}
-
-func (c *chainGroups) offsets(ctx context.Context, group string) (*types.QueryGroupOffsetsResponse, error) {
-	return c.query.GroupOffsets(ctx, &types.QueryGroupOffsetsRequest{GroupId: group})
-}
-
-// commit commits as the gateway's on-chain membership of group, joining (or widening its
-// subscription) first; a fenced commit is retried once after adopting the new generation.
-func (c *chainGroups) commit(ctx context.Context, group string, topics []string, offsets []types.OffsetCommit) error {
-	if len(offsets) == 0 {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	gc := c.member[group]
-	if gc == nil || !covers(gc, topics) {
-		if gc != nil {
-			topics = union(topics, subscribed(gc))
-		}
-		var err error
-		if gc, err = consumer.Join(ctx, c.clientCtx, c.signer, group, topics); err != nil {
-			return err
-		}
-		c.member[group] = gc
-	}
-	for attempt := 0; ; attempt++ {
-		_, err := c.signer.SubmitAndWait(&types.MsgCommitOffsets{Member: c.signer.Address(), GroupId: group, Generation: gc.Generation(), Offsets: offsets})
-		if err == nil || attempt > 0 {
-			return err
-		}
-		if !errors.Is(err, types.ErrIllegalGeneration) && !errors.Is(err, types.ErrUnknownMember) {
-			return err
-		}
-		if herr := gc.Heartbeat(ctx); herr != nil && !errors.Is(herr, consumer.ErrRebalanced) {
-			// The on-chain membership expired: join again.
-			if gc, err = consumer.Join(ctx, c.clientCtx, c.signer, group, union(topics, subscribed(gc))); err != nil {
-				return err
-			}
-			c.member[group] = gc
-		}
-	}
-}
-
-func subscribed(gc *consumer.GroupConsumer) []string {
-	var out []string
-	for _, a := range gc.Assignment() {
-		out = append(out, a.Topic)
-	}
-	return out
-}
-
-func covers(gc *consumer.GroupConsumer, topics []string) bool {
-	have := subscribed(gc)
-	for _, t := range topics {
-		if !slices.Contains(have, t) {
-			return false
-		}
-	}
-	return true
-}
-
-func union(a, b []string) []string {
-	out := append([]string(nil), a...)
-	for _, x := range b {
-		if !slices.Contains(out, x) {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 func (c *coordinator) offsetFetch(ctx context.Context, r *kmsg.OffsetFetchRequest) kmsg.Response {

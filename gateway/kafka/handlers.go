@@ -127,14 +127,18 @@ func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) km
 }
 
 // fetch reads each requested partition from chain state and, while fewer than MinBytes are
-// ready, waits for new blocks up to MaxWaitMillis, as a broker waits for new appends.
+// ready, waits for new blocks up to MaxWaitMillis, as a broker waits for new appends. What the
+// answer holds stays counted against the connection's bytes until it is sent.
 func (s *Server) fetch(ctx context.Context, r *kmsg.FetchRequest) kmsg.Response {
 	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	answer := answerOf(ctx)
 	for {
-		resp, bytes := s.fetchOnce(ctx, r)
+		resp, bytes, held := s.fetchOnce(ctx, r, answer.conn())
 		if bytes >= int(max(r.MinBytes, 1)) || r.MinBytes <= 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
+			answer.keep(held)
 			return resp
 		}
+		answer.conn().give(held)
 		select {
 		case <-ctx.Done():
 			return resp
@@ -143,31 +147,40 @@ func (s *Server) fetch(ctx context.Context, r *kmsg.FetchRequest) kmsg.Response 
 	}
 }
 
-func (s *Server) fetchOnce(ctx context.Context, r *kmsg.FetchRequest) (*kmsg.FetchResponse, int) {
+// fetchOnce reads each partition once (a partition named again is answered once, as by a
+// broker), within the request's max bytes and MaxFetchBytes; each partition asks the node for
+// no more than cb can hold, and what the answer holds is returned.
+func (s *Server) fetchOnce(ctx context.Context, r *kmsg.FetchRequest, cb *connBytes) (*kmsg.FetchResponse, int, grant) {
 	resp := kmsg.NewPtrFetchResponse()
 	resp.SetVersion(r.Version)
 	total := 0
-	budget := int(r.MaxBytes)
-	if budget <= 0 {
-		budget = 50 << 20
+	budget := int(orDefault(s.cfg.MaxFetchBytes, DefaultMaxFetchBytes))
+	if r.MaxBytes > 0 {
+		budget = min(budget, int(r.MaxBytes))
 	}
+	var held grant
+	seen := map[partitionKey]bool{}
 	for _, t := range r.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
+			if seen[partitionKey{t.Topic, p.Partition}] {
+				continue
+			}
+			seen[partitionKey{t.Topic, p.Partition}] = true
 			// An empty record set, not a null one: librdkafka rejects null.
 			// From the constructor: its -1 defaults keep the v12 tagged fields (diverging epoch,
 			// current leader, snapshot) out of the response.
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition, rp.RecordBatches = p.Partition, []byte{}
-			maxBytes := min(int(p.PartitionMaxBytes), budget-total)
+			g := cb.takeUpTo(int64(max(min(int(p.PartitionMaxBytes), budget-total), 0)))
 			if p.Partition < 0 || p.FetchOffset < 0 {
 				rp.ErrorCode = kerr.OffsetOutOfRange.Code
-			} else if maxBytes > 0 {
+			} else if g.n > 0 {
 				// Whole stored batches, as produced (compressed as they came): the first may
 				// start before the fetch offset, and clients skip those records, as with Kafka.
 				res, err := s.query.Fetch(ctx, &types.QueryFetchRequest{Topic: t.Topic, Partition: uint32(p.Partition), Offset: uint64(p.FetchOffset),
-					MaxBytes: uint64(maxBytes), MaxRecords: maxFetchRecords, Format: types.FETCH_FORMAT_BATCHES}, grpc.MaxCallRecvMsgSize(maxFetchAnswer))
+					MaxBytes: uint64(g.n), MaxRecords: maxFetchRecords, Format: types.FETCH_FORMAT_BATCHES}, grpc.MaxCallRecvMsgSize(maxFetchAnswer))
 				if err != nil {
 					rp.ErrorCode = s.fetchCode(ctx, t.Topic, p.Partition, p.FetchOffset, err)
 				} else {
@@ -177,15 +190,36 @@ func (s *Server) fetchOnce(ctx context.Context, r *kmsg.FetchRequest) (*kmsg.Fet
 						rp.ErrorCode = kerr.UnsupportedCompressionType.Code
 					} else {
 						rp.RecordBatches = appendBatches(rp.RecordBatches, res.Batches, total, budget)
+						g = holdBatches(cb, g, &rp)
 						total += len(rp.RecordBatches)
 					}
 				}
 			}
+			held = held.plus(cb.trim(g, int64(len(rp.RecordBatches))))
 			rt.Partitions = append(rt.Partitions, rp)
 		}
-		resp.Topics = append(resp.Topics, rt)
+		if len(rt.Partitions) > 0 || len(t.Partitions) == 0 {
+			resp.Topics = append(resp.Topics, rt)
+		}
 	}
-	return resp, total
+	return resp, total, held
+}
+
+// holdBatches extends g to a first batch larger than it (the node sends one whatever the
+// limits, so the client makes progress), or drops the batches when the connection cannot hold
+// them now: the client asks again.
+func holdBatches(cb *connBytes, g grant, rp *kmsg.FetchResponseTopicPartition) grant {
+	extra := int64(len(rp.RecordBatches)) - g.n
+	if extra <= 0 {
+		return g
+	}
+	more := cb.takeUpTo(extra)
+	if more.n < extra {
+		cb.trim(more, 0)
+		rp.RecordBatches = []byte{}
+		return g
+	}
+	return g.plus(more)
 }
 
 // maxFetchRecords is the most records one partition's fetch asks for (the chain's own cap).

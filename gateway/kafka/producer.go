@@ -515,15 +515,19 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kms
 				count := int32(b.records)
 				prod.mu.Lock()
 				last := prod.last[seqKey]
-				switch {
-				case last != nil && last.firstSequence == b.firstSequence && last.count == count && !last.failed():
+				resend := last != nil && last.firstSequence == b.firstSequence && last.count == count && !last.failed()
+				if resend {
 					w.result = last.outcome
-				default:
-					prod.enqueue(ar)
+				} else {
 					w.result = watch(ar)
 					prod.last[seqKey] = &kafkaSeq{firstSequence: b.firstSequence, count: count, outcome: w.result}
 				}
 				prod.mu.Unlock()
+				if !resend {
+					// Outside the lock: a full lane waits for its block, and other
+					// connections' producers must not wait for it.
+					prod.enqueue(ar)
+				}
 				waits = append(waits, w)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
@@ -531,7 +535,14 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kms
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if r.Acks == 0 {
-		return nil
+		// Nothing is answered, but the request's bytes stay held until its records are
+		// appended.
+		return func() kmsg.Response {
+			for _, w := range waits {
+				<-w.result.done
+			}
+			return nil
+		}
 	}
 	return func() kmsg.Response {
 		for _, w := range waits {

@@ -76,20 +76,36 @@ func scramHash(mechanism string) func() hash.Hash {
 	return sha256.New
 }
 
+// fakeScramCredential is what SCRAM shows of a user name nobody has: a salt and keys derived
+// from the name and the gateway's secret, so the same name gets the same salt each time, as a
+// real user's does (RFC 5802 section 9, as Kafka does), and the exchange fails only at the final
+// message, as a wrong password does.
+func fakeScramCredential(secret []byte, mechanism, name string) scramCredential {
+	derive := func(what string, size int) []byte {
+		return hmacOf(sha512.New, secret, []byte(mechanism+"\x00"+what+"\x00"+name))[:size]
+	}
+	size := scramHash(mechanism)().Size()
+	return scramCredential{salt: derive("salt", 16), storedKey: derive("stored key", size), serverKey: derive("server key", size)}
+}
+
 // saslConn is one connection's authentication: the mechanism chosen by SaslHandshake, a SCRAM
 // exchange in progress, the authenticated identity.
 type saslConn struct {
+	// secret derives the SCRAM credentials shown for unknown user names.
+	secret    []byte
 	mechanism string
 	// raw: SaslHandshake v0 was used, so the tokens come as bare size-prefixed frames, not in
 	// SaslAuthenticate requests (Kafka's pre-KIP-152 framing, which some clients still use).
 	raw   bool
 	scram *scramExchange
 	id    *identity
+	// failed: the authentication failed; the connection closes once the answer is sent.
+	failed bool
 }
 
 // scramExchange is a SCRAM conversation after the client's first message.
 type scramExchange struct {
-	user            *identity
+	user            *identity // nil for a name nobody has
 	cred            scramCredential
 	h               func() hash.Hash
 	nonce           string
@@ -107,8 +123,13 @@ func (c *saslConn) step(users map[string]*identity, token []byte) (answer []byte
 			return nil, false, errAuthFailed
 		}
 		u := users[string(parts[1])]
-		if u == nil || (len(parts[0]) > 0 && string(parts[0]) != u.principal) ||
-			subtle.ConstantTimeCompare([]byte(u.password), parts[2]) != 1 {
+		password := ""
+		if u != nil {
+			password = u.password
+		}
+		// Compared whether or not the user exists, so the time taken does not tell.
+		if subtle.ConstantTimeCompare([]byte(password), parts[2]) != 1 || u == nil ||
+			(len(parts[0]) > 0 && string(parts[0]) != u.principal) {
 			return nil, false, errAuthFailed
 		}
 		c.id = u
@@ -135,13 +156,18 @@ func (c *saslConn) scramFirst(users map[string]*identity, msg string) ([]byte, b
 	bare := rest[i+1:]
 	attrs := scramAttrs(bare)
 	name := strings.NewReplacer("=2C", ",", "=3D", "=").Replace(attrs["n"])
-	u := users[name]
-	if u == nil || attrs["r"] == "" {
+	if attrs["r"] == "" {
 		return nil, false, errAuthFailed
 	}
-	cred := u.scram256
-	if c.mechanism == mechScram512 {
+	u := users[name]
+	var cred scramCredential
+	switch {
+	case u == nil:
+		cred = fakeScramCredential(c.secret, c.mechanism, name)
+	case c.mechanism == mechScram512:
 		cred = u.scram512
+	default:
+		cred = u.scram256
 	}
 	snonce := make([]byte, 18)
 	if _, err := rand.Read(snonce); err != nil {
@@ -178,7 +204,7 @@ func (c *saslConn) scramFinal(msg string) ([]byte, bool, error) {
 	}
 	stored := x.h()
 	stored.Write(clientKey)
-	if subtle.ConstantTimeCompare(stored.Sum(nil), x.cred.storedKey) != 1 {
+	if subtle.ConstantTimeCompare(stored.Sum(nil), x.cred.storedKey) != 1 || x.user == nil {
 		return nil, false, errAuthFailed
 	}
 	c.id = x.user
@@ -206,6 +232,7 @@ func (s *Server) saslHandshake(sc *saslConn, r *kmsg.SASLHandshakeRequest) kmsg.
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 	case !slices.Contains(mechanisms, r.Mechanism):
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+		sc.failed = true // as a broker does: the answer, then the connection closes
 	default:
 		sc.mechanism, sc.raw, sc.scram = r.Mechanism, r.Version == 0, nil
 	}
@@ -222,8 +249,10 @@ func (s *Server) saslAuthenticate(sc *saslConn, r *kmsg.SASLAuthenticateRequest)
 	}
 	answer, _, err := sc.step(s.users, r.SASLAuthBytes)
 	if err != nil {
+		// As a broker does: the answer, then the connection closes, so a client cannot go on
+		// guessing on it.
 		resp.ErrorCode, resp.ErrorMessage = kerr.SaslAuthenticationFailed.Code, kmsg.StringPtr(err.Error())
-		sc.mechanism, sc.scram = "", nil
+		sc.mechanism, sc.scram, sc.failed = "", nil, true
 		return resp
 	}
 	resp.SASLAuthBytes = answer

@@ -7,6 +7,7 @@ package kafka
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -44,8 +46,31 @@ type Config struct {
 	Users []User
 	// TLS, when set, serves TLS (e.g. with SASL/PLAIN, whose password is otherwise in clear).
 	TLS *tls.Config
-	// MaxRequestBytes bounds one request frame (default 100 MiB, Kafka's socket.request.max.bytes).
+	// MaxRequestBytes bounds one request frame (default 100 MiB, Kafka's
+	// socket.request.max.bytes), and what one connection holds of requests read and not yet
+	// answered: past it the gateway reads no more of that connection until answers are sent.
 	MaxRequestBytes int32
+	// MaxBufferedBytes bounds, over all connections, the bytes of requests read and not yet
+	// answered and of Fetch answers not yet sent (default 256 MiB; Kafka's
+	// queued.max.request.bytes). Each connection's first 64 KiB do not count here, so its small
+	// requests are read however full it is; a Fetch answer is cut to what fits.
+	MaxBufferedBytes int64
+	// MaxFetchBytes bounds one Fetch answer whatever the client asks (default 50 MiB; Kafka's
+	// fetch.max.bytes), past its first batch.
+	MaxFetchBytes int32
+	// MaxTransactionBytes bounds what one principal's open Kafka transactions hold: record
+	// batches, offsets and transactional ids (default 64 MiB).
+	MaxTransactionBytes int64
+	// MaxConnections bounds the connections served at once (default 1,000); one more is
+	// closed as it is accepted.
+	MaxConnections int
+	// IdleTimeout closes a connection that sends no request for this long (default 10 min,
+	// Kafka's connections.max.idle.ms).
+	IdleTimeout time.Duration
+	// RequestTimeout bounds how long a request's bytes take to arrive once its size is read,
+	// how long an answer takes to be sent and, with Users, how long a client takes to
+	// authenticate after connecting (default 30 s, Kafka clients' request.timeout.ms).
+	RequestTimeout time.Duration
 	// Log receives the errors the gateway answers clients with (default: discarded).
 	Log func(format string, args ...any)
 }
@@ -71,18 +96,22 @@ type identity struct {
 
 // Server is a running gateway.
 type Server struct {
-	cfg       Config
-	ln        net.Listener
-	query     types.QueryClient
-	anon      *identity            // without users: every client, signing with cfg.Signer
-	users     map[string]*identity // with users: by principal
-	ids       []*identity
-	host      string
-	port      int32
-	mu        sync.Mutex
-	conns     map[net.Conn]context.CancelFunc
-	wg        sync.WaitGroup
-	closeOnce sync.Once
+	cfg Config
+	ln  net.Listener
+	// buffered is every connection's share of MaxBufferedBytes.
+	buffered *budget
+	query    types.QueryClient
+	anon     *identity            // without users: every client, signing with cfg.Signer
+	users    map[string]*identity // with users: by principal
+	ids      []*identity
+	// scramSecret derives the SCRAM salts shown for user names nobody has.
+	scramSecret []byte
+	host        string
+	port        int32
+	mu          sync.Mutex
+	conns       map[net.Conn]context.CancelFunc
+	wg          sync.WaitGroup
+	closeOnce   sync.Once
 }
 
 // Listen opens the listener; Serve (in a goroutine) accepts clients.
@@ -90,9 +119,13 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:9092"
 	}
-	if cfg.MaxRequestBytes == 0 {
-		cfg.MaxRequestBytes = 100 << 20
-	}
+	cfg.MaxRequestBytes = orDefault(cfg.MaxRequestBytes, DefaultMaxRequestBytes)
+	cfg.MaxBufferedBytes = orDefault(cfg.MaxBufferedBytes, DefaultMaxBufferedBytes)
+	cfg.MaxFetchBytes = orDefault(cfg.MaxFetchBytes, DefaultMaxFetchBytes)
+	cfg.MaxTransactionBytes = orDefault(cfg.MaxTransactionBytes, DefaultMaxTransactionBytes)
+	cfg.MaxConnections = orDefault(cfg.MaxConnections, DefaultMaxConnections)
+	cfg.IdleTimeout = orDefault(cfg.IdleTimeout, DefaultIdleTimeout)
+	cfg.RequestTimeout = orDefault(cfg.RequestTimeout, DefaultRequestTimeout)
 	if cfg.Log == nil {
 		cfg.Log = func(string, ...any) {}
 	}
@@ -114,14 +147,19 @@ func Listen(cfg Config) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("advertised address %q: bad port", advertised)
 	}
-	s := &Server{cfg: cfg, ln: ln, query: types.NewQueryClient(cfg.ClientCtx), host: host, port: int32(port), conns: map[net.Conn]context.CancelFunc{}}
+	s := &Server{cfg: cfg, ln: ln, query: types.NewQueryClient(cfg.ClientCtx), host: host, port: int32(port), conns: map[net.Conn]context.CancelFunc{},
+		scramSecret: make([]byte, 32), buffered: newBudget(cfg.MaxBufferedBytes)}
+	if _, err := rand.Read(s.scramSecret); err != nil {
+		ln.Close()
+		return nil, err
+	}
 	newIdentity := func(principal, password string, signer *txclient.Signer) (*identity, error) {
 		if signer != nil { // a gateway without a signer serves reads only
 			signer.UseUnordered()
 		}
 		id := &identity{principal: principal, password: password, signer: signer,
 			producer: newProducer(cfg.ClientCtx, signer, cfg.Log), groups: newCoordinator(newChainGroups(cfg.ClientCtx, signer, s.query)),
-			txns: newTxnCoordinator(signer)}
+			txns: newTxnCoordinator(signer, cfg.MaxTransactionBytes)}
 		s.ids = append(s.ids, id)
 		if password == "" {
 			return id, nil
@@ -178,8 +216,16 @@ func (s *Server) Serve() error {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		s.mu.Lock()
-		s.conns[c] = cancel
+		full := len(s.conns) >= s.cfg.MaxConnections
+		if !full {
+			s.conns[c] = cancel
+		}
 		s.mu.Unlock()
+		if full {
+			cancel()
+			c.Close()
+			continue
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -236,73 +282,110 @@ func (s *Server) ident(ctx context.Context) *identity {
 type pending struct {
 	corr int32
 	key  int16
+	// wait makes the answer; nil from it sends nothing (acks=0).
 	wait func() kmsg.Response
 	// raw, with wait nil, is a bare SASL token answered to a SaslHandshake v0 client.
 	raw []byte
+	// held is what the request and its answer hold of the connection's bytes until sent.
+	held grant
 }
 
 // serveConn answers one client's requests in order.
 func (s *Server) serveConn(ctx context.Context, c net.Conn) {
-	r := bufio.NewReaderSize(c, 64<<10)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cb := &connBytes{conn: newBudget(int64(s.cfg.MaxRequestBytes)), shared: s.buffered}
+	r := bufio.NewReaderSize(c, 16<<10)
 	queue := make(chan pending, 64)
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
-		w := bufio.NewWriterSize(c, 64<<10)
-		for p := range queue {
-			var out []byte
-			if p.wait == nil {
-				out = binary.BigEndian.AppendUint32(nil, uint32(len(p.raw)))
-				out = append(out, p.raw...)
-			} else {
-				resp := p.wait()
-				if resp == nil {
-					continue
-				}
-				out = frameResponse(p.corr, p.key, resp)
-			}
-			if _, err := w.Write(out); err != nil {
-				c.Close()
-				continue // drain: the reader stops on the closed connection
-			}
-			// Flush every answer: the next one may wait for a block.
-			if err := w.Flush(); err != nil {
-				c.Close()
-			}
-		}
+		s.writeAnswers(c, queue, cb, cancel)
 	}()
 	defer func() { close(queue); <-writerDone }()
-	sc := &saslConn{}
+	sc := &saslConn{secret: s.scramSecret}
 	ctx = context.WithValue(ctx, saslKey{}, sc)
+	authBy := time.Now().Add(s.cfg.RequestTimeout)
+	var prefix [4]byte
 	for {
-		var size int32
-		if err := binary.Read(r, binary.BigEndian, &size); err != nil {
+		// Before SASL authentication frames are small and the whole handshake has
+		// RequestTimeout; after it a client may idle for IdleTimeout between requests.
+		handshake := len(s.users) > 0 && sc.id == nil
+		limit, deadline := s.cfg.MaxRequestBytes, time.Now().Add(s.cfg.IdleTimeout)
+		if handshake {
+			limit, deadline = maxHandshakeFrame, authBy
+		}
+		_ = c.SetReadDeadline(deadline)
+		if _, err := io.ReadFull(r, prefix[:]); err != nil {
 			return
 		}
+		size := int32(binary.BigEndian.Uint32(prefix[:]))
 		rawToken := sc.raw && sc.mechanism != "" && sc.id == nil
-		if (size < 10 && !rawToken) || size < 0 || size > s.cfg.MaxRequestBytes {
-			return // not a Kafka frame: nothing sensible to answer
+		if (size < 10 && !rawToken) || size < 0 || size > limit {
+			return // not a Kafka frame, or more than the gateway takes: nothing sensible to answer
 		}
-		frame := make([]byte, size)
-		if _, err := io.ReadFull(r, frame); err != nil {
+		held, err := cb.takeFrame(ctx, int64(size))
+		if err != nil {
+			return
+		}
+		if !handshake {
+			_ = c.SetReadDeadline(time.Now().Add(s.cfg.RequestTimeout))
+		}
+		frame, err := readFrame(r, int(size))
+		if err != nil {
+			cb.give(held)
 			return
 		}
 		if rawToken {
 			answer, _, err := sc.step(s.users, frame)
 			if err != nil {
+				cb.give(held)
 				s.cfg.Log("kafka gateway: %s: SASL %s: %v", c.RemoteAddr(), sc.mechanism, err)
 				return // as a broker does after a failed handshake-v0 exchange
 			}
-			queue <- pending{raw: answer}
+			queue <- pending{raw: answer, held: held}
 			continue
 		}
-		p, err := s.handleFrame(ctx, frame)
-		if err != nil {
-			return
-		}
-		if p.wait != nil {
+		answer := &answerBytes{cb: cb}
+		p, err := s.handleFrame(context.WithValue(ctx, answerKey{}, answer), frame)
+		p.held = held.plus(answer.held)
+		if err != nil || p.wait == nil {
+			cb.give(p.held)
+		} else {
 			queue <- p
 		}
+		if err != nil || sc.failed {
+			return // closed after a failed authentication too, as a broker does
+		}
+	}
+}
+
+// writeAnswers sends the queued answers in request order, each within RequestTimeout, and
+// gives back what each held once sent (or once made, after the connection failed).
+func (s *Server) writeAnswers(c net.Conn, queue <-chan pending, cb *connBytes, cancel context.CancelFunc) {
+	w := bufio.NewWriterSize(c, 16<<10)
+	failed := false
+	for p := range queue {
+		var out []byte
+		if p.wait == nil {
+			out = binary.BigEndian.AppendUint32(nil, uint32(len(p.raw)))
+			out = append(out, p.raw...)
+		} else if resp := p.wait(); resp != nil {
+			out = frameResponse(p.corr, p.key, resp)
+		}
+		if out != nil && !failed {
+			_ = c.SetWriteDeadline(time.Now().Add(s.cfg.RequestTimeout))
+			_, err := w.Write(out)
+			if err == nil {
+				err = w.Flush() // every answer: the next may wait for a block
+			}
+			if err != nil {
+				failed = true
+				c.Close()
+				cancel() // the reader stops, waiting or reading
+			}
+		}
+		cb.give(p.held)
 	}
 }
 
@@ -457,4 +540,12 @@ func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
 		return s.ident(ctx).groups.offsetFetch(ctx, r)
 	}
 	return unsupported(req.Key(), req.GetVersion())
+}
+
+// orDefault is v, or def when v is not set (or negative).
+func orDefault[T int | int32 | int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }

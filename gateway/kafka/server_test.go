@@ -17,9 +17,8 @@ import (
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-// roundTrip sends one request on c and decodes the response of the same kind.
-func roundTrip(t *testing.T, c net.Conn, corr int32, req kmsg.Request) kmsg.Response {
-	t.Helper()
+// requestFrame is req as a client sends it: size, header (client id "test"), body.
+func requestFrame(corr int32, req kmsg.Request) []byte {
 	body := binary.BigEndian.AppendUint16(nil, uint16(req.Key()))
 	body = binary.BigEndian.AppendUint16(body, uint16(req.GetVersion()))
 	body = binary.BigEndian.AppendUint32(body, uint32(corr))
@@ -29,9 +28,13 @@ func roundTrip(t *testing.T, c net.Conn, corr int32, req kmsg.Request) kmsg.Resp
 		body = append(body, 0)
 	}
 	body = req.AppendTo(body)
-	_, err := c.Write(binary.BigEndian.AppendUint32(nil, uint32(len(body))))
-	require.NoError(t, err)
-	_, err = c.Write(body)
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+}
+
+// roundTrip sends one request on c and decodes the response of the same kind.
+func roundTrip(t *testing.T, c net.Conn, corr int32, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	_, err := c.Write(requestFrame(corr, req))
 	require.NoError(t, err)
 	var size int32
 	require.NoError(t, binary.Read(c, binary.BigEndian, &size))

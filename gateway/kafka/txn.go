@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"sync"
+	"time"
 
 	errorsmod "cosmossdk.io/errors"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,52 +27,149 @@ import (
 // the member's generation, which the chain checks, and a refused commit takes its records with
 // it.
 
-// maxTxnBytes bounds the record bytes one open transaction holds in the gateway (the chain's
-// default max_batch_bytes: the transaction must fit one message).
-const maxTxnBytes = 4 << 20
+// What transactions hold in the gateway is bounded per principal: one open transaction at
+// most maxTxnBytes (it must fit one message), all of them with their transactional ids at most
+// MaxTransactionBytes; past that, new records, offsets and ids are refused with
+// THROTTLING_QUOTA_EXCEEDED until transactions end. As Kafka's coordinator does, a transaction
+// open past its timeout is aborted and its producer fenced, and an id unused for
+// txnIDExpiry is forgotten.
+const (
+	// maxTxnBytes bounds the record bytes one open transaction holds (the chain's default
+	// max_batch_bytes: the transaction must fit one message).
+	maxTxnBytes = 4 << 20
+	// maxTxnTimeout is the longest transaction timeout a producer may ask for (Kafka's
+	// transaction.max.timeout.ms).
+	maxTxnTimeout = 15 * time.Minute
+	// txnIDExpiry is how long an unused transactional id is kept (Kafka's
+	// transactional.id.expiration.ms).
+	txnIDExpiry = 7 * 24 * time.Hour
+	// txnIDBytes is what an id holds besides its name.
+	txnIDBytes = 256
+	// sweepEvery is how often, at most, a full coordinator looks for expired transactions.
+	sweepEvery = time.Second
+)
 
 type txnCoordinator struct {
-	signer *txclient.Signer
-	mu     sync.Mutex
-	byID   map[string]*openTxn // by transactional id
+	signer   *txclient.Signer
+	maxBytes int64 // MaxTransactionBytes
+	mu       sync.Mutex
+	byID     map[string]*openTxn // by transactional id
+	bytes    int64               // held by every id: its entry, batches and offsets
+	swept    time.Time
 }
 
 // openTxn is a transactional producer's current transaction.
 type openTxn struct {
 	producerID int64
 	epoch      int16
+	timeout    time.Duration
+	used       time.Time // last request naming it
+	started    time.Time // when its first batch or offsets were kept; zero while empty
 	batches    []types.ProduceBatch
-	bytes      int
-	offsets    []*types.MsgCommitOffsets // one per group
+	bytes      int                       // of batches and offsets
+	offsets    []*types.MsgCommitOffsets // one per TxnOffsetCommit
 }
 
-func newTxnCoordinator(signer *txclient.Signer) *txnCoordinator {
-	return &txnCoordinator{signer: signer, byID: map[string]*openTxn{}}
+func newTxnCoordinator(signer *txclient.Signer, maxBytes int64) *txnCoordinator {
+	return &txnCoordinator{signer: signer, maxBytes: maxBytes, byID: map[string]*openTxn{}}
 }
 
 // initProducerID starts (or restarts, fencing the previous producer of the id) a transactional
 // producer: a new random producer id, epoch 0, nothing open.
 func (c *txnCoordinator) initProducerID(r *kmsg.InitProducerIDRequest, resp *kmsg.InitProducerIDResponse) {
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	timeout := time.Duration(r.TransactionTimeoutMillis) * time.Millisecond
+	if timeout <= 0 || timeout > maxTxnTimeout {
+		resp.ErrorCode = kerr.InvalidTransactionTimeout.Code // as Kafka's coordinator
+		return
+	}
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		resp.ErrorCode = kerr.UnknownServerError.Code
 		return
 	}
-	resp.ProducerID, resp.ProducerEpoch = int64(binary.BigEndian.Uint64(b[:])>>2), 0
+	id, now := *r.TransactionalID, time.Now()
 	c.mu.Lock()
-	c.byID[*r.TransactionalID] = &openTxn{producerID: resp.ProducerID}
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	if old := c.byID[id]; old != nil {
+		c.drop(id, old)
+	}
+	cost := int64(txnIDBytes + len(id))
+	if !c.fits(cost, now) {
+		resp.ErrorCode = kerr.ThrottlingQuotaExceeded.Code
+		return
+	}
+	c.bytes += cost
+	resp.ProducerID, resp.ProducerEpoch = int64(binary.BigEndian.Uint64(b[:])>>2), 0
+	c.byID[id] = &openTxn{producerID: resp.ProducerID, timeout: timeout, used: now}
+}
+
+// fits tells whether n more bytes fit MaxTransactionBytes, after a sweep if they do not.
+func (c *txnCoordinator) fits(n int64, now time.Time) bool {
+	if c.bytes+n <= c.maxBytes {
+		return true
+	}
+	if now.Sub(c.swept) >= sweepEvery {
+		c.swept = now
+		for id, t := range c.byID {
+			c.expire(t, now)
+			if now.Sub(t.used) > txnIDExpiry {
+				c.drop(id, t)
+			}
+		}
+	}
+	return c.bytes+n <= c.maxBytes
+}
+
+// expire aborts t if it has been open longer than its timeout, fencing its producer (the
+// epoch moves on), as Kafka's coordinator does.
+func (c *txnCoordinator) expire(t *openTxn, now time.Time) {
+	if !t.started.IsZero() && now.Sub(t.started) > t.timeout {
+		c.clear(t)
+		t.epoch++
+	}
+}
+
+// clear empties t's transaction; the next starts empty.
+func (c *txnCoordinator) clear(t *openTxn) {
+	c.bytes -= int64(t.bytes)
+	t.batches, t.offsets, t.bytes, t.started = nil, nil, 0, time.Time{}
+}
+
+func (c *txnCoordinator) drop(id string, t *openTxn) {
+	c.clear(t)
+	c.bytes -= int64(txnIDBytes + len(id))
+	delete(c.byID, id)
+}
+
+// hold adds n bytes to t's transaction, or answers the code refusing them.
+func (c *txnCoordinator) hold(t *openTxn, n int, now time.Time, tooLarge int16) int16 {
+	switch {
+	case t.bytes+n > maxTxnBytes:
+		return tooLarge
+	case !c.fits(int64(n), now):
+		return kerr.ThrottlingQuotaExceeded.Code
+	}
+	if t.started.IsZero() {
+		t.started = now
+	}
+	t.bytes += n
+	c.bytes += int64(n)
+	return 0
 }
 
 // txn returns the open transaction of id if producerID/epoch are its producer's, else the code.
 func (c *txnCoordinator) txn(id string, producerID int64, epoch int16) (*openTxn, int16) {
 	t := c.byID[id]
-	switch {
-	case t == nil:
+	if t == nil {
 		return nil, kerr.InvalidProducerIDMapping.Code
-	case t.producerID != producerID || t.epoch != epoch:
+	}
+	now := time.Now()
+	c.expire(t, now)
+	if t.producerID != producerID || t.epoch != epoch {
 		return nil, kerr.ProducerFenced.Code
 	}
+	t.used = now
 	return t, 0
 }
 
@@ -136,13 +234,12 @@ func (c *txnCoordinator) keep(id, topic string, partition int32, records []byte)
 			return kerr.InvalidRecord.Code
 		}
 		t, code := c.txn(id, b.producerID, b.epoch)
+		if code == 0 {
+			code = c.hold(t, len(b.bytes), time.Now(), kerr.RecordListTooLarge.Code)
+		}
 		if code != 0 {
 			return code
 		}
-		if t.bytes+len(b.bytes) > maxTxnBytes {
-			return kerr.RecordListTooLarge.Code
-		}
-		t.bytes += len(b.bytes)
 		t.batches = append(t.batches, types.ProduceBatch{Topic: topic, Partition: uint32(partition), RecordBatch: append([]byte(nil), b.bytes...), RecordCount: b.records})
 	}
 	return 0
@@ -167,7 +264,7 @@ func (c *txnCoordinator) txnOffsetCommit(r *kmsg.TxnOffsetCommitRequest) kmsg.Re
 		}
 		if r.MemberID == "" {
 			code = kerr.UnknownMemberID.Code // bftlog commits as a group member
-		} else {
+		} else if code = c.hold(t, msg.Size(), time.Now(), kerr.OffsetMetadataTooLarge.Code); code == 0 {
 			t.offsets = append(t.offsets, msg)
 		}
 	}
@@ -202,7 +299,7 @@ func (c *txnCoordinator) endTxn(r *kmsg.EndTxnRequest) kmsg.Response {
 			}
 		}
 		// The next transaction starts empty whatever the outcome.
-		c.byID[r.TransactionalID] = &openTxn{producerID: t.producerID, epoch: t.epoch}
+		c.clear(t)
 	}
 	c.mu.Unlock()
 	resp.ErrorCode = code

@@ -28,7 +28,27 @@ const (
 	flagUsers   = "users"
 	flagTLSCert = "tls-cert"
 	flagTLSKey  = "tls-key"
+
+	flagMaxConnections      = "max-connections"
+	flagMaxRequestBytes     = "max-request-bytes"
+	flagMaxBufferedBytes    = "max-buffered-bytes"
+	flagMaxFetchBytes       = "max-fetch-bytes"
+	flagMaxTransactionBytes = "max-transaction-bytes"
+	flagIdleTimeout         = "idle-timeout"
+	flagRequestTimeout      = "request-timeout"
 )
+
+// gatewayLimits sets cfg's bounds from the command's flags.
+func gatewayLimits(cmd *cobra.Command, cfg *kafka.Config) {
+	f := cmd.Flags()
+	cfg.MaxConnections, _ = f.GetInt(flagMaxConnections)
+	cfg.MaxRequestBytes, _ = f.GetInt32(flagMaxRequestBytes)
+	cfg.MaxBufferedBytes, _ = f.GetInt64(flagMaxBufferedBytes)
+	cfg.MaxFetchBytes, _ = f.GetInt32(flagMaxFetchBytes)
+	cfg.MaxTransactionBytes, _ = f.GetInt64(flagMaxTransactionBytes)
+	cfg.IdleTimeout, _ = f.GetDuration(flagIdleTimeout)
+	cfg.RequestTimeout, _ = f.GetDuration(flagRequestTimeout)
+}
 
 // gatewayUsers reads --users and builds each user's signer from its keyring key, with the
 // command's tx flags (fees, gas, chain id).
@@ -88,7 +108,14 @@ single broker that leads every partition. Metadata, ListOffsets and Fetch read c
 transactions signed by --from, with produce requests from all clients coalesced into few large
 MsgProduce transactions. Produce answers once the records are in a block (acks=1 and acks=-1
 alike; acks=0 is not answered). Transactions are unordered (no account sequence), so the --from
-key may also sign elsewhere: with the CLI, or in a second gateway for availability.`,
+key may also sign elsewhere: with the CLI, or in a second gateway for availability.
+
+Without --users every client is one Kafka principal, the --from account: clients share its
+producer ids, transactional ids, group memberships and their deposits, and any client may fence
+another's transactional producer or commit as another's group member. Use it for clients you
+trust alike (one application or team); give clients that do not trust each other --users.
+Whatever the mode, each connection is bounded (--max-request-bytes, --request-timeout,
+--idle-timeout) and so are all together (--max-connections, --max-buffered-bytes).`,
 		Example: `bftlogd kafka serve --listen 127.0.0.1:9092 --from gateway --node tcp://127.0.0.1:26657
 bftlogd kafka serve --listen 127.0.0.1:9092 --from gateway --node tcp://127.0.0.1:26657 --ingress http://127.0.0.1:1317
 kcat -b 127.0.0.1:9092 -L`,
@@ -110,6 +137,7 @@ kcat -b 127.0.0.1:9092 -L`,
 			advertise, _ := cmd.Flags().GetString("advertise")
 			logf := func(format string, args ...any) { fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...) }
 			cfg := kafka.Config{Addr: addr, Advertise: advertise, ClientCtx: clientCtx, Signer: signer, Log: logf}
+			gatewayLimits(cmd, &cfg)
 			if path, _ := cmd.Flags().GetString(flagUsers); path != "" {
 				if cfg.Users, err = gatewayUsers(cmd, clientCtx, path); err != nil {
 					return err
@@ -136,7 +164,14 @@ kcat -b 127.0.0.1:9092 -L`,
 		},
 	}
 	serve.Flags().String("listen", "127.0.0.1:9092", "address Kafka clients connect to")
-	serve.Flags().String(flagUsers, "", `JSON file of Kafka users: {"users": [{"name": "...", "password": "...", "key": "<keyring key>"}]}; clients must then authenticate with SASL PLAIN or SCRAM-SHA-256/512, and each user's transactions are signed with its key`)
+	serve.Flags().String(flagUsers, "", `JSON file of Kafka users: {"users": [{"name": "...", "password": "...", "key": "<keyring key>"}]}; clients must then authenticate with SASL PLAIN or SCRAM-SHA-256/512, and each user's transactions are signed with its key (without it, every client is one principal signing with --from)`)
+	serve.Flags().Int(flagMaxConnections, kafka.DefaultMaxConnections, "connections served at once; one more is closed as it is accepted")
+	serve.Flags().Int32(flagMaxRequestBytes, kafka.DefaultMaxRequestBytes, "largest request, and what one connection holds of requests not yet answered (before SASL authentication a request is at most 8 KiB)")
+	serve.Flags().Int64(flagMaxBufferedBytes, kafka.DefaultMaxBufferedBytes, "bytes of requests not yet answered and Fetch answers not yet sent, over all connections (each connection's first 64 KiB aside)")
+	serve.Flags().Int32(flagMaxFetchBytes, kafka.DefaultMaxFetchBytes, "largest Fetch answer past its first batch, whatever the client asks")
+	serve.Flags().Int64(flagMaxTransactionBytes, kafka.DefaultMaxTransactionBytes, "bytes one principal's open Kafka transactions hold (records, offsets, transactional ids); past it they are refused with THROTTLING_QUOTA_EXCEEDED")
+	serve.Flags().Duration(flagIdleTimeout, kafka.DefaultIdleTimeout, "close a connection that sends no request for this long")
+	serve.Flags().Duration(flagRequestTimeout, kafka.DefaultRequestTimeout, "time for a request's bytes to arrive once announced, for an answer to be sent, and for a client to authenticate (with --users)")
 	serve.Flags().String(flagTLSCert, "", "PEM certificate: serve TLS (with --tls-key)")
 	serve.Flags().String(flagTLSKey, "", "PEM private key of --tls-cert")
 	serve.Flags().String("advertise", "", "host:port given to Kafka clients as the broker's address (default: --listen); a fleet behind a load balancer advertises the balancer")

@@ -1,0 +1,191 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/cosmos/cosmos-sdk/client"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/bftlog/bftlog/x/topics/client/consumer"
+	"github.com/bftlog/bftlog/x/topics/client/txclient"
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// chainGroups is the chain behind the coordinator: the gateway's account holds each group's
+// on-chain membership.
+type chainGroups struct {
+	signer txSigner // nil for a gateway without a key
+	query  types.QueryClient
+	// join joins group as the gateway's own account (consumer.Join); nil without a key.
+	join func(ctx context.Context, group string, topics []string) (nativeMember, error)
+
+	// mu guards member only; it is never held across a wait for a block, so one group's
+	// commit waiting for its block holds up no other group's (and no other client's).
+	mu     sync.Mutex
+	member map[string]*nativeGroup
+}
+
+// nativeGroup is the gateway's membership of one group. Its turn (a one-slot channel, so a
+// waiter gives up with its connection) orders the commits to that group, each of which may
+// join first, and is held while they wait for their block.
+type nativeGroup struct {
+	turn chan struct{}
+	gc   nativeMember // nil until joined
+}
+
+// txSigner is what the gateway asks of its signer (*txclient.Signer).
+type txSigner interface {
+	Address() string
+	SubmitAndWait(msgs ...sdk.Msg) (*sdk.TxResponse, error)
+}
+
+// nativeMember is the gateway's own membership of a group (*consumer.GroupConsumer).
+type nativeMember interface {
+	Generation() uint64
+	Assignment() []types.TopicPartitions
+	Heartbeat(ctx context.Context) error
+}
+
+func newChainGroups(clientCtx client.Context, signer *txclient.Signer, query types.QueryClient) *chainGroups {
+	c := &chainGroups{query: query, member: map[string]*nativeGroup{}}
+	if signer != nil {
+		c.signer = signer
+		c.join = func(ctx context.Context, group string, topics []string) (nativeMember, error) {
+			gc, err := consumer.Join(ctx, clientCtx, signer, group, topics)
+			if err != nil {
+				return nil, err
+			}
+			return gc, nil
+		}
+	}
+	return c
+}
+
+func (c *chainGroups) owner() string {
+	if c.signer == nil {
+		return ""
+	}
+	return c.signer.Address()
+}
+
+var errNoSigner = errors.New("this gateway has no signing key (--from)")
+
+func (c *chainGroups) submit(ctx context.Context, msgs ...sdk.Msg) error {
+	if c.signer == nil {
+		return errNoSigner
+	}
+	_, err := c.signer.SubmitAndWait(msgs...)
+	return err
+}
+
+func (c *chainGroups) kafkaGroup(ctx context.Context, group string) (*types.QueryKafkaGroupResponse, error) {
+	res, err := c.query.KafkaGroup(ctx, &types.QueryKafkaGroupRequest{GroupId: group})
+	if errors.Is(err, types.ErrUnknownGroup) || status.Code(err) == codes.NotFound {
+		return nil, nil
+	}
+	return res, err
+}
+
+func (c *chainGroups) offsets(ctx context.Context, group string) (*types.QueryGroupOffsetsResponse, error) {
+	return c.query.GroupOffsets(ctx, &types.QueryGroupOffsetsRequest{GroupId: group})
+}
+
+// commit commits as the gateway's on-chain membership of group, joining (or widening its
+// subscription) first; a fenced commit is retried once after adopting the new generation.
+func (c *chainGroups) commit(ctx context.Context, group string, topics []string, offsets []types.OffsetCommit) error {
+	if len(offsets) == 0 {
+		return nil
+	}
+	if c.join == nil {
+		return errNoSigner
+	}
+	c.mu.Lock()
+	g := c.member[group]
+	if g == nil {
+		g = &nativeGroup{turn: make(chan struct{}, 1)}
+		c.member[group] = g
+	}
+	c.mu.Unlock()
+	select {
+	case g.turn <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-g.turn }()
+	err := c.commitAs(ctx, g, group, topics, offsets)
+	if g.gc == nil {
+		// Never joined (refused, or the node unreachable): a group name a client made up
+		// leaves nothing behind.
+		c.mu.Lock()
+		if c.member[group] == g {
+			delete(c.member, group)
+		}
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// commitAs commits offsets as g, joining first if need be; the caller holds g's turn.
+func (c *chainGroups) commitAs(ctx context.Context, g *nativeGroup, group string, topics []string, offsets []types.OffsetCommit) error {
+	if g.gc == nil || !covers(g.gc, topics) {
+		if g.gc != nil {
+			topics = union(topics, subscribed(g.gc))
+		}
+		gc, err := c.join(ctx, group, topics)
+		if err != nil {
+			return err
+		}
+		g.gc = gc
+	}
+	for attempt := 0; ; attempt++ {
+		_, err := c.signer.SubmitAndWait(&types.MsgCommitOffsets{Member: c.signer.Address(), GroupId: group, Generation: g.gc.Generation(), Offsets: offsets})
+		if err == nil || attempt > 0 {
+			return err
+		}
+		if !errors.Is(err, types.ErrIllegalGeneration) && !errors.Is(err, types.ErrUnknownMember) {
+			return err
+		}
+		if herr := g.gc.Heartbeat(ctx); herr != nil && !errors.Is(herr, consumer.ErrRebalanced) {
+			// The on-chain membership expired: join again.
+			gc, err := c.join(ctx, group, union(topics, subscribed(g.gc)))
+			if err != nil {
+				return err
+			}
+			g.gc = gc
+		}
+	}
+}
+
+func subscribed(gc nativeMember) []string {
+	var out []string
+	for _, a := range gc.Assignment() {
+		out = append(out, a.Topic)
+	}
+	return out
+}
+
+func covers(gc nativeMember, topics []string) bool {
+	have := subscribed(gc)
+	for _, t := range topics {
+		if !slices.Contains(have, t) {
+			return false
+		}
+	}
+	return true
+}
+
+func union(a, b []string) []string {
+	out := append([]string(nil), a...)
+	for _, x := range b {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
