@@ -17,6 +17,7 @@ import (
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
 	stakingtypes "github.com/cosmos/cosmos-sdk/x/staking/types"
 
+	"github.com/bftlog/bftlog/internal/blockstep"
 	"github.com/bftlog/bftlog/x/poa/types"
 )
 
@@ -458,9 +459,22 @@ func (k Keeper) EndBlock(ctx context.Context) error {
 		if err := k.Clawbacks.Remove(ctx, kv.Key); err != nil {
 			return err
 		}
-		// The grant was debited when the undelegation was scheduled.
-		if _, err := k.burnFrom(ctx, sdk.AccAddress(kv.Key.K2()), kv.Value); err != nil {
+		// The grant was debited when the undelegation was scheduled. An account whose burn
+		// fails is skipped (blockstep), not the block.
+		acc := sdk.AccAddress(kv.Key.K2())
+		skipped, err := blockstep.Isolate(ctx, func(ctx context.Context) error {
+			_, err := k.burnFrom(ctx, acc, kv.Value)
 			return err
+		})
+		if err != nil {
+			return err
+		}
+		if skipped != nil {
+			sdkCtx := sdk.UnwrapSDKContext(ctx)
+			sdkCtx.Logger().Error("x/poa: block work skipped", "account", acc.String(), "err", skipped)
+			if err := sdkCtx.EventManager().EmitTypedEvent(&types.EventBlockWorkSkipped{Account: acc.String(), Amount: kv.Value.String(), Reason: skipped.Error()}); err != nil {
+				return err
+			}
 		}
 	}
 	// Everything the module account holds is minted stake returned by its own undelegations:

@@ -2,11 +2,10 @@ package keeper
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/bftlog/bftlog/internal/blockstep"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -56,44 +55,21 @@ type stepFunc struct {
 	run  func(context.Context) error
 }
 
-// ErrStorage marks a failure of the node's own storage (a record file it cannot read or
-// write, bytes that no longer match their SHA-256): the one kind of error a block-level step
-// returns, stopping this node rather than letting it go on with a state that differs from the
-// others'. Errors an account's input can cause are never wrapped in it.
-var ErrStorage = errors.New("node storage failure")
+// ErrStorage marks a failure of the node's own storage (blockstep.ErrStorage): the one kind of
+// error a block-level step returns.
+var ErrStorage = blockstep.ErrStorage
 
 // storageError wraps err as an ErrStorage.
-func storageError(err error) error {
-	if err == nil || errors.Is(err, ErrStorage) {
+func storageError(err error) error { return blockstep.Storage(err) }
+
+// isolate runs fn as blockstep.Isolate does; work it skips is logged and reported as
+// EventBlockWorkSkipped (step, subject).
+func (k Keeper) isolate(ctx context.Context, step, subject string, fn func(context.Context) error) error {
+	skipped, err := blockstep.Isolate(ctx, fn)
+	if skipped == nil {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrStorage, err)
-}
-
-// isolate runs fn on a branch of ctx's state and keeps its writes and events only if it
-// succeeds. A failure or panic is logged, reported as EventBlockWorkSkipped (step, subject) and
-// dropped, so the block goes on; only ErrStorage is returned (or re-panicked). Every validator
-// runs the same fn on the same state, so all of them skip alike.
-func (k Keeper) isolate(ctx context.Context, step, subject string, fn func(context.Context) error) (err error) {
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
-	branch, write := sdkCtx.CacheContext()
-	defer func() {
-		r := recover()
-		if r != nil {
-			if e, ok := r.(error); ok && errors.Is(e, ErrStorage) {
-				panic(r)
-			}
-			err = fmt.Errorf("panic: %v", r)
-		}
-		if err == nil {
-			write()
-			return
-		}
-		if errors.Is(err, ErrStorage) {
-			return
-		}
-		sdkCtx.Logger().Error("x/topics: block work skipped", "step", step, "subject", subject, "height", sdkCtx.BlockHeight(), "err", err)
-		err = sdkCtx.EventManager().EmitTypedEvent(&types.EventBlockWorkSkipped{Step: step, Subject: subject, Reason: err.Error()})
-	}()
-	return fn(branch)
+	sdkCtx.Logger().Error("x/topics: block work skipped", "step", step, "subject", subject, "height", sdkCtx.BlockHeight(), "err", skipped)
+	return sdkCtx.EventManager().EmitTypedEvent(&types.EventBlockWorkSkipped{Step: step, Subject: subject, Reason: skipped.Error()})
 }
