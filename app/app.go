@@ -156,6 +156,8 @@ func New(
 	// transaction that pays too little is refused before anything is deducted or run.
 	app.App = appBuilder.Build(db, traceStore, baseAppOptions...)
 	app.MountStore(pendingRecords, storetypes.StoreTypeTransient)
+	// Queries read committed record bytes only, never the block's pending ones.
+	app.SetQueryMultiStore(recordStore.QueryMultiStore(app.CommitMultiStore()))
 	std := app.AnteHandler()
 	poaCheck := poa.NewAnteDecorator(app.PoaKeeper)
 	feeCheck := NewFeeDecorator(app.TopicsKeeper)
