@@ -57,6 +57,7 @@ type App struct {
 	*runtime.App
 
 	recentResults     *recentResults
+	recordSnapshots   *topicskeeper.RecordSnapshotter // nil without segment files or snapshots
 	legacyAmino       *codec.LegacyAmino
 	appCodec          codec.Codec
 	txConfig          client.TxConfig
@@ -189,6 +190,7 @@ func New(
 			if err := sm.RegisterExtensions(ext); err != nil {
 				panic(err)
 			}
+			app.recordSnapshots = ext
 		}
 	}
 
