@@ -57,6 +57,7 @@ type App struct {
 	*runtime.App
 
 	recentResults     *recentResults
+	recordSnapshots   *topicskeeper.RecordSnapshotter // nil without segment files or snapshots
 	legacyAmino       *codec.LegacyAmino
 	appCodec          codec.Codec
 	txConfig          client.TxConfig
@@ -156,6 +157,8 @@ func New(
 	// transaction that pays too little is refused before anything is deducted or run.
 	app.App = appBuilder.Build(db, traceStore, baseAppOptions...)
 	app.MountStore(pendingRecords, storetypes.StoreTypeTransient)
+	// Queries read committed record bytes only, never the block's pending ones.
+	app.SetQueryMultiStore(recordStore.QueryMultiStore(app.CommitMultiStore()))
 	std := app.AnteHandler()
 	poaCheck := poa.NewAnteDecorator(app.PoaKeeper)
 	feeCheck := NewFeeDecorator(app.TopicsKeeper)
@@ -187,6 +190,7 @@ func New(
 			if err := sm.RegisterExtensions(ext); err != nil {
 				panic(err)
 			}
+			app.recordSnapshots = ext
 		}
 	}
 

@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"io"
+	"io/fs"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,7 +35,11 @@ import (
 // blocks, as bftlogd runs one.
 func snapshotApp(t *testing.T, interval uint64) *app.App {
 	t.Helper()
-	home := t.TempDir()
+	return snapshotAppAt(t, t.TempDir(), interval)
+}
+
+func snapshotAppAt(t *testing.T, home string, interval uint64) *app.App {
+	t.Helper()
 	store, err := snapshots.NewStore(dbm.NewMemDB(), filepath.Join(home, "data", "snapshots"))
 	require.NoError(t, err)
 	opts := simtestutil.AppOptionsMap{flags.FlagHome: home, server.FlagStateSyncSnapshotInterval: interval}
@@ -47,42 +53,11 @@ func snapshotApp(t *testing.T, interval uint64) *app.App {
 // record bytes were changed, cut short or padded is refused by the restoring node.
 func TestStateSyncSnapshotCarriesRecords(t *testing.T) {
 	const interval = 6
-	src := newChain(t, snapshotApp(t, interval), 1_000_000_000_000)
-	src.deliver(0, 2_000_000, createMsg(src.addr(0), "audit", 1))
-	const gas = 20_000_000
-	var appHash []byte // of the snapshot height
-	for src.height <= interval {
-		res := src.finalize(src.tx(0, src.fee(gas), gas, produceMsg(src.addr(0), "audit", 50, 200)))
-		require.Equal(t, uint32(0), res.TxResults[0].Code, res.TxResults[0].Log)
-		src.seqs[0]++
-		appHash = res.AppHash
-	}
-	var snap *abci.Snapshot
-	require.Eventually(t, func() bool {
-		l, err := src.app.ListSnapshots(&abci.RequestListSnapshots{})
-		require.NoError(t, err)
-		if len(l.Snapshots) > 0 {
-			snap = l.Snapshots[0]
-		}
-		return snap != nil
-	}, 30*time.Second, 20*time.Millisecond)
-	require.Equal(t, uint64(interval), snap.Height)
-	// Blocks after the snapshot height change the log; the snapshot keeps height 6's.
-	src.block(src.tx(0, src.fee(gas), gas, produceMsg(src.addr(0), "audit", 50, 200)))
+	src, snap, appHash := snapshotted(t, interval)
 
-	dst := snapshotApp(t, interval)
-	offer, err := dst.OfferSnapshot(&abci.RequestOfferSnapshot{Snapshot: snap, AppHash: appHash})
-	require.NoError(t, err)
-	require.Equal(t, abci.ResponseOfferSnapshot_ACCEPT, offer.Result)
-	var size int
-	for i := uint32(0); i < snap.Chunks; i++ {
-		chunk, err := src.app.LoadSnapshotChunk(&abci.RequestLoadSnapshotChunk{Height: snap.Height, Format: snap.Format, Chunk: i})
-		require.NoError(t, err)
-		size += len(chunk.Chunk)
-		res, err := dst.ApplySnapshotChunk(&abci.RequestApplySnapshotChunk{Index: i, Chunk: chunk.Chunk})
-		require.NoError(t, err)
-		require.Equal(t, abci.ResponseApplySnapshotChunk_ACCEPT, res.Result)
-	}
+	home := t.TempDir()
+	dst := snapshotAppAt(t, home, interval)
+	size := restoreOverABCI(t, src, dst, snap, appHash, abci.ResponseApplySnapshotChunk_ACCEPT)
 	t.Logf("snapshot at height %d: %d chunks, %d bytes", snap.Height, snap.Chunks, size)
 	require.Equal(t, int64(interval), dst.LastBlockHeight())
 	require.Equal(t, appHash, dst.LastCommitID().Hash)
@@ -117,6 +92,7 @@ func TestStateSyncSnapshotCarriesRecords(t *testing.T) {
 	refused := func(err error, why string) {
 		t.Helper()
 		require.ErrorContains(t, err, why)
+		require.Zero(t, dirBytes(t, filepath.Join(home, "data"), "records"), "a refused restore leaves no records, staged or not")
 		t.Logf("refused: %v", err)
 	}
 	tampered := cloneAll(good)
@@ -131,6 +107,93 @@ func TestStateSyncSnapshotCarriesRecords(t *testing.T) {
 	require.Equal(t, got.Records, fetch(dst, interval).Records, "restored again after the refusals")
 }
 
+// snapshotted is a chain with a home whose SDK manager took a snapshot at height interval,
+// with blocks after it; it returns the chain, the snapshot and the app hash of its height.
+func snapshotted(t *testing.T, interval int64) (*feeChain, *abci.Snapshot, []byte) {
+	t.Helper()
+	src := newChain(t, snapshotApp(t, uint64(interval)), 1_000_000_000_000)
+	src.deliver(0, 2_000_000, createMsg(src.addr(0), "audit", 1))
+	const gas = 20_000_000
+	var appHash []byte // of the snapshot height
+	for src.height <= interval {
+		res := src.finalize(src.tx(0, src.fee(gas), gas, produceMsg(src.addr(0), "audit", 50, 200)))
+		require.Equal(t, uint32(0), res.TxResults[0].Code, res.TxResults[0].Log)
+		src.seqs[0]++
+		appHash = res.AppHash
+	}
+	var snap *abci.Snapshot
+	require.Eventually(t, func() bool {
+		l, err := src.app.ListSnapshots(&abci.RequestListSnapshots{})
+		require.NoError(t, err)
+		if len(l.Snapshots) > 0 {
+			snap = l.Snapshots[0]
+		}
+		return snap != nil
+	}, 30*time.Second, 20*time.Millisecond)
+	require.Equal(t, uint64(interval), snap.Height)
+	// Blocks after the snapshot height change the log; the snapshot keeps height 6's.
+	src.block(src.tx(0, src.fee(gas), gas, produceMsg(src.addr(0), "audit", 50, 200)))
+	return src, snap, appHash
+}
+
+// restoreOverABCI offers snap to dst as CometBFT does, with appHash as the verified header's,
+// and applies src's chunks; the last chunk's result is want. It returns the chunks' size.
+func restoreOverABCI(t *testing.T, src *feeChain, dst *app.App, snap *abci.Snapshot, appHash []byte, want abci.ResponseApplySnapshotChunk_Result) int {
+	t.Helper()
+	offer, err := dst.OfferSnapshot(&abci.RequestOfferSnapshot{Snapshot: snap, AppHash: appHash})
+	require.NoError(t, err)
+	require.Equal(t, abci.ResponseOfferSnapshot_ACCEPT, offer.Result)
+	var size int
+	for i := uint32(0); i < snap.Chunks; i++ {
+		chunk, err := src.app.LoadSnapshotChunk(&abci.RequestLoadSnapshotChunk{Height: snap.Height, Format: snap.Format, Chunk: i})
+		require.NoError(t, err)
+		size += len(chunk.Chunk)
+		res, err := dst.ApplySnapshotChunk(&abci.RequestApplySnapshotChunk{Index: i, Chunk: chunk.Chunk})
+		require.NoError(t, err)
+		if i+1 == snap.Chunks {
+			require.Equal(t, want, res.Result)
+		}
+	}
+	return size
+}
+
+// A state-syncing node writes no record bytes for a snapshot whose state is not the one the
+// light-client-verified header commits to: the restore checks the restored multistore against
+// the app hash CometBFT offered the snapshot with before it writes any (it wrote every batch,
+// and CometBFT refused the state only after the whole restore).
+func TestStateSyncRestoreWritesNoRecordsBeforeTheAppHashChecks(t *testing.T) {
+	const interval = 6
+	src, snap, appHash := snapshotted(t, interval)
+	home := t.TempDir()
+	dst := snapshotAppAt(t, home, interval)
+	forged := bytes.Clone(appHash)
+	forged[0] ^= 1 // the header says otherwise: the snapshot's state is not the chain's
+	restoreOverABCI(t, src, dst, snap, forged, abci.ResponseApplySnapshotChunk_ABORT)
+	written := dirBytes(t, filepath.Join(home, "data"), "records")
+	t.Logf("snapshot of a state the verified header does not commit to: %d record bytes written", written)
+	require.Zero(t, written)
+}
+
+// dirBytes sums the sizes of the files under dir's entries whose names start with prefix.
+func dirBytes(t *testing.T, dir, prefix string) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if strings.HasPrefix(rel, prefix) {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			n += info.Size()
+		}
+		return nil
+	}))
+	return n
+}
 func reader(payloads [][]byte) snapshottypes.ExtensionPayloadReader {
 	i := 0
 	return func() ([]byte, error) {

@@ -2,12 +2,11 @@ package keeper
 
 import (
 	"bytes"
+	"container/list"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,10 +31,15 @@ import (
 // Layout: <dir>/<topic>-<partition>/<first batch's last offset, 20 digits>.log, as Kafka names
 // its partition directories and segments. A segment is closed once it holds segmentBytes.
 //
-// Crash safety: a block's bytes are appended and synced before the pointers are written, so a
-// pointer never names bytes that are not on disk. A node that stops after appending but before
-// the pointers replays the block and appends the bytes again, leaving the first copy as unused
-// bytes in its segment, deleted with it.
+// Crash safety: a block's bytes are appended and synced (new files' directory entries too,
+// record_files.go) before the pointers are written in a synced batch, so a pointer never names
+// bytes that are not on disk; segments are removed only after that batch. A node that stops
+// after appending but before the pointers replays the block and appends the bytes again,
+// leaving the first copy as unused bytes in its segment, deleted with it. A node that stops
+// after the pointers but before removing the segments they no longer name finds them listed
+// under RecordSweepPrefix (written in the same batch) and removes them at its first flush.
+// A segment found shorter than its pointers say (a disk that lost acknowledged writes) is
+// never appended to, and reads of the lost bytes fail naming the file.
 //
 // A node that stops after the pointers but before the multistore commits replays the block
 // against the state before it — whose batches the block's compaction rewrote or deleted, and
@@ -56,29 +60,35 @@ type segmentStore struct {
 	segmentBytes int64
 	keepBlocks   uint64 // how long replaced and deleted pointers are kept (types.RecordHistoryBlocks)
 
-	mu    sync.Mutex // guards parts, pins and deferred (Flush writes; reads only open files)
+	mu    sync.Mutex // guards parts, open and pins (Flush writes; reads only open files)
 	parts map[types.TopicPartition]*partitionLog
+	// open is the LRU of active segments' handles, at most maxOpen; readSlots bounds the
+	// files reads hold open at once (record_files.go).
+	open      *list.List
+	maxOpen   int
+	readSlots chan struct{}
 
-	// State sync snapshots (record_snapshot.go): the batch lists pinned at snapshot heights
-	// not yet written, every pinEvery-th height; while any is pinned, removing the segments of
-	// the partitions in deferred waits. flushed: a block has committed since the store opened.
+	// State sync snapshots (record_snapshot.go): the snapshot heights pinned, every
+	// pinEvery-th height; kept pointers replaced after the oldest pinned height stay.
 	pinEvery uint64
-	pins     map[uint64][]pinnedBatch
-	deferred map[types.TopicPartition]bool
-	flushed  bool
-	// orphansDropped: the partition directories no pointer names (a node stopped between a
-	// flush's pointer batch and its segment removals) are removed at the first flush.
+	pins     []pin
+	// orphansDropped: the partition directories and segments no pointer names (a node stopped
+	// between a flush's pointer batch and its segment removals) are removed at the first flush.
 	orphansDropped bool
 }
 
 // partitionLog is a partition's active segment, and how many batches point into each segment.
 type partitionLog struct {
 	dir    string
-	limit  int64  // segment size at which the next append opens a new segment
-	name   uint64 // the active segment's name, 0 with none open
-	file   *os.File
+	limit  int64 // segment size at which the next append opens a new segment
+	active bool  // name and size are those of the segment appends go to
+	name   uint64
 	size   int64
-	synced bool
+	next   uint64 // the least name of the next segment
+	synced bool   // the active segment holds no unsynced bytes
+	// file is the active segment's handle while it is in the store's LRU (elem).
+	file *os.File
+	elem *list.Element
 	// live counts the pointers into each segment, read from the database when the log opens.
 	live map[uint64]int
 	// end is past the highest last offset pointed to since the log opened: a batch at or above
@@ -87,7 +97,8 @@ type partitionLog struct {
 }
 
 func newSegmentStore(db dbm.DB, dir string) *segmentStore {
-	return &segmentStore{db: db, dir: dir, segmentBytes: segmentBytes, keepBlocks: types.RecordHistoryBlocks, parts: map[types.TopicPartition]*partitionLog{}, deferred: map[types.TopicPartition]bool{}}
+	return &segmentStore{db: db, dir: dir, segmentBytes: segmentBytes, keepBlocks: types.RecordHistoryBlocks, parts: map[types.TopicPartition]*partitionLog{},
+		open: list.New(), maxOpen: maxOpenSegments, readSlots: make(chan struct{}, maxReadFiles)}
 }
 
 // pointer is where a batch's bytes are: segment name, position and length.
@@ -139,14 +150,9 @@ func partitionPrefix(prefix collections.Prefix, tp types.TopicPartition) []byte 
 	return buf
 }
 
-// partitionDir is tp's directory name: Kafka's <topic>-<partition>; a name that is not a valid
-// topic name (genesis is checked, but the file system must not depend on it) is hex-encoded.
+// partitionDir is tp's directory (partitionDirBase).
 func (s *segmentStore) partitionDir(tp types.TopicPartition) string {
-	name := tp.Topic
-	if types.ValidateTopicName(name) != nil {
-		name = "x" + hex.EncodeToString([]byte(name))
-	}
-	return filepath.Join(s.dir, name+"-"+strconv.FormatUint(uint64(tp.Partition), 10))
+	return filepath.Join(s.dir, partitionDirBase(tp))
 }
 
 func segmentFile(dir string, name uint64) string {
@@ -233,16 +239,7 @@ func (s *segmentStore) read(key []byte, p pointer) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(segmentFile(s.partitionDir(tp), p.segment))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	out := make([]byte, p.length)
-	if _, err := f.ReadAt(out, int64(p.pos)); err != nil {
-		return nil, fmt.Errorf("segment %d of %s/%d: %w", p.segment, tp.Topic, tp.Partition, err)
-	}
-	return out, nil
+	return s.readSegment(s.partitionDir(tp), p)
 }
 
 // supersededKey is where the pointer the block at height replaced or deleted at the record
@@ -263,12 +260,22 @@ func supersededByHeightKey(key []byte, height uint64) []byte {
 	return append(out, key[len(types.RecordBytesPrefix.Bytes()):]...)
 }
 
-// log returns tp's partition log, finding its active segment on disk after a restart.
+// log returns tp's partition log, finding its active segment on disk after a restart; its
+// file is opened when appended to.
 func (s *segmentStore) log(tp types.TopicPartition) (*partitionLog, error) {
 	if l, ok := s.parts[tp]; ok {
 		return l, nil
 	}
-	l := &partitionLog{dir: s.partitionDir(tp), limit: s.segmentBytes, live: map[uint64]int{}}
+	l := &partitionLog{dir: s.partitionDir(tp), limit: s.segmentBytes, live: map[uint64]int{}, synced: true}
+	names, err := segments(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	var last uint64
+	if len(names) > 0 {
+		last = names[len(names)-1]
+	}
+	var lastEnd uint64 // past the last byte pointed to in the last segment
 	for _, prefix := range [][]byte{partitionPrefix(types.RecordBytesPrefix, tp), partitionPrefix(types.RecordSupersededPrefix, tp)} {
 		it, err := s.db.Iterator(prefix, prefixEnd(prefix))
 		if err != nil {
@@ -281,72 +288,48 @@ func (s *segmentStore) log(tp types.TopicPartition) (*partitionLog, error) {
 				return nil, err
 			}
 			l.live[p.segment]++
-			if _, last, err := recordKey(it.Key()); err == nil { // kept pointers' keys do not parse
-				l.end = max(l.end, last+1)
+			if _, lastOffset, err := recordKey(it.Key()); err == nil { // kept pointers' keys do not parse
+				l.end = max(l.end, lastOffset+1)
+			}
+			if len(names) > 0 && p.segment == last {
+				lastEnd = max(lastEnd, p.pos+uint64(p.length))
 			}
 		}
 		it.Close()
 	}
-	names, err := segments(l.dir)
-	if err != nil {
-		return nil, err
-	}
 	if len(names) > 0 {
-		if err := l.open(names[len(names)-1]); err != nil {
+		info, err := os.Stat(segmentFile(l.dir, last))
+		if err != nil {
 			return nil, err
 		}
+		// A segment shorter than its pointers say lost bytes: appending there would put new
+		// bytes where the pointers expect the lost ones, so the next append starts a new one.
+		if l.active = uint64(info.Size()) >= lastEnd; l.active {
+			l.name, l.size = last, info.Size()
+		}
+		l.next = last + 1
 	}
 	s.parts[tp] = l
 	return l, nil
 }
 
-func (l *partitionLog) open(name uint64) error {
-	if err := os.MkdirAll(l.dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(segmentFile(l.dir, name), os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	size, err := f.Seek(0, io.SeekEnd)
-	if err != nil {
-		f.Close()
-		return err
-	}
-	if l.file != nil && !l.synced { // the segment being closed holds this block's bytes too
-		if err := l.file.Sync(); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	l.close()
-	l.name, l.file, l.size, l.synced = name, f, size, true
-	return nil
-}
-
-func (l *partitionLog) close() {
-	if l.file != nil {
-		_ = l.file.Close()
-		l.file, l.name = nil, 0
-	}
-}
-
-// append writes bz as the batch whose last offset is lastOffset and says where it went.
-func (l *partitionLog) append(lastOffset uint64, bz []byte) (pointer, error) {
-	if l.file == nil {
+// append writes bz to l as the batch whose last offset is lastOffset and says where it went.
+func (s *segmentStore) append(l *partitionLog, lastOffset uint64, bz []byte) (pointer, error) {
+	if !l.active || l.size >= l.limit {
 		// A new segment is named by its first batch's last offset, which is above every
-		// offset before it; a replay may reopen the segment it had started.
-		if err := l.open(lastOffset); err != nil {
+		// offset before it; a replay may reopen the segment it had started. A compacted
+		// batch's new bytes carry an old offset: the next name is then the last one's plus
+		// one, so segments keep rolling and old ones can empty.
+		if err := s.roll(l, max(lastOffset, l.next)); err != nil {
 			return pointer{}, err
 		}
-	} else if l.size >= l.limit {
-		// A compacted batch's new bytes carry an old offset: the next name is then the
-		// active one's plus one, so segments keep rolling and old ones can empty.
-		if err := l.open(max(lastOffset, l.name+1)); err != nil {
-			return pointer{}, err
-		}
+		l.next = l.name + 1
 	}
-	if _, err := l.file.WriteAt(bz, l.size); err != nil {
+	f, err := s.file(l)
+	if err != nil {
+		return pointer{}, err
+	}
+	if _, err := f.WriteAt(bz, l.size); err != nil {
 		return pointer{}, err
 	}
 	p := pointer{segment: l.name, pos: uint64(l.size), length: uint32(len(bz))}
@@ -356,13 +339,17 @@ func (l *partitionLog) append(lastOffset uint64, bz []byte) (pointer, error) {
 }
 
 // apply commits the block at height's writes: bytes appended and synced, then pointers
-// written and removed in one database batch, then the segments no batch points into any more
-// deleted. The pointers the block replaces or deletes are kept for s.keepBlocks blocks.
+// written and removed in one synced database batch, then the segments no batch points into
+// any more deleted. The pointers the block replaces or deletes are kept for s.keepBlocks
+// blocks.
 func (s *segmentStore) apply(height uint64, sets [][2][]byte, deletes [][]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.orphansDropped {
 		if err := s.dropOrphans(); err != nil {
+			return err
+		}
+		if err := s.sweep(); err != nil {
 			return err
 		}
 		s.orphansDropped = true
@@ -395,7 +382,7 @@ func (s *segmentStore) apply(height uint64, sets [][2][]byte, deletes [][]byte) 
 			}
 		}
 		l.end = max(l.end, last+1)
-		p, err := l.append(last, kv[1])
+		p, err := s.append(l, last, kv[1])
 		if err != nil {
 			return err
 		}
@@ -404,14 +391,20 @@ func (s *segmentStore) apply(height uint64, sets [][2][]byte, deletes [][]byte) 
 			return err
 		}
 	}
+	flushStep("appended")
 	for _, l := range touched {
-		if !l.synced {
-			if err := l.file.Sync(); err != nil {
+		if !l.synced { // else synced when its handle was closed
+			f, err := s.file(l)
+			if err != nil {
+				return err
+			}
+			if err := f.Sync(); err != nil {
 				return err
 			}
 			l.synced = true
 		}
 	}
+	flushStep("synced")
 	for _, key := range deletes {
 		tp, _, err := recordKey(key)
 		if err != nil {
@@ -430,35 +423,49 @@ func (s *segmentStore) apply(height uint64, sets [][2][]byte, deletes [][]byte) 
 			return err
 		}
 	}
-	if err := batch.Write(); err != nil {
-		return err
-	}
+	// The partitions whose segments go next, for a node that stops before they are gone.
 	for tp := range shrunk {
-		if len(s.pins) > 0 { // a snapshot still reads them
-			s.deferred[tp] = true
-			continue
-		}
-		if err := s.dropUnused(tp); err != nil {
+		if err := batch.Set(partitionPrefix(types.RecordSweepPrefix, tp), []byte{1}); err != nil {
 			return err
 		}
 	}
-	return nil
+	if err := batch.WriteSync(); err != nil {
+		return err
+	}
+	flushStep("pointers written")
+	return s.dropAll(shrunk)
 }
 
 // releaseSuperseded deletes the pointers kept from heights at least s.keepBlocks before
-// height, uncounting them; shrunk gets their partitions.
+// height and not after a pinned snapshot height, uncounting them; shrunk gets their
+// partitions. It releases those of at most two heights: once a pin goes, what it held back
+// is released a height more per block than the chain keeps, not all in one Precommit.
 func (s *segmentStore) releaseSuperseded(batch dbm.Batch, height uint64, shrunk map[types.TopicPartition]bool) error {
 	if height < s.keepBlocks {
 		return nil
 	}
+	upTo := height - s.keepBlocks
+	for _, p := range s.pins {
+		upTo = min(upTo, p.height) // a snapshot of p.height reads what later heights replaced
+	}
 	prefix := types.RecordSupersededByHeightPrefix.Bytes()
-	end := binary.BigEndian.AppendUint64(bytes.Clone(prefix), height-s.keepBlocks+1)
+	end := binary.BigEndian.AppendUint64(bytes.Clone(prefix), upTo+1)
 	it, err := s.db.Iterator(prefix, end)
 	if err != nil {
 		return err
 	}
-	var due [][]byte
+	var (
+		due     [][]byte
+		heights int
+		last    uint64
+	)
 	for ; it.Valid(); it.Next() {
+		if h := binary.BigEndian.Uint64(it.Key()[len(prefix):]); heights == 0 || h != last {
+			if heights++; heights > 2 {
+				break
+			}
+			last = h
+		}
 		due = append(due, bytes.Clone(it.Key()))
 	}
 	if err := it.Close(); err != nil {
@@ -588,21 +595,28 @@ func (s *segmentStore) dropUnused(tp types.TopicPartition) error {
 		return err
 	}
 	if len(l.live) == 0 {
-		l.close()
+		if err := s.closeFile(l); err != nil {
+			return err
+		}
 		delete(s.parts, tp)
-		return os.RemoveAll(l.dir)
+		if err := os.RemoveAll(l.dir); err != nil {
+			return err
+		}
+		flushStep("segment removed")
+		return nil
 	}
 	names, err := segments(l.dir)
 	if err != nil {
 		return err
 	}
 	for _, name := range names {
-		if name == l.name || l.live[name] > 0 {
+		if l.active && name == l.name || l.live[name] > 0 {
 			continue
 		}
 		if err := os.Remove(segmentFile(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
+		flushStep("segment removed")
 	}
 	return nil
 }

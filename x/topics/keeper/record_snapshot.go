@@ -8,7 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
+	"sync"
 
+	"cosmossdk.io/collections"
 	"cosmossdk.io/log"
 	snapshottypes "cosmossdk.io/store/snapshots/types"
 	storetypes "cosmossdk.io/store/types"
@@ -22,16 +26,34 @@ import (
 // State sync carries the record bytes as a snapshot extension: the multistore's snapshot holds
 // each batch's metadata and SHA-256 (in IAVL) but not the bytes, which live in segment files.
 //
-// A snapshot is taken in the background after its height commits, while later blocks go on —
-// and their retention may delete batches the snapshot must still hold. So at the Precommit of
-// a snapshot height the segment store pins the list of every batch's pointer (the batches of
-// exactly that state) and, until the snapshot is written, defers removing segment files; the
-// extension then reads the pinned pointers. Every node's snapshot of a height carries the same
-// batches in the same order.
+// A snapshot of height H is taken in the background after H commits, while later blocks go on
+// — and their compaction, retention and purges replace or delete batches H holds. The bytes
+// they replace are kept, under the height that replaced them (record_segments.go); a pin on H
+// holds back releasing those kept after H until its snapshot is written. The extension walks
+// H's batches in H's state and takes each batch's current bytes, or else the kept ones, by the
+// SHA-256 H's state holds: every node's snapshot of H carries the same bytes in the same order.
+// Pinning is one height added to a short list in Precommit, no walk over the batches; a pin
+// goes when its snapshot ends, written or failed, and of the pins whose snapshot never
+// started (the SDK's manager skips a height while another snapshot runs) the newest maxPins
+// are held.
 //
-// The peers a new node restores from are untrusted: CometBFT checks the restored multistore
-// against the app hash of a light-client-verified header, and the restore here checks every
-// batch's bytes against the SHA-256 in that verified state and that none is missing or added.
+// The peers a new node restores from are untrusted, and CometBFT checks the app hash only
+// after the whole snapshot, extension included, is applied. So before it writes a byte the
+// restore checks the restored multistore's hash against the app hash of the light-client-
+// verified header CometBFT offered the snapshot with (ExpectAppHash); then every batch's bytes
+// against the SHA-256 in that verified state, and that none is missing or added; and it writes
+// them to a staging directory that replaces the record store only once all are in, removed if
+// the restore fails. What a forged snapshot can make a node write is then the verified state's
+// own bytes, or nothing.
+
+// maxPins bounds the snapshot heights pinned whose snapshot has not started.
+const maxPins = 2
+
+// pin is a pinned snapshot height; started once its extension runs.
+type pin struct {
+	height  uint64
+	started bool
+}
 
 // RecordSnapshotFormat is the extension's payload format: per batch, in key order, one payload
 // of uvarint(len(key)) | record store key | record batch bytes.
@@ -42,6 +64,11 @@ type RecordSnapshotter struct {
 	k     Keeper
 	cms   storetypes.MultiStore
 	store *segmentStore
+
+	mu sync.Mutex
+	// trusted is the app hash CometBFT verified for the snapshot of height trustedHeight.
+	trusted       []byte
+	trustedHeight uint64
 }
 
 var _ snapshottypes.ExtensionSnapshotter = (*RecordSnapshotter)(nil)
@@ -60,7 +87,7 @@ func (k Keeper) RecordSnapshotter(cms storetypes.MultiStore) *RecordSnapshotter 
 	return &RecordSnapshotter{k: k, cms: cms, store: s}
 }
 
-// SnapshotEvery makes the store pin its batch list at every interval-th height, the
+// SnapshotEvery makes the store pin every interval-th height, the
 // snapshot interval of the node's snapshot manager (0: never).
 func (s RecordStore) SnapshotEvery(interval uint64) {
 	if seg, ok := s.committed.(*segmentStore); ok {
@@ -74,9 +101,44 @@ func (*RecordSnapshotter) SnapshotName() string       { return types.ModuleName 
 func (*RecordSnapshotter) SnapshotFormat() uint32     { return RecordSnapshotFormat }
 func (*RecordSnapshotter) SupportedFormats() []uint32 { return []uint32{RecordSnapshotFormat} }
 
+// ExpectAppHash records the app hash that a header verified by CometBFT's light client commits
+// to for the snapshot of height CometBFT offers (RequestOfferSnapshot.AppHash): the restore
+// checks the restored multistore against it before writing any record bytes.
+func (r *RecordSnapshotter) ExpectAppHash(height uint64, appHash []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.trusted, r.trustedHeight = bytes.Clone(appHash), height
+}
+
 // SnapshotExtension writes the bytes of every batch of the state at height.
 func (r *RecordSnapshotter) SnapshotExtension(height uint64, write snapshottypes.ExtensionPayloadWriter) error {
-	return r.store.snapshot(height, func(key, bz []byte) error {
+	ms, err := r.cms.CacheMultiStoreWithVersion(int64(height))
+	if err != nil {
+		return err
+	}
+	ctx := sdk.NewContext(ms, cmtproto.Header{Height: int64(height)}, false, log.NewNopLogger())
+	batches := func(yield func(key, sum []byte) error) error {
+		it, err := r.k.Batches.Iterate(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		for ; it.Valid(); it.Next() {
+			kv, err := it.KeyValue()
+			if err != nil {
+				return err
+			}
+			key, err := collections.EncodeKeyWithPrefix(types.RecordBytesPrefix.Bytes(), types.BatchKeyCodec, kv.Key)
+			if err != nil {
+				return err
+			}
+			if err := yield(key, kv.Value.RecordBatchSha256); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return r.store.snapshot(height, batches, func(key, bz []byte) error {
 		payload := binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64+len(key)+len(bz)), uint64(len(key)))
 		payload = append(append(payload, key...), bz...)
 		return write(payload)
@@ -85,12 +147,15 @@ func (r *RecordSnapshotter) SnapshotExtension(height uint64, write snapshottypes
 
 var errRecordSnapshot = errors.New("record snapshot does not match the restored state")
 
-// RestoreExtension replaces the record store with the snapshot's batches after checking them
-// against the restored (verified) state: the same batches in the same order, each with the
-// SHA-256 the state holds for it.
+// RestoreExtension replaces the record store with the snapshot's batches after checking the
+// restored state against the verified app hash and the batches against that state: the same
+// batches in the same order, each with the SHA-256 the state holds for it.
 func (r *RecordSnapshotter) RestoreExtension(height uint64, format uint32, read snapshottypes.ExtensionPayloadReader) error {
 	if format != RecordSnapshotFormat {
 		return fmt.Errorf("%w: format %d", snapshottypes.ErrUnknownFormat, format)
+	}
+	if err := r.checkAppHash(height); err != nil {
+		return err
 	}
 	ctx := sdk.NewContext(r.cms.CacheMultiStore(), cmtproto.Header{Height: int64(height)}, false, log.NewNopLogger())
 	it, err := r.k.Batches.Iterate(ctx, nil)
@@ -98,187 +163,198 @@ func (r *RecordSnapshotter) RestoreExtension(height uint64, format uint32, read 
 		return err
 	}
 	defer it.Close()
-	if err := r.store.reset(); err != nil {
-		return err
-	}
-	var (
-		sets    [][2][]byte
-		pending int
-		n       int
-	)
-	for {
-		payload, err := read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		klen, m := binary.Uvarint(payload)
-		if m <= 0 || klen > uint64(len(payload)-m) {
-			return fmt.Errorf("%w: payload %d has no key", errRecordSnapshot, n)
-		}
-		key, bz := payload[m:m+int(klen)], payload[m+int(klen):]
-		tp, last, err := recordKey(key)
-		if err != nil {
-			return fmt.Errorf("%w: %v", errRecordSnapshot, err)
-		}
-		if !it.Valid() {
-			return fmt.Errorf("%w: %s/%d at %d is not in the state", errRecordSnapshot, tp.Topic, tp.Partition, last)
-		}
-		kv, err := it.KeyValue()
-		if err != nil {
-			return err
-		}
-		if kv.Key.K1() != tp || kv.Key.K2() != last {
-			return fmt.Errorf("%w: got %s/%d at %d where the state has %s/%d at %d", errRecordSnapshot,
-				tp.Topic, tp.Partition, last, kv.Key.K1().Topic, kv.Key.K1().Partition, kv.Key.K2())
-		}
-		if sum := sha256.Sum256(bz); !bytes.Equal(sum[:], kv.Value.RecordBatchSha256) {
-			return fmt.Errorf("%w: the bytes of %s/%d at %d do not match their SHA-256", errRecordSnapshot, tp.Topic, tp.Partition, last)
-		}
-		it.Next()
-		n++
-		sets = append(sets, [2][]byte{bytes.Clone(key), bytes.Clone(bz)})
-		if pending += len(bz); pending >= 64<<20 {
-			if err := r.store.apply(height, sets, nil); err != nil {
+	return r.store.restore(height, func(put func(key, bz []byte) error) error {
+		for n := 0; ; n++ {
+			payload, err := read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
 				return err
 			}
-			sets, pending = sets[:0], 0
+			key, bz, err := checkPayload(it, n, payload)
+			if err != nil {
+				return err
+			}
+			it.Next()
+			if err := put(key, bz); err != nil {
+				return err
+			}
 		}
-	}
-	if it.Valid() {
-		kv, err := it.KeyValue()
-		if err != nil {
-			return err
+		if it.Valid() {
+			kv, err := it.KeyValue()
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: %s/%d at %d is missing", errRecordSnapshot, kv.Key.K1().Topic, kv.Key.K1().Partition, kv.Key.K2())
 		}
-		return fmt.Errorf("%w: %s/%d at %d is missing", errRecordSnapshot, kv.Key.K1().Topic, kv.Key.K1().Partition, kv.Key.K2())
-	}
-	return r.store.apply(height, sets, nil)
+		return nil
+	})
 }
 
-// pinnedBatch is one batch of a pinned list: its record store key and pointer.
-type pinnedBatch struct {
-	key []byte
-	ptr pointer
+// checkAppHash refuses a restored multistore whose hash is not the one CometBFT verified for
+// height. Without one offered (`bftlogd snapshots restore` of the operator's own snapshot)
+// the node's handshake with CometBFT checks it at start.
+func (r *RecordSnapshotter) checkAppHash(height uint64) error {
+	r.mu.Lock()
+	trusted, at := r.trusted, r.trustedHeight
+	r.mu.Unlock()
+	if trusted == nil || at != height {
+		return nil
+	}
+	c, ok := r.cms.(interface{ LastCommitID() storetypes.CommitID })
+	if !ok {
+		return fmt.Errorf("x/topics: the restored multistore has no commit ID")
+	}
+	if got := c.LastCommitID().Hash; !bytes.Equal(got, trusted) {
+		return fmt.Errorf("%w: the restored state at height %d has app hash %X, the verified header %X; no record bytes written", errRecordSnapshot, height, got, trusted)
+	}
+	return nil
 }
 
-// pinAt pins the store's batch list when height is a snapshot height; called after the
-// height's writes are applied, before the next height's.
+// checkPayload splits the n-th payload into record store key and bytes, and checks them
+// against the state's batch at it.
+func checkPayload(it collections.Iterator[collections.Pair[types.TopicPartition, uint64], types.RecordBatch], n int, payload []byte) ([]byte, []byte, error) {
+	klen, m := binary.Uvarint(payload)
+	if m <= 0 || klen > uint64(len(payload)-m) {
+		return nil, nil, fmt.Errorf("%w: payload %d has no key", errRecordSnapshot, n)
+	}
+	key, bz := payload[m:m+int(klen)], payload[m+int(klen):]
+	tp, last, err := recordKey(key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", errRecordSnapshot, err)
+	}
+	if !it.Valid() {
+		return nil, nil, fmt.Errorf("%w: %s/%d at %d is not in the state", errRecordSnapshot, tp.Topic, tp.Partition, last)
+	}
+	kv, err := it.KeyValue()
+	if err != nil {
+		return nil, nil, err
+	}
+	if kv.Key.K1() != tp || kv.Key.K2() != last {
+		return nil, nil, fmt.Errorf("%w: got %s/%d at %d where the state has %s/%d at %d", errRecordSnapshot,
+			tp.Topic, tp.Partition, last, kv.Key.K1().Topic, kv.Key.K1().Partition, kv.Key.K2())
+	}
+	if sum := sha256.Sum256(bz); !bytes.Equal(sum[:], kv.Value.RecordBatchSha256) {
+		return nil, nil, fmt.Errorf("%w: the bytes of %s/%d at %d do not match their SHA-256", errRecordSnapshot, tp.Topic, tp.Partition, last)
+	}
+	return bytes.Clone(key), bytes.Clone(bz), nil
+}
+
+// pinAt pins height when it is a snapshot height; called after the height's writes are
+// applied, before the next height's.
 func (s *segmentStore) pinAt(height uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.flushed = true
 	if s.pinEvery == 0 || height%s.pinEvery != 0 {
 		return nil
 	}
-	return s.pinLocked(height)
-}
-
-func (s *segmentStore) pinLocked(height uint64) error {
-	prefix := types.RecordBytesPrefix.Bytes()
-	it, err := s.db.Iterator(prefix, prefixEnd(prefix))
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	var list []pinnedBatch
-	for ; it.Valid(); it.Next() {
-		p, err := parsePointer(it.Value())
-		if err != nil {
-			return err
+	s.pins = append(s.pins, pin{height: height})
+	waiting := 0
+	for i := len(s.pins) - 1; i >= 0; i-- {
+		if !s.pins[i].started {
+			if waiting++; waiting > maxPins {
+				s.pins = slices.Delete(s.pins, i, i+1)
+			}
 		}
-		list = append(list, pinnedBatch{key: bytes.Clone(it.Key()), ptr: p})
 	}
-	if s.pins == nil {
-		s.pins = map[uint64][]pinnedBatch{}
-	}
-	s.pins[height] = list
 	return nil
 }
 
-// snapshot hands every batch of the pinned list of height to emit, then unpins it and every
-// older list (their snapshots were skipped) and removes the segments deferred meanwhile. A
-// store that has committed no block since it opened (an offline `snapshots export`) pins its
-// current list.
-func (s *segmentStore) snapshot(height uint64, emit func(key, bz []byte) error) error {
+// snapshot hands emit the bytes of every batch batches yields (its record store key and the
+// SHA-256 the state at height holds for it), then unpins height. Pins of earlier heights
+// not started are dropped: the SDK's manager snapshots heights in order and never goes back.
+func (s *segmentStore) snapshot(height uint64, batches func(yield func(key, sum []byte) error) error, emit func(key, bz []byte) error) error {
 	s.mu.Lock()
-	list, ok := s.pins[height]
-	if !ok && !s.flushed {
-		if err := s.pinLocked(height); err != nil {
-			s.mu.Unlock()
-			return err
+	s.pins = slices.DeleteFunc(s.pins, func(p pin) bool { return p.height < height && !p.started })
+	for i := range s.pins {
+		if s.pins[i].height == height {
+			s.pins[i].started = true
 		}
-		list, ok = s.pins[height], true
 	}
 	s.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("x/topics: no record list pinned at height %d (snapshot-interval changed?)", height)
-	}
 	defer s.unpin(height)
-	var (
-		f    *os.File
-		open string
-	)
-	defer func() {
-		if f != nil {
-			f.Close()
-		}
-	}()
-	for _, b := range list {
-		tp, _, err := recordKey(b.key)
-		if err != nil {
+	return batches(func(key, sum []byte) error {
+		bz, err := s.get(key)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
-		if name := segmentFile(s.partitionDir(tp), b.ptr.segment); name != open {
-			if f != nil {
-				f.Close()
-			}
-			if f, err = os.Open(name); err != nil {
+		if h := sha256.Sum256(bz); bz == nil || !bytes.Equal(h[:], sum) {
+			if bz, err = s.previous(key, sum); err != nil {
 				return err
 			}
-			open = name
 		}
-		bz := make([]byte, b.ptr.length)
-		if _, err := f.ReadAt(bz, int64(b.ptr.pos)); err != nil {
-			return fmt.Errorf("segment %d of %s/%d: %w", b.ptr.segment, tp.Topic, tp.Partition, err)
+		if bz == nil {
+			tp, last, _ := recordKey(key)
+			return fmt.Errorf("x/topics: the bytes of %s/%d at %d of height %d are no longer kept (a snapshot whose height was not pinned?)", tp.Topic, tp.Partition, last, height)
 		}
-		if err := emit(b.key, bz); err != nil {
-			return err
-		}
-	}
-	return nil
+		return emit(key, bz)
+	})
 }
 
 func (s *segmentStore) unpin(height uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for h := range s.pins {
-		if h <= height {
-			delete(s.pins, h)
+	s.pins = slices.DeleteFunc(s.pins, func(p pin) bool { return p.height == height })
+}
+
+// restore replaces the store's contents with the batches fill puts, in key order: written to
+// a staging directory beside the store's, which becomes the store's once fill returns, and is
+// removed with the pointers if it fails.
+func (s *segmentStore) restore(height uint64, fill func(put func(key, bz []byte) error) error) (err error) {
+	if err := s.reset(); err != nil {
+		return err
+	}
+	staging := newSegmentStore(s.db, s.dir+".restore")
+	if err := os.RemoveAll(staging.dir); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, staging.reset())
 		}
+	}()
+	var (
+		sets    [][2][]byte
+		pending int
+	)
+	err = fill(func(key, bz []byte) error {
+		sets = append(sets, [2][]byte{key, bz})
+		if pending += len(bz); pending < 64<<20 {
+			return nil
+		}
+		err := staging.apply(height, sets, nil)
+		sets, pending = sets[:0], 0
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	if len(s.pins) > 0 {
-		return
+	if err := staging.apply(height, sets, nil); err != nil {
+		return err
 	}
-	for tp := range s.deferred {
-		// A segment this fails to remove is removed with the partition's next deletion.
-		_ = s.dropUnused(tp)
+	if err := staging.closeAll(); err != nil {
+		return err
 	}
-	clear(s.deferred)
+	if err := mkdirSynced(staging.dir); err != nil { // a snapshot without batches
+		return err
+	}
+	if err := os.Rename(staging.dir, s.dir); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(s.dir))
 }
 
 // reset empties the store: every pointer and segment file goes, for a restore.
 func (s *segmentStore) reset() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for tp, l := range s.parts {
-		l.close()
-		delete(s.parts, tp)
-	}
-	it, err := s.db.Iterator(nil, nil)
-	if err != nil {
-		return err
+	err := s.closeAll()
+	clear(s.parts)
+	s.pins = nil
+	it, ierr := s.db.Iterator(nil, nil)
+	if ierr != nil {
+		return errors.Join(err, ierr)
 	}
 	batch := s.db.NewBatch()
 	defer batch.Close()
@@ -289,8 +365,8 @@ func (s *segmentStore) reset() error {
 		}
 	}
 	it.Close()
-	if err := batch.Write(); err != nil {
+	if err := batch.WriteSync(); err != nil {
 		return err
 	}
-	return os.RemoveAll(s.dir)
+	return errors.Join(err, os.RemoveAll(s.dir))
 }

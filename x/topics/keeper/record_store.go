@@ -9,6 +9,7 @@ import (
 
 	"cosmossdk.io/collections"
 	corestore "cosmossdk.io/core/store"
+	"cosmossdk.io/store/transient"
 	storetypes "cosmossdk.io/store/types"
 	dbm "github.com/cosmos/cosmos-db"
 
@@ -131,6 +132,59 @@ func (s RecordStore) Flush(ctx context.Context) error {
 	}
 	return nil
 }
+
+// QueryMultiStore returns ms as queries read it: the pending store hidden, so they get the
+// committed bytes. Between a block's FinalizeBlock and its Commit the pending store holds that
+// block's writes and deletions while queries answer from the last committed height, and
+// baseapp hands every query context the live transient stores (CacheMultiStoreWithVersion
+// branches IAVL stores at the height, shares the rest): queries got the next block's bytes
+// (refused as not matching their height's SHA-256, or missing) and raced with the store's
+// reset at Commit. The app sets it as its query multistore (baseapp.SetQueryMultiStore).
+func (s RecordStore) QueryMultiStore(ms storetypes.MultiStore) storetypes.MultiStore {
+	return queryMultiStore{MultiStore: ms, pending: s.pending}
+}
+
+type queryMultiStore struct {
+	storetypes.MultiStore
+	pending storetypes.StoreKey
+}
+
+func (q queryMultiStore) CacheMultiStoreWithVersion(version int64) (storetypes.CacheMultiStore, error) {
+	cms, err := q.MultiStore.CacheMultiStoreWithVersion(version)
+	if err != nil {
+		return nil, err
+	}
+	return committedOnly{branch: cms, pending: q.pending, empty: transient.NewStore()}, nil
+}
+
+// committedOnly is a query's multistore: an empty store of its own in the pending store's
+// place, in it and in its branches.
+type committedOnly struct {
+	branch
+	pending storetypes.StoreKey
+	empty   storetypes.KVStore
+}
+
+func (c committedOnly) GetStore(key storetypes.StoreKey) storetypes.Store {
+	if key == c.pending {
+		return c.empty
+	}
+	return c.branch.GetStore(key)
+}
+
+func (c committedOnly) GetKVStore(key storetypes.StoreKey) storetypes.KVStore {
+	if key == c.pending {
+		return c.empty
+	}
+	return c.branch.GetKVStore(key)
+}
+
+func (c committedOnly) CacheMultiStore() storetypes.CacheMultiStore {
+	return committedOnly{branch: c.branch.CacheMultiStore(), pending: c.pending, empty: transient.NewStore()}
+}
+
+// branch names the embedded multistore apart from its CacheMultiStore method.
+type branch = storetypes.CacheMultiStore
 
 // recordKV is the record store as one context sees it: its pending writes over the database.
 type recordKV struct {

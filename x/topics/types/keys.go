@@ -60,6 +60,9 @@ var (
 	// RecordSupersededByHeightPrefix indexes them by height (keeper/record_segments.go).
 	RecordSupersededPrefix         = collections.NewPrefix(23)
 	RecordSupersededByHeightPrefix = collections.NewPrefix(24)
+	// RecordSweepPrefix marks, in the record database only, the partitions whose segments a
+	// flush removes after its pointer batch, until they are gone (keeper/record_segments.go).
+	RecordSweepPrefix = collections.NewPrefix(25)
 	// KafkaGroupsPrefix and KafkaMembersPrefix hold Kafka-protocol groups' state and members
 	// (a member's expiry is in MemberExpiryPrefix like a native member's).
 	KafkaGroupsPrefix  = collections.NewPrefix(15)
