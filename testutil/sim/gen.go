@@ -305,7 +305,11 @@ func (g *gen) produce(a int) []sdk.Msg {
 			pid := int64(1000 + a)
 			seq := g.w.kafkaSeqs[kafkaSeqKey(g.addr(a), t.Name, p, pid)]
 			seq += []int32{0, 0, 0, -int32(b.RecordCount), 5}[g.r.Intn(5)]
-			b.RecordBatch = types.WithProducer(b.RecordBatch, pid, 0, max(seq, 0))
+			epoch := int16(0)
+			if g.oneOf(8) { // a new epoch (InitProducerId fenced the old one) starts at 0
+				epoch, seq = 1, 0
+			}
+			b.RecordBatch = types.WithProducer(b.RecordBatch, pid, epoch, max(seq, 0))
 		}
 		msg.Batches = append(msg.Batches, b)
 	}

@@ -251,8 +251,10 @@ func (g *gen) step() time.Duration {
 		return time.Duration(2+g.r.Intn(6)) * time.Second
 	case n < 98:
 		return time.Duration(15+g.r.Intn(25)) * time.Second
+	case n < 99 || g.r.Intn(5) > 0:
+		return time.Duration(5+g.r.Intn(25)) * time.Minute
 	}
-	return time.Duration(5+g.r.Intn(25)) * time.Minute
+	return time.Duration(1+g.r.Intn(30)) * 24 * time.Hour // past unbonding, tombstone and retention horizons
 }
 
 // sign signs msgs from account a with its sequence in the committed state, paying for a
