@@ -442,7 +442,7 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 	if errorsmod.IsOf(err, types.ErrBatchTooLarge, types.ErrUnsupportedCompression, types.ErrInvalidRecordBatch) {
 		// Bytes the state holds that compaction cannot read (a batch admitted when governance
 		// allowed more than types.MaxDecodedBatchBytes): left as they are, as readers cannot
-		// decode them either, rather than failing the EndBlocker on every validator.
+		// decode them either, rather than failing every pass over the partition.
 		budget.spend(types.MaxDecodedBatchBytes, 1)
 		st.PassCleanBytes += b.SizeBytes
 		return nil

@@ -115,8 +115,9 @@ func TestEndBlockerRunsWithParamsAtTheirLimits(t *testing.T) {
 }
 
 // A chain that accepted max_batch_bytes above 64 MiB before this release may hold a batch
-// compaction cannot decompress: compaction leaves it as it is (readers cannot decode it
-// either) instead of failing the EndBlocker, which halted every validator.
+// compaction cannot decompress. It failed the EndBlocker (halting every validator) and, once
+// each step ran isolated, every pass over its partition, which never compacted again.
+// Compaction leaves it as it is now (readers cannot decode it either) and goes on.
 func TestCompactionLeavesABatchItCannotDecode(t *testing.T) {
 	f := newFixture(t)
 	p, err := f.k.Params.Get(f.ctx)
