@@ -3,6 +3,7 @@ package app_test
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"math/rand"
 	"testing"
 
@@ -23,6 +24,8 @@ import (
 	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
 	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
+	govtypes "github.com/cosmos/cosmos-sdk/x/gov/types"
+	govv1 "github.com/cosmos/cosmos-sdk/x/gov/types/v1"
 
 	"github.com/bftlog/bftlog/app"
 	topicstypes "github.com/bftlog/bftlog/x/topics/types"
@@ -422,4 +425,51 @@ func TestFirstJoinKeepsTheGroupDeposit(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, escrowed, c.escrow())
 	t.Logf("escrow after a first join of each kind and deleting one: %s (%s per group)", c.escrow(), params.GroupDeposit)
+}
+
+// Governance could set x/topics params that halt the chain (a max_batch_bytes above what
+// compaction decompresses) or lock it out (a max_tx_gas below a vote's gas; a min_gas_price
+// whose fee arithmetic overflows and panics): a proposal carrying them was accepted, passed its
+// vote and set them. The gov module now refuses it at submission (MsgUpdateParams'
+// ValidateBasic: gov's code for an invalid proposal message); params within the bounds pass.
+func TestProposalWithHaltingParamsRefused(t *testing.T) {
+	c := newFeeChain(t, 1e15)
+	gov := authtypes.NewModuleAddress(govtypes.ModuleName).String()
+	propose := func(edit func(*topicstypes.Params)) *abci.ExecTxResult {
+		p := c.params()
+		edit(&p)
+		msg, err := govv1.NewMsgSubmitProposal([]sdk.Msg{&topicstypes.MsgUpdateParams{Authority: gov, Params: p}},
+			sdk.NewCoins(sdk.NewInt64Coin(sdk.DefaultBondDenom, 10_000_000)), c.addr(0).String(), "", "x/topics params", "bounds", false)
+		require.NoError(t, err)
+		const gas = 2_000_000
+		r := c.block(c.tx(0, c.fee(gas), gas, msg))[0]
+		c.seqs[0]++
+		return r
+	}
+	for _, bad := range []struct {
+		name string
+		edit func(*topicstypes.Params)
+	}{
+		{"max_batch_bytes 64 MiB + 1", func(p *topicstypes.Params) { p.MaxBatchBytes = topicstypes.MaxDecodedBatchBytes + 1 }},
+		{"max_tx_gas 1", func(p *topicstypes.Params) { p.MaxTxGas = 1 }},
+	} {
+		name, edit := bad.name, bad.edit
+		r := propose(edit)
+		t.Logf("proposal with %s: codespace %s, code %d", name, r.Codespace, r.Code)
+		require.Equal(t, govtypes.ModuleName, r.Codespace, r.Log)
+		require.Equal(t, govtypes.ErrInvalidProposalMsg.ABCICode(), r.Code, r.Log)
+	}
+	r := propose(func(p *topicstypes.Params) { p.MaxBatchBytes = topicstypes.MaxBatchBytesLimit })
+	require.Equal(t, uint32(0), r.Code, "at the bound: %s", r.Log)
+
+	// Why min_gas_price has a bound: past it the fee rule's arithmetic panics (in CheckTx and
+	// ProcessProposal alike); at it, any gas limit computes.
+	p := c.params()
+	p.MaxTxGas = 0 // no cap: any gas limit reaches the fee computation
+	p.MinGasPrice.Amount = sdkmath.LegacyNewDecFromInt(topicstypes.MaxFeeAmount)
+	require.NoError(t, p.Validate())
+	require.ErrorIs(t, app.CheckFee(p, math.MaxUint64, nil), topicstypes.ErrInsufficientFee)
+	p.MinGasPrice.Amount = sdkmath.LegacyNewDecFromInt(topicstypes.MaxFeeAmount.MulRaw(1 << 62).MulRaw(1 << 10)) // 2^200
+	require.ErrorIs(t, p.Validate(), topicstypes.ErrInvalidParams)
+	require.Panics(t, func() { _ = app.CheckFee(p, math.MaxUint64, nil) })
 }

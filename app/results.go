@@ -10,8 +10,8 @@ import (
 	storetypes "cosmossdk.io/store/types"
 )
 
-// recentResults keeps the results of the last maxRecentResults transactions the node committed,
-// by hash, for the ingress's result endpoint (ingress.go): a producer learns its offsets from
+// recentResults keeps the results of the transactions the node committed last, by hash, for
+// the ingress's result endpoint (ingress.go): a producer learns its offsets from
 // the node's memory at the moment its block commits, without CometBFT's tx index, which stores
 // every transaction a second time beside the block store (README, Performance: disk), and
 // without decoding the whole stored transaction back out of it. It is an ABCI listener: a
@@ -23,15 +23,30 @@ type recentResults struct {
 	pending []committedTx // the last FinalizeBlock's, until its Commit
 	byHash  map[[32]byte]committedTx
 	order   [][32]byte // insertion order, oldest first, for eviction
+	bytes   int        // what byHash holds, as committedTx.size counts it
 }
 
-// maxRecentResults bounds the results kept: at a few hundred bytes each, a few tens of MB.
-const maxRecentResults = 100_000
+// maxRecentResultBytes bounds the memory of results, oldest forgotten first. It is counted in
+// bytes, not results: a result's events and log are the transaction's to shape (a Kafka
+// group's members' metadata, a refusal's message), so a count bounded nothing.
+const maxRecentResultBytes = 64 << 20
+
+// resultOverhead is what one kept result costs beside its bytes: its map entry, its place in
+// order and its structs.
+const resultOverhead = 256
 
 type committedTx struct {
 	hash   [32]byte
 	height int64
+	// result holds only what the endpoint answers: code, codespace, log and data (no events).
 	result *abci.ExecTxResult
+	size   int
+}
+
+func newCommittedTx(hash [32]byte, height int64, res *abci.ExecTxResult) committedTx {
+	kept := &abci.ExecTxResult{Code: res.Code, Codespace: res.Codespace, Log: res.Log, Data: res.Data}
+	return committedTx{hash: hash, height: height, result: kept,
+		size: resultOverhead + len(kept.Codespace) + len(kept.Log) + len(kept.Data)}
 }
 
 func newRecentResults() *recentResults {
@@ -51,7 +66,7 @@ func (r *recentResults) ListenFinalizeBlock(_ context.Context, req abci.RequestF
 	pending := make([]committedTx, 0, len(req.Txs))
 	for i, tx := range req.Txs {
 		if i < len(res.TxResults) {
-			pending = append(pending, committedTx{hash: sha256.Sum256(tx), height: req.Height, result: res.TxResults[i]})
+			pending = append(pending, newCommittedTx(sha256.Sum256(tx), req.Height, res.TxResults[i]))
 		}
 	}
 	r.mu.Lock()
@@ -66,17 +81,23 @@ func (r *recentResults) ListenCommit(context.Context, abci.ResponseCommit, []*st
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, tx := range r.pending {
-		if _, ok := r.byHash[tx.hash]; !ok {
+		if tx.size > maxRecentResultBytes {
+			continue // larger than the whole memory: answered from the tx index, if any
+		}
+		if old, ok := r.byHash[tx.hash]; ok {
+			r.bytes -= old.size
+		} else {
 			r.order = append(r.order, tx.hash)
 		}
 		r.byHash[tx.hash] = tx
+		r.bytes += tx.size
 	}
 	r.pending = nil
-	if over := len(r.order) - maxRecentResults; over > 0 {
-		for _, h := range r.order[:over] {
-			delete(r.byHash, h)
-		}
-		r.order = r.order[over:] // append reallocates (and frees the evicted) as it grows
+	over := 0
+	for ; r.bytes > maxRecentResultBytes; over++ {
+		r.bytes -= r.byHash[r.order[over]].size
+		delete(r.byHash, r.order[over])
 	}
+	r.order = r.order[over:] // append reallocates (and frees the evicted) as it grows
 	return nil
 }

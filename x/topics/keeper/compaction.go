@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"cosmossdk.io/collections"
+	errorsmod "cosmossdk.io/errors"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
@@ -438,6 +439,14 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 		return nil
 	}
 	recs, size, err := types.CompactionRecords(full.RecordBatch)
+	if errorsmod.IsOf(err, types.ErrBatchTooLarge, types.ErrUnsupportedCompression, types.ErrInvalidRecordBatch) {
+		// Bytes the state holds that compaction cannot read (a batch admitted when governance
+		// allowed more than types.MaxDecodedBatchBytes): left as they are, as readers cannot
+		// decode them either, rather than failing every pass over the partition.
+		budget.spend(types.MaxDecodedBatchBytes, 1)
+		st.PassCleanBytes += b.SizeBytes
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,15 @@
 package keeper_test
 
 import (
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	storetypes "cosmossdk.io/store/types"
+
+	"github.com/bftlog/bftlog/x/topics/keeper"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -76,4 +81,72 @@ func TestFetch(t *testing.T) {
 	require.ErrorIs(t, err, types.ErrOffsetOutOfRange)
 	_, err = f.query.Record(f.ctx, &types.QueryRecordRequest{Topic: "t", Partition: 1, Offset: 0})
 	require.ErrorIs(t, err, types.ErrOffsetOutOfRange)
+}
+
+// A records-format fetch decompresses the batches it answers from. 1,000 zstd batches of four
+// records of 1 MiB of zeros, stored as a few hundred bytes each, fit every stored-byte and
+// record limit of one fetch, so one free query decompressed (and held) all 4 GiB. A fetch now
+// decompresses at most its byte limit (16 MiB at most) past its first batch and answers with
+// what fits; the next fetch goes on from there.
+func TestFetchRecordsDecompressionIsBounded(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("zeros", 1)
+	params, err := f.k.Params.Get(f.ctx)
+	require.NoError(t, err)
+	const batches = 1_000
+	recs := make([]types.BatchRecord, 4)
+	for i := range recs {
+		recs[i] = types.BatchRecord{CreateTimeMs: 1234, Value: &types.Bytes{Data: make([]byte, params.MaxRecordBytes-32)}}
+		require.LessOrEqual(t, recs[i].RecordSize(), params.MaxRecordBytes)
+	}
+	b, err := types.NewProduceBatch("zeros", 0, recs, types.CompressionZstd)
+	require.NoError(t, err)
+	decoded := uint64(len(recs)) * (params.MaxRecordBytes - 32)
+	var paid uint64
+	for i := 0; i < batches; i++ {
+		ctx := f.ctx.WithGasMeter(storetypes.NewInfiniteGasMeter())
+		_, err := f.msgs.Produce(ctx, &types.MsgProduce{Producer: f.alice, Batches: []types.ProduceBatch{b}})
+		require.NoError(t, err)
+		paid += ctx.GasMeter().GasConsumed()
+	}
+	p := f.partitions("zeros")[0]
+	t.Logf("%d batches of %d stored bytes, each decompressing to %.1f MiB: %d stored bytes, %d records; the producer paid %d gas",
+		batches, p.ByteCount/batches, float64(decoded)/(1<<20), p.ByteCount, p.HighWatermark, paid)
+
+	fetch := func(offset, maxBytes uint64) (*types.QueryFetchResponse, uint64, uint64, time.Duration) {
+		ctx := f.ctx.WithGasMeter(storetypes.NewInfiniteGasMeter())
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		res, err := f.query.Fetch(ctx, &types.QueryFetchRequest{Topic: "zeros", Partition: 0, Offset: offset,
+			MaxRecords: keeper.MaxFetchRecords, MaxBytes: maxBytes, Format: types.FETCH_FORMAT_RECORDS})
+		took := time.Since(start)
+		runtime.ReadMemStats(&after)
+		require.NoError(t, err)
+		return res, after.TotalAlloc - before.TotalAlloc, ctx.GasMeter().GasConsumed(), took
+	}
+	res, alloc, gas, took := fetch(0, keeper.MaxFetchBytes)
+	var got uint64
+	for _, r := range res.Records {
+		got += uint64(len(r.Value.GetData()))
+	}
+	t.Logf("one fetch (max_records %d, max_bytes %d MiB) of records that decompress to %.0f MiB: %d records (%.1f MiB), next offset %d, %.1f MiB allocated, %d gas, %v",
+		keeper.MaxFetchRecords, keeper.MaxFetchBytes>>20, float64(batches*decoded)/(1<<20), len(res.Records), float64(got)/(1<<20), res.NextOffset, float64(alloc)/(1<<20), gas, took.Round(time.Millisecond))
+	require.NotEmpty(t, res.Records)
+	require.Less(t, res.NextOffset, p.HighWatermark, "a partial answer")
+	require.Equal(t, res.Records[len(res.Records)-1].Offset+1, res.NextOffset)
+	require.LessOrEqual(t, got, uint64(keeper.MaxFetchBytes), "decompressed bytes answered")
+	require.Less(t, alloc, uint64(4*keeper.MaxFetchBytes), "bytes allocated by one fetch")
+
+	// The next fetch goes on where this one stopped.
+	next, _, _, _ := fetch(res.NextOffset, keeper.MaxFetchBytes)
+	require.Equal(t, res.NextOffset, next.Records[0].Offset)
+
+	// A first batch above the byte limit is answered whole, so a consumer always makes progress.
+	one, alloc, _, _ := fetch(4, 1)
+	require.Len(t, one.Records, len(recs))
+	require.Equal(t, uint64(8), one.NextOffset)
+	t.Logf("max_bytes 1: the first batch's %d records (%.1f MiB), %.1f MiB allocated", len(one.Records), float64(decoded)/(1<<20), float64(alloc)/(1<<20))
+	require.Less(t, alloc, 4*decoded)
 }

@@ -185,8 +185,9 @@ func (k Keeper) exportAllButBatches(ctx context.Context) (*types.GenesisState, e
 	if err != nil {
 		return nil, err
 	}
-	// Deleted topics still being purged are left out (their batches and producer states are
-	// unreadable leftovers), so the exported state is what the purge would end with.
+	// Deleted topics still being purged are left out (their batches, producer states and
+	// groups' offsets are unreadable leftovers), so the exported state is what the purge would
+	// end with.
 	purging := func(topic string) (bool, error) { return k.TopicPurges.Has(ctx, topic) }
 	err = k.Groups.Walk(ctx, nil, func(_ string, g types.Group) (bool, error) {
 		gs.Groups = append(gs.Groups, g)
@@ -203,6 +204,9 @@ func (k Keeper) exportAllButBatches(ctx context.Context) (*types.GenesisState, e
 		return nil, err
 	}
 	err = k.Offsets.Walk(ctx, nil, func(_ collections.Pair[string, types.TopicPartition], o types.CommittedOffset) (bool, error) {
+		if gone, err := purging(o.Topic); err != nil || gone {
+			return false, err
+		}
 		gs.Offsets = append(gs.Offsets, o)
 		return false, nil
 	})

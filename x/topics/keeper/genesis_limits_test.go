@@ -34,6 +34,8 @@ func lowest(t *testing.T, p types.Params) types.Params {
 			lowered++
 		}
 	}
+	// The bounds Validate keeps (each is a minimum above 1).
+	p.CompactionRecordsPerBlock, p.MaxTxGas = types.MinCompactionRecordsPerBlock, types.MinMaxTxGas
 	for _, c := range []*sdkmathCoin{{&p.TopicDeposit.Amount}, {&p.PartitionDeposit.Amount}, {&p.GroupDeposit.Amount}} {
 		if !c.amt.IsNil() && c.amt.IsPositive() {
 			*c.amt = sdkmath.OneInt()

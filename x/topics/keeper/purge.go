@@ -9,9 +9,10 @@ import (
 )
 
 // purgeTopics removes the batches and producer states of deleted topics within the shared
-// cleanup budget, oldest name first, partition by partition; a purge that runs out of budget
-// resumes from its stored next_partition in the next block. A finished purge frees the name.
-// Each partition finished costs one key, so even empty purges are bounded per block.
+// cleanup budget, oldest name first, partition by partition, then the groups' committed
+// offsets on them; a purge that runs out of budget resumes from its stored next_partition (or
+// the offsets left) in the next block. A finished purge frees the name. Each partition
+// finished costs one key, so even empty purges are bounded per block.
 func (k Keeper) purgeTopics(ctx context.Context, budget *cleanupBudget) error {
 	if !budget.open() { // retention went first and used it all
 		return nil
@@ -37,6 +38,12 @@ func (k Keeper) purgeTopics(ctx context.Context, budget *cleanupBudget) error {
 			budget.spend(0)
 		}
 		if tp.NextPartition < tp.Partitions {
+			return k.TopicPurges.Set(ctx, tp.Name, tp)
+		}
+		if done, err := k.purgeOffsets(ctx, tp.Name, budget); err != nil || !done {
+			if err != nil {
+				return err
+			}
 			return k.TopicPurges.Set(ctx, tp.Name, tp)
 		}
 		if err := k.TopicPurges.Remove(ctx, tp.Name); err != nil {
@@ -67,41 +74,11 @@ func (k Keeper) purgePartition(ctx context.Context, tp types.TopicPartition, bud
 			return false, err
 		}
 	}
-	var producers []collections.Pair[types.TopicPartition, string]
-	err = k.ProducerStates.Walk(ctx, collections.NewPrefixedPairRange[types.TopicPartition, string](tp),
-		func(key collections.Pair[types.TopicPartition, string], _ types.ProducerState) (bool, error) {
-			if !budget.open() {
-				return true, nil
-			}
-			producers = append(producers, key)
-			budget.spend(0)
-			return false, nil
-		})
-	if err != nil {
+	if err := clearWithin(ctx, k.ProducerStates, collections.NewPrefixedPairRange[types.TopicPartition, string](tp), budget); err != nil {
 		return false, err
 	}
-	for _, key := range producers {
-		if err := k.ProducerStates.Remove(ctx, key); err != nil {
-			return false, err
-		}
-	}
-	var kafkaProducers []collections.Triple[types.TopicPartition, string, int64]
-	err = k.KafkaProducers.Walk(ctx, collections.NewPrefixedTripleRange[types.TopicPartition, string, int64](tp),
-		func(key collections.Triple[types.TopicPartition, string, int64], _ types.KafkaProducerState) (bool, error) {
-			if !budget.open() {
-				return true, nil
-			}
-			kafkaProducers = append(kafkaProducers, key)
-			budget.spend(0)
-			return false, nil
-		})
-	if err != nil {
+	if err := clearWithin(ctx, k.KafkaProducers, collections.NewPrefixedTripleRange[types.TopicPartition, string, int64](tp), budget); err != nil {
 		return false, err
-	}
-	for _, key := range kafkaProducers {
-		if err := k.KafkaProducers.Remove(ctx, key); err != nil {
-			return false, err
-		}
 	}
 	if err := k.purgeCompaction(ctx, tp, budget); err != nil {
 		return false, err
@@ -117,23 +94,8 @@ func (k Keeper) purgePartition(ctx context.Context, tp types.TopicPartition, bud
 // offsets, then its cleaner state and scheduled pass. Tombstone deadlines stay until they come
 // and find no key (they are keyed by time first).
 func (k Keeper) purgeCompaction(ctx context.Context, tp types.TopicPartition, budget *cleanupBudget) error {
-	var keys []collections.Pair[types.TopicPartition, []byte]
-	err := k.KeyOffsets.Walk(ctx, collections.NewPrefixedPairRange[types.TopicPartition, []byte](tp),
-		func(key collections.Pair[types.TopicPartition, []byte], _ uint64) (bool, error) {
-			if !budget.open() {
-				return true, nil
-			}
-			keys = append(keys, key)
-			budget.spend(0)
-			return false, nil
-		})
-	if err != nil {
+	if err := clearWithin(ctx, k.KeyOffsets, collections.NewPrefixedPairRange[types.TopicPartition, []byte](tp), budget); err != nil {
 		return err
-	}
-	for _, key := range keys {
-		if err := k.KeyOffsets.Remove(ctx, key); err != nil {
-			return err
-		}
 	}
 	if !budget.open() {
 		return nil
@@ -152,4 +114,55 @@ func (k Keeper) purgeCompaction(ctx context.Context, tp types.TopicPartition, bu
 		}
 	}
 	return k.Compactions.Remove(ctx, tp)
+}
+
+// purgeOffsets removes the committed offsets groups hold on a deleted topic within the budget,
+// group by group (one key per offset and per group), and reports whether none are left.
+func (k Keeper) purgeOffsets(ctx context.Context, topic string, budget *cleanupBudget) (bool, error) {
+	var groups []string
+	err := k.GroupTopics.Walk(ctx, collections.NewPrefixedPairRange[string, string](topic), func(key collections.Pair[string, string], _ bool) (bool, error) {
+		groups = append(groups, key.K2())
+		return uint32(len(groups)) >= budget.keys, nil
+	})
+	if err != nil {
+		return false, err
+	}
+	for _, g := range groups {
+		if err := clearWithin(ctx, k.Offsets, groupTopicOffsets(g, topic), budget); err != nil {
+			return false, err
+		}
+		if !budget.open() {
+			// Whether the group has offsets left is found out next block.
+			return false, nil
+		}
+		if err := k.GroupTopics.Remove(ctx, collections.Join(topic, g)); err != nil {
+			return false, err
+		}
+		budget.spend(0)
+	}
+	// Every group costs a key: with budget left, the walk above saw them all.
+	return budget.open(), nil
+}
+
+// clearWithin removes m's entries in rng, one key of the budget each, until the budget is
+// used up.
+func clearWithin[K, V any](ctx context.Context, m collections.Map[K, V], rng collections.Ranger[K], budget *cleanupBudget) error {
+	var keys []K
+	err := m.Walk(ctx, rng, func(key K, _ V) (bool, error) {
+		if !budget.open() {
+			return true, nil
+		}
+		keys = append(keys, key)
+		budget.spend(0)
+		return false, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, key := range keys {
+		if err := m.Remove(ctx, key); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -232,3 +232,94 @@ func TestPurgeAndRetentionShareTheBudget(t *testing.T) {
 	require.Equal(t, uint64(30), f.partitions("r")[0].LogStartOffset)
 	t.Logf("60 batches (30 due, 30 purged) at retention_batches_per_block 10: deleted per block %v", perBlock)
 }
+
+// Any account's group may commit offsets to any topic, and deleting a topic removed every
+// group's offsets on it in the delete transaction: an attacker's groups committing to a
+// victim's topic made its delete cost what they committed, up to undeletable. The delete now
+// costs the same whoever committed; the EndBlocker's budgeted purge removes the offsets, and a
+// topic created again under the name starts with none.
+func TestDeleteTopicCostIgnoresOtherGroupsOffsets(t *testing.T) {
+	const parts, groups = 4, 500
+	deleteGas := func(f *fixture) uint64 {
+		gas, _ := f.metered(func() {
+			_, err := f.msgs.DeleteTopic(f.ctx, &types.MsgDeleteTopic{Authority: f.alice, Name: "victim"})
+			require.NoError(t, err)
+		})
+		return gas
+	}
+	victim := func() *fixture {
+		f := newFixture(t)
+		f.createTopic("victim", parts)
+		_, err := f.produce(f.alice, pb{Topic: "victim", Partition: 0, Records: []types.BatchRecord{rec("", "x")}})
+		require.NoError(t, err)
+		return f
+	}
+	alone := deleteGas(victim())
+
+	f := victim()
+	ids := make([]string, groups)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("squat-%03d", i)
+		f.open(f.bob, ids[i])
+		_, err := f.msgs.ResetOffsets(f.ctx, &types.MsgResetOffsets{Authority: f.bob, GroupId: ids[i], Topic: "victim", To: types.OFFSET_SPEC_LATEST})
+		require.NoError(t, err)
+	}
+	offsets := func() (n int) {
+		require.NoError(t, f.k.Offsets.Walk(f.ctx, nil, func(_ collections.Pair[string, types.TopicPartition], o types.CommittedOffset) (bool, error) {
+			if o.Topic == "victim" {
+				n++
+			}
+			return false, nil
+		}))
+		return n
+	}
+	require.Equal(t, groups*parts, offsets())
+	attacked := deleteGas(f)
+	t.Logf("delete of a %d-partition topic: %d gas with no group's offsets, %d gas with %d groups' %d committed offsets on it",
+		parts, alone, attacked, groups, groups*parts)
+	require.Equal(t, alone, attacked, "the delete does not pay for other accounts' groups")
+
+	// The offsets are not readable once the topic is gone, and go within the shared budget.
+	res, err := f.query.GroupOffsets(f.ctx, &types.QueryGroupOffsetsRequest{GroupId: ids[0]})
+	require.NoError(t, err)
+	require.Empty(t, res.Offsets, "a deleted topic's offsets are not answered")
+	exported, err := f.k.ExportGenesis(f.ctx)
+	require.NoError(t, err)
+	require.NoError(t, exported.Validate(f.k.AddressCodec()), "an export mid-purge leaves the offsets out")
+	require.Empty(t, exported.Offsets)
+	params, err := f.k.Params.Get(f.ctx)
+	require.NoError(t, err)
+	var perBlock []int
+	for blocks := 0; ; blocks++ {
+		has, err := f.k.TopicPurges.Has(f.ctx, "victim")
+		require.NoError(t, err)
+		if !has {
+			break
+		}
+		require.Less(t, blocks, 20, "the purge must end")
+		_, err = f.msgs.CreateTopic(f.ctx, &types.MsgCreateTopic{Owner: f.bob, Name: "victim", Partitions: 1, Config: anyone()})
+		require.ErrorIs(t, err, types.ErrTopicBeingDeleted)
+		before := offsets()
+		f.advance(time.Second)
+		require.NoError(t, f.k.EndBlocker(f.ctx))
+		perBlock = append(perBlock, before-offsets())
+		require.LessOrEqual(t, before-offsets(), int(params.RetentionBatchesPerBlock), "per-block key budget")
+	}
+	require.Zero(t, offsets())
+	t.Logf("%d offsets purged by the EndBlocker over %d blocks (retention_batches_per_block %d): %v per block",
+		groups*parts, len(perBlock), params.RetentionBatchesPerBlock, perBlock)
+	n := 0
+	require.NoError(t, f.k.GroupTopics.Walk(f.ctx, nil, func(collections.Pair[string, string], bool) (bool, error) {
+		n++
+		return false, nil
+	}))
+	require.Zero(t, n, "no group is indexed under the name")
+
+	// A new topic of the name starts with no committed offsets.
+	f.createTopic("victim", parts)
+	for _, id := range []string{ids[0], ids[groups-1]} {
+		res, err := f.query.GroupOffsets(f.ctx, &types.QueryGroupOffsetsRequest{GroupId: id, Topic: "victim"})
+		require.NoError(t, err)
+		require.Empty(t, res.Offsets, "no stale offset of group %s", id)
+	}
+}

@@ -74,13 +74,13 @@ func (q queryServer) GroupOffsets(ctx context.Context, req *types.QueryGroupOffs
 	}
 	out := make([]types.GroupOffset, 0, len(offsets))
 	for _, o := range offsets {
-		below := false
-		if p, err := q.k.Partitions.Get(ctx, types.TopicPartition{Topic: o.Topic, Partition: o.Partition}); err == nil {
-			below = o.Offset < p.LogStartOffset
-		} else if !isNotFound(err) {
+		p, err := q.k.Partitions.Get(ctx, types.TopicPartition{Topic: o.Topic, Partition: o.Partition})
+		if isNotFound(err) {
+			continue // a deleted topic's, left to the EndBlocker's purge
+		} else if err != nil {
 			return nil, err
 		}
-		out = append(out, types.GroupOffset{Committed: o, BelowLogStart: below})
+		out = append(out, types.GroupOffset{Committed: o, BelowLogStart: o.Offset < p.LogStartOffset})
 	}
 	return &types.QueryGroupOffsetsResponse{Offsets: out}, nil
 }

@@ -78,7 +78,15 @@ func (q queryServer) Fetch(ctx context.Context, req *types.QueryFetchRequest) (*
 	if req == nil {
 		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
 	}
-	res, err := q.k.Fetch(ctx, req.Topic, req.Partition, req.Offset, req.MaxRecords, req.MaxBytes)
+	fetch := q.k.Fetch
+	switch req.Format {
+	case types.FETCH_FORMAT_BATCHES:
+	case types.FETCH_FORMAT_RECORDS:
+		fetch = q.k.FetchRecords
+	default:
+		return nil, errorsmod.Wrapf(types.ErrInvalidRequest, "unknown fetch format %d", req.Format)
+	}
+	res, err := fetch(ctx, req.Topic, req.Partition, req.Offset, req.MaxRecords, req.MaxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -87,25 +95,10 @@ func (q queryServer) Fetch(ctx context.Context, req *types.QueryFetchRequest) (*
 		LogStartOffset: res.Partition.LogStartOffset,
 		NextOffset:     res.NextOffset,
 	}
-	switch req.Format {
-	case types.FETCH_FORMAT_BATCHES:
+	if req.Format == types.FETCH_FORMAT_BATCHES {
 		out.Batches = res.Batches
-	case types.FETCH_FORMAT_RECORDS:
-		maxRecords := req.MaxRecords
-		if maxRecords == 0 {
-			maxRecords = DefaultFetchRecords
-		}
-		limit := min(maxRecords, MaxFetchRecords)
-		if out.Records, err = res.Records(req.Offset, limit); err != nil {
-			return nil, err
-		}
-		// Cut by the record limit, the next fetch starts after the last record returned;
-		// otherwise after the last batch read, past any transaction markers (no records).
-		if n := len(out.Records); n > 0 && uint32(n) == limit {
-			out.NextOffset = out.Records[n-1].Offset + 1
-		}
-	default:
-		return nil, errorsmod.Wrapf(types.ErrInvalidRequest, "unknown fetch format %d", req.Format)
+	} else {
+		out.Records = res.Records
 	}
 	if o := q.k.fetchObserver(); o != nil {
 		o.ObserveFetch(int(out.NextOffset - req.Offset))

@@ -3,7 +3,6 @@ package keeper
 import (
 	"context"
 
-	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
@@ -149,11 +148,11 @@ func (k Keeper) AddPartitions(ctx context.Context, signer, name string, total ui
 	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventPartitionsAdded{Name: name, OldPartitions: old, NewPartitions: total})
 }
 
-// DeleteTopic makes a topic unreadable and unwritable at once: the topic, its partitions, its
-// spread cursor and its groups' committed offsets go now (bounded by the partition count and
-// the groups that committed), and the batches and producer states, which can be unboundedly
-// many, are left to the EndBlocker's budgeted purge (purgeTopics). The name is reusable once
-// the purge ends.
+// DeleteTopic makes a topic unreadable and unwritable at once: the topic and its partitions
+// go now (bounded by the partition count), and the batches, producer states and groups'
+// committed offsets, which can be unboundedly many, are left to the EndBlocker's budgeted
+// purge (purgeTopics). Any account's group may commit to any topic, so the offsets are not the
+// delete's to pay for. The name is reusable once the purge ends.
 func (k Keeper) DeleteTopic(ctx context.Context, signer, name string) error {
 	if err := k.validAddress(signer, "authority"); err != nil {
 		return err
@@ -186,23 +185,6 @@ func (k Keeper) DeleteTopic(ctx context.Context, signer, name string) error {
 	}
 	if err := k.TopicPurges.Set(ctx, name, types.TopicPurge{Name: name, Partitions: t.Partitions}); err != nil {
 		return err
-	}
-	// Committed offsets of every group that read the topic go too.
-	var groups []string
-	err = k.GroupTopics.Walk(ctx, collections.NewPrefixedPairRange[string, string](name), func(key collections.Pair[string, string], _ bool) (bool, error) {
-		groups = append(groups, key.K2())
-		return false, nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, g := range groups {
-		if err := k.Offsets.Clear(ctx, groupTopicOffsets(g, name)); err != nil {
-			return err
-		}
-		if err := k.GroupTopics.Remove(ctx, collections.Join(name, g)); err != nil {
-			return err
-		}
 	}
 	if err := k.Topics.Remove(ctx, name); err != nil {
 		return err

@@ -3,6 +3,7 @@ package types
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"math"
 	"unicode/utf8"
 
 	errorsmod "cosmossdk.io/errors"
@@ -270,22 +271,51 @@ func (r *kreader) record(i int32, lim BatchLimits, info *BatchInfo) error {
 // DecodeRecordBatch decodes the records of a stored or produced batch (clients: consumers,
 // verifiers, the console). Offsets are base offset + delta; timestamps base + delta.
 func DecodeRecordBatch(b []byte) ([]KafkaRecord, error) {
+	recs, _, err := DecodeRecordBatchWithin(b, math.MaxUint64)
+	return recs, err
+}
+
+// DecodeRecordBatchWithin is DecodeRecordBatch for records of at most limit bytes
+// (ErrBatchTooLarge past it; a compressed batch is decompressed no further, and never past
+// MaxDecodedBatchBytes). It also returns the records' size, or on that refusal of a compressed
+// batch the bytes it made the reader decompress.
+func DecodeRecordBatchWithin(b []byte, limit uint64) ([]KafkaRecord, uint64, error) {
 	if err := checkBatchFraming(b); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	count := int32(binary.BigEndian.Uint32(b[57:61]))
 	if count < 0 {
-		return nil, errorsmod.Wrapf(ErrInvalidRecordBatch, "record count %d", count)
+		return nil, 0, errorsmod.Wrapf(ErrInvalidRecordBatch, "record count %d", count)
 	}
+	records := b[RecordBatchHeaderSize:]
+	if c := RecordBatchCompression(b); c != CompressionNone {
+		lim := min(limit, MaxDecodedBatchBytes)
+		var err error
+		if records, err = decompress(c, records, lim); err != nil {
+			if errorsmod.IsOf(err, ErrBatchTooLarge) {
+				return nil, lim, err
+			}
+			return nil, 0, err
+		}
+	} else if uint64(len(records)) > limit {
+		return nil, 0, errorsmod.Wrapf(ErrBatchTooLarge, "records are %d bytes, the limit is %d", len(records), limit)
+	}
+	recs, err := decodeRecords(b, count, records)
+	return recs, uint64(len(records)), err
+}
+
+// RecordBatchCompression is the codec of a batch whose framing is valid.
+func RecordBatchCompression(b []byte) Compression {
+	if len(b) < RecordBatchHeaderSize {
+		return CompressionNone
+	}
+	return Compression(binary.BigEndian.Uint16(b[21:23]) & attrCompressionMask)
+}
+
+// decodeRecords decodes the count records of batch b, whose (decompressed) records are records.
+func decodeRecords(b []byte, count int32, records []byte) ([]KafkaRecord, error) {
 	base := int64(binary.BigEndian.Uint64(b[0:8]))
 	baseTs := int64(binary.BigEndian.Uint64(b[27:35]))
-	records := b[RecordBatchHeaderSize:]
-	if c := Compression(binary.BigEndian.Uint16(b[21:23]) & attrCompressionMask); c != CompressionNone {
-		var err error
-		if records, err = decompress(c, records, MaxDecodedBatchBytes); err != nil {
-			return nil, err
-		}
-	}
 	// The count is the sender's word: each record takes at least 7 bytes (length, attributes,
 	// timestamp and offset deltas, key, value, header count), so the bytes bound the capacity.
 	out := make([]KafkaRecord, 0, min(int(count), len(records)/7))

@@ -1,6 +1,8 @@
 package types
 
 import (
+	"math/big"
+
 	errorsmod "cosmossdk.io/errors"
 	"cosmossdk.io/math"
 
@@ -41,6 +43,31 @@ const (
 	DefaultCompactionBytesPerBlock   = 8 << 20
 	DefaultCompactionRecordsPerBlock = 5_000
 )
+
+// Bounds every accepted params value stays within, so that no value governance can set makes a
+// block-level step (EndBlocker, ProcessProposal, state sync snapshots) fail or stop working.
+const (
+	// MaxBatchBytesLimit is the largest max_batch_bytes. Every batch it admits (its records
+	// decompressed, a compacted rewrite, the stored bytes) must stay readable where a batch is
+	// read for the whole chain: compaction decompresses within MaxDecodedBatchBytes (64 MiB),
+	// and a state sync snapshot carries each stored batch as one item, which the SDK's
+	// snapshot reader refuses above 64,000,000 bytes; 60 MiB leaves room for the batch's
+	// header, store key and framing.
+	MaxBatchBytesLimit = 60 << 20
+	// MinCompactionRecordsPerBlock: every turn of a partition costs one record of the budget,
+	// so a budget of one would never compact a batch.
+	MinCompactionRecordsPerBlock = 2
+	// MinMaxTxGas is the lowest max_tx_gas but 0 (no cap): governance's own transactions
+	// (proposals, deposits, votes) take well under it, so a lower cap can always be raised
+	// again by proposal.
+	MinMaxTxGas = 10_000_000
+)
+
+// MaxFeeAmount bounds min_gas_price (per gas) and each deposit: any gas limit (below 2^64)
+// times the price, and a deposit times any partition count (below 2^32), summed over every
+// topic, fit a coin amount (256 bits). Above it the fee rule's and deposits' arithmetic
+// overflows, which panics in CheckTx, DeliverTx and ProcessProposal.
+var MaxFeeAmount = math.NewIntFromBigInt(new(big.Int).Lsh(big.NewInt(1), 128))
 
 // Fee and deposit defaults, in the bond denom (read when DefaultParams is called, so `bftlogd
 // init --default-denom` applies). At 0.01 per gas a 4 MiB batch costs about 2M; a topic with P
@@ -116,23 +143,40 @@ func (p Params) Validate() error {
 		return errorsmod.Wrap(ErrInvalidParams, "compaction_bytes_per_block and compaction_records_per_block must be positive")
 	case p.MaxBatchBytes < p.MaxRecordBytes:
 		return errorsmod.Wrapf(ErrInvalidParams, "max_batch_bytes %d is below max_record_bytes %d", p.MaxBatchBytes, p.MaxRecordBytes)
+	case p.MaxBatchBytes > MaxBatchBytesLimit:
+		return errorsmod.Wrapf(ErrInvalidParams, "max_batch_bytes %d is above %d: compaction and state sync read every batch whole", p.MaxBatchBytes, MaxBatchBytesLimit)
+	case p.CompactionRecordsPerBlock < MinCompactionRecordsPerBlock:
+		return errorsmod.Wrapf(ErrInvalidParams, "compaction_records_per_block must be at least %d (each partition's turn costs one)", MinCompactionRecordsPerBlock)
+	case p.MaxTxGas != 0 && p.MaxTxGas < MinMaxTxGas:
+		return errorsmod.Wrapf(ErrInvalidParams, "max_tx_gas %d is below %d (0: no cap): governance could not raise it again", p.MaxTxGas, MinMaxTxGas)
 	}
 	// Unset (empty denom, zero amount) means no minimum fee or no deposit.
 	if p.MinGasPrice.Denom != "" || !p.MinGasPrice.Amount.IsNil() && !p.MinGasPrice.Amount.IsZero() {
 		if err := p.MinGasPrice.Validate(); err != nil {
 			return errorsmod.Wrapf(ErrInvalidParams, "min_gas_price: %v", err)
 		}
+		if p.MinGasPrice.Amount.GT(math.LegacyNewDecFromInt(MaxFeeAmount)) {
+			return errorsmod.Wrapf(ErrInvalidParams, "min_gas_price %s is above %s per gas", p.MinGasPrice.Amount, MaxFeeAmount)
+		}
 	}
 	for i, c := range []sdk.Coin{p.TopicDeposit, p.PartitionDeposit, p.GroupDeposit} {
 		if c.Denom == "" && (c.Amount.IsNil() || c.Amount.IsZero()) {
 			continue
 		}
+		name := []string{"topic_deposit", "partition_deposit", "group_deposit"}[i]
 		if err := c.Validate(); err != nil {
-			return errorsmod.Wrapf(ErrInvalidParams, "%s: %v", []string{"topic_deposit", "partition_deposit", "group_deposit"}[i], err)
+			return errorsmod.Wrapf(ErrInvalidParams, "%s: %v", name, err)
+		}
+		if c.Amount.GT(MaxFeeAmount) {
+			return errorsmod.Wrapf(ErrInvalidParams, "%s %s is above %s", name, c.Amount, MaxFeeAmount)
 		}
 	}
 	return nil
 }
+
+// ValidateBasic refuses params that Validate refuses, so a governance proposal carrying them
+// is refused when submitted rather than failing after its vote.
+func (m *MsgUpdateParams) ValidateBasic() error { return m.Params.Validate() }
 
 // HasMinGasPrice tells whether transactions must pay a fee.
 func (p Params) HasMinGasPrice() bool {

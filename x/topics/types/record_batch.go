@@ -3,21 +3,29 @@ package types
 import (
 	"bytes"
 	"crypto/sha256"
+	"math"
 
 	errorsmod "cosmossdk.io/errors"
 )
 
 // Records decodes the batch's records as consumers read them.
 func (b RecordBatch) Records() ([]Record, error) {
+	recs, _, err := b.RecordsWithin(math.MaxUint64)
+	return recs, err
+}
+
+// RecordsWithin is Records for records of at most limit bytes once decompressed, returning
+// their size as DecodeRecordBatchWithin does.
+func (b RecordBatch) RecordsWithin(limit uint64) ([]Record, uint64, error) {
 	if IsControlBatch(b.RecordBatch) {
-		return nil, nil // a transaction marker takes an offset and holds no record, as in Kafka
+		return nil, 0, nil // a transaction marker takes an offset and holds no record, as in Kafka
 	}
-	recs, err := DecodeRecordBatch(b.RecordBatch)
+	recs, size, err := DecodeRecordBatchWithin(b.RecordBatch, limit)
 	if err != nil {
-		return nil, err
+		return nil, size, err
 	}
 	if uint32(len(recs)) != b.RecordCount {
-		return nil, errorsmod.Wrapf(ErrInvalidRecordBatch, "batch at offset %d holds %d records, says %d", b.BaseOffset, len(recs), b.RecordCount)
+		return nil, size, errorsmod.Wrapf(ErrInvalidRecordBatch, "batch at offset %d holds %d records, says %d", b.BaseOffset, len(recs), b.RecordCount)
 	}
 	out := make([]Record, len(recs))
 	for i, r := range recs {
@@ -33,7 +41,7 @@ func (b RecordBatch) Records() ([]Record, error) {
 			Height:          b.Height,
 		}
 	}
-	return out, nil
+	return out, size, nil
 }
 
 // LastOffset is the last offset the batch spans (its store key): its last record's, or, once
