@@ -4,7 +4,6 @@ import (
 	"os"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -41,5 +40,4 @@ func TestSimulation(t *testing.T) {
 		Logf: func(format string, args ...any) { t.Logf(format, args...) }})
 	t.Logf("%s", res.Summary())
 	require.NoError(t, err)
-	_ = time.Second
 }

@@ -93,8 +93,8 @@ func (v *invariants) groups() {
 		switch {
 		case !ok:
 			v.failf("native member %s of group %q, which does not exist", m.Member, m.GroupId)
-		case g.Kind == types.GROUP_KIND_KAFKA:
-			v.failf("native member %s of group %q, a Kafka group", m.Member, m.GroupId)
+		case g.Kind != types.GROUP_KIND_NATIVE:
+			v.failf("native member %s of group %q, whose kind is %s", m.Member, m.GroupId, g.Kind)
 		}
 		if !expiry[expiryKey{m.ExpiresAtMs, m.GroupId, m.Member}] {
 			v.failf("native member %s of group %q has no expiry entry at %d", m.Member, m.GroupId, m.ExpiresAtMs)
@@ -104,8 +104,10 @@ func (v *invariants) groups() {
 	kafkaGroups := map[string]types.KafkaGroup{}
 	v.check(k.KafkaGroups.Walk(ctx, nil, func(id string, kg types.KafkaGroup) (bool, error) {
 		kafkaGroups[id] = kg
-		if _, ok := groups[id]; !ok {
+		if g, ok := groups[id]; !ok {
 			v.failf("Kafka group state of %q, which does not exist", id)
+		} else if g.Kind != types.GROUP_KIND_KAFKA {
+			v.failf("Kafka group state of %q, whose kind is %s", id, g.Kind)
 		}
 		return false, nil
 	}))
@@ -115,8 +117,8 @@ func (v *invariants) groups() {
 		switch {
 		case !ok:
 			v.failf("Kafka member %q of group %q, which does not exist", m.MemberId, m.GroupId)
-		case g.Kind == types.GROUP_KIND_NATIVE:
-			v.failf("Kafka member %q of group %q, a native group", m.MemberId, m.GroupId)
+		case g.Kind != types.GROUP_KIND_KAFKA:
+			v.failf("Kafka member %q of group %q, whose kind is %s", m.MemberId, m.GroupId, g.Kind)
 		}
 		if _, ok := kafkaGroups[m.GroupId]; !ok {
 			v.failf("Kafka member %q of group %q, which has no Kafka group state", m.MemberId, m.GroupId)

@@ -17,6 +17,7 @@ import (
 	simtestutil "github.com/cosmos/cosmos-sdk/testutil/sims"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	poatypes "github.com/bftlog/bftlog/x/poa/types"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -307,7 +308,7 @@ func cut(s string, n int) string {
 func skippedWork(res *abci.ResponseFinalizeBlock) []string {
 	var out []string
 	for _, e := range res.Events {
-		if e.Type != "bftlog.topics.v1.EventBlockWorkSkipped" {
+		if e.Type != "bftlog.topics.v1.EventBlockWorkSkipped" && e.Type != "bftlog.poa.v1.EventBlockWorkSkipped" {
 			continue
 		}
 		msg, err := sdk.ParseTypedEvent(e)
@@ -315,8 +316,12 @@ func skippedWork(res *abci.ResponseFinalizeBlock) []string {
 			out = append(out, err.Error())
 			continue
 		}
-		ev := msg.(*types.EventBlockWorkSkipped)
-		out = append(out, fmt.Sprintf("%s %s: %s", ev.Step, ev.Subject, ev.Reason))
+		switch ev := msg.(type) {
+		case *types.EventBlockWorkSkipped:
+			out = append(out, fmt.Sprintf("x/topics %s %s: %s", ev.Step, ev.Subject, ev.Reason))
+		case *poatypes.EventBlockWorkSkipped:
+			out = append(out, fmt.Sprintf("x/poa burn of %s from %s: %s", ev.Amount, ev.Account, ev.Reason))
+		}
 	}
 	return out
 }

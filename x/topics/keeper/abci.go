@@ -65,11 +65,17 @@ func storageError(err error) error { return blockstep.Storage(err) }
 // isolate runs fn as blockstep.Isolate does; work it skips is logged and reported as
 // EventBlockWorkSkipped (step, subject).
 func (k Keeper) isolate(ctx context.Context, step, subject string, fn func(context.Context) error) error {
+	_, err := k.attempt(ctx, step, subject, fn)
+	return err
+}
+
+// attempt is isolate saying whether fn's work was done (false: skipped).
+func (k Keeper) attempt(ctx context.Context, step, subject string, fn func(context.Context) error) (bool, error) {
 	skipped, err := blockstep.Isolate(ctx, fn)
 	if skipped == nil {
-		return err
+		return err == nil, err
 	}
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
 	sdkCtx.Logger().Error("x/topics: block work skipped", "step", step, "subject", subject, "height", sdkCtx.BlockHeight(), "err", skipped)
-	return sdkCtx.EventManager().EmitTypedEvent(&types.EventBlockWorkSkipped{Step: step, Subject: subject, Reason: skipped.Error()})
+	return false, sdkCtx.EventManager().EmitTypedEvent(&types.EventBlockWorkSkipped{Step: step, Subject: subject, Reason: skipped.Error()})
 }

@@ -405,34 +405,34 @@ func (k Keeper) groupKind(ctx context.Context, g types.Group) (types.GroupKind, 
 	if g.Kind != types.GROUP_KIND_UNSPECIFIED {
 		return g.Kind, nil
 	}
-	if has, err := k.KafkaGroups.Has(ctx, g.GroupId); err != nil || has {
-		return types.GROUP_KIND_KAFKA, err
-	}
+	// Native members first: a release before group kinds could leave an empty Kafka group's
+	// state beside a group that has native members since.
 	if n, err := k.countMembers(ctx, g.GroupId); err != nil || n > 0 {
 		return types.GROUP_KIND_NATIVE, err
+	}
+	if has, err := k.KafkaGroups.Has(ctx, g.GroupId); err != nil || has {
+		return types.GROUP_KIND_KAFKA, err
 	}
 	return types.GROUP_KIND_UNSPECIFIED, nil
 }
 
-// claimKind makes g a group of kind for a member about to join: a group with members keeps its
-// kind (a member of the other kind is refused), an empty one takes the joiner's, dropping what
-// the other kind left (an empty Kafka group's protocol state). The caller stores g.
+// claimKind makes g a group of kind for a member about to join. A group with members keeps its
+// kind (a member of the other kind is refused); an empty native group may become a Kafka group
+// (a Kafka client takes over a group native consumers used), but a Kafka group stays one: a
+// gateway's simple commits would otherwise join it natively and lock its Kafka consumers out
+// for a session. The caller stores g.
 func (k Keeper) claimKind(ctx context.Context, g *types.Group, kind types.GroupKind) error {
 	cur, err := k.groupKind(ctx, *g)
 	if err != nil {
 		return err
 	}
-	if cur != kind && cur != types.GROUP_KIND_UNSPECIFIED {
+	switch {
+	case cur == kind || cur == types.GROUP_KIND_UNSPECIFIED:
+	case kind == types.GROUP_KIND_NATIVE:
+		return errorsmod.Wrapf(types.ErrInconsistentGroupProtocol, "group %q is run by Kafka clients' group protocol (through a Kafka gateway)", g.GroupId)
+	default:
 		if err := k.requireEmpty(ctx, *g); err != nil {
-			if kind == types.GROUP_KIND_NATIVE {
-				return errorsmod.Wrapf(types.ErrInconsistentGroupProtocol, "group %q is run by Kafka clients' group protocol (through a Kafka gateway)", g.GroupId)
-			}
 			return errorsmod.Wrapf(types.ErrInconsistentGroupProtocol, "group %q has native members (tx topics join-group); Kafka clients cannot join it", g.GroupId)
-		}
-		if cur == types.GROUP_KIND_KAFKA {
-			if err := k.dropKafkaGroup(ctx, g.GroupId); err != nil {
-				return err
-			}
 		}
 	}
 	g.Kind = kind
@@ -536,10 +536,11 @@ func (k Keeper) expireMembers(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	// Each due entry goes first, whatever becomes of its member: an entry that no longer
-	// matches its member (or whose member or group is gone) must never be read again. Then each
-	// group's expiries and its rebalance run together, isolated: a group that cannot be
-	// rebalanced is skipped (EventBlockWorkSkipped), not the block.
+	// Each due entry goes first, and its member with it (an entry that no longer matches its
+	// member, or whose member or group is gone, is never read again): these writes are the
+	// module's own bookkeeping. Then each group's rebalance runs isolated: a group that cannot
+	// be rebalanced is skipped (EventBlockWorkSkipped), not the block, and its expired members
+	// are gone all the same, so it can still be deleted.
 	byGroup := map[string][]collections.Triple[int64, string, string]{}
 	for _, key := range due {
 		if err := k.MemberExpiry.Remove(ctx, key); err != nil {
@@ -549,11 +550,18 @@ func (k Keeper) expireMembers(ctx context.Context) (uint64, error) {
 	}
 	sort.Strings(groups)
 	for _, id := range groups {
-		keys := byGroup[id]
+		native, kafka, err := k.removeExpired(ctx, id, byGroup[id])
+		if err != nil {
+			return 0, err
+		}
+		if kafka {
+			work++ // the Kafka group's rebalance; its members were counted as they expired
+		}
+		if !native && !kafka {
+			continue
+		}
 		if err := k.isolate(ctx, "expire", id, func(ctx context.Context) error {
-			spent, err := k.expireGroupMembers(ctx, id, keys)
-			work += spent
-			return err
+			return k.rebalanceExpired(ctx, id, native, kafka)
 		}); err != nil {
 			return 0, err
 		}
@@ -561,54 +569,62 @@ func (k Keeper) expireMembers(ctx context.Context) (uint64, error) {
 	return work, nil
 }
 
-// expireGroupMembers removes the members of group whose due expiry entries are keys (entries
-// the member's later sessions made stale are ignored) and rebalances the group once, by its
-// kind; it returns the extra work units spent. Members whose group is gone (state a release
-// before group kinds left behind) are removed with what is left of the group.
-func (k Keeper) expireGroupMembers(ctx context.Context, group string, keys []collections.Triple[int64, string, string]) (uint64, error) {
-	g, err := k.Groups.Get(ctx, group)
-	if isNotFound(err) {
-		return 0, k.expireOrphans(ctx, group, keys)
-	} else if err != nil {
-		return 0, err
+// removeExpired removes the members of group whose due expiry entries are keys (entries the
+// member's later sessions made stale are ignored) and says which kinds lost members. Members
+// whose group is gone (state a release before group kinds left behind) are removed with what is
+// left of the group.
+func (k Keeper) removeExpired(ctx context.Context, group string, keys []collections.Triple[int64, string, string]) (native, kafka bool, err error) {
+	has, err := k.Groups.Has(ctx, group)
+	if err != nil {
+		return false, false, err
 	}
-	var native, kafka bool
+	if !has {
+		return false, false, k.expireOrphans(ctx, group, keys)
+	}
 	for _, key := range keys {
 		m, err := k.Members.Get(ctx, collections.Join(key.K2(), key.K3()))
 		if isNotFound(err) {
 			expired, err := k.expireKafkaMember(ctx, key)
 			if err != nil {
-				return 0, err
+				return false, false, err
 			}
 			kafka = kafka || expired
 			continue
 		} else if err != nil {
-			return 0, err
+			return false, false, err
 		}
 		if m.ExpiresAtMs != key.K1() {
 			continue // stale entry: the member's session was extended
 		}
 		if err := k.removeMember(ctx, m); err != nil {
-			return 0, err
+			return false, false, err
 		}
 		native = true
 	}
+	return native, kafka, nil
+}
+
+// rebalanceExpired rebalances group once for the kinds of members it lost.
+func (k Keeper) rebalanceExpired(ctx context.Context, group string, native, kafka bool) error {
 	if native {
+		g, err := k.GetGroup(ctx, group)
+		if err != nil {
+			return err
+		}
 		if err := k.rebalance(ctx, &g, "expire"); err != nil {
-			return 0, err
+			return err
 		}
 	}
 	if !kafka {
-		return 0, nil
+		return nil
 	}
 	kg, err := k.KafkaGroups.Get(ctx, group)
 	if isNotFound(err) {
-		return 0, nil
+		return nil
 	} else if err != nil {
-		return 0, err
+		return err
 	}
-	// The group's rebalance; its members were counted as they expired.
-	return 1, k.kafkaMembersGone(ctx, &kg, "expire")
+	return k.kafkaMembersGone(ctx, &kg, "expire")
 }
 
 // expireOrphans removes the members the due keys name of a group that no longer exists, and

@@ -566,7 +566,7 @@ func (k Keeper) CompleteKafkaRebalances(ctx context.Context, budget uint64) (uin
 		if err := k.KafkaRebalanceDue.Remove(ctx, key); err != nil {
 			return 0, err
 		}
-		if err := k.isolate(ctx, "kafka_rebalance", key.K2(), func(ctx context.Context) error {
+		done, err := k.attempt(ctx, "kafka_rebalance", key.K2(), func(ctx context.Context) error {
 			kg, err := k.KafkaGroups.Get(ctx, key.K2())
 			if isNotFound(err) {
 				return nil // the group was deleted
@@ -577,11 +577,39 @@ func (k Keeper) CompleteKafkaRebalances(ctx context.Context, budget uint64) (uin
 				return err
 			}
 			return k.KafkaGroups.Set(ctx, kg.GroupId, kg)
-		}); err != nil {
+		})
+		if err != nil {
 			return 0, err
+		}
+		if !done {
+			if err := k.retryRebalance(ctx, key.K2(), now); err != nil {
+				return 0, err
+			}
 		}
 	}
 	return work, nil
+}
+
+// KafkaRebalanceRetryMs is how long a join phase the EndBlocker had to skip waits before it is
+// tried again: the group keeps a due entry (it would otherwise stay forming for ever) without
+// costing every block.
+const KafkaRebalanceRetryMs = 60_000
+
+// retryRebalance moves a skipped join phase's deadline to a retry.
+func (k Keeper) retryRebalance(ctx context.Context, group string, now int64) error {
+	kg, err := k.KafkaGroups.Get(ctx, group)
+	if isNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if kg.State != types.KAFKA_GROUP_STATE_PREPARING_REBALANCE {
+		return nil
+	}
+	if err := k.setRebalanceDeadline(ctx, &kg, now+KafkaRebalanceRetryMs); err != nil {
+		return err
+	}
+	return k.KafkaGroups.Set(ctx, group, kg)
 }
 
 func (k Keeper) countKafkaMembers(ctx context.Context, group string) (uint64, error) {

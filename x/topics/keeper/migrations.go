@@ -14,8 +14,8 @@ type Migrator struct{ k Keeper }
 func NewMigrator(k Keeper) Migrator { return Migrator{k: k} }
 
 // Migrate1to2 (upgrade v2) gives every topic's stored config its cleanup policy, which topics
-// created before v2 do not have: "delete", what they have always done; and the params their
-// compaction budgets; and every group its kind (groups.go), read from its members, dropping the
+// created before v2 do not have: "delete", what they have always done; the params their
+// compaction budgets, and values v1 accepted brought within v2's bounds; and every group its kind (groups.go), read from its members, dropping the
 // Kafka protocol state of groups deleted under v1 (which left it behind). One write per topic and
 // group, and both are paid for by deposits, so the upgrade block's work is bounded by what their
 // owners escrowed.
@@ -24,7 +24,13 @@ func (m Migrator) Migrate1to2(ctx sdk.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := m.k.Params.Set(ctx, params.WithDefaults()); err != nil {
+	// Values v1 accepted that can halt the chain or lock governance out are brought within
+	// the bounds (types.Params.Validate), so the upgraded chain exports a valid genesis.
+	params = params.WithDefaults().WithinBounds()
+	if err := params.Validate(); err != nil {
+		return err
+	}
+	if err := m.k.Params.Set(ctx, params); err != nil {
 		return err
 	}
 	it, err := m.k.Topics.Iterate(ctx, nil)
@@ -59,6 +65,17 @@ func (m Migrator) groupKinds(ctx sdk.Context) error {
 		kind, err := m.k.groupKind(ctx, g)
 		if err != nil {
 			return err
+		}
+		if kind == types.GROUP_KIND_NATIVE {
+			// A v1 group deleted while a Kafka consumer's session lived, then recreated
+			// natively, kept that member's empty Kafka group state beside its native members.
+			if n, err := m.k.countKafkaMembers(ctx, g.GroupId); err != nil {
+				return err
+			} else if n == 0 {
+				if err := m.k.dropKafkaGroup(ctx, g.GroupId); err != nil {
+					return err
+				}
+			}
 		}
 		if kind == g.Kind {
 			continue

@@ -3,6 +3,7 @@ package keeper_test
 import (
 	"testing"
 
+	"cosmossdk.io/collections"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bftlog/bftlog/x/topics/keeper"
@@ -45,4 +46,66 @@ func TestMigrate1to2SetsCleanupPolicy(t *testing.T) {
 	_, err = f.msgs.CreateTopic(f.ctx, &types.MsgCreateTopic{Owner: f.alice, Name: "table", Partitions: 1,
 		Config: types.TopicConfig{CleanupPolicy: "compact,truncate"}})
 	require.ErrorIs(t, err, types.ErrInvalidConfig)
+}
+
+// Migrate1to2 brings params v1 accepted within v2's bounds (so the upgraded chain's export
+// validates and governance is not locked out), gives every group its kind from its members,
+// and drops what v1's deletes left: the Kafka group state of a deleted group, and an empty Kafka
+// group state beside a group recreated natively.
+func TestMigrate1to2BoundsParamsAndKindsGroups(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("orders", 2)
+	params, err := f.k.Params.Get(f.ctx)
+	require.NoError(t, err)
+	params.MaxBatchBytes, params.MaxTxGas, params.CompactionRecordsPerBlock = 100<<20, 5_000_000, 1 // v1 took these
+	require.NoError(t, f.k.Params.Set(f.ctx, params))
+
+	// Groups as v1 left them: no kinds; "gone" deleted with its Kafka state left behind;
+	// "mixed" recreated natively beside an empty Kafka group state.
+	_, err = f.kjoin(f.alice, "kafka", "m-a")
+	require.NoError(t, err)
+	_, err = f.kjoin(f.alice, "gone", "m-g")
+	require.NoError(t, err)
+	_, err = f.kjoin(f.alice, "mixed", "m-x")
+	require.NoError(t, err)
+	_, err = f.msgs.KafkaLeaveGroup(f.ctx, &types.MsgKafkaLeaveGroup{Owner: f.alice, GroupId: "mixed", MemberIds: []string{"m-x"}})
+	require.NoError(t, err)
+	f.join(f.alice, "native", "orders")
+	f.join(f.alice, "mixed-native", "orders")
+	mixed, err := f.k.Groups.Get(f.ctx, "mixed-native")
+	require.NoError(t, err)
+	mixed.GroupId = "mixed"
+	require.NoError(t, f.k.Groups.Set(f.ctx, "mixed", mixed))
+	m, err := f.k.Members.Get(f.ctx, collections.Join("mixed-native", f.alice))
+	require.NoError(t, err)
+	m.GroupId = "mixed"
+	require.NoError(t, f.k.Members.Set(f.ctx, collections.Join("mixed", f.alice), m))
+	require.NoError(t, f.k.MemberExpiry.Set(f.ctx, collections.Join3(m.ExpiresAtMs, "mixed", f.alice), true))
+	for _, id := range []string{"kafka", "native", "mixed"} {
+		g, err := f.k.Groups.Get(f.ctx, id)
+		require.NoError(t, err)
+		g.Kind = types.GROUP_KIND_UNSPECIFIED
+		require.NoError(t, f.k.Groups.Set(f.ctx, id, g))
+	}
+	require.NoError(t, f.k.Groups.Remove(f.ctx, "gone"))
+
+	require.NoError(t, keeper.NewMigrator(f.k).Migrate1to2(f.ctx))
+	params, err = f.k.Params.Get(f.ctx)
+	require.NoError(t, err)
+	require.NoError(t, params.Validate())
+	require.Equal(t, uint64(types.MaxBatchBytesLimit), params.MaxBatchBytes)
+	require.Equal(t, uint64(types.MinMaxTxGas), params.MaxTxGas)
+	require.Equal(t, uint32(types.MinCompactionRecordsPerBlock), params.CompactionRecordsPerBlock)
+	for id, want := range map[string]types.GroupKind{"kafka": types.GROUP_KIND_KAFKA, "native": types.GROUP_KIND_NATIVE, "mixed": types.GROUP_KIND_NATIVE} {
+		g, err := f.k.Groups.Get(f.ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, want, g.Kind, id)
+	}
+	for _, id := range []string{"gone", "mixed"} {
+		has, err := f.k.KafkaGroups.Has(f.ctx, id)
+		require.NoError(t, err)
+		require.False(t, has, "%s: Kafka state left by v1 dropped", id)
+	}
+	f.requireNoGroupState("gone")
+	f.join(f.alice, "mixed", "orders") // its native member rejoins
 }

@@ -158,9 +158,10 @@ func TestAdminRemovesACrashedKafkaConsumer(t *testing.T) {
 	f.deleteLeavingNothing(f.alice, "hg")
 }
 
-// An empty group takes the kind of its next member; a group with members refuses the other
-// kind. A Kafka group whose members all left can be joined natively (the gateway's simple
-// consumers commit that way), its Kafka state gone.
+// A group with members refuses a member of the other kind; an empty native group becomes a
+// Kafka group at a Kafka client's join, but a Kafka group stays one even when empty (a
+// gateway's simple commit, which joins natively, would otherwise lock its Kafka consumers out
+// for a session); deleting it frees the id for either kind.
 func TestGroupKindFollowsItsMembers(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("orders", 2)
@@ -180,19 +181,20 @@ func TestGroupKindFollowsItsMembers(t *testing.T) {
 	g, err = f.k.Groups.Get(f.ctx, "g")
 	require.NoError(t, err)
 	require.Equal(t, types.GROUP_KIND_KAFKA, g.Kind)
+	require.Greater(t, g.Generation, uint64(0))
 	_, err = f.msgs.JoinGroup(f.ctx, &types.MsgJoinGroup{Member: f.bob, GroupId: "g", Topics: []string{"orders"}})
 	require.ErrorIs(t, err, types.ErrInconsistentGroupProtocol)
 	_, err = f.msgs.KafkaLeaveGroup(f.ctx, &types.MsgKafkaLeaveGroup{Owner: f.alice, GroupId: "g", MemberIds: []string{"m-a"}})
 	require.NoError(t, err)
+	_, err = f.msgs.JoinGroup(f.ctx, &types.MsgJoinGroup{Member: f.bob, GroupId: "g", Topics: []string{"orders"}})
+	require.ErrorIs(t, err, types.ErrInconsistentGroupProtocol, "an empty Kafka group stays a Kafka group")
 
+	_, err = f.msgs.DeleteGroup(f.ctx, &types.MsgDeleteGroup{Authority: f.alice, GroupId: "g"})
+	require.NoError(t, err)
 	f.join(f.bob, "g", "orders")
 	g, err = f.k.Groups.Get(f.ctx, "g")
 	require.NoError(t, err)
-	require.Equal(t, types.GROUP_KIND_NATIVE, g.Kind)
-	has, err := f.k.KafkaGroups.Has(f.ctx, "g")
-	require.NoError(t, err)
-	require.False(t, has, "the empty Kafka group's state went with its kind")
-	require.Greater(t, g.Generation, uint64(1), "generations go on, so commits fenced before stay fenced")
+	require.Equal(t, types.GROUP_KIND_NATIVE, g.Kind, "a deleted Kafka group's id is free for native members")
 }
 
 // State the bug left on chains before this fix — Kafka members, their expiry entries and the
@@ -232,7 +234,16 @@ func TestEndBlockerSkipsWhatItCannotDo(t *testing.T) {
 	kg, err := f.k.KafkaGroups.Get(f.ctx, "a")
 	require.NoError(t, err)
 	require.Equal(t, types.KAFKA_GROUP_STATE_PREPARING_REBALANCE, kg.State, "a's failed work left its state as it was")
-	t.Logf("skipped: %v", skipped(t, f.ctx))
+	// ...and is tried again later, not every block and not never: its deadline moved.
+	now := f.ctx.BlockTime().UnixMilli()
+	require.Equal(t, now+keeper.KafkaRebalanceRetryMs, kg.DeadlineMs)
+	due, err := f.k.KafkaRebalanceDue.Has(f.ctx, collections.Join(kg.DeadlineMs, "a"))
+	require.NoError(t, err)
+	require.True(t, due)
+	t.Logf("skipped: %v; retried at +%d ms", skipped(t, f.ctx), keeper.KafkaRebalanceRetryMs)
+	f.newBlock()
+	f.endBlock(time.Second)
+	require.Empty(t, skipped(t, f.ctx), "not retried at once")
 
 	// When a's member expires, what is left of it goes.
 	f.newBlock()

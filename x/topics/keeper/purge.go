@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"context"
+	"fmt"
 
 	"cosmossdk.io/collections"
 
@@ -26,12 +27,21 @@ func (k Keeper) purgeTopics(ctx context.Context, budget *cleanupBudget) error {
 		return err
 	}
 	for _, tp := range purges {
+		// Each partition's purge, and the groups' offsets, isolated: one that fails is
+		// skipped (EventBlockWorkSkipped, its leftovers stay) and the purge goes on, so one
+		// topic cannot hold up every purge and the name is freed.
 		for tp.NextPartition < tp.Partitions && budget.open() {
-			done, err := k.purgePartition(ctx, types.TopicPartition{Topic: tp.Name, Partition: tp.NextPartition}, budget)
+			done := false
+			part := types.TopicPartition{Topic: tp.Name, Partition: tp.NextPartition}
+			ok, err := k.attempt(ctx, "purge", fmt.Sprintf("%s/%d", part.Topic, part.Partition), func(ctx context.Context) error {
+				var err error
+				done, err = k.purgePartition(ctx, part, budget)
+				return err
+			})
 			if err != nil {
 				return err
 			}
-			if !done {
+			if ok && !done {
 				break
 			}
 			tp.NextPartition++
@@ -40,10 +50,16 @@ func (k Keeper) purgeTopics(ctx context.Context, budget *cleanupBudget) error {
 		if tp.NextPartition < tp.Partitions {
 			return k.TopicPurges.Set(ctx, tp.Name, tp)
 		}
-		if done, err := k.purgeOffsets(ctx, tp.Name, budget); err != nil || !done {
-			if err != nil {
-				return err
-			}
+		done := false
+		ok, err := k.attempt(ctx, "purge", tp.Name, func(ctx context.Context) error {
+			var err error
+			done, err = k.purgeOffsets(ctx, tp.Name, budget)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if ok && !done {
 			return k.TopicPurges.Set(ctx, tp.Name, tp)
 		}
 		if err := k.TopicPurges.Remove(ctx, tp.Name); err != nil {

@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"context"
+	"fmt"
 
 	"cosmossdk.io/collections"
 
@@ -85,20 +86,31 @@ func (k Keeper) applyRetention(ctx context.Context, params types.Params, budget 
 	iter.Close()
 
 	for _, p := range todo {
+		// Each partition isolated: one that fails is skipped (EventBlockWorkSkipped) and the
+		// cursor moves past it, so it cannot hold up the others' retention.
 		if topic.Name != p.Topic {
-			if topic, err = k.Topics.Get(ctx, p.Topic); err != nil {
+			t, err := k.Topics.Get(ctx, p.Topic)
+			if isNotFound(err) {
+				continue // a partition without its topic: nothing to retain by
+			} else if err != nil {
 				return err
 			}
+			topic = t
 		}
 		// cleanup.policy compact alone ignores retention.ms and retention.bytes, as in Kafka.
 		if !topic.Config.Deletes() || topic.Config.RetentionMs <= 0 && topic.Config.RetentionBytes <= 0 {
 			continue
 		}
-		done, err := k.retainPartition(ctx, topic.Config, p, now, budget)
+		finished := true
+		ok, err := k.attempt(ctx, "retention", fmt.Sprintf("%s/%d", p.Topic, p.Partition), func(ctx context.Context) error {
+			var err error
+			finished, err = k.retainPartition(ctx, topic.Config, p, now, budget)
+			return err
+		})
 		if err != nil {
 			return err
 		}
-		if !done { // out of budget inside this partition: resume here next block
+		if ok && !finished { // out of budget inside this partition: resume here next block
 			next = &types.RetentionCursor{Topic: p.Topic, Partition: p.Partition}
 			break
 		}

@@ -116,6 +116,28 @@ func (p Params) WithDefaults() Params {
 	return p
 }
 
+// WithinBounds is p with every value a release before these bounds accepted brought within
+// them (the v2 migration): max_batch_bytes at most MaxBatchBytesLimit (and max_record_bytes at
+// most it), compaction_records_per_block at least its minimum, a max_tx_gas cap at least
+// MinMaxTxGas, fees and deposits at most MaxFeeAmount.
+func (p Params) WithinBounds() Params {
+	p.MaxBatchBytes = min(p.MaxBatchBytes, MaxBatchBytesLimit)
+	p.MaxRecordBytes = min(p.MaxRecordBytes, p.MaxBatchBytes)
+	p.CompactionRecordsPerBlock = max(p.CompactionRecordsPerBlock, MinCompactionRecordsPerBlock)
+	if p.MaxTxGas != 0 {
+		p.MaxTxGas = max(p.MaxTxGas, MinMaxTxGas)
+	}
+	if !p.MinGasPrice.Amount.IsNil() && p.MinGasPrice.Amount.GT(math.LegacyNewDecFromInt(MaxFeeAmount)) {
+		p.MinGasPrice.Amount = math.LegacyNewDecFromInt(MaxFeeAmount)
+	}
+	for _, c := range []*sdk.Coin{&p.TopicDeposit, &p.PartitionDeposit, &p.GroupDeposit} {
+		if !c.Amount.IsNil() && c.Amount.GT(MaxFeeAmount) {
+			c.Amount = MaxFeeAmount
+		}
+	}
+	return p
+}
+
 // Validate checks that every limit is usable.
 func (p Params) Validate() error {
 	switch {
