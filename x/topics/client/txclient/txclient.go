@@ -120,6 +120,8 @@ type Signer struct {
 	// the last timeout timestamp used, which is also the transaction's nonce on chain.
 	unordered   bool
 	lastTimeout time.Time
+	// nodes, when set, carries every transaction and its wait, failing over between nodes.
+	nodes *Nodes
 }
 
 // UnorderedTTL is how long an unordered transaction stays valid (the chain allows at most 10
@@ -152,6 +154,19 @@ func (s *Signer) nextTimeout() time.Time {
 // (bftlogd serves it at /bftlog/tx/raw on its API server).
 func (s *Signer) UseRawIngress(url string) { s.rawURL = url }
 
+// UseNodes sends through a list of nodes, failing over between them (Nodes): each
+// transaction goes to the current node's ingress (or RPC, for a node without an API address),
+// its commit is waited for there, and when that node stops answering the transaction is looked
+// up by hash on the next one and handed to it, the same bytes, if it does not have it. The
+// signer's simulations and account reads go through the list too. A signer whose client
+// context's Client is a *Nodes uses it from the start.
+func (s *Signer) UseNodes(n *Nodes) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nodes = n
+	s.clientCtx = s.clientCtx.WithClient(n)
+}
+
 // UseGRPC broadcasts through the node's gRPC tx service on conn.
 func (s *Signer) UseGRPC(conn grpc.ClientConnInterface) { s.txService = txtypes.NewServiceClient(conn) }
 
@@ -178,7 +193,8 @@ func NewSigner(clientCtx client.Context, txf tx.Factory, autoGas bool) (*Signer,
 	if txf.Fees().IsZero() && txf.GasPrices().IsZero() {
 		txf = txf.WithGasPrices(ChainGasPrice(clientCtx))
 	}
-	return &Signer{clientCtx: clientCtx, txf: txf, autoGas: autoGas}, nil
+	nodes, _ := clientCtx.Client.(*Nodes)
+	return &Signer{clientCtx: clientCtx, txf: txf, autoGas: autoGas, nodes: nodes}, nil
 }
 
 // ChainGasPrice is the chain's consensus minimum gas price (x/topics param min_gas_price) as
@@ -198,15 +214,21 @@ func (s *Signer) Address() string { return s.clientCtx.GetFromAddress().String()
 // Submit signs msgs as one transaction and broadcasts it in sync mode (it returns once the
 // mempool accepted it) and returns its hash.
 func (s *Signer) Submit(msgs ...sdk.Msg) (string, error) {
+	tx, err := s.send(msgs...)
+	return tx.hash, err
+}
+
+// send is Submit, returning what the node list (if any) needs to see the transaction through.
+func (s *Signer) send(msgs ...sdk.Msg) (sent, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	hash, err := s.submit(msgs...)
+	tx, err := s.submit(msgs...)
 	// A refusal of the account sequence, in simulation or in CheckTx, means another process
 	// signed with this key (or a transaction was lost): never keep the stale sequence.
 	for retry := 0; retry < 2 && s.recover(err); retry++ {
-		hash, err = s.submit(msgs...)
+		tx, err = s.submit(msgs...)
 	}
-	return hash, err
+	return tx, err
 }
 
 // recover prepares the signer to send again after err and tells whether it is worth it.
@@ -234,7 +256,7 @@ func (s *Signer) resync() error {
 }
 
 // submit is one attempt of Submit, with s.mu held.
-func (s *Signer) submit(msgs ...sdk.Msg) (string, error) {
+func (s *Signer) submit(msgs ...sdk.Msg) (sent, error) {
 	txf := s.txf
 	if s.unordered {
 		txf = txf.WithTimeoutTimestamp(s.nextTimeout())
@@ -249,7 +271,7 @@ func (s *Signer) submit(msgs ...sdk.Msg) (string, error) {
 			gas, err = s.simulate(txf, msgs...)
 		}
 		if err != nil {
-			return "", err
+			return sent{}, err
 		}
 		txf = txf.WithGas(gas)
 	}
@@ -269,36 +291,41 @@ func (s *Signer) submit(msgs ...sdk.Msg) (string, error) {
 	}
 	txb, err := txf.BuildUnsignedTx(msgs...)
 	if err != nil {
-		return "", err
+		return sent{}, err
 	}
 	if err := tx.Sign(context.Background(), txf, s.clientCtx.FromName, txb, true); err != nil {
-		return "", err
+		return sent{}, err
 	}
 	bz, err := s.clientCtx.TxConfig.TxEncoder()(txb.GetTx())
 	if err != nil {
-		return "", err
+		return sent{}, err
 	}
 	var res *sdk.TxResponse
-	if s.rawURL != "" {
+	var at *endpoint
+	if s.nodes != nil {
+		if res, at, err = s.nodes.broadcast(bz); err != nil {
+			return sent{}, err
+		}
+	} else if s.rawURL != "" {
 		if res, err = postRaw(s.rawURL, bz); err != nil {
-			return "", err
+			return sent{}, err
 		}
 	} else if s.txService != nil {
 		out, err := s.txService.BroadcastTx(context.Background(), &txtypes.BroadcastTxRequest{TxBytes: bz, Mode: txtypes.BroadcastMode_BROADCAST_MODE_SYNC})
 		if err != nil {
-			return "", err
+			return sent{}, err
 		}
 		res = out.TxResponse
 	} else if res, err = s.clientCtx.BroadcastTxSync(bz); err != nil {
-		return "", err
+		return sent{}, err
 	}
 	if res.Code != 0 {
-		return "", NewTxError(Checked, res.TxHash, 0, res.Codespace, res.Code, res.RawLog)
+		return sent{}, NewTxError(Checked, res.TxHash, 0, res.Codespace, res.Code, res.RawLog)
 	}
 	if !s.unordered {
 		s.txf = s.txf.WithSequence(s.txf.Sequence() + 1)
 	}
-	return res.TxHash, nil
+	return sent{hash: res.TxHash, tx: bz, at: at}, nil
 }
 
 // simulate runs msgs as a transaction of txf on the node's current state and returns the gas
@@ -366,14 +393,17 @@ func (s *Signer) aheadOfNode(err error) bool {
 
 // SubmitAndWait submits msgs and waits until they are committed.
 func (s *Signer) SubmitAndWait(msgs ...sdk.Msg) (*sdk.TxResponse, error) {
-	hash, err := s.Submit(msgs...)
+	tx, err := s.send(msgs...)
 	if err != nil {
 		return nil, err
 	}
-	if s.rawURL != "" {
-		return waitRaw(resultURL(s.rawURL), hash)
+	if tx.at != nil {
+		return s.nodes.await(tx)
 	}
-	return Wait(s.clientCtx, hash)
+	if s.rawURL != "" {
+		return waitRaw(resultURL(s.rawURL), tx.hash)
+	}
+	return Wait(s.clientCtx, tx.hash)
 }
 
 // resultURL is the ingress's result endpoint (app.RawTxResultPath) beside its tx endpoint
