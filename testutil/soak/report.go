@@ -10,18 +10,40 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
 
-// Fault is one injected fault: what, on which node (-1: all of them), from when to when
-// (seconds since the run started).
+// Fault is one injected fault: what, on which node (-1: all of them), from when to when it was
+// repaired, and when every node had caught up after it (seconds since the run started).
 type Fault struct {
 	Kind     string  `json:"kind"`
 	Node     int     `json:"node"`
 	StartSec float64 `json:"start_sec"`
 	EndSec   float64 `json:"end_sec"`
-	Note     string  `json:"note,omitempty"`
+	// SettledSec ends the window whose acknowledgements count for the fault in ByFault.
+	SettledSec float64 `json:"settled_sec,omitempty"`
+	Note       string  `json:"note,omitempty"`
+}
+
+// NoFault is ByFault's kind for the time no fault was in progress.
+const NoFault = "none"
+
+// FaultFigures are the producers' figures while one kind of fault was in progress (from its
+// start until every node had caught up after its repair), or while none was (Kind NoFault),
+// up to the end of the load, with the ratios to the fault-free figures.
+type FaultFigures struct {
+	Kind        string  `json:"kind"`
+	Faults      int     `json:"faults"`
+	Sec         float64 `json:"sec"`
+	Acked       uint64  `json:"acked"`
+	AckedPerSec float64 `json:"acked_records_per_sec"`
+	P50Ms       float64 `json:"p50_ms"`
+	P99Ms       float64 `json:"p99_ms"`
+	// ThroughputRatio is AckedPerSec over the fault-free AckedPerSec; P99Ratio likewise.
+	ThroughputRatio float64 `json:"throughput_vs_fault_free"`
+	P99Ratio        float64 `json:"p99_vs_fault_free"`
 }
 
 // Bin is one time interval's figures.
@@ -50,6 +72,8 @@ type Report struct {
 	TargetRate  float64   `json:"target_records_per_sec"`
 	Bins        []Bin     `json:"bins"`
 	Faults      []Fault   `json:"faults"`
+	// ByFault are the figures per kind of fault, the fault-free time first.
+	ByFault []FaultFigures `json:"by_fault"`
 	// Summary holds the run's totals and check results (records acknowledged and verified,
 	// consumer checks, agreement height, ...), as the suite computed them.
 	Summary map[string]any `json:"summary"`
@@ -115,6 +139,32 @@ type Recorder struct {
 	ackedN  uint64
 	eatenN  uint64
 	lastAck time.Time
+	// The fault in progress ("": none) since when, each kind's acknowledgements and windows,
+	// and when the load stopped (later acknowledgements count for no kind).
+	active   string
+	activeAt time.Time
+	kinds    map[string]*kindTally
+	stopAt   time.Time
+}
+
+// kindTally is what FaultFigures are made of.
+type kindTally struct {
+	lat    Histogram
+	acked  uint64
+	dur    time.Duration
+	faults int
+}
+
+func (r *Recorder) tally(kind string) *kindTally {
+	if r.kinds == nil {
+		r.kinds = map[string]*kindTally{}
+	}
+	k := r.kinds[kind]
+	if k == nil {
+		k = &kindTally{}
+		r.kinds[kind] = k
+	}
+	return k
 }
 
 // NewRecorder starts bins of length bin at start, for a network of nodes validators.
@@ -147,6 +197,34 @@ func (r *Recorder) Acked(t time.Time, latencies []time.Duration) {
 		r.total.Add(d)
 	}
 	r.lastAck = t
+	if !r.stopAt.IsZero() && t.After(r.stopAt) {
+		return
+	}
+	kind := r.active
+	if kind == "" {
+		kind = NoFault
+	}
+	k := r.tally(kind)
+	k.acked += uint64(len(latencies))
+	for _, d := range latencies {
+		k.lat.Add(d)
+	}
+}
+
+// FaultBegins marks the start of a fault of kind at t: what is acknowledged from then until the
+// fault's Fault call counts for kind. Faults come one at a time.
+func (r *Recorder) FaultBegins(kind string, t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.active, r.activeAt = kind, t
+}
+
+// LoadStopped marks the end of the load at t: acknowledgements after it (the producers'
+// last ones) count for no kind, and the fault-free time ends there.
+func (r *Recorder) LoadStopped(t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopAt = t
 }
 
 // Consumed records n records handed to the consumer group at t.
@@ -174,11 +252,21 @@ func (r *Recorder) Sample(t time.Time, rss, disk []uint64) {
 	}
 }
 
-// Fault records a fault interval.
-func (r *Recorder) Fault(kind string, node int, from, to time.Time, note string) {
+// Fault records a fault: injected at from, repaired at to, every node caught up at settled. It
+// ends the window FaultBegins opened (a fault recorded without one gets its window here).
+func (r *Recorder) Fault(kind string, node int, from, to, settled time.Time, note string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.faults = append(r.faults, Fault{Kind: kind, Node: node, StartSec: from.Sub(r.start).Seconds(), EndSec: to.Sub(r.start).Seconds(), Note: note})
+	r.faults = append(r.faults, Fault{Kind: kind, Node: node, StartSec: from.Sub(r.start).Seconds(), EndSec: to.Sub(r.start).Seconds(),
+		SettledSec: settled.Sub(r.start).Seconds(), Note: note})
+	end := settled
+	if !r.stopAt.IsZero() && end.After(r.stopAt) {
+		end = r.stopAt
+	}
+	k := r.tally(kind)
+	k.faults++
+	k.dur += max(end.Sub(from), 0)
+	r.active = ""
 }
 
 // Totals are the whole run's figures so far.
@@ -220,6 +308,7 @@ func (r *Recorder) Report(seed uint64, targetRate float64, end time.Time, summar
 	rep := &Report{Started: r.start.UTC(), Seed: seed, DurationSec: end.Sub(r.start).Seconds(), BinSec: r.bin.Seconds(),
 		Validators: r.nodes, TargetRate: targetRate, Faults: append([]Fault(nil), r.faults...), Summary: summary}
 	sort.Slice(rep.Faults, func(i, j int) bool { return rep.Faults[i].StartSec < rep.Faults[j].StartSec })
+	rep.ByFault = r.byFault(end)
 	for i := range r.acked {
 		from := time.Duration(i) * r.bin
 		secs := min(r.bin, end.Sub(r.start)-from).Seconds()
@@ -232,6 +321,71 @@ func (r *Recorder) Report(seed uint64, targetRate float64, end time.Time, summar
 		})
 	}
 	return rep
+}
+
+// byFault computes the report's ByFault with the load ending at end unless LoadStopped said
+// earlier (r.mu held).
+func (r *Recorder) byFault(end time.Time) []FaultFigures {
+	if !r.stopAt.IsZero() && r.stopAt.Before(end) {
+		end = r.stopAt
+	}
+	r.tally(NoFault)
+	dur := map[string]time.Duration{NoFault: end.Sub(r.start)}
+	if r.active != "" { // a fault the run ended in
+		r.tally(r.active)
+		dur[r.active] += max(end.Sub(r.activeAt), 0)
+	}
+	kinds := make([]string, 0, len(r.kinds))
+	for kind, k := range r.kinds {
+		if kind != NoFault {
+			dur[kind] += k.dur
+			dur[NoFault] -= dur[kind]
+			kinds = append(kinds, kind)
+		}
+	}
+	sort.Strings(kinds)
+	out := []FaultFigures{}
+	for _, kind := range append([]string{NoFault}, kinds...) {
+		k := r.kinds[kind]
+		f := FaultFigures{Kind: kind, Faults: k.faults, Sec: dur[kind].Seconds(), Acked: k.acked, P50Ms: k.lat.Percentile(50), P99Ms: k.lat.Percentile(99)}
+		if f.Sec > 0 {
+			f.AckedPerSec = float64(k.acked) / f.Sec
+		}
+		out = append(out, f)
+	}
+	for i := range out {
+		if out[0].AckedPerSec > 0 {
+			out[i].ThroughputRatio = out[i].AckedPerSec / out[0].AckedPerSec
+		}
+		if out[0].P99Ms > 0 && out[i].P99Ms >= 0 {
+			out[i].P99Ratio = out[i].P99Ms / out[0].P99Ms
+		}
+	}
+	return out
+}
+
+// FaultTable is ByFault as a Markdown table, for the log and the README.
+func (rep *Report) FaultTable() string {
+	var b strings.Builder
+	b.WriteString("| fault | faults | seconds | records acknowledged | records/s | × fault-free | p50 produce→commit | p99 produce→commit | × fault-free |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, f := range rep.ByFault {
+		name := f.Kind
+		if name == NoFault {
+			name = "none (fault-free)"
+		}
+		fmt.Fprintf(&b, "| %s | %d | %.0f | %d | %.0f | %.2f | %s | %s | %.2f |\n", name, f.Faults, f.Sec, f.Acked, f.AckedPerSec,
+			f.ThroughputRatio, msLabel(f.P50Ms), msLabel(f.P99Ms), f.P99Ratio)
+	}
+	return b.String()
+}
+
+// msLabel shows a latency in milliseconds as seconds ("–" for none).
+func msLabel(ms float64) string {
+	if ms < 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f s", ms/1000)
 }
 
 // Write saves the report as soak-<UTC start>.json and .png in dir, and copies both to

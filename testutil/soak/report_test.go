@@ -36,7 +36,8 @@ func synthetic() *Recorder {
 		if k == "restart-all" {
 			node = -1
 		}
-		r.Fault(k, node, start.Add(time.Duration(100+i*100)*time.Second), start.Add(time.Duration(125+i*100)*time.Second), "")
+		from, to := start.Add(time.Duration(100+i*100)*time.Second), start.Add(time.Duration(125+i*100)*time.Second)
+		r.Fault(k, node, from, to, to.Add(5*time.Second), "")
 	}
 	return r
 }
@@ -56,7 +57,7 @@ func TestReportPNGAndJSON(t *testing.T) {
 	img, err := png.Decode(bytes.NewReader(bz))
 	require.NoError(t, err)
 	require.Equal(t, 1152, img.Bounds().Dx())
-	require.Equal(t, 1248, img.Bounds().Dy())
+	require.Equal(t, 1536, img.Bounds().Dy())
 
 	dir := t.TempDir()
 	pngPath, jsonPath, err := rep.Write(dir)
@@ -81,5 +82,58 @@ func TestReportPNGEmpty(t *testing.T) {
 	start := time.Now()
 	rep := NewRecorder(start, 10*time.Second, 4).Report(1, 100, start.Add(5*time.Second), nil)
 	_, err := rep.PNG(4*ChartWidth/12, 4*ChartHeight/13)
+	require.NoError(t, err)
+}
+
+// Acknowledgements count for the fault in progress, from its start until every node caught up
+// after it, and for none (fault-free) otherwise, up to the end of the load; each kind's
+// throughput and p99 are set beside the fault-free ones.
+func TestReportByFault(t *testing.T) {
+	start := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	r := NewRecorder(start, 10*time.Second, 4)
+	at := func(s int) time.Time { return start.Add(time.Duration(s) * time.Second) }
+	lat := func(n int, d time.Duration) []time.Duration {
+		out := make([]time.Duration, n)
+		for i := range out {
+			out[i] = d
+		}
+		return out
+	}
+	for s := 0; s < 60; s++ { // 100 records/s at 1 s, 60 s fault-free in all
+		r.Acked(at(s), lat(100, time.Second))
+	}
+	r.FaultBegins("pause", at(60))
+	for s := 60; s < 80; s++ { // 50 records/s at 1.5 s while paused and catching up
+		r.Acked(at(s), lat(50, 1500*time.Millisecond))
+	}
+	r.Fault("pause", 2, at(60), at(70), at(80), "")
+	for s := 80; s < 100; s++ {
+		r.Acked(at(s), lat(100, time.Second))
+	}
+	r.FaultBegins("kill", at(100)) // the load stops during it
+	r.Acked(at(105), lat(10, 3*time.Second))
+	r.LoadStopped(at(110))
+	r.Acked(at(115), lat(1000, 9*time.Second)) // the producers' last ones: no kind
+	r.Fault("kill", 1, at(100), at(112), at(120), "")
+	rep := r.Report(1, 100, at(130), nil)
+
+	require.Len(t, rep.ByFault, 3)
+	free, kill, pause := rep.ByFault[0], rep.ByFault[1], rep.ByFault[2]
+	require.Equal(t, FaultFigures{Kind: NoFault, Sec: 80, Acked: 8000, AckedPerSec: 100, P50Ms: 1005, P99Ms: 1005, ThroughputRatio: 1, P99Ratio: 1}, free)
+	require.Equal(t, FaultFigures{Kind: "pause", Faults: 1, Sec: 20, Acked: 1000, AckedPerSec: 50, P50Ms: 1505, P99Ms: 1505,
+		ThroughputRatio: 0.5, P99Ratio: 1505.0 / 1005}, pause)
+	require.Equal(t, "kill", kill.Kind)
+	require.Equal(t, 10.0, kill.Sec, "the window ends with the load")
+	require.Equal(t, uint64(10), kill.Acked)
+	require.Equal(t, 2, len(rep.Faults))
+	require.Equal(t, 120.0, rep.Faults[1].SettledSec)
+	table := rep.FaultTable()
+	t.Log("\n" + table)
+	require.Contains(t, table, "| none (fault-free) | 0 | 80 | 8000 | 100 | 1.00 | 1.00 s | 1.00 s | 1.00 |")
+	require.Contains(t, table, "| pause | 1 | 20 | 1000 | 50 | 0.50 | 1.50 s | 1.50 s | 1.50 |")
+
+	bz, err := rep.PNG(ChartWidth, ChartHeight)
+	require.NoError(t, err)
+	_, err = png.Decode(bytes.NewReader(bz))
 	require.NoError(t, err)
 }

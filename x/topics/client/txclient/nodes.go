@@ -192,6 +192,14 @@ func (n *Nodes) Current() int {
 	return n.cur
 }
 
+// SetCurrent makes node i the one calls go to first (clients of one list of nodes can spread
+// over them this way); it is not a switch.
+func (n *Nodes) SetCurrent(i int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.cur = i % len(n.eps)
+}
+
 // Switches returns the last switches (at most 100) and how many there were in all.
 func (n *Nodes) Switches() ([]Switch, int) {
 	n.mu.Lock()
