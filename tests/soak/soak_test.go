@@ -905,7 +905,7 @@ func TestSoak(t *testing.T) {
 		g.deliveries, missing, redelivered, g.violations, g.zombies, g.commitsN, g.rebalances, g.rejoins, g.churns, g.maxGen)
 	t.Logf("soak result: blocks 1..%d agree on all %d nodes (app hash %s); twin %v; peak RSS MiB %.0f; disk MiB %.0f",
 		agreed, validators, appHash, nm.twin, peak, tot.LastDiskMiB)
-	t.Logf("soak result: producers per kind of fault (from its start until every node caught up after it):\n%s", rep.FaultTable())
+	t.Logf("soak result: producers per kind of fault, from its start until every node caught up after it (throughput: records acknowledged in that time; latency: records handed over in it):\n%s", rep.FaultTable())
 	for _, f := range rep.ByFault {
 		if f.Kind == "pause" || f.Kind == "kill" {
 			met := f.Acked > 0 && f.P99Ratio <= 2 && f.ThroughputRatio >= 0.7

@@ -211,12 +211,12 @@ func binLabel(sec float64) string {
 	return fmt.Sprintf("%g s", sec)
 }
 
-// faultPanel draws ByFault: a bar per kind of fault (the fault-free time first) as high as its
-// p99 produce→commit latency, labelled with it and with the throughput as a share of the
-// fault-free throughput.
+// faultPanel draws ByFault: a bar per kind of fault (the fault-free time first) as high as the
+// p99 produce→commit latency of the records handed over during it, labelled with it and with
+// the records acknowledged per second during it, also as a share of the fault-free rate.
 func (rep *Report) faultPanel() (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = "per kind of fault, from its start until every node caught up: p99 produce→commit (bars), throughput vs fault-free (labels)"
+	p.Title.Text = "per kind of fault, from its start until every node caught up: p99 produce→commit of the records handed over (bars), records acknowledged/s (labels)"
 	p.Y.Label.Text = "p99 seconds"
 	p.Add(plotter.NewGrid())
 	var names []string

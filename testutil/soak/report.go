@@ -32,13 +32,16 @@ const NoFault = "none"
 
 // FaultFigures are the producers' figures while one kind of fault was in progress (from its
 // start until every node had caught up after its repair), or while none was (Kind NoFault),
-// up to the end of the load, with the ratios to the fault-free figures.
+// up to the end of the load, with the ratios to the fault-free figures. Throughput counts the
+// records acknowledged during that time; latency, the records handed to the producers during
+// it (whenever they were acknowledged).
 type FaultFigures struct {
 	Kind        string  `json:"kind"`
 	Faults      int     `json:"faults"`
 	Sec         float64 `json:"sec"`
 	Acked       uint64  `json:"acked"`
 	AckedPerSec float64 `json:"acked_records_per_sec"`
+	Handed      uint64  `json:"handed_over"`
 	P50Ms       float64 `json:"p50_ms"`
 	P99Ms       float64 `json:"p99_ms"`
 	// ThroughputRatio is AckedPerSec over the fault-free AckedPerSec; P99Ratio likewise.
@@ -139,19 +142,24 @@ type Recorder struct {
 	ackedN  uint64
 	eatenN  uint64
 	lastAck time.Time
-	// The fault in progress ("": none) since when, each kind's acknowledgements and windows,
-	// and when the load stopped (later acknowledgements count for no kind).
-	active   string
-	activeAt time.Time
-	kinds    map[string]*kindTally
-	stopAt   time.Time
+	// windows are the faults' windows in time order (the last one open while its fault is in
+	// progress), kinds what each kind's records came to, stopAt the end of the load.
+	windows []window
+	kinds   map[string]*kindTally
+	stopAt  time.Time
+}
+
+// window is a fault's time, from its start until every node caught up (to zero while open).
+type window struct {
+	kind     string
+	from, to time.Time
 }
 
 // kindTally is what FaultFigures are made of.
 type kindTally struct {
-	lat    Histogram
-	acked  uint64
-	dur    time.Duration
+	lat    Histogram // of the records handed over during the kind's windows
+	handed uint64
+	acked  uint64 // records acknowledged during the kind's windows
 	faults int
 }
 
@@ -197,30 +205,45 @@ func (r *Recorder) Acked(t time.Time, latencies []time.Duration) {
 		r.total.Add(d)
 	}
 	r.lastAck = t
-	if !r.stopAt.IsZero() && t.After(r.stopAt) {
-		return
+	if r.stopAt.IsZero() || !t.After(r.stopAt) {
+		r.tally(r.kindAt(t)).acked += uint64(len(latencies))
 	}
-	kind := r.active
-	if kind == "" {
-		kind = NoFault
-	}
-	k := r.tally(kind)
-	k.acked += uint64(len(latencies))
+	// A record's latency counts for what was in progress when it was handed over: the backlog
+	// a fault leaves behind is the fault's, not the fault-free time's that drains it.
 	for _, d := range latencies {
-		k.lat.Add(d)
+		if handed := t.Add(-d); r.stopAt.IsZero() || handed.Before(r.stopAt) {
+			k := r.tally(r.kindAt(handed))
+			k.handed++
+			k.lat.Add(d)
+		}
 	}
 }
 
-// FaultBegins marks the start of a fault of kind at t: what is acknowledged from then until the
-// fault's Fault call counts for kind. Faults come one at a time.
+// kindAt is the kind of fault in progress at t, or NoFault (r.mu held). Records are handed over
+// and acknowledged recently, so the search starts at the last window.
+func (r *Recorder) kindAt(t time.Time) string {
+	for i := len(r.windows) - 1; i >= 0; i-- {
+		w := r.windows[i]
+		if !w.to.IsZero() && !t.Before(w.to) {
+			break
+		}
+		if !t.Before(w.from) {
+			return w.kind
+		}
+	}
+	return NoFault
+}
+
+// FaultBegins marks the start of a fault of kind at t: its window lasts until the fault's
+// Fault call says every node caught up. Faults come one at a time.
 func (r *Recorder) FaultBegins(kind string, t time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.active, r.activeAt = kind, t
+	r.windows = append(r.windows, window{kind: kind, from: t})
 }
 
-// LoadStopped marks the end of the load at t: acknowledgements after it (the producers'
-// last ones) count for no kind, and the fault-free time ends there.
+// LoadStopped marks the end of the load at t: records handed over or acknowledged after it (the
+// producers' last ones) count for no kind, and the fault-free time ends there.
 func (r *Recorder) LoadStopped(t time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -259,14 +282,12 @@ func (r *Recorder) Fault(kind string, node int, from, to, settled time.Time, not
 	defer r.mu.Unlock()
 	r.faults = append(r.faults, Fault{Kind: kind, Node: node, StartSec: from.Sub(r.start).Seconds(), EndSec: to.Sub(r.start).Seconds(),
 		SettledSec: settled.Sub(r.start).Seconds(), Note: note})
-	end := settled
-	if !r.stopAt.IsZero() && end.After(r.stopAt) {
-		end = r.stopAt
+	if n := len(r.windows); n > 0 && r.windows[n-1].to.IsZero() && r.windows[n-1].kind == kind {
+		r.windows[n-1].to = settled
+	} else {
+		r.windows = append(r.windows, window{kind: kind, from: from, to: settled})
 	}
-	k := r.tally(kind)
-	k.faults++
-	k.dur += max(end.Sub(from), 0)
-	r.active = ""
+	r.tally(kind).faults++
 }
 
 // Totals are the whole run's figures so far.
@@ -331,15 +352,19 @@ func (r *Recorder) byFault(end time.Time) []FaultFigures {
 	}
 	r.tally(NoFault)
 	dur := map[string]time.Duration{NoFault: end.Sub(r.start)}
-	if r.active != "" { // a fault the run ended in
-		r.tally(r.active)
-		dur[r.active] += max(end.Sub(r.activeAt), 0)
+	for _, w := range r.windows {
+		to := w.to
+		if to.IsZero() || to.After(end) { // a fault the run ended in
+			to = end
+		}
+		d := max(to.Sub(w.from), 0)
+		r.tally(w.kind)
+		dur[w.kind] += d
+		dur[NoFault] -= d
 	}
 	kinds := make([]string, 0, len(r.kinds))
-	for kind, k := range r.kinds {
+	for kind := range r.kinds {
 		if kind != NoFault {
-			dur[kind] += k.dur
-			dur[NoFault] -= dur[kind]
 			kinds = append(kinds, kind)
 		}
 	}
@@ -347,7 +372,8 @@ func (r *Recorder) byFault(end time.Time) []FaultFigures {
 	out := []FaultFigures{}
 	for _, kind := range append([]string{NoFault}, kinds...) {
 		k := r.kinds[kind]
-		f := FaultFigures{Kind: kind, Faults: k.faults, Sec: dur[kind].Seconds(), Acked: k.acked, P50Ms: k.lat.Percentile(50), P99Ms: k.lat.Percentile(99)}
+		f := FaultFigures{Kind: kind, Faults: k.faults, Sec: dur[kind].Seconds(), Handed: k.handed, Acked: k.acked,
+			P50Ms: k.lat.Percentile(50), P99Ms: k.lat.Percentile(99)}
 		if f.Sec > 0 {
 			f.AckedPerSec = float64(k.acked) / f.Sec
 		}
@@ -367,15 +393,15 @@ func (r *Recorder) byFault(end time.Time) []FaultFigures {
 // FaultTable is ByFault as a Markdown table, for the log and the README.
 func (rep *Report) FaultTable() string {
 	var b strings.Builder
-	b.WriteString("| fault | faults | seconds | records acknowledged | records/s | × fault-free | p50 produce→commit | p99 produce→commit | × fault-free |\n")
+	b.WriteString("| fault | faults | seconds | acknowledged/s | × fault-free | records handed over | p50 produce→commit | p99 produce→commit | × fault-free |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, f := range rep.ByFault {
 		name := f.Kind
 		if name == NoFault {
 			name = "none (fault-free)"
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.0f | %d | %.0f | %.2f | %s | %s | %.2f |\n", name, f.Faults, f.Sec, f.Acked, f.AckedPerSec,
-			f.ThroughputRatio, msLabel(f.P50Ms), msLabel(f.P99Ms), f.P99Ratio)
+		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.2f | %d | %s | %s | %.2f |\n", name, f.Faults, f.Sec, f.AckedPerSec,
+			f.ThroughputRatio, f.Handed, msLabel(f.P50Ms), msLabel(f.P99Ms), f.P99Ratio)
 	}
 	return b.String()
 }

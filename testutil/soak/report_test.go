@@ -85,9 +85,9 @@ func TestReportPNGEmpty(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// Acknowledgements count for the fault in progress, from its start until every node caught up
-// after it, and for none (fault-free) otherwise, up to the end of the load; each kind's
-// throughput and p99 are set beside the fault-free ones.
+// Throughput counts for what was in progress when records were acknowledged, latency for what
+// was in progress when they were handed over: a fault's window runs from its start until every
+// node caught up, the backlog it leaves is its own, and the load's end closes every window.
 func TestReportByFault(t *testing.T) {
 	start := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	r := NewRecorder(start, 10*time.Second, 4)
@@ -99,38 +99,40 @@ func TestReportByFault(t *testing.T) {
 		}
 		return out
 	}
-	for s := 0; s < 60; s++ { // 100 records/s at 1 s, 60 s fault-free in all
+	for s := 0; s < 60; s++ { // 100 records/s at 1 s
 		r.Acked(at(s), lat(100, time.Second))
 	}
 	r.FaultBegins("pause", at(60))
-	for s := 60; s < 80; s++ { // 50 records/s at 1.5 s while paused and catching up
-		r.Acked(at(s), lat(50, 1500*time.Millisecond))
+	for s := 60; s < 80; s++ { // 50 records/s while paused and catching up
+		r.Acked(at(s), lat(50, time.Second))
 	}
 	r.Fault("pause", 2, at(60), at(70), at(80), "")
-	for s := 80; s < 100; s++ {
+	r.Acked(at(80), lat(100, 6*time.Second)) // the pause's backlog, handed over at 74
+	for s := 81; s < 100; s++ {
 		r.Acked(at(s), lat(100, time.Second))
 	}
 	r.FaultBegins("kill", at(100)) // the load stops during it
 	r.Acked(at(105), lat(10, 3*time.Second))
 	r.LoadStopped(at(110))
-	r.Acked(at(115), lat(1000, 9*time.Second)) // the producers' last ones: no kind
+	r.Acked(at(115), lat(1000, 9*time.Second)) // handed over at 106, in the kill
+	r.Acked(at(116), lat(1000, time.Second))   // handed over after the load: no kind
 	r.Fault("kill", 1, at(100), at(112), at(120), "")
 	rep := r.Report(1, 100, at(130), nil)
 
 	require.Len(t, rep.ByFault, 3)
 	free, kill, pause := rep.ByFault[0], rep.ByFault[1], rep.ByFault[2]
-	require.Equal(t, FaultFigures{Kind: NoFault, Sec: 80, Acked: 8000, AckedPerSec: 100, P50Ms: 1005, P99Ms: 1005, ThroughputRatio: 1, P99Ratio: 1}, free)
-	require.Equal(t, FaultFigures{Kind: "pause", Faults: 1, Sec: 20, Acked: 1000, AckedPerSec: 50, P50Ms: 1505, P99Ms: 1505,
-		ThroughputRatio: 0.5, P99Ratio: 1505.0 / 1005}, pause)
-	require.Equal(t, "kill", kill.Kind)
-	require.Equal(t, 10.0, kill.Sec, "the window ends with the load")
-	require.Equal(t, uint64(10), kill.Acked)
-	require.Equal(t, 2, len(rep.Faults))
+	require.Equal(t, FaultFigures{Kind: NoFault, Sec: 80, Acked: 8000, AckedPerSec: 100, Handed: 7950, P50Ms: 1005, P99Ms: 1005,
+		ThroughputRatio: 1, P99Ratio: 1}, free)
+	require.Equal(t, FaultFigures{Kind: "pause", Faults: 1, Sec: 20, Acked: 1000, AckedPerSec: 50, Handed: 1050, P50Ms: 1005, P99Ms: 6005,
+		ThroughputRatio: 0.5, P99Ratio: 6005.0 / 1005}, pause)
+	require.Equal(t, FaultFigures{Kind: "kill", Faults: 1, Sec: 10, Acked: 10, AckedPerSec: 1, Handed: 1010, P50Ms: 9005, P99Ms: 9005,
+		ThroughputRatio: 0.01, P99Ratio: 9005.0 / 1005}, kill, "the window ends with the load")
+	require.Len(t, rep.Faults, 2)
 	require.Equal(t, 120.0, rep.Faults[1].SettledSec)
 	table := rep.FaultTable()
 	t.Log("\n" + table)
-	require.Contains(t, table, "| none (fault-free) | 0 | 80 | 8000 | 100 | 1.00 | 1.00 s | 1.00 s | 1.00 |")
-	require.Contains(t, table, "| pause | 1 | 20 | 1000 | 50 | 0.50 | 1.50 s | 1.50 s | 1.50 |")
+	require.Contains(t, table, "| none (fault-free) | 0 | 80 | 100 | 1.00 | 7950 | 1.00 s | 1.00 s | 1.00 |")
+	require.Contains(t, table, "| pause | 1 | 20 | 50 | 0.50 | 1050 | 1.00 s |")
 
 	bz, err := rep.PNG(ChartWidth, ChartHeight)
 	require.NoError(t, err)
