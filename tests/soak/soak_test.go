@@ -729,7 +729,7 @@ func (r *run) switchDelays(i int, from, to time.Time) string {
 		return fmt.Sprintf("no producer left node %d", i)
 	}
 	slices.Sort(delays)
-	return fmt.Sprintf("%d producers left node %d %.2f–%.2fs after the fault", len(delays), i, delays[0].Seconds(), delays[len(delays)-1].Seconds())
+	return fmt.Sprintf("producers left node %d %.2f–%.2fs after the fault (%d of them)", i, delays[0].Seconds(), delays[len(delays)-1].Seconds(), len(delays))
 }
 
 // TestSoak is make soak: the load and the nemesis for the configured duration, then the

@@ -48,6 +48,9 @@ var (
 	lagBlocks  = int64(2)
 	// resultWait is how long one long poll of the result endpoint waits in the node.
 	resultWait = time.Second
+	// resendAfterBlocks: a transaction a node answering and up to date has not committed while
+	// its height went this far is handed over again (the node may have restarted and lost it).
+	resendAfterBlocks = int64(5)
 )
 
 // ErrUnreachable is a call that no node of a Nodes list answered: each refused the connection,
@@ -536,12 +539,27 @@ func (ep *endpoint) result(ctx context.Context, hash string, wait time.Duration)
 // stage Delivered if it failed in its block). It waits on the node that took it; when that
 // node stops answering, or falls lagBlocks behind another, the next node that answers is asked
 // for the transaction by hash and, if it does not know it, given the same bytes: the same
-// hash, so the chain executes it at most once however many nodes hold it.
+// hash, so the chain executes it at most once however many nodes hold it. A node that lost it
+// (restarted: a mempool is not kept on disk) while the chain went on resendAfterBlocks is
+// handed it again the same way.
 func (n *Nodes) await(s sent) (*sdk.TxResponse, error) {
 	deadline := time.Now().Add(commitTimeout)
-	at, since := s.at, time.Now()
+	at, since, handOver := s.at, time.Now(), false
 	var last error
+	var startHeight int64
 	for time.Now().Before(deadline) {
+		if handOver {
+			next, res, err := n.takeOver(s, last)
+			switch {
+			case res != nil || (err != nil && !errors.Is(err, ErrUnreachable)):
+				return res, err
+			case err != nil: // no node answers (all restarting): the transaction may still commit
+				last = err
+				time.Sleep(probeEvery)
+				continue
+			}
+			at, since, handOver, startHeight = next, time.Now(), false, 0
+		}
 		var res *sdk.TxResponse
 		err := at.watched(context.Background(), func(ctx context.Context, ep *endpoint) error {
 			var err error
@@ -556,23 +574,25 @@ func (n *Nodes) await(s sent) (*sdk.TxResponse, error) {
 			if !errors.Is(err, errNotInBlock) {
 				return nil, err
 			}
-			if time.Since(since) < stallAfter || !n.behind(at) {
+			if time.Since(since) < stallAfter {
+				continue
+			}
+			if !n.behind(at) {
+				h, herr := at.heightOf()
+				if startHeight == 0 || herr != nil {
+					startHeight = h
+				}
+				handOver = herr == nil && h >= startHeight+resendAfterBlocks
 				continue
 			}
 			err = errBehind
 		}
 		last = fmt.Errorf("node %s: %w", at.RPC, err)
 		n.failed(at)
-		next, res, err := n.takeOver(s, at, last)
-		switch {
-		case res != nil || (err != nil && !errors.Is(err, ErrUnreachable)):
-			return res, err
-		case err != nil:
-			last = err
-			time.Sleep(probeEvery) // no node answers (all restarting): the transaction may still commit
-		default:
-			at, since = next, time.Now()
-		}
+		handOver = true
+	}
+	if last == nil {
+		last = errNotInBlock
 	}
 	return nil, fmt.Errorf("transaction %s %w after %s: %w", s.hash, ErrNotCommitted, commitTimeout, last)
 }
@@ -586,15 +606,13 @@ func committed(hash string, res *sdk.TxResponse) (*sdk.TxResponse, error) {
 	return res, nil
 }
 
-// takeOver finds a node other than from for the transaction s: the first that answers is asked
-// for its result (it may be committed already) and, when it has none, given the same bytes.
-// It returns that node to wait on, or the result, or the refusal of the bytes.
-func (n *Nodes) takeOver(s sent, from *endpoint, cause error) (*endpoint, *sdk.TxResponse, error) {
+// takeOver finds a node for the transaction s, best first (one just taken as down comes last):
+// the first that answers is asked for its result (it may be committed already) and, when it
+// has none, given the same bytes. It returns that node to wait on, or the result, or the
+// refusal of the bytes.
+func (n *Nodes) takeOver(s sent, cause error) (*endpoint, *sdk.TxResponse, error) {
 	var last error
 	for _, ep := range n.order() {
-		if ep == from {
-			continue
-		}
 		var res, check *sdk.TxResponse
 		err := ep.watched(context.Background(), func(ctx context.Context, ep *endpoint) error {
 			var err error
@@ -629,9 +647,6 @@ func (n *Nodes) takeOver(s sent, from *endpoint, cause error) (*endpoint, *sdk.T
 			return nil, r, err
 		}
 		return nil, nil, NewTxError(Checked, s.hash, 0, check.Codespace, check.Code, check.RawLog)
-	}
-	if last == nil {
-		last = cause
 	}
 	return nil, nil, fmt.Errorf("%w: %w", ErrUnreachable, last)
 }

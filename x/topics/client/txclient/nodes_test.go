@@ -266,6 +266,43 @@ func TestNodesLeaveANodeThatFellBehind(t *testing.T) {
 	require.Contains(t, b.requests(), "submit "+res.TxHash)
 }
 
+// A node restarted between two polls answers again but has lost the transaction from its
+// mempool: once the chain has gone 5 blocks on without it, it is looked up and handed over
+// again, the same bytes, and committed once.
+func TestNodesHandALostTransactionOverAgain(t *testing.T) {
+	chain := &fakeChain{committed: map[string]int{}, height: 10}
+	a := newFakeNode(t, chain)
+	a.commits = false // it keeps what it takes, until it "restarts" empty
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+				chain.mu.Lock()
+				chain.height++
+				chain.mu.Unlock()
+			}
+		}
+	}()
+	time.AfterFunc(300*time.Millisecond, func() {
+		a.mu.Lock()
+		a.has, a.commits = map[string]bool{}, true
+		a.mu.Unlock()
+	})
+	f, _ := nodesSigner(t, a.node())
+	start := time.Now()
+	res, err := f.signer.SubmitAndWait(f.msg)
+	require.NoError(t, err)
+	t.Logf("handed over again and committed %s after the submission", time.Since(start).Round(time.Millisecond))
+	reqs := a.requests()
+	require.Equal(t, "submit "+res.TxHash, reqs[0])
+	require.Equal(t, []string{"lookup " + res.TxHash, "submit " + res.TxHash, "lookup " + res.TxHash}, reqs[len(reqs)-3:])
+	require.Equal(t, 1, chain.committed[res.TxHash])
+}
+
 // With every node down, a submission fails with ErrUnreachable (its outcome unknown), at once
 // for refused connections.
 func TestNodesAllDown(t *testing.T) {
