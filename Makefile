@@ -25,10 +25,10 @@ test:
 	go test $(GOTEST_FLAGS) -count=1 -timeout 30m ./...
 	$(MAKE) fuzz-smoke
 
-# Every fault scenario of the README's Reliability section (1-6 on four validator processes),
+# Every fault scenario of the README's Reliability section (1-7 on four validator processes),
 # the hostile-input tables, the flood, and the hostile-account attacks of the Threat model
 # section, with their figures in the log. make test runs all of them except scenarios 3 and 5.
-FAULT_TESTS = TestCrashFaults|TestNetworkPartition|TestDoubleSign|TestTamperedState|TestFloodOfInvalidTransactions|TestHostileInput|TestPoaHostileInput
+FAULT_TESTS = TestCrashFaults|TestProducersFailOver|TestNetworkPartition|TestDoubleSign|TestTamperedState|TestFloodOfInvalidTransactions|TestHostileInput|TestPoaHostileInput
 ATTACK_TESTS = TestCompactionIsBoundedPerBlock|TestCompactionGrowsACompressedBatchAtMostTwofold|TestCompactionBlockReplaysAfterACrashBeforeCommit|TestStateSyncSnapshotCarriesRecords|TestGroupTakeoverIsRefusedAtTheJoin|TestRemovedMemberIsFencedAndResetWorks|TestGroupJoinRefusedForAnotherAccount|TestRetentionStallWorstCaseBatches|TestZeroFeeProduceRefusedInBlock|TestGasCapRefused|TestTopicDeposits|TestGroupDepositsAndGenesisEscrow|TestProposalWithFreeTransactionRejected|TestJoinOverSubscriptionCapIsRefused|TestExpiryWorkIsBoundedPerBlock|TestRebalanceIsChargedToItsSigner|TestLagQueryIsBounded|TestDeleteBigTopicIsBoundedAndPurgedOverBlocks|TestVerifiedGroupConsumeRefusesASkippedRange|TestVerifiedReadsRejectALyingNode|TestGenesisSurvivesLoweredParams|TestExportAfterLoweringParamsRestarts|TestExportMemoryBounded|TestMintedStakeBurnedOnLowerAndRemove|TestKafkaGatewaysShareAKey|TestKafkaGroupProtocolOnChain|TestKafkaGroupRefusals|TestKafkaIdempotentProducerOnChain|TestKafkaGatewaySASLIdentities
 test-faults:
 	BFTLOG_ALL_FAULTS=1 go test $(GOTEST_FLAGS) -count=1 -timeout 30m -v -run '$(FAULT_TESTS)|$(ATTACK_TESTS)' ./tests/e2e/ ./app/ ./x/topics/keeper/ ./x/poa/keeper/

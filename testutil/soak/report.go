@@ -33,8 +33,8 @@ const NoFault = "none"
 // FaultFigures are the producers' figures while one kind of fault was in progress (from its
 // start until every node had caught up after its repair), or while none was (Kind NoFault),
 // up to the end of the load, with the ratios to the fault-free figures. Throughput counts the
-// records acknowledged during that time; latency, the records handed to the producers during
-// it (whenever they were acknowledged).
+// records acknowledged during that time (but not those handed over during another fault);
+// latency, the records handed to the producers during it (whenever they were acknowledged).
 type FaultFigures struct {
 	Kind        string  `json:"kind"`
 	Faults      int     `json:"faults"`
@@ -205,16 +205,25 @@ func (r *Recorder) Acked(t time.Time, latencies []time.Duration) {
 		r.total.Add(d)
 	}
 	r.lastAck = t
+	ackedKind := ""
 	if r.stopAt.IsZero() || !t.After(r.stopAt) {
-		r.tally(r.kindAt(t)).acked += uint64(len(latencies))
+		ackedKind = r.kindAt(t)
 	}
 	// A record's latency counts for what was in progress when it was handed over: the backlog
-	// a fault leaves behind is the fault's, not the fault-free time's that drains it.
+	// a fault leaves behind is the fault's, not the fault-free time's that drains it. Its
+	// acknowledgement counts for what is in progress now, unless it was handed over during
+	// another fault: a drained backlog is no throughput of the time that drains it.
 	for _, d := range latencies {
-		if handed := t.Add(-d); r.stopAt.IsZero() || handed.Before(r.stopAt) {
-			k := r.tally(r.kindAt(handed))
-			k.handed++
-			k.lat.Add(d)
+		handed := t.Add(-d)
+		if !r.stopAt.IsZero() && !handed.Before(r.stopAt) {
+			continue
+		}
+		kind := r.kindAt(handed)
+		k := r.tally(kind)
+		k.handed++
+		k.lat.Add(d)
+		if ackedKind != "" && (kind == ackedKind || kind == NoFault) {
+			r.tally(ackedKind).acked++
 		}
 	}
 }
