@@ -225,8 +225,11 @@ func (rep *Report) faultPanel() (*plot.Plot, error) {
 	ymax := 1.0
 	for i, f := range rep.ByFault {
 		name := f.Kind
-		if name == NoFault {
+		switch name {
+		case NoFault:
 			name = "no fault"
+		case Recovery:
+			name = fmt.Sprintf("%s after", RecoveryTail)
 		}
 		names = append(names, fmt.Sprintf("%s (%d, %.0f s)", name, f.Faults, f.Sec))
 		y := max(f.P99Ms, 0) / 1000

@@ -27,12 +27,18 @@ type Fault struct {
 	Note       string  `json:"note,omitempty"`
 }
 
-// NoFault is ByFault's kind for the time no fault was in progress.
-const NoFault = "none"
+// NoFault is ByFault's kind for the time no fault was in progress nor just over; Recovery's,
+// for the RecoveryTail after each fault settled (every node caught up), when the producers
+// still drain what waited during it: neither the fault's time nor fault-free.
+const (
+	NoFault      = "none"
+	Recovery     = "recovery"
+	RecoveryTail = 10 * time.Second
+)
 
 // FaultFigures are the producers' figures while one kind of fault was in progress (from its
-// start until every node had caught up after its repair), or while none was (Kind NoFault),
-// up to the end of the load, with the ratios to the fault-free figures. Throughput counts the
+// start until every node had caught up after its repair), in the RecoveryTail after one (Kind
+// Recovery), or while none was (Kind NoFault), up to the end of the load, with the ratios to the fault-free figures. Throughput counts the
 // records acknowledged during that time (but not those handed over during another fault);
 // latency, the records handed to the producers during it (whenever they were acknowledged).
 type FaultFigures struct {
@@ -228,17 +234,20 @@ func (r *Recorder) Acked(t time.Time, latencies []time.Duration) {
 	}
 }
 
-// kindAt is the kind of fault in progress at t, or NoFault (r.mu held). Records are handed over
-// and acknowledged recently, so the search starts at the last window.
+// kindAt is the kind of fault in progress at t, Recovery, or NoFault (r.mu held): the last
+// window begun by t decides. Records are handed over and acknowledged recently, so the search
+// starts at the last window.
 func (r *Recorder) kindAt(t time.Time) string {
 	for i := len(r.windows) - 1; i >= 0; i-- {
-		w := r.windows[i]
-		if !w.to.IsZero() && !t.Before(w.to) {
-			break
-		}
-		if !t.Before(w.from) {
+		switch w := r.windows[i]; {
+		case t.Before(w.from):
+			continue
+		case w.to.IsZero() || t.Before(w.to):
 			return w.kind
+		case t.Before(w.to.Add(RecoveryTail)):
+			return Recovery
 		}
+		break
 	}
 	return NoFault
 }
@@ -361,25 +370,44 @@ func (r *Recorder) byFault(end time.Time) []FaultFigures {
 	}
 	r.tally(NoFault)
 	dur := map[string]time.Duration{NoFault: end.Sub(r.start)}
-	for _, w := range r.windows {
+	recoveries := 0
+	for i, w := range r.windows {
 		to := w.to
 		if to.IsZero() || to.After(end) { // a fault the run ended in
 			to = end
 		}
-		d := max(to.Sub(w.from), 0)
+		tail := to.Add(RecoveryTail)
+		if tail.After(end) {
+			tail = end
+		}
+		if i+1 < len(r.windows) && tail.After(r.windows[i+1].from) {
+			tail = r.windows[i+1].from
+		}
+		d, rd := max(to.Sub(w.from), 0), max(tail.Sub(to), 0)
 		r.tally(w.kind)
 		dur[w.kind] += d
-		dur[NoFault] -= d
+		dur[Recovery] += rd
+		dur[NoFault] -= d + rd
+		if rd > 0 {
+			recoveries++
+		}
+	}
+	if recoveries > 0 {
+		r.tally(Recovery).faults = recoveries
 	}
 	kinds := make([]string, 0, len(r.kinds))
 	for kind := range r.kinds {
-		if kind != NoFault {
+		if kind != NoFault && kind != Recovery {
 			kinds = append(kinds, kind)
 		}
 	}
 	sort.Strings(kinds)
+	kinds = append([]string{NoFault}, kinds...)
+	if r.kinds[Recovery] != nil {
+		kinds = append(kinds, Recovery)
+	}
 	out := []FaultFigures{}
-	for _, kind := range append([]string{NoFault}, kinds...) {
+	for _, kind := range kinds {
 		k := r.kinds[kind]
 		f := FaultFigures{Kind: kind, Faults: k.faults, Sec: dur[kind].Seconds(), Handed: k.handed, Acked: k.acked,
 			P50Ms: k.lat.Percentile(50), P99Ms: k.lat.Percentile(99)}
@@ -406,8 +434,11 @@ func (rep *Report) FaultTable() string {
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, f := range rep.ByFault {
 		name := f.Kind
-		if name == NoFault {
+		switch name {
+		case NoFault:
 			name = "none (fault-free)"
+		case Recovery:
+			name = fmt.Sprintf("recovery (%s after each)", RecoveryTail)
 		}
 		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.2f | %d | %s | %s | %.2f |\n", name, f.Faults, f.Sec, f.AckedPerSec,
 			f.ThroughputRatio, f.Handed, msLabel(f.P50Ms), msLabel(f.P99Ms), f.P99Ratio)

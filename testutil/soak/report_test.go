@@ -87,8 +87,8 @@ func TestReportPNGEmpty(t *testing.T) {
 
 // Throughput counts for what was in progress when records were acknowledged, latency for what
 // was in progress when they were handed over: a fault's window runs from its start until every
-// node caught up, the backlog it leaves is its own (its latency, and no throughput of the time
-// that drains it), and the load's end closes every window.
+// node caught up, then 10 s of recovery; the backlog it leaves is its own (its latency, and no
+// throughput of the time that drains it); the load's end closes every window.
 func TestReportByFault(t *testing.T) {
 	start := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	r := NewRecorder(start, 10*time.Second, 4)
@@ -120,20 +120,24 @@ func TestReportByFault(t *testing.T) {
 	r.Fault("kill", 1, at(100), at(112), at(120), "")
 	rep := r.Report(1, 100, at(130), nil)
 
-	require.Len(t, rep.ByFault, 3)
-	free, kill, pause := rep.ByFault[0], rep.ByFault[1], rep.ByFault[2]
-	require.Equal(t, FaultFigures{Kind: NoFault, Sec: 80, Acked: 7900, AckedPerSec: 98.75, Handed: 7950, P50Ms: 1005, P99Ms: 1005,
+	require.Len(t, rep.ByFault, 4)
+	free, kill, pause, recovery := rep.ByFault[0], rep.ByFault[1], rep.ByFault[2], rep.ByFault[3]
+	freeRate := 6900.0 / 70 // 0..59 and 91..99; handed over at 59 and from 90 on
+	require.Equal(t, FaultFigures{Kind: NoFault, Sec: 70, Acked: 6900, AckedPerSec: freeRate, Handed: 6950, P50Ms: 1005, P99Ms: 1005,
 		ThroughputRatio: 1, P99Ratio: 1}, free)
 	require.Equal(t, FaultFigures{Kind: "pause", Faults: 1, Sec: 20, Acked: 1000, AckedPerSec: 50, Handed: 1050, P50Ms: 1005, P99Ms: 6005,
-		ThroughputRatio: 50 / 98.75, P99Ratio: 6005.0 / 1005}, pause)
+		ThroughputRatio: 50 / freeRate, P99Ratio: 6005.0 / 1005}, pause)
 	require.Equal(t, FaultFigures{Kind: "kill", Faults: 1, Sec: 10, Acked: 10, AckedPerSec: 1, Handed: 1010, P50Ms: 9005, P99Ms: 9005,
-		ThroughputRatio: 1 / 98.75, P99Ratio: 9005.0 / 1005}, kill, "the window ends with the load")
+		ThroughputRatio: 1 / freeRate, P99Ratio: 9005.0 / 1005}, kill, "the window ends with the load")
+	require.Equal(t, FaultFigures{Kind: Recovery, Faults: 1, Sec: 10, Acked: 900, AckedPerSec: 90, Handed: 1000, P50Ms: 1005, P99Ms: 1005,
+		ThroughputRatio: 90 / freeRate, P99Ratio: 1}, recovery, "the 10 s after the pause settled; none after the kill, with the load over")
 	require.Len(t, rep.Faults, 2)
 	require.Equal(t, 120.0, rep.Faults[1].SettledSec)
 	table := rep.FaultTable()
 	t.Log("\n" + table)
-	require.Contains(t, table, "| none (fault-free) | 0 | 80 | 99 | 1.00 | 7950 | 1.00 s | 1.00 s | 1.00 |")
+	require.Contains(t, table, "| none (fault-free) | 0 | 70 | 99 | 1.00 | 6950 | 1.00 s | 1.00 s | 1.00 |")
 	require.Contains(t, table, "| pause | 1 | 20 | 50 | 0.51 | 1050 | 1.00 s |")
+	require.Contains(t, table, "| recovery (10s after each) | 1 | 10 | 90 | 0.91 | 1000 |")
 
 	bz, err := rep.PNG(ChartWidth, ChartHeight)
 	require.NoError(t, err)
