@@ -176,7 +176,6 @@ kcat -b 127.0.0.1:9092 -L`,
 	serve.Flags().String(flagIngress, "", "the node's API server (e.g. http://127.0.0.1:1317): appends go to its binary ingress and are acknowledged without their bytes coming back (recommended; without it, CometBFT RPC at --node answers each acknowledgement with the whole transaction, JSON-encoded); with several --node addresses, one API server per node, comma-separated in the same order")
 	flags.AddTxFlagsToCmd(serve)
 	serve.Flags().Lookup(flags.FlagNode).Usage = "CometBFT RPC of the node to use (tcp://host:26657), or a comma-separated list of nodes: the gateway uses one while it answers and moves to the next within a second when it refuses connections, stops answering (a probe after 250 ms, answered within 400 ms) or falls 2 blocks behind; a transaction left with a node that stopped answering is looked up by hash on the next and sent to it again, the same bytes"
-
 	cmd.AddCommand(serve)
 	return cmd
 }

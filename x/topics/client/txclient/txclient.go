@@ -212,23 +212,24 @@ func ChainGasPrice(clientCtx client.Context) string {
 func (s *Signer) Address() string { return s.clientCtx.GetFromAddress().String() }
 
 // Submit signs msgs as one transaction and broadcasts it in sync mode (it returns once the
-// mempool accepted it) and returns its hash.
+// mempool accepted it) and returns its hash. SubmitAndWait also sees it through to a block,
+// across nodes with UseNodes.
 func (s *Signer) Submit(msgs ...sdk.Msg) (string, error) {
-	tx, err := s.send(msgs...)
-	return tx.hash, err
+	txn, err := s.send(msgs...)
+	return txn.hash, err
 }
 
 // send is Submit, returning what the node list (if any) needs to see the transaction through.
 func (s *Signer) send(msgs ...sdk.Msg) (sent, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tx, err := s.submit(msgs...)
+	txn, err := s.submit(msgs...)
 	// A refusal of the account sequence, in simulation or in CheckTx, means another process
 	// signed with this key (or a transaction was lost): never keep the stale sequence.
 	for retry := 0; retry < 2 && s.recover(err); retry++ {
-		tx, err = s.submit(msgs...)
+		txn, err = s.submit(msgs...)
 	}
-	return tx, err
+	return txn, err
 }
 
 // recover prepares the signer to send again after err and tells whether it is worth it.
@@ -393,17 +394,17 @@ func (s *Signer) aheadOfNode(err error) bool {
 
 // SubmitAndWait submits msgs and waits until they are committed.
 func (s *Signer) SubmitAndWait(msgs ...sdk.Msg) (*sdk.TxResponse, error) {
-	tx, err := s.send(msgs...)
+	txn, err := s.send(msgs...)
 	if err != nil {
 		return nil, err
 	}
-	if tx.at != nil {
-		return s.nodes.await(tx)
+	if txn.at != nil {
+		return s.nodes.await(txn)
 	}
 	if s.rawURL != "" {
-		return waitRaw(resultURL(s.rawURL), tx.hash)
+		return waitRaw(resultURL(s.rawURL), txn.hash)
 	}
-	return Wait(s.clientCtx, tx.hash)
+	return Wait(s.clientCtx, txn.hash)
 }
 
 // resultURL is the ingress's result endpoint (app.RawTxResultPath) beside its tx endpoint
@@ -530,12 +531,15 @@ func postRaw(url string, bz []byte) (*sdk.TxResponse, error) {
 	return ingressAnswer(resp)
 }
 
+// maxAnswerBytes bounds what a client reads of an ingress or result answer.
+const maxAnswerBytes = 4 << 20
+
 // ingressAnswer decodes (and closes) an answer of the binary ingress: app.RawTxResponse or
 // app.RawTxResult, whose fields are TxResponse's.
 func ingressAnswer(resp *http.Response) (*sdk.TxResponse, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(resp.Body)
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		return nil, fmt.Errorf("ingress: %s: %s", resp.Status, bytes.TrimSpace(msg))
 	}
 	var out struct {
@@ -546,7 +550,8 @@ func ingressAnswer(resp *http.Response) (*sdk.TxResponse, error) {
 		RawLog    string `json:"raw_log"`
 		Data      string `json:"data"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+	// Bounded: a result is a few hundred bytes plus the messages' responses.
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(&out); err != nil {
 		return nil, err
 	}
 	return &sdk.TxResponse{TxHash: out.TxHash, Height: out.Height, Code: out.Code, Codespace: out.Codespace, RawLog: out.RawLog, Data: out.Data}, nil
