@@ -230,6 +230,8 @@ func (rep *Report) faultPanel() (*plot.Plot, error) {
 			name = "no fault"
 		case Recovery:
 			name = fmt.Sprintf("%s after", RecoveryTail)
+		case StartUp:
+			name = "start-up"
 		}
 		names = append(names, fmt.Sprintf("%s (%d, %.0f s)", name, f.Faults, f.Sec))
 		y := max(f.P99Ms, 0) / 1000

@@ -34,6 +34,9 @@ const (
 	NoFault      = "none"
 	Recovery     = "recovery"
 	RecoveryTail = 10 * time.Second
+	// StartUp is the first RecoveryTail of the run, while the producers connect: not
+	// fault-free either.
+	StartUp = "start-up"
 )
 
 // FaultFigures are the producers' figures while one kind of fault was in progress (from its
@@ -249,6 +252,9 @@ func (r *Recorder) kindAt(t time.Time) string {
 		}
 		break
 	}
+	if t.Before(r.start.Add(RecoveryTail)) && (len(r.windows) == 0 || t.Before(r.windows[0].from)) {
+		return StartUp
+	}
 	return NoFault
 }
 
@@ -369,7 +375,14 @@ func (r *Recorder) byFault(end time.Time) []FaultFigures {
 		end = r.stopAt
 	}
 	r.tally(NoFault)
-	dur := map[string]time.Duration{NoFault: end.Sub(r.start)}
+	startUp := r.start.Add(RecoveryTail)
+	if startUp.After(end) {
+		startUp = end
+	}
+	if len(r.windows) > 0 && startUp.After(r.windows[0].from) {
+		startUp = r.windows[0].from
+	}
+	dur := map[string]time.Duration{NoFault: end.Sub(startUp), StartUp: max(startUp.Sub(r.start), 0)}
 	recoveries := 0
 	for i, w := range r.windows {
 		to := w.to
@@ -397,14 +410,16 @@ func (r *Recorder) byFault(end time.Time) []FaultFigures {
 	}
 	kinds := make([]string, 0, len(r.kinds))
 	for kind := range r.kinds {
-		if kind != NoFault && kind != Recovery {
+		if kind != NoFault && kind != Recovery && kind != StartUp {
 			kinds = append(kinds, kind)
 		}
 	}
 	sort.Strings(kinds)
 	kinds = append([]string{NoFault}, kinds...)
-	if r.kinds[Recovery] != nil {
-		kinds = append(kinds, Recovery)
+	for _, kind := range []string{Recovery, StartUp} {
+		if r.kinds[kind] != nil {
+			kinds = append(kinds, kind)
+		}
 	}
 	out := []FaultFigures{}
 	for _, kind := range kinds {
@@ -439,6 +454,8 @@ func (rep *Report) FaultTable() string {
 			name = "none (fault-free)"
 		case Recovery:
 			name = fmt.Sprintf("recovery (%s after each)", RecoveryTail)
+		case StartUp:
+			name = fmt.Sprintf("start-up (the first %s)", RecoveryTail)
 		}
 		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.2f | %d | %s | %s | %.2f |\n", name, f.Faults, f.Sec, f.AckedPerSec,
 			f.ThroughputRatio, f.Handed, msLabel(f.P50Ms), msLabel(f.P99Ms), f.P99Ratio)

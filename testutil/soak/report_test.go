@@ -88,7 +88,8 @@ func TestReportPNGEmpty(t *testing.T) {
 // Throughput counts for what was in progress when records were acknowledged, latency for what
 // was in progress when they were handed over: a fault's window runs from its start until every
 // node caught up, then 10 s of recovery; the backlog it leaves is its own (its latency, and no
-// throughput of the time that drains it); the load's end closes every window.
+// throughput of the time that drains it); the load's end closes every window; the first 10 s
+// are the start-up's.
 func TestReportByFault(t *testing.T) {
 	start := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	r := NewRecorder(start, 10*time.Second, 4)
@@ -120,11 +121,13 @@ func TestReportByFault(t *testing.T) {
 	r.Fault("kill", 1, at(100), at(112), at(120), "")
 	rep := r.Report(1, 100, at(130), nil)
 
-	require.Len(t, rep.ByFault, 4)
-	free, kill, pause, recovery := rep.ByFault[0], rep.ByFault[1], rep.ByFault[2], rep.ByFault[3]
-	freeRate := 6900.0 / 70 // 0..59 and 91..99; handed over at 59 and from 90 on
-	require.Equal(t, FaultFigures{Kind: NoFault, Sec: 70, Acked: 6900, AckedPerSec: freeRate, Handed: 6950, P50Ms: 1005, P99Ms: 1005,
+	require.Len(t, rep.ByFault, 5)
+	free, kill, pause, recovery, startUp := rep.ByFault[0], rep.ByFault[1], rep.ByFault[2], rep.ByFault[3], rep.ByFault[4]
+	freeRate := 5800.0 / 60 // acknowledged at 10..59 and 91..99; handed over from 10 to 59 and from 90 on
+	require.Equal(t, FaultFigures{Kind: NoFault, Sec: 60, Acked: 5800, AckedPerSec: freeRate, Handed: 5850, P50Ms: 1005, P99Ms: 1005,
 		ThroughputRatio: 1, P99Ratio: 1}, free)
+	require.Equal(t, FaultFigures{Kind: StartUp, Sec: 10, Acked: 1000, AckedPerSec: 100, Handed: 1100, P50Ms: 1005, P99Ms: 1005,
+		ThroughputRatio: 100 / freeRate, P99Ratio: 1}, startUp, "the first 10 s")
 	require.Equal(t, FaultFigures{Kind: "pause", Faults: 1, Sec: 20, Acked: 1000, AckedPerSec: 50, Handed: 1050, P50Ms: 1005, P99Ms: 6005,
 		ThroughputRatio: 50 / freeRate, P99Ratio: 6005.0 / 1005}, pause)
 	require.Equal(t, FaultFigures{Kind: "kill", Faults: 1, Sec: 10, Acked: 10, AckedPerSec: 1, Handed: 1010, P50Ms: 9005, P99Ms: 9005,
@@ -135,9 +138,10 @@ func TestReportByFault(t *testing.T) {
 	require.Equal(t, 120.0, rep.Faults[1].SettledSec)
 	table := rep.FaultTable()
 	t.Log("\n" + table)
-	require.Contains(t, table, "| none (fault-free) | 0 | 70 | 99 | 1.00 | 6950 | 1.00 s | 1.00 s | 1.00 |")
-	require.Contains(t, table, "| pause | 1 | 20 | 50 | 0.51 | 1050 | 1.00 s |")
-	require.Contains(t, table, "| recovery (10s after each) | 1 | 10 | 90 | 0.91 | 1000 |")
+	require.Contains(t, table, "| none (fault-free) | 0 | 60 | 97 | 1.00 | 5850 | 1.00 s | 1.00 s | 1.00 |")
+	require.Contains(t, table, "| pause | 1 | 20 | 50 | 0.52 | 1050 | 1.00 s |")
+	require.Contains(t, table, "| recovery (10s after each) | 1 | 10 | 90 | 0.93 | 1000 |")
+	require.Contains(t, table, "| start-up (the first 10s) | 0 | 10 | 100 | 1.03 | 1100 |")
 
 	bz, err := rep.PNG(ChartWidth, ChartHeight)
 	require.NoError(t, err)
