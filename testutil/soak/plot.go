@@ -238,7 +238,7 @@ func (rep *Report) faultPanel() (*plot.Plot, error) {
 		p99 = append(p99, y)
 		ymax = max(ymax, y)
 		labels.XYs = append(labels.XYs, plotter.XY{X: float64(i), Y: y})
-		label := fmt.Sprintf("p99 %.1f s (×%.1f), %.0f rec/s (%.0f%%)", y, f.P99Ratio, f.AckedPerSec, 100*f.ThroughputRatio)
+		label := fmt.Sprintf("p99 %.1f s (×%.1f)\n%.0f rec/s (%.0f%%)", y, f.P99Ratio, f.AckedPerSec, 100*f.ThroughputRatio)
 		if f.Acked == 0 {
 			label = "nothing acknowledged"
 		}
@@ -265,6 +265,6 @@ func (rep *Report) faultPanel() (*plot.Plot, error) {
 	}
 	p.Add(l)
 	p.NominalX(names...)
-	p.Y.Min, p.Y.Max = 0, ymax*1.3
+	p.Y.Min, p.Y.Max = 0, ymax*1.4
 	return p, nil
 }
