@@ -426,11 +426,12 @@ func refusedByModule(err error) bool {
 // retryable tells whether a failed append's outcome is unknown or its refusal passing, so the
 // same batches may be sent again: the transaction was not found in a block in time, the node
 // refused it for a reason that goes away (the account sequence moved, the mempool is full), or
-// the node could not be reached. Any other refusal from the chain is final. It decides by the
-// error's code and type, never by its text.
+// the node (every node of the gateway's list) could not be reached. Any other refusal from the
+// chain is final. It decides by the error's code and type, never by its text.
 func retryable(err error) bool {
 	switch {
 	case errors.Is(err, txclient.ErrNotCommitted),
+		errors.Is(err, txclient.ErrUnreachable),
 		errors.Is(err, sdkerrors.ErrWrongSequence),
 		errors.Is(err, sdkerrors.ErrMempoolIsFull):
 		return true

@@ -50,6 +50,7 @@ func TestRetryable(t *testing.T) {
 		"wrong sequence in simulation": {refusal(txclient.Simulated, sdkerrors.ErrWrongSequence, "account sequence mismatch"), true},
 		"mempool full":                 {refusal(txclient.Checked, sdkerrors.ErrMempoolIsFull, "mempool is full"), true},
 		"connection refused":           {refusedConnection(t), true},
+		"no node of the list answered": {fmt.Errorf("%w: node tcp://127.0.0.1:1: %w", txclient.ErrUnreachable, txclient.ErrUnresponsive), true},
 		"connection closed":            {fmt.Errorf("post failed: %w", &net.OpError{Op: "read", Net: "tcp", Err: io.EOF}), true},
 		"gRPC unavailable":             {status.Error(codes.Unavailable, "connection error"), true},
 		"deadline":                     {fmt.Errorf("query: %w", context.DeadlineExceeded), true},

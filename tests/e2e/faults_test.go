@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
 	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/types"
@@ -111,21 +113,30 @@ func (p *ackedProducer) run(ctx context.Context, t *testing.T, firstNode int) {
 				time.Sleep(300 * time.Millisecond)
 				continue
 			}
-			out, err := txclient.Responses[types.MsgProduceResponse](p.net.Nodes[0].MustClientCtx(), res)
-			if err != nil || len(out) != 1 || len(out[0].Results) != 1 {
-				t.Errorf("produce response: %v %v", out, err)
+			if err := p.acknowledged(res, records); err != nil {
+				t.Error(err)
 				return
 			}
-			r := out[0].Results[0]
-			p.mu.Lock()
-			for j, rec := range records {
-				p.acked[ackKey{r.Partition, r.BaseOffset + uint64(j)}] = string(rec.Value.Data)
-			}
-			p.mu.Unlock()
 			seq[part]++
 			break
 		}
 	}
+}
+
+// acknowledged records the records of a committed one-batch produce at the offsets its
+// response gives.
+func (p *ackedProducer) acknowledged(res *sdk.TxResponse, records []types.BatchRecord) error {
+	out, err := txclient.Responses[types.MsgProduceResponse](p.net.Nodes[0].MustClientCtx(), res)
+	if err != nil || len(out) != 1 || len(out[0].Results) != 1 {
+		return fmt.Errorf("produce response: %v %v", out, err)
+	}
+	r := out[0].Results[0]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for j, rec := range records {
+		p.acked[ackKey{r.Partition, r.BaseOffset + uint64(j)}] = string(rec.Value.Data)
+	}
+	return nil
 }
 
 // verify reads the whole topic from n and checks every acknowledged record is there exactly

@@ -30,10 +30,18 @@ func startSASLGateway(t *testing.T, n *node.Node) string {
 	require.NoError(t, os.WriteFile(users, []byte(`{"users": [
 		{"name": "alice", "password": "alice-secret", "key": "alice"},
 		{"name": "bob", "password": "bob-secret", "key": "bob"}]}`), 0o600))
+	return runGateway(t, n, nil, "--users", users, "--from", "alice", "--node", n.RPC, "--ingress", n.API)
+}
+
+// runGateway runs `bftlogd kafka serve` on a free port with n's home, chain id and test keyring
+// and args, logs its lines (and hands each to onLine, if set, when it is read) and returns its
+// address once it listens.
+func runGateway(t *testing.T, n *node.Node, onLine func(string), args ...string) string {
+	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", node.FreePort(t))
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, n.Bin, "kafka", "serve", "--listen", addr, "--users", users, "--from", "alice",
-		"--home", n.Home, "--node", n.RPC, "--chain-id", node.ChainID, "--keyring-backend", "test", "--ingress", n.API)
+	cmd := exec.CommandContext(ctx, n.Bin, append([]string{"kafka", "serve", "--listen", addr,
+		"--home", n.Home, "--chain-id", node.ChainID, "--keyring-backend", "test"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -44,6 +52,9 @@ func startSASLGateway(t *testing.T, n *node.Node) string {
 		for sc.Scan() {
 			if strings.Contains(sc.Text(), "listening on") {
 				close(ready)
+			}
+			if onLine != nil {
+				onLine(sc.Text())
 			}
 			t.Log("gateway: " + sc.Text())
 		}

@@ -4,12 +4,11 @@ package soak
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	mathrand "math/rand/v2"
-	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,7 +24,6 @@ import (
 
 	"github.com/cosmos/cosmos-sdk/client"
 	"github.com/cosmos/cosmos-sdk/client/tx"
-	sdk "github.com/cosmos/cosmos-sdk/types"
 	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
 	"github.com/cosmos/cosmos-sdk/types/tx/signing"
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
@@ -168,6 +166,20 @@ func connect(acct account, ep *endpoint, fixedGas bool) (client.Context, *txclie
 	return ctx, s, nil
 }
 
+// connectNodes gives a signer for acct that sends through nodes (fixed gas, the binary
+// ingress; queries and account reads through nodes too).
+func connectNodes(acct account, nodes *txclient.Nodes) (*txclient.Signer, error) {
+	ctx := acct.base.WithClient(nodes).WithNodeURI(nodes.Node(0).RPC)
+	txf := tx.Factory{}.WithChainID(node.ChainID).WithKeybase(ctx.Keyring).WithTxConfig(ctx.TxConfig).
+		WithAccountRetriever(authtypes.AccountRetriever{}).WithSignMode(signing.SignMode_SIGN_MODE_DIRECT)
+	s, err := txclient.NewSigner(ctx, txf, false)
+	if err != nil {
+		return nil, err
+	}
+	s.SetFixedGas()
+	return s, nil
+}
+
 // run is the state shared by the load, the nemesis and the checks.
 type run struct {
 	t     *testing.T
@@ -220,23 +232,24 @@ type ackBatch struct {
 
 // producer p writes partition p. Records arrive at a steady rate (rate/partitions each); the
 // producer sends everything that has arrived as one batch with the next idempotent sequence,
-// waits for its commit, and sends the same batch again — on another node if need be — until it
-// is acknowledged, so a lost answer never duplicates a record (one batch in flight, as Kafka's
-// idempotent producer with max.in.flight=1). At most bufferSecs of records wait: beyond that
+// waits for its commit, and sends the same batch again until it is acknowledged, so a lost
+// answer never duplicates a record (one batch in flight, as Kafka's idempotent producer with
+// max.in.flight=1). It is given every validator (txclient.Nodes, starting at node p mod 4):
+// when its node stops answering, the transaction is looked up and handed on to the next. At most bufferSecs of records wait: beyond that
 // the application blocks, as on a full Kafka buffer.memory, and the arrival schedule slips,
 // so a stall or a chain slower than the target costs throughput, not an unbounded backlog.
 type producer struct {
-	r        *run
-	p        int
-	rate     float64
-	acct     account
-	mu       sync.Mutex
-	acked    []ackBatch
-	next     uint64 // records acknowledged so far (record n is the n-th to arrive)
-	lags     []lagSeg
-	retries  int
-	switches int
-	dups     int
+	r       *run
+	p       int
+	rate    float64
+	acct    account
+	nodes   *txclient.Nodes
+	mu      sync.Mutex
+	acked   []ackBatch
+	next    uint64 // records acknowledged so far (record n is the n-th to arrive)
+	lags    []lagSeg
+	retries int
+	dups    int
 }
 
 const bufferSecs = 10
@@ -278,7 +291,6 @@ func (pr *producer) arrival(n uint64) time.Time {
 
 func (pr *producer) run(ctx context.Context) {
 	r := pr.r
-	epIdx := pr.p % len(r.eps)
 	var signer *txclient.Signer
 	var seq uint64
 	for ctx.Err() == nil {
@@ -315,18 +327,13 @@ func (pr *producer) run(ctx context.Context) {
 		for ctx.Err() == nil {
 			if signer == nil {
 				var err error
-				if _, signer, err = connect(pr.acct, r.eps[epIdx], true); err != nil {
-					signer, epIdx = nil, (epIdx+1)%len(r.eps)
-					time.Sleep(300 * time.Millisecond)
+				if signer, err = connectNodes(pr.acct, pr.nodes); err != nil {
+					time.Sleep(300 * time.Millisecond) // no node answered the account query
 					continue
 				}
 			}
 			msg := &types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{batch}}
-			hash, err := signer.Submit(msg)
-			var res *sdk.TxResponse
-			if err == nil {
-				res, err = r.waitResult(hash, epIdx)
-			}
+			res, err := signer.SubmitAndWait(msg)
 			if err != nil {
 				pr.mu.Lock()
 				pr.retries++
@@ -342,11 +349,9 @@ func (pr *producer) run(ctx context.Context) {
 					r.problem("producer %d: batch of sequence %d refused: %v", pr.p, batch.Sequence, err)
 					return
 				}
-				signer, epIdx = nil, (epIdx+1)%len(r.eps)
-				pr.mu.Lock()
-				pr.switches++
-				pr.mu.Unlock()
-				time.Sleep(300 * time.Millisecond)
+				// No node answered, or the transaction was not committed in time: its outcome
+				// is unknown, and the same batch goes again (a duplicate if the chain has it).
+				time.Sleep(100 * time.Millisecond)
 				continue
 			}
 			acked := time.Now()
@@ -376,42 +381,6 @@ func (pr *producer) run(ctx context.Context) {
 			break
 		}
 	}
-}
-
-// waitResult waits for a transaction's result through the nodes' result endpoint. It keeps
-// waiting for the same transaction while the node it was sent to answers (for as long as
-// txclient's CommitTimeout): sending the batch again because the chain is slow would fill
-// blocks with duplicates, which the chain answers but which slow it further, until no
-// answer comes in time at all (seen when the three validators left after the twin made a
-// block per ten seconds). Only a node that does not answer makes it send again elsewhere.
-func (r *run) waitResult(hash string, ep int) (*sdk.TxResponse, error) {
-	cl := &http.Client{Timeout: 10 * time.Second}
-	deadline := time.Now().Add(txclient.CommitTimeout)
-	for time.Now().Before(deadline) {
-		resp, err := cl.Get(r.eps[ep].api + app.RawTxResultPath + "?hash=" + hash + "&wait=5s")
-		if err != nil {
-			return nil, err
-		}
-		if resp.StatusCode == http.StatusNotFound { // not in a block yet
-			resp.Body.Close()
-			continue
-		}
-		if resp.StatusCode != http.StatusOK {
-			resp.Body.Close()
-			return nil, fmt.Errorf("result of %s: %s", hash, resp.Status)
-		}
-		var out app.RawTxResult
-		err = json.NewDecoder(resp.Body).Decode(&out)
-		resp.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		if out.Code != 0 {
-			return nil, txclient.NewTxError(txclient.Delivered, hash, out.Height, out.Codespace, out.Code, out.RawLog)
-		}
-		return &sdk.TxResponse{TxHash: out.TxHash, Height: out.Height, Data: out.Data}, nil
-	}
-	return nil, fmt.Errorf("transaction %s not committed within %s", hash, txclient.CommitTimeout)
 }
 
 // idAt is the producer's record id acknowledged at offset, if any.
@@ -629,6 +598,7 @@ func (nm *nemesis) inject(kind string, i int, hold time.Duration) {
 		node = -1
 	}
 	r.logf("fault: %s node %d for %s", kind, node, hold)
+	r.rec.FaultBegins(kind, from)
 	switch kind {
 	case "kill":
 		net.Nodes[i].Kill()
@@ -660,7 +630,10 @@ func (nm *nemesis) inject(kind string, i int, hold time.Duration) {
 		nm.err = fmt.Errorf("after %s of node %d: %w", kind, i, err)
 		note = err.Error()
 	}
-	r.rec.Fault(kind, node, from, healed, note)
+	if node >= 0 {
+		note += "; " + r.switchDelays(node, from, healed)
+	}
+	r.rec.Fault(kind, node, from, healed, time.Now(), note)
 	nm.counts[kind]++
 	r.logf("fault: %s node %d repaired; %s", kind, node, note)
 }
@@ -671,6 +644,7 @@ func (nm *nemesis) doubleSign(v int) {
 	r, net := nm.r, nm.r.net
 	from := time.Now()
 	r.logf("fault: twin of validator %d", v)
+	r.rec.FaultBegins("twin", from)
 	valoper := strings.TrimSpace(net.Nodes[v].MustRun("keys", "show", fmt.Sprintf("val%d", v), "--bech", "val", "-a", "--keyring-backend", "test"))
 	conn := r.eps[(v+1)%validators].conn
 	staking := stakingtypes.NewQueryClient(conn)
@@ -730,11 +704,32 @@ func (nm *nemesis) doubleSign(v int) {
 		}
 	}
 	nm.twin = out
-	r.rec.Fault("twin", v, from, time.Now(), note)
+	stopped := time.Now()
 	r.logf("fault: twin of validator %d stopped; %s", v, note)
 	if err := r.waitCaughtUp(3 * time.Minute); err != nil {
 		nm.err = fmt.Errorf("after the twin: %w", err)
 	}
+	r.rec.Fault("twin", v, from, stopped, time.Now(), note+"; "+r.switchDelays(v, from, stopped))
+}
+
+// switchDelays tells how soon after from the producers using node i moved to another node
+// (switches before to).
+func (r *run) switchDelays(i int, from, to time.Time) string {
+	var delays []time.Duration
+	for _, pr := range r.prods {
+		sw, _ := pr.nodes.Switches()
+		for _, s := range sw {
+			if s.From == i && !s.At.Before(from) && s.At.Before(to) {
+				delays = append(delays, s.At.Sub(from))
+				break
+			}
+		}
+	}
+	if len(delays) == 0 {
+		return fmt.Sprintf("no producer left node %d", i)
+	}
+	slices.Sort(delays)
+	return fmt.Sprintf("producers left node %d %.2f–%.2fs after the fault (%d of them)", i, delays[0].Seconds(), delays[len(delays)-1].Seconds(), len(delays))
 }
 
 // TestSoak is make soak: the load and the nemesis for the configured duration, then the
@@ -794,7 +789,16 @@ func TestSoak(t *testing.T) {
 	defer stopLoad()
 	var prodWG, groupWG sync.WaitGroup
 	for p := 0; p < partitions; p++ {
-		pr := &producer{r: r, p: p, rate: cfg.rate / partitions, acct: accts[fmt.Sprintf("prod%d", p)]}
+		var list []txclient.Node
+		for _, n := range net.Nodes {
+			list = append(list, txclient.Node{RPC: n.RPC, API: n.API})
+		}
+		nodes, err := txclient.NewNodes(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes.SetCurrent(p % validators) // spread over the validators, as before
+		pr := &producer{r: r, p: p, rate: cfg.rate / partitions, acct: accts[fmt.Sprintf("prod%d", p)], nodes: nodes}
 		r.prods = append(r.prods, pr)
 	}
 	for _, pr := range r.prods {
@@ -813,6 +817,7 @@ func TestSoak(t *testing.T) {
 	nm := &nemesis{r: r, rng: mathrand.New(mathrand.NewPCG(cfg.seed, 0)), counts: map[string]int{}, faulty: -1}
 	nm.run(r.start.Add(cfg.duration))
 	r.stopAt.Store(int64(time.Since(r.start)))
+	r.rec.LoadStopped(time.Now())
 	loadSecs := time.Duration(r.stopAt.Load()).Seconds()
 	r.logf("load stopped; waiting for the producers' last acknowledgements")
 	if nm.err != nil {
@@ -834,7 +839,8 @@ func TestSoak(t *testing.T) {
 		final[p] = pr.next
 		acked += pr.next
 		arrived += pr.arrived(time.Now())
-		retries, switches, dups = retries+pr.retries, switches+pr.switches, dups+pr.dups
+		_, sw := pr.nodes.Switches()
+		retries, switches, dups = retries+pr.retries, switches+sw, dups+pr.dups
 	}
 	r.logf("producers done: %d records acknowledged; waiting for the group to commit all of them", acked)
 	if !r.waitUntil(5*time.Minute, func() bool { return r.group.committedAll(final) }) {
@@ -899,6 +905,13 @@ func TestSoak(t *testing.T) {
 		g.deliveries, missing, redelivered, g.violations, g.zombies, g.commitsN, g.rebalances, g.rejoins, g.churns, g.maxGen)
 	t.Logf("soak result: blocks 1..%d agree on all %d nodes (app hash %s); twin %v; peak RSS MiB %.0f; disk MiB %.0f",
 		agreed, validators, appHash, nm.twin, peak, tot.LastDiskMiB)
+	t.Logf("soak result: producers per kind of fault, from its start until every node caught up after it (throughput: records acknowledged in that time; latency: records handed over in it):\n%s", rep.FaultTable())
+	for _, f := range rep.ByFault {
+		if f.Kind == "pause" || f.Kind == "kill" {
+			met := f.Acked > 0 && f.P99Ratio <= 2 && f.ThroughputRatio >= 0.7
+			t.Logf("soak result: one validator %s: p99 %.2f× and throughput %.0f%% of fault-free (target ≤ 2×, ≥ 70%%): met %v", f.Kind, f.P99Ratio, 100*f.ThroughputRatio, met)
+		}
+	}
 	t.Logf("soak result: %s, %s", pngPath, jsonPath)
 	if r.nProblem > 0 {
 		t.Errorf("%d problems, the first: %s", r.nProblem, strings.Join(r.problems, "\n"))

@@ -13,10 +13,10 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// ChartWidth and ChartHeight are the PNG's size (at vgimg's 96 dpi: 1152 × 1248 pixels).
+// ChartWidth and ChartHeight are the PNG's size (at vgimg's 96 dpi: 1152 × 1536 pixels).
 const (
 	ChartWidth  = 12 * vg.Inch
-	ChartHeight = 13 * vg.Inch
+	ChartHeight = 16 * vg.Inch
 )
 
 // faultColors shade each kind of fault; kinds not listed are grey.
@@ -39,7 +39,8 @@ type series struct {
 }
 
 // PNG draws the report's four panels — records/s, p99 latency, RSS and disk per validator, per
-// bin — with every fault interval shaded by kind and labelled in the first panel.
+// bin — with every fault interval shaded by kind and labelled in the first panel, and a fifth
+// with the p99 latency and throughput per kind of fault (ByFault).
 func (rep *Report) PNG(w, h vg.Length) ([]byte, error) {
 	at := func(b Bin) float64 { return (b.StartSec + rep.BinSec/2) / 60 }
 	var acked, eaten, target, p99 plotter.XYs
@@ -131,9 +132,14 @@ func (rep *Report) PNG(w, h vg.Length) ([]byte, error) {
 		p.Legend.Left = true
 		plots[i] = []*plot.Plot{p}
 	}
+	byFault, err := rep.faultPanel()
+	if err != nil {
+		return nil, err
+	}
+	plots = append(plots, []*plot.Plot{byFault})
 	img := vgimg.New(w, h)
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadX: vg.Millimeter, PadY: 4 * vg.Millimeter,
+	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadX: vg.Millimeter, PadY: 4 * vg.Millimeter,
 		PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadLeft: 2 * vg.Millimeter, PadRight: 4 * vg.Millimeter}
 	canvases := plot.Align(plots, tiles, dc)
 	for i := range plots {
@@ -203,4 +209,62 @@ func binLabel(sec float64) string {
 		return fmt.Sprintf("%d min", int(sec)/60)
 	}
 	return fmt.Sprintf("%g s", sec)
+}
+
+// faultPanel draws ByFault: a bar per kind of fault (the fault-free time first) as high as the
+// p99 produce→commit latency of the records handed over during it, labelled with it and with
+// the records acknowledged per second during it, also as a share of the fault-free rate.
+func (rep *Report) faultPanel() (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "per kind of fault, from its start until every node caught up: p99 produce→commit of the records handed over (bars), records acknowledged/s (labels)"
+	p.Y.Label.Text = "p99 seconds"
+	p.Add(plotter.NewGrid())
+	var names []string
+	var p99 plotter.Values
+	var labels plotter.XYLabels
+	ymax := 1.0
+	for i, f := range rep.ByFault {
+		name := f.Kind
+		switch name {
+		case NoFault:
+			name = "no fault"
+		case Recovery:
+			name = fmt.Sprintf("%s after", RecoveryTail)
+		case StartUp:
+			name = "start-up"
+		}
+		names = append(names, fmt.Sprintf("%s (%d, %.0f s)", name, f.Faults, f.Sec))
+		y := max(f.P99Ms, 0) / 1000
+		p99 = append(p99, y)
+		ymax = max(ymax, y)
+		labels.XYs = append(labels.XYs, plotter.XY{X: float64(i), Y: y})
+		label := fmt.Sprintf("p99 %.1f s (×%.1f)\n%.0f rec/s (%.0f%%)", y, f.P99Ratio, f.AckedPerSec, 100*f.ThroughputRatio)
+		if f.Acked == 0 {
+			label = "nothing acknowledged"
+		}
+		labels.Labels = append(labels.Labels, label)
+	}
+	if len(p99) == 0 {
+		return p, nil
+	}
+	bars, err := plotter.NewBarChart(p99, vg.Points(40))
+	if err != nil {
+		return nil, err
+	}
+	bars.Color = nodeColors[3]
+	bars.LineStyle.Width = 0
+	p.Add(bars)
+	l, err := plotter.NewLabels(labels)
+	if err != nil {
+		return nil, err
+	}
+	for i := range l.TextStyle {
+		l.TextStyle[i].Font.Size = vg.Points(8)
+		l.TextStyle[i].XAlign = draw.XCenter
+		l.Offset.Y = vg.Points(3)
+	}
+	p.Add(l)
+	p.NominalX(names...)
+	p.Y.Min, p.Y.Max = 0, ymax*1.4
+	return p, nil
 }

@@ -10,18 +10,52 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
 
-// Fault is one injected fault: what, on which node (-1: all of them), from when to when
-// (seconds since the run started).
+// Fault is one injected fault: what, on which node (-1: all of them), from when to when it was
+// repaired, and when every node had caught up after it (seconds since the run started).
 type Fault struct {
 	Kind     string  `json:"kind"`
 	Node     int     `json:"node"`
 	StartSec float64 `json:"start_sec"`
 	EndSec   float64 `json:"end_sec"`
-	Note     string  `json:"note,omitempty"`
+	// SettledSec ends the window whose acknowledgements count for the fault in ByFault.
+	SettledSec float64 `json:"settled_sec,omitempty"`
+	Note       string  `json:"note,omitempty"`
+}
+
+// NoFault is ByFault's kind for the time no fault was in progress nor just over; Recovery's,
+// for the RecoveryTail after each fault settled (every node caught up), when the producers
+// still drain what waited during it: neither the fault's time nor fault-free.
+const (
+	NoFault      = "none"
+	Recovery     = "recovery"
+	RecoveryTail = 10 * time.Second
+	// StartUp is the first RecoveryTail of the run, while the producers connect: not
+	// fault-free either.
+	StartUp = "start-up"
+)
+
+// FaultFigures are the producers' figures while one kind of fault was in progress (from its
+// start until every node had caught up after its repair), in the RecoveryTail after one (Kind
+// Recovery), or while none was (Kind NoFault), up to the end of the load, with the ratios to the fault-free figures. Throughput counts the
+// records acknowledged during that time (but not those handed over during another fault);
+// latency, the records handed to the producers during it (whenever they were acknowledged).
+type FaultFigures struct {
+	Kind        string  `json:"kind"`
+	Faults      int     `json:"faults"`
+	Sec         float64 `json:"sec"`
+	Acked       uint64  `json:"acked"`
+	AckedPerSec float64 `json:"acked_records_per_sec"`
+	Handed      uint64  `json:"handed_over"`
+	P50Ms       float64 `json:"p50_ms"`
+	P99Ms       float64 `json:"p99_ms"`
+	// ThroughputRatio is AckedPerSec over the fault-free AckedPerSec; P99Ratio likewise.
+	ThroughputRatio float64 `json:"throughput_vs_fault_free"`
+	P99Ratio        float64 `json:"p99_vs_fault_free"`
 }
 
 // Bin is one time interval's figures.
@@ -50,6 +84,8 @@ type Report struct {
 	TargetRate  float64   `json:"target_records_per_sec"`
 	Bins        []Bin     `json:"bins"`
 	Faults      []Fault   `json:"faults"`
+	// ByFault are the figures per kind of fault, the fault-free time first.
+	ByFault []FaultFigures `json:"by_fault"`
 	// Summary holds the run's totals and check results (records acknowledged and verified,
 	// consumer checks, agreement height, ...), as the suite computed them.
 	Summary map[string]any `json:"summary"`
@@ -115,6 +151,37 @@ type Recorder struct {
 	ackedN  uint64
 	eatenN  uint64
 	lastAck time.Time
+	// windows are the faults' windows in time order (the last one open while its fault is in
+	// progress), kinds what each kind's records came to, stopAt the end of the load.
+	windows []window
+	kinds   map[string]*kindTally
+	stopAt  time.Time
+}
+
+// window is a fault's time, from its start until every node caught up (to zero while open).
+type window struct {
+	kind     string
+	from, to time.Time
+}
+
+// kindTally is what FaultFigures are made of.
+type kindTally struct {
+	lat    Histogram // of the records handed over during the kind's windows
+	handed uint64
+	acked  uint64 // records acknowledged during the kind's windows
+	faults int
+}
+
+func (r *Recorder) tally(kind string) *kindTally {
+	if r.kinds == nil {
+		r.kinds = map[string]*kindTally{}
+	}
+	k := r.kinds[kind]
+	if k == nil {
+		k = &kindTally{}
+		r.kinds[kind] = k
+	}
+	return k
 }
 
 // NewRecorder starts bins of length bin at start, for a network of nodes validators.
@@ -147,6 +214,64 @@ func (r *Recorder) Acked(t time.Time, latencies []time.Duration) {
 		r.total.Add(d)
 	}
 	r.lastAck = t
+	ackedKind := ""
+	if r.stopAt.IsZero() || !t.After(r.stopAt) {
+		ackedKind = r.kindAt(t)
+	}
+	// A record's latency counts for what was in progress when it was handed over: the backlog
+	// a fault leaves behind is the fault's, not the fault-free time's that drains it. Its
+	// acknowledgement counts for what is in progress now, unless it was handed over during
+	// another fault: a drained backlog is no throughput of the time that drains it.
+	for _, d := range latencies {
+		handed := t.Add(-d)
+		if !r.stopAt.IsZero() && !handed.Before(r.stopAt) {
+			continue
+		}
+		kind := r.kindAt(handed)
+		k := r.tally(kind)
+		k.handed++
+		k.lat.Add(d)
+		if ackedKind != "" && (kind == ackedKind || kind == NoFault) {
+			r.tally(ackedKind).acked++
+		}
+	}
+}
+
+// kindAt is the kind of fault in progress at t, Recovery, or NoFault (r.mu held): the last
+// window begun by t decides. Records are handed over and acknowledged recently, so the search
+// starts at the last window.
+func (r *Recorder) kindAt(t time.Time) string {
+	for i := len(r.windows) - 1; i >= 0; i-- {
+		switch w := r.windows[i]; {
+		case t.Before(w.from):
+			continue
+		case w.to.IsZero() || t.Before(w.to):
+			return w.kind
+		case t.Before(w.to.Add(RecoveryTail)):
+			return Recovery
+		}
+		break
+	}
+	if t.Before(r.start.Add(RecoveryTail)) && (len(r.windows) == 0 || t.Before(r.windows[0].from)) {
+		return StartUp
+	}
+	return NoFault
+}
+
+// FaultBegins marks the start of a fault of kind at t: its window lasts until the fault's
+// Fault call says every node caught up. Faults come one at a time.
+func (r *Recorder) FaultBegins(kind string, t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.windows = append(r.windows, window{kind: kind, from: t})
+}
+
+// LoadStopped marks the end of the load at t: records handed over or acknowledged after it (the
+// producers' last ones) count for no kind, and the fault-free time ends there.
+func (r *Recorder) LoadStopped(t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopAt = t
 }
 
 // Consumed records n records handed to the consumer group at t.
@@ -174,11 +299,19 @@ func (r *Recorder) Sample(t time.Time, rss, disk []uint64) {
 	}
 }
 
-// Fault records a fault interval.
-func (r *Recorder) Fault(kind string, node int, from, to time.Time, note string) {
+// Fault records a fault: injected at from, repaired at to, every node caught up at settled. It
+// ends the window FaultBegins opened (a fault recorded without one gets its window here).
+func (r *Recorder) Fault(kind string, node int, from, to, settled time.Time, note string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.faults = append(r.faults, Fault{Kind: kind, Node: node, StartSec: from.Sub(r.start).Seconds(), EndSec: to.Sub(r.start).Seconds(), Note: note})
+	r.faults = append(r.faults, Fault{Kind: kind, Node: node, StartSec: from.Sub(r.start).Seconds(), EndSec: to.Sub(r.start).Seconds(),
+		SettledSec: settled.Sub(r.start).Seconds(), Note: note})
+	if n := len(r.windows); n > 0 && r.windows[n-1].to.IsZero() && r.windows[n-1].kind == kind {
+		r.windows[n-1].to = settled
+	} else {
+		r.windows = append(r.windows, window{kind: kind, from: from, to: settled})
+	}
+	r.tally(kind).faults++
 }
 
 // Totals are the whole run's figures so far.
@@ -220,6 +353,7 @@ func (r *Recorder) Report(seed uint64, targetRate float64, end time.Time, summar
 	rep := &Report{Started: r.start.UTC(), Seed: seed, DurationSec: end.Sub(r.start).Seconds(), BinSec: r.bin.Seconds(),
 		Validators: r.nodes, TargetRate: targetRate, Faults: append([]Fault(nil), r.faults...), Summary: summary}
 	sort.Slice(rep.Faults, func(i, j int) bool { return rep.Faults[i].StartSec < rep.Faults[j].StartSec })
+	rep.ByFault = r.byFault(end)
 	for i := range r.acked {
 		from := time.Duration(i) * r.bin
 		secs := min(r.bin, end.Sub(r.start)-from).Seconds()
@@ -232,6 +366,109 @@ func (r *Recorder) Report(seed uint64, targetRate float64, end time.Time, summar
 		})
 	}
 	return rep
+}
+
+// byFault computes the report's ByFault with the load ending at end unless LoadStopped said
+// earlier (r.mu held).
+func (r *Recorder) byFault(end time.Time) []FaultFigures {
+	if !r.stopAt.IsZero() && r.stopAt.Before(end) {
+		end = r.stopAt
+	}
+	r.tally(NoFault)
+	startUp := r.start.Add(RecoveryTail)
+	if startUp.After(end) {
+		startUp = end
+	}
+	if len(r.windows) > 0 && startUp.After(r.windows[0].from) {
+		startUp = r.windows[0].from
+	}
+	dur := map[string]time.Duration{NoFault: end.Sub(startUp), StartUp: max(startUp.Sub(r.start), 0)}
+	recoveries := 0
+	for i, w := range r.windows {
+		to := w.to
+		if to.IsZero() || to.After(end) { // a fault the run ended in
+			to = end
+		}
+		tail := to.Add(RecoveryTail)
+		if tail.After(end) {
+			tail = end
+		}
+		if i+1 < len(r.windows) && tail.After(r.windows[i+1].from) {
+			tail = r.windows[i+1].from
+		}
+		d, rd := max(to.Sub(w.from), 0), max(tail.Sub(to), 0)
+		r.tally(w.kind)
+		dur[w.kind] += d
+		dur[Recovery] += rd
+		dur[NoFault] -= d + rd
+		if rd > 0 {
+			recoveries++
+		}
+	}
+	if recoveries > 0 {
+		r.tally(Recovery).faults = recoveries
+	}
+	kinds := make([]string, 0, len(r.kinds))
+	for kind := range r.kinds {
+		if kind != NoFault && kind != Recovery && kind != StartUp {
+			kinds = append(kinds, kind)
+		}
+	}
+	sort.Strings(kinds)
+	kinds = append([]string{NoFault}, kinds...)
+	for _, kind := range []string{Recovery, StartUp} {
+		if r.kinds[kind] != nil {
+			kinds = append(kinds, kind)
+		}
+	}
+	out := []FaultFigures{}
+	for _, kind := range kinds {
+		k := r.kinds[kind]
+		f := FaultFigures{Kind: kind, Faults: k.faults, Sec: dur[kind].Seconds(), Handed: k.handed, Acked: k.acked,
+			P50Ms: k.lat.Percentile(50), P99Ms: k.lat.Percentile(99)}
+		if f.Sec > 0 {
+			f.AckedPerSec = float64(k.acked) / f.Sec
+		}
+		out = append(out, f)
+	}
+	for i := range out {
+		if out[0].AckedPerSec > 0 {
+			out[i].ThroughputRatio = out[i].AckedPerSec / out[0].AckedPerSec
+		}
+		if out[0].P99Ms > 0 && out[i].P99Ms >= 0 {
+			out[i].P99Ratio = out[i].P99Ms / out[0].P99Ms
+		}
+	}
+	return out
+}
+
+// FaultTable is ByFault as a Markdown table, for the log and the README.
+func (rep *Report) FaultTable() string {
+	var b strings.Builder
+	b.WriteString("| fault | faults | seconds | acknowledged/s | × fault-free | records handed over | p50 produce→commit | p99 produce→commit | × fault-free |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, f := range rep.ByFault {
+		name := f.Kind
+		switch name {
+		case NoFault:
+			name = "none (fault-free)"
+		case Recovery:
+			name = fmt.Sprintf("recovery (%s after each)", RecoveryTail)
+		case StartUp:
+			name = fmt.Sprintf("start-up (the first %s)", RecoveryTail)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.2f | %d | %s | %s | %.2f |\n", name, f.Faults, f.Sec, f.AckedPerSec,
+			f.ThroughputRatio, f.Handed, msLabel(f.P50Ms), msLabel(f.P99Ms), f.P99Ratio)
+	}
+	return b.String()
+}
+
+// msLabel shows a latency in milliseconds as seconds ("–" for none).
+func msLabel(ms float64) string {
+	if ms < 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f s", ms/1000)
 }
 
 // Write saves the report as soak-<UTC start>.json and .png in dir, and copies both to

@@ -36,7 +36,8 @@ func synthetic() *Recorder {
 		if k == "restart-all" {
 			node = -1
 		}
-		r.Fault(k, node, start.Add(time.Duration(100+i*100)*time.Second), start.Add(time.Duration(125+i*100)*time.Second), "")
+		from, to := start.Add(time.Duration(100+i*100)*time.Second), start.Add(time.Duration(125+i*100)*time.Second)
+		r.Fault(k, node, from, to, to.Add(5*time.Second), "")
 	}
 	return r
 }
@@ -56,7 +57,7 @@ func TestReportPNGAndJSON(t *testing.T) {
 	img, err := png.Decode(bytes.NewReader(bz))
 	require.NoError(t, err)
 	require.Equal(t, 1152, img.Bounds().Dx())
-	require.Equal(t, 1248, img.Bounds().Dy())
+	require.Equal(t, 1536, img.Bounds().Dy())
 
 	dir := t.TempDir()
 	pngPath, jsonPath, err := rep.Write(dir)
@@ -81,5 +82,69 @@ func TestReportPNGEmpty(t *testing.T) {
 	start := time.Now()
 	rep := NewRecorder(start, 10*time.Second, 4).Report(1, 100, start.Add(5*time.Second), nil)
 	_, err := rep.PNG(4*ChartWidth/12, 4*ChartHeight/13)
+	require.NoError(t, err)
+}
+
+// Throughput counts for what was in progress when records were acknowledged, latency for what
+// was in progress when they were handed over: a fault's window runs from its start until every
+// node caught up, then 10 s of recovery; the backlog it leaves is its own (its latency, and no
+// throughput of the time that drains it); the load's end closes every window; the first 10 s
+// are the start-up's.
+func TestReportByFault(t *testing.T) {
+	start := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	r := NewRecorder(start, 10*time.Second, 4)
+	at := func(s int) time.Time { return start.Add(time.Duration(s) * time.Second) }
+	lat := func(n int, d time.Duration) []time.Duration {
+		out := make([]time.Duration, n)
+		for i := range out {
+			out[i] = d
+		}
+		return out
+	}
+	for s := 0; s < 60; s++ { // 100 records/s at 1 s
+		r.Acked(at(s), lat(100, time.Second))
+	}
+	r.FaultBegins("pause", at(60))
+	for s := 60; s < 80; s++ { // 50 records/s while paused and catching up
+		r.Acked(at(s), lat(50, time.Second))
+	}
+	r.Fault("pause", 2, at(60), at(70), at(80), "")
+	r.Acked(at(80), lat(100, 6*time.Second)) // the pause's backlog, handed over at 74: not fault-free throughput
+	for s := 81; s < 100; s++ {
+		r.Acked(at(s), lat(100, time.Second))
+	}
+	r.FaultBegins("kill", at(100)) // the load stops during it
+	r.Acked(at(105), lat(10, 3*time.Second))
+	r.LoadStopped(at(110))
+	r.Acked(at(115), lat(1000, 9*time.Second)) // handed over at 106, in the kill
+	r.Acked(at(116), lat(1000, time.Second))   // handed over after the load: no kind
+	r.Fault("kill", 1, at(100), at(112), at(120), "")
+	rep := r.Report(1, 100, at(130), nil)
+
+	require.Len(t, rep.ByFault, 5)
+	free, kill, pause, recovery, startUp := rep.ByFault[0], rep.ByFault[1], rep.ByFault[2], rep.ByFault[3], rep.ByFault[4]
+	freeRate := 5800.0 / 60 // acknowledged at 10..59 and 91..99; handed over from 10 to 59 and from 90 on
+	require.Equal(t, FaultFigures{Kind: NoFault, Sec: 60, Acked: 5800, AckedPerSec: freeRate, Handed: 5850, P50Ms: 1005, P99Ms: 1005,
+		ThroughputRatio: 1, P99Ratio: 1}, free)
+	require.Equal(t, FaultFigures{Kind: StartUp, Sec: 10, Acked: 1000, AckedPerSec: 100, Handed: 1100, P50Ms: 1005, P99Ms: 1005,
+		ThroughputRatio: 100 / freeRate, P99Ratio: 1}, startUp, "the first 10 s")
+	require.Equal(t, FaultFigures{Kind: "pause", Faults: 1, Sec: 20, Acked: 1000, AckedPerSec: 50, Handed: 1050, P50Ms: 1005, P99Ms: 6005,
+		ThroughputRatio: 50 / freeRate, P99Ratio: 6005.0 / 1005}, pause)
+	require.Equal(t, FaultFigures{Kind: "kill", Faults: 1, Sec: 10, Acked: 10, AckedPerSec: 1, Handed: 1010, P50Ms: 9005, P99Ms: 9005,
+		ThroughputRatio: 1 / freeRate, P99Ratio: 9005.0 / 1005}, kill, "the window ends with the load")
+	require.Equal(t, FaultFigures{Kind: Recovery, Faults: 1, Sec: 10, Acked: 900, AckedPerSec: 90, Handed: 1000, P50Ms: 1005, P99Ms: 1005,
+		ThroughputRatio: 90 / freeRate, P99Ratio: 1}, recovery, "the 10 s after the pause settled; none after the kill, with the load over")
+	require.Len(t, rep.Faults, 2)
+	require.Equal(t, 120.0, rep.Faults[1].SettledSec)
+	table := rep.FaultTable()
+	t.Log("\n" + table)
+	require.Contains(t, table, "| none (fault-free) | 0 | 60 | 97 | 1.00 | 5850 | 1.00 s | 1.00 s | 1.00 |")
+	require.Contains(t, table, "| pause | 1 | 20 | 50 | 0.52 | 1050 | 1.00 s |")
+	require.Contains(t, table, "| recovery (10s after each) | 1 | 10 | 90 | 0.93 | 1000 |")
+	require.Contains(t, table, "| start-up (the first 10s) | 0 | 10 | 100 | 1.03 | 1100 |")
+
+	bz, err := rep.PNG(ChartWidth, ChartHeight)
+	require.NoError(t, err)
+	_, err = png.Decode(bytes.NewReader(bz))
 	require.NoError(t, err)
 }

@@ -84,12 +84,43 @@ func gatewayUsers(cmd *cobra.Command, clientCtx client.Context, path string) ([]
 		if err != nil {
 			return nil, fmt.Errorf("user %q: %w", u.Name, err)
 		}
-		if ingress, _ := cmd.Flags().GetString(flagIngress); ingress != "" {
-			signer.UseRawIngress(strings.TrimSuffix(ingress, "/") + app.RawTxPath)
-		}
+		useIngress(cmd, signer)
 		users = append(users, kafka.User{Name: u.Name, Password: u.Password, Signer: signer})
 	}
 	return users, nil
+}
+
+// gatewayNodes reads a --node list of several nodes (with --ingress, one API server per node in
+// the same order) into a client that fails over between them, and makes it clientCtx's client.
+// One node is left as the SDK's client reads it, as before.
+func gatewayNodes(cmd *cobra.Command, clientCtx client.Context, logf func(string, ...any)) (client.Context, error) {
+	rpcs, _ := cmd.Flags().GetString(flags.FlagNode)
+	ingress, _ := cmd.Flags().GetString(flagIngress)
+	list, err := txclient.ParseNodes(rpcs, ingress)
+	if err != nil {
+		return clientCtx, fmt.Errorf("--%s/--%s: %w", flags.FlagNode, flagIngress, err)
+	}
+	if len(list) == 1 {
+		return clientCtx, nil
+	}
+	nodes, err := txclient.NewNodes(list)
+	if err != nil {
+		return clientCtx, err
+	}
+	nodes.OnSwitch(func(sw txclient.Switch) {
+		logf("node %s did not answer (%v): now using node %s", list[sw.From].RPC, sw.Cause, list[sw.To].RPC)
+	})
+	// A signer built on this context sends through the list (txclient.Signer.UseNodes).
+	return clientCtx.WithClient(nodes).WithNodeURI(list[0].RPC), nil
+}
+
+// useIngress points a signer at --ingress when the gateway uses one node; with a list, the
+// signer already sends through the list's ingresses.
+func useIngress(cmd *cobra.Command, signer *txclient.Signer) {
+	ingress, _ := cmd.Flags().GetString(flagIngress)
+	if ingress != "" && !strings.Contains(ingress, ",") {
+		signer.UseRawIngress(strings.TrimSuffix(ingress, "/") + app.RawTxPath)
+	}
 }
 
 // newKafkaCmd is `bftlogd kafka`: the Kafka wire-protocol gateway.
@@ -118,24 +149,26 @@ Whatever the mode, each connection is bounded (--max-request-bytes, --request-ti
 --idle-timeout) and so are all together (--max-connections, --max-buffered-bytes).`,
 		Example: `bftlogd kafka serve --listen 127.0.0.1:9092 --from gateway --node tcp://127.0.0.1:26657
 bftlogd kafka serve --listen 127.0.0.1:9092 --from gateway --node tcp://127.0.0.1:26657 --ingress http://127.0.0.1:1317
+bftlogd kafka serve --listen 127.0.0.1:9092 --from gateway --node tcp://10.0.0.2:26657,tcp://10.0.0.3:26657 --ingress http://10.0.0.2:1317,http://10.0.0.3:1317
 kcat -b 127.0.0.1:9092 -L`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
+			logf := func(format string, args ...any) { fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...) }
 			clientCtx, err := client.GetClientTxContext(cmd)
 			if err != nil {
+				return err
+			}
+			if clientCtx, err = gatewayNodes(cmd, clientCtx, logf); err != nil {
 				return err
 			}
 			signer, err := txclient.NewSignerFromFlags(clientCtx, cmd.Flags())
 			if err != nil {
 				return err
 			}
-			if ingress, _ := cmd.Flags().GetString(flagIngress); ingress != "" {
-				signer.UseRawIngress(strings.TrimSuffix(ingress, "/") + app.RawTxPath)
-			}
+			useIngress(cmd, signer)
 			addr, _ := cmd.Flags().GetString("listen")
 			advertise, _ := cmd.Flags().GetString("advertise")
-			logf := func(format string, args ...any) { fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...) }
 			cfg := kafka.Config{Addr: addr, Advertise: advertise, ClientCtx: clientCtx, Signer: signer, Log: logf}
 			gatewayLimits(cmd, &cfg)
 			if path, _ := cmd.Flags().GetString(flagUsers); path != "" {
@@ -175,8 +208,9 @@ kcat -b 127.0.0.1:9092 -L`,
 	serve.Flags().String(flagTLSCert, "", "PEM certificate: serve TLS (with --tls-key)")
 	serve.Flags().String(flagTLSKey, "", "PEM private key of --tls-cert")
 	serve.Flags().String("advertise", "", "host:port given to Kafka clients as the broker's address (default: --listen); a fleet behind a load balancer advertises the balancer")
-	serve.Flags().String(flagIngress, "", "the node's API server (e.g. http://127.0.0.1:1317): appends go to its binary ingress and are acknowledged without their bytes coming back (recommended; without it, CometBFT RPC at --node answers each acknowledgement with the whole transaction, JSON-encoded)")
+	serve.Flags().String(flagIngress, "", "the node's API server (e.g. http://127.0.0.1:1317): appends go to its binary ingress and are acknowledged without their bytes coming back (recommended; without it, CometBFT RPC at --node answers each acknowledgement with the whole transaction, JSON-encoded); with several --node addresses, one API server per node, comma-separated in the same order")
 	flags.AddTxFlagsToCmd(serve)
+	serve.Flags().Lookup(flags.FlagNode).Usage = "CometBFT RPC of the node to use (tcp://host:26657), or a comma-separated list of nodes: the gateway uses one while it answers and moves to the next within a second when it refuses connections, stops answering (a probe after 250 ms, answered within 400 ms) or falls 2 blocks behind; a transaction left with a node that stopped answering is looked up by hash on the next and sent to it again, the same bytes"
 	cmd.AddCommand(serve)
 	return cmd
 }

@@ -120,6 +120,8 @@ type Signer struct {
 	// the last timeout timestamp used, which is also the transaction's nonce on chain.
 	unordered   bool
 	lastTimeout time.Time
+	// nodes, when set, carries every transaction and its wait, failing over between nodes.
+	nodes *Nodes
 }
 
 // UnorderedTTL is how long an unordered transaction stays valid (the chain allows at most 10
@@ -152,6 +154,19 @@ func (s *Signer) nextTimeout() time.Time {
 // (bftlogd serves it at /bftlog/tx/raw on its API server).
 func (s *Signer) UseRawIngress(url string) { s.rawURL = url }
 
+// UseNodes sends through a list of nodes, failing over between them (Nodes): each
+// transaction goes to the current node's ingress (or RPC, for a node without an API address),
+// its commit is waited for there, and when that node stops answering the transaction is looked
+// up by hash on the next one and handed to it, the same bytes, if it does not have it. The
+// signer's simulations and account reads go through the list too. A signer whose client
+// context's Client is a *Nodes uses it from the start.
+func (s *Signer) UseNodes(n *Nodes) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nodes = n
+	s.clientCtx = s.clientCtx.WithClient(n)
+}
+
 // UseGRPC broadcasts through the node's gRPC tx service on conn.
 func (s *Signer) UseGRPC(conn grpc.ClientConnInterface) { s.txService = txtypes.NewServiceClient(conn) }
 
@@ -178,7 +193,8 @@ func NewSigner(clientCtx client.Context, txf tx.Factory, autoGas bool) (*Signer,
 	if txf.Fees().IsZero() && txf.GasPrices().IsZero() {
 		txf = txf.WithGasPrices(ChainGasPrice(clientCtx))
 	}
-	return &Signer{clientCtx: clientCtx, txf: txf, autoGas: autoGas}, nil
+	nodes, _ := clientCtx.Client.(*Nodes)
+	return &Signer{clientCtx: clientCtx, txf: txf, autoGas: autoGas, nodes: nodes}, nil
 }
 
 // ChainGasPrice is the chain's consensus minimum gas price (x/topics param min_gas_price) as
@@ -196,17 +212,24 @@ func ChainGasPrice(clientCtx client.Context) string {
 func (s *Signer) Address() string { return s.clientCtx.GetFromAddress().String() }
 
 // Submit signs msgs as one transaction and broadcasts it in sync mode (it returns once the
-// mempool accepted it) and returns its hash.
+// mempool accepted it) and returns its hash. SubmitAndWait also sees it through to a block,
+// across nodes with UseNodes.
 func (s *Signer) Submit(msgs ...sdk.Msg) (string, error) {
+	txn, err := s.send(msgs...)
+	return txn.hash, err
+}
+
+// send is Submit, returning what the node list (if any) needs to see the transaction through.
+func (s *Signer) send(msgs ...sdk.Msg) (sent, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	hash, err := s.submit(msgs...)
+	txn, err := s.submit(msgs...)
 	// A refusal of the account sequence, in simulation or in CheckTx, means another process
 	// signed with this key (or a transaction was lost): never keep the stale sequence.
 	for retry := 0; retry < 2 && s.recover(err); retry++ {
-		hash, err = s.submit(msgs...)
+		txn, err = s.submit(msgs...)
 	}
-	return hash, err
+	return txn, err
 }
 
 // recover prepares the signer to send again after err and tells whether it is worth it.
@@ -234,7 +257,7 @@ func (s *Signer) resync() error {
 }
 
 // submit is one attempt of Submit, with s.mu held.
-func (s *Signer) submit(msgs ...sdk.Msg) (string, error) {
+func (s *Signer) submit(msgs ...sdk.Msg) (sent, error) {
 	txf := s.txf
 	if s.unordered {
 		txf = txf.WithTimeoutTimestamp(s.nextTimeout())
@@ -249,7 +272,7 @@ func (s *Signer) submit(msgs ...sdk.Msg) (string, error) {
 			gas, err = s.simulate(txf, msgs...)
 		}
 		if err != nil {
-			return "", err
+			return sent{}, err
 		}
 		txf = txf.WithGas(gas)
 	}
@@ -269,36 +292,41 @@ func (s *Signer) submit(msgs ...sdk.Msg) (string, error) {
 	}
 	txb, err := txf.BuildUnsignedTx(msgs...)
 	if err != nil {
-		return "", err
+		return sent{}, err
 	}
 	if err := tx.Sign(context.Background(), txf, s.clientCtx.FromName, txb, true); err != nil {
-		return "", err
+		return sent{}, err
 	}
 	bz, err := s.clientCtx.TxConfig.TxEncoder()(txb.GetTx())
 	if err != nil {
-		return "", err
+		return sent{}, err
 	}
 	var res *sdk.TxResponse
-	if s.rawURL != "" {
+	var at *endpoint
+	if s.nodes != nil {
+		if res, at, err = s.nodes.broadcast(bz); err != nil {
+			return sent{}, err
+		}
+	} else if s.rawURL != "" {
 		if res, err = postRaw(s.rawURL, bz); err != nil {
-			return "", err
+			return sent{}, err
 		}
 	} else if s.txService != nil {
 		out, err := s.txService.BroadcastTx(context.Background(), &txtypes.BroadcastTxRequest{TxBytes: bz, Mode: txtypes.BroadcastMode_BROADCAST_MODE_SYNC})
 		if err != nil {
-			return "", err
+			return sent{}, err
 		}
 		res = out.TxResponse
 	} else if res, err = s.clientCtx.BroadcastTxSync(bz); err != nil {
-		return "", err
+		return sent{}, err
 	}
 	if res.Code != 0 {
-		return "", NewTxError(Checked, res.TxHash, 0, res.Codespace, res.Code, res.RawLog)
+		return sent{}, NewTxError(Checked, res.TxHash, 0, res.Codespace, res.Code, res.RawLog)
 	}
 	if !s.unordered {
 		s.txf = s.txf.WithSequence(s.txf.Sequence() + 1)
 	}
-	return res.TxHash, nil
+	return sent{hash: res.TxHash, tx: bz, at: at}, nil
 }
 
 // simulate runs msgs as a transaction of txf on the node's current state and returns the gas
@@ -366,14 +394,17 @@ func (s *Signer) aheadOfNode(err error) bool {
 
 // SubmitAndWait submits msgs and waits until they are committed.
 func (s *Signer) SubmitAndWait(msgs ...sdk.Msg) (*sdk.TxResponse, error) {
-	hash, err := s.Submit(msgs...)
+	txn, err := s.send(msgs...)
 	if err != nil {
 		return nil, err
 	}
-	if s.rawURL != "" {
-		return waitRaw(resultURL(s.rawURL), hash)
+	if txn.at != nil {
+		return s.nodes.await(txn)
 	}
-	return Wait(s.clientCtx, hash)
+	if s.rawURL != "" {
+		return waitRaw(resultURL(s.rawURL), txn.hash)
+	}
+	return Wait(s.clientCtx, txn.hash)
 }
 
 // resultURL is the ingress's result endpoint (app.RawTxResultPath) beside its tx endpoint
@@ -500,12 +531,15 @@ func postRaw(url string, bz []byte) (*sdk.TxResponse, error) {
 	return ingressAnswer(resp)
 }
 
+// maxAnswerBytes bounds what a client reads of an ingress or result answer.
+const maxAnswerBytes = 4 << 20
+
 // ingressAnswer decodes (and closes) an answer of the binary ingress: app.RawTxResponse or
 // app.RawTxResult, whose fields are TxResponse's.
 func ingressAnswer(resp *http.Response) (*sdk.TxResponse, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(resp.Body)
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		return nil, fmt.Errorf("ingress: %s: %s", resp.Status, bytes.TrimSpace(msg))
 	}
 	var out struct {
@@ -516,7 +550,8 @@ func ingressAnswer(resp *http.Response) (*sdk.TxResponse, error) {
 		RawLog    string `json:"raw_log"`
 		Data      string `json:"data"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+	// Bounded: a result is a few hundred bytes plus the messages' responses.
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(&out); err != nil {
 		return nil, err
 	}
 	return &sdk.TxResponse{TxHash: out.TxHash, Height: out.Height, Code: out.Code, Codespace: out.Codespace, RawLog: out.RawLog, Data: out.Data}, nil
