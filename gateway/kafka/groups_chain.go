@@ -35,8 +35,9 @@ type chainGroups struct {
 // waiter gives up with its connection) orders the commits to that group, each of which may
 // join first, and is held while they wait for their block.
 type nativeGroup struct {
-	turn chan struct{}
-	gc   nativeMember // nil until joined
+	turn  chan struct{}
+	gc    nativeMember // nil until joined
+	users int          // commits holding or awaiting the turn (guarded by chainGroups.mu)
 }
 
 // txSigner is what the gateway asks of its signer (*txclient.Signer).
@@ -111,23 +112,27 @@ func (c *chainGroups) commit(ctx context.Context, group string, topics []string,
 		g = &nativeGroup{turn: make(chan struct{}, 1)}
 		c.member[group] = g
 	}
+	g.users++
 	c.mu.Unlock()
+	joined := false
+	defer func() {
+		// Never joined (refused, or the node unreachable): a group name a client made up
+		// leaves nothing behind, once no other commit holds or awaits this one's turn (else
+		// a later commit would make a second membership beside the waiter's).
+		c.mu.Lock()
+		if g.users--; g.users == 0 && !joined && c.member[group] == g {
+			delete(c.member, group)
+		}
+		c.mu.Unlock()
+	}()
 	select {
 	case g.turn <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	defer func() { <-g.turn }()
 	err := c.commitAs(ctx, g, group, topics, offsets)
-	if g.gc == nil {
-		// Never joined (refused, or the node unreachable): a group name a client made up
-		// leaves nothing behind.
-		c.mu.Lock()
-		if c.member[group] == g {
-			delete(c.member, group)
-		}
-		c.mu.Unlock()
-	}
+	joined = g.gc != nil // read while holding the turn, which guards gc
+	<-g.turn
 	return err
 }
 
