@@ -89,7 +89,7 @@ func (g *gen) msgs(a int) []sdk.Msg {
 		}
 	}
 	n := 1
-	if g.r.Intn(5) == 0 {
+	if g.r.Intn(8) == 0 {
 		n += 1 + g.r.Intn(2)
 	}
 	var out []sdk.Msg
@@ -584,6 +584,10 @@ func (g *gen) kafkaMemberID(a int, group string) string {
 }
 
 func (g *gen) kafkaJoin(a int) []sdk.Msg {
+	if m, ok := g.kafkaRejoin(a); ok { // as a client does when its group rebalances
+		return []sdk.Msg{&types.MsgKafkaJoinGroup{Owner: m.Owner, GroupId: m.GroupId, MemberId: m.MemberId, ClientId: m.ClientId, ProtocolType: "consumer",
+			Protocols: m.Protocols, SessionTimeoutMs: m.SessionTimeoutMs, RebalanceTimeoutMs: m.RebalanceTimeoutMs}}
+	}
 	group := g.joinable(a)
 	msg := &types.MsgKafkaJoinGroup{Owner: g.addr(a), GroupId: group, MemberId: g.kafkaMemberID(a, group), ClientId: "sim", ProtocolType: "consumer",
 		SessionTimeoutMs: []int32{6_000, 10_000, 30_000}[g.r.Intn(3)], RebalanceTimeoutMs: []int32{0, 5_000, 20_000}[g.r.Intn(3)]}
@@ -615,6 +619,45 @@ func (g *gen) kafkaMember(a int) (types.KafkaMember, bool) {
 	return pool[g.r.Intn(len(pool))], true
 }
 
+// kafkaRejoin is a member account a owns (honest accounts only) that has yet to rejoin its
+// group's join phase.
+func (g *gen) kafkaRejoin(a int) (types.KafkaMember, bool) {
+	if g.hostile[a] || g.oneOf(4) {
+		return types.KafkaMember{}, false
+	}
+	for _, id := range sortedKeys(g.w.kafka) {
+		if g.w.kafka[id].State != types.KAFKA_GROUP_STATE_PREPARING_REBALANCE {
+			continue
+		}
+		for _, m := range g.w.kmembers[id] {
+			if !m.Joined && m.Owner == g.addr(a) {
+				return m, true
+			}
+		}
+	}
+	return types.KafkaMember{}, false
+}
+
+// kafkaLeader is the leader of a group awaiting its assignment that account a owns (an honest
+// leader syncs as soon as its generation forms, as Kafka clients do).
+func (g *gen) kafkaLeader(a int) (types.KafkaMember, bool) {
+	if g.hostile[a] {
+		return types.KafkaMember{}, false
+	}
+	for _, id := range sortedKeys(g.w.kafka) {
+		kg := g.w.kafka[id]
+		if kg.State != types.KAFKA_GROUP_STATE_COMPLETING_REBALANCE {
+			continue
+		}
+		for _, m := range g.w.kmembers[id] {
+			if m.MemberId == kg.Leader && m.Owner == g.addr(a) {
+				return m, true
+			}
+		}
+	}
+	return types.KafkaMember{}, false
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
@@ -625,9 +668,11 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 func (g *gen) kafkaSync(a int) []sdk.Msg {
-	m, ok := g.kafkaMember(a)
+	m, ok := g.kafkaLeader(a)
 	if !ok {
-		return nil
+		if m, ok = g.kafkaMember(a); !ok {
+			return nil
+		}
 	}
 	kg := g.w.kafka[m.GroupId]
 	gen := kg.Generation
