@@ -10,6 +10,7 @@ import (
 
 	"cosmossdk.io/collections"
 	sdkmath "cosmossdk.io/math"
+	storetypes "cosmossdk.io/store/types"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
@@ -295,7 +296,7 @@ func (v *invariants) records(n *node) {
 	}
 	k := v.a.TopicsKeeper
 	prefix := append([]byte(types.RecordDBPrefix), types.RecordBytesPrefix.Bytes()...)
-	it, err := n.db.Iterator(prefix, prefixEnd(prefix))
+	it, err := n.db.Iterator(prefix, storetypes.PrefixEndBytes(prefix))
 	if err != nil {
 		v.check(err)
 		return
@@ -328,17 +329,6 @@ func (v *invariants) records(n *node) {
 	for key := range pointers {
 		v.failf("record pointer %x without its batch", key)
 	}
-}
-
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }
 
 // deposits: the x/topics module account holds exactly the deposits of the topics and groups.
