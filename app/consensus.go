@@ -14,7 +14,7 @@ const DefaultBlockMaxGas = 1_500_000_000
 // DefaultRetainBlocks is how many recent blocks a node keeps (app.toml min-retain-blocks, and
 // the genesis evidence max_age_num_blocks, which the SDK would otherwise let keep 100,000): the
 // log lives in the application state, so old blocks only serve evidence, light clients and
-// peers catching up by block sync — new nodes join by state sync instead (README, Operations).
+// peers catching up by block sync — new nodes join by state sync instead (docs/operations.md).
 const DefaultRetainBlocks = 10_000
 
 // SetGenesisConsensusDefaults writes bftlog's consensus params into the genesis file.

@@ -17,7 +17,7 @@ import (
 // RawTxPath is the binary ingress for producers: POST a signed transaction's bytes
 // (application/octet-stream) and get the CheckTx result as JSON. It skips JSON-RPC's base64 and
 // the SDK gRPC interceptor's per-request formatting, which dominate a node's CPU for large
-// record batches (README, Performance), and hands the bytes to the in-process CometBFT client.
+// record batches (docs/performance.md), and hands the bytes to the in-process CometBFT client.
 const RawTxPath = "/bftlog/tx/raw"
 
 // maxRawTxBytes bounds the request body; mempool.max_tx_bytes is the real limit.

@@ -13,7 +13,7 @@ import (
 // recentResults keeps the results of the transactions the node committed last, by hash, for
 // the ingress's result endpoint (ingress.go): a producer learns its offsets from
 // the node's memory at the moment its block commits, without CometBFT's tx index, which stores
-// every transaction a second time beside the block store (README, Performance: disk), and
+// every transaction a second time beside the block store (docs/performance.md, disk), and
 // without decoding the whole stored transaction back out of it. It is an ABCI listener: a
 // block's results are taken at FinalizeBlock and published at Commit, so nothing is answered
 // before it is committed. Not state: a node restarted, or asked about an older transaction,

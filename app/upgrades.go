@@ -10,7 +10,7 @@ import (
 
 // UpgradeV2 is the software upgrade that moves x/topics to consensus version 2 (topic configs
 // carry cleanup_policy). A MsgSoftwareUpgrade proposal with this name halts every node of the
-// release before at its height; this binary runs the migrations there (README, Upgrades).
+// release before at its height; this binary runs the migrations there (docs/operations.md, Upgrades).
 const UpgradeV2 = "v2"
 
 // registerUpgradeHandlers registers every upgrade this binary can perform. An upgrade's

@@ -19,7 +19,7 @@ func (b blockTiming) String() string {
 	return fmt.Sprintf("commit %s, propose %s, prevote/precommit %s", b.Commit, b.Propose, b.Vote)
 }
 
-// regionTiming is the block timing recommended for validators rtt apart (README, Performance).
+// regionTiming is the block timing recommended for validators rtt apart (docs/performance.md).
 // timeout_propose stays at bftlogd's 3 s: at 100 ms RTT and peak load a proposal of several
 // megabytes took 1.3-1.9 s to arrive and be checked here, and the timeout costs time only when
 // a proposer is down. The vote timeouts wait for the last votes once two thirds have come, so

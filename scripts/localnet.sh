@@ -25,7 +25,7 @@ done
 "$BIN" genesis collect-gentxs --home "$HOME_DIR" >/dev/null 2>&1
 
 # `bftlogd init` wrote block max_gas and the default x/topics params (min_gas_price, deposits,
-# max_tx_gas; README "Fees and deposits"): every tx pays gas x min_gas_price, filled in by bftlogd.
+# max_tx_gas; x/topics/README.md "Fees and deposits"): every tx pays gas x min_gas_price, filled in by bftlogd.
 # A demo topic "demo" with 3 partitions owned by alice, written straight into genesis (no deposit:
 # the topics module account holds exactly the deposits in genesis, here none).
 ALICE=$("$BIN" keys show alice -a "${KR[@]}")
@@ -48,7 +48,7 @@ cat <<MSG
 
 bftlog local chain "$CHAIN_ID" in $HOME_DIR — RPC 127.0.0.1:26657, REST 127.0.0.1:1317, gRPC 127.0.0.1:9090.
 Keys alice (the validator), bob and carol (keyring-backend test, scripts/test-keys.txt). Topic "demo" has 3 partitions.
-Governance voting period: 60s (proposals in scripts/proposals/, see README).
+Governance voting period: 60s (proposals in scripts/proposals/, see docs/governance.md).
 Fees: gas x min_gas_price ($(jq -r '.app_state.topics.params.min_gas_price | .amount + .denom' "$GEN")), paid automatically by bftlogd; block max_gas $(jq -r .consensus.params.block.max_gas "$GEN").
 
 From a second terminal:

@@ -30,7 +30,7 @@ type matrixRow struct {
 // TestKafkaClientMatrix runs three independent Kafka client implementations — librdkafka
 // (kcat), franz-go and kafka-python — through one gateway: metadata, produce with keys and
 // headers in every codec the client has, fetch, a consumer group with commits, and admin
-// create/delete topic where the client has it. It prints the matrix (the README's table) and
+// create/delete topic where the client has it. It prints the matrix (the table of docs/kafka.md) and
 // fails on any capability that does not work.
 func TestKafkaClientMatrix(t *testing.T) {
 	if testing.Short() {

@@ -62,7 +62,7 @@ type config struct {
 	results       string
 }
 
-// halfPeak is half of the N=4 peak in README, Performance (22,761 records/s).
+// halfPeak is half of the N=4 peak in docs/performance.md (22,761 records/s).
 const halfPeak = 11_400
 
 func loadConfig(t *testing.T) config {

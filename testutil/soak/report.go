@@ -442,7 +442,7 @@ func (r *Recorder) byFault(end time.Time) []FaultFigures {
 	return out
 }
 
-// FaultTable is ByFault as a Markdown table, for the log and the README.
+// FaultTable is ByFault as a Markdown table, for the log and docs/reliability.md.
 func (rep *Report) FaultTable() string {
 	var b strings.Builder
 	b.WriteString("| fault | faults | seconds | acknowledged/s | × fault-free | records handed over | p50 produce→commit | p99 produce→commit | × fault-free |\n")
@@ -472,7 +472,7 @@ func msLabel(ms float64) string {
 }
 
 // Write saves the report as soak-<UTC start>.json and .png in dir, and copies both to
-// last.json and last.png there (a stable name for the README). It returns the two paths.
+// last.json and last.png there (a stable name for docs/reliability.md). It returns the two paths.
 func (rep *Report) Write(dir string) (pngPath, jsonPath string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", err

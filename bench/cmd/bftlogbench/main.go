@@ -1,5 +1,5 @@
 // Command bftlogbench measures bftlog against JetStream and the one-record-per-transaction
-// design in one run (see README, Performance). `make bench` runs it with the defaults;
+// design in one run (see docs/performance.md). `make bench` runs it with the defaults;
 // `make bench-large` runs it with -large-gb, which compares one validator empty and full;
 // `make bench-regions` with -regions, which adds round-trip time between 4 validators.
 package main

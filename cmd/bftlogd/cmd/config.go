@@ -24,7 +24,7 @@ import (
 // TimeoutPropose is CometBFT's default, 3 s, not less: a proposal is a block of several
 // megabytes of record batches, and a validator that has not received and checked it in time
 // prevotes nil. At 1 s, 7 validators on one 2-core machine needed three rounds per height
-// (README, Performance); the timeout only costs time when the proposer is down.
+// (docs/performance.md); the timeout only costs time when the proposer is down.
 const (
 	blockTimeoutPropose        = 3 * time.Second
 	blockTimeoutProposeDelta   = 200 * time.Millisecond
@@ -51,7 +51,7 @@ func initCometBFTConfig() *cmtcfg.Config {
 	// default max_batch_bytes (4 MiB) plus its encoding.
 	cfg.Mempool.MaxTxBytes = 8 << 20
 	// The mempool holds transactions in memory until a block takes them: CometBFT's 1 GB
-	// default alone would break a validator's memory budget (README, Performance: RSS at a
+	// default alone would break a validator's memory budget (docs/performance.md: RSS at a
 	// large log) once producers outrun blocks. 128 MiB is ~6 full blocks of record batches;
 	// past it CheckTx answers "mempool is full" and clients retry.
 	cfg.Mempool.MaxTxsBytes = 128 << 20
@@ -72,7 +72,7 @@ func initCometBFTConfig() *cmtcfg.Config {
 	// decoding and hashing of megabytes (and, in CometBFT 0.38, a hex dump for a debug line).
 	// Relaying to two persistent peers leaves about one duplicate each. A validator the
 	// relays miss still gets the batches in the blocks, and the node that took a transaction
-	// always holds it, so every transaction reaches a proposer (README, Performance).
+	// always holds it, so every transaction reaches a proposer (docs/performance.md).
 	cfg.Mempool.ExperimentalMaxGossipConnectionsToPersistentPeers = 2
 
 	// Serve Prometheus metrics (CometBFT's, the SDK's telemetry and x/topics' bftlog_topics_*,
@@ -148,7 +148,7 @@ func initAppConfig() (string, interface{}) {
 	srvCfg.Telemetry.Enabled = true
 	srvCfg.Telemetry.PrometheusRetentionTime = 60
 
-	// Bounded disk (README, Operations): IAVL keeps the last 1,000 versions (proofs for reads
+	// Bounded disk (docs/operations.md): IAVL keeps the last 1,000 versions (proofs for reads
 	// at recent heights; the SDK's default keeps 362,880), CometBFT the last
 	// app.DefaultRetainBlocks blocks, and state sync snapshots — the log's bytes included — are
 	// taken every 2,000 blocks, the last two kept for joining nodes.
