@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -103,4 +104,16 @@ func newGroupOffsetsCmd(v Verifier) *cobra.Command {
 		})
 	cmd.Flags().String(flagTopic, "", "only this topic")
 	return cmd
+}
+
+func parsePartitionOffset(partition, offset string) (uint32, uint64, error) {
+	p, err := strconv.ParseUint(partition, 10, 32)
+	if err != nil {
+		return 0, 0, fmt.Errorf("partition %q: %w", partition, err)
+	}
+	o, err := strconv.ParseUint(offset, 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("offset %q: %w", offset, err)
+	}
+	return uint32(p), o, nil
 }
