@@ -1,4 +1,3 @@
-// Command bftlogd is the daemon and CLI of the bftlog chain.
 package main
 
 import (

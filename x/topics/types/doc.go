@@ -1,0 +1,13 @@
+// Package types holds what x/topics shares with the clients, gateways and verifiers around it,
+// and nothing that touches state (x/topics/keeper does):
+//
+//   - the messages, state objects, events and queries generated from proto/bftlog/topics/v1;
+//   - the store keys and their encodings, which a verifying client rebuilds to check a proof
+//     against the app hash, so they live here rather than in the keeper;
+//   - the registered errors and their codes (clients match them with errors.Is, never text);
+//   - the params, their defaults and the bounds no governance vote may cross;
+//   - Kafka's record batch v2 as the chain stores it: checked in one pass when a produce runs,
+//     decoded for fetches, re-encoded by compaction, decompressed under a bound;
+//   - what the chain and its clients must compute alike: the assignors of native groups,
+//     the bounds on Kafka-protocol group messages, Kafka's murmur2 key partitioner.
+package types
