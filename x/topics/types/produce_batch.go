@@ -1,0 +1,10 @@
+package types
+
+// NewProduceBatch encodes records as one record batch for one partition.
+func NewProduceBatch(topic string, partition uint32, records []BatchRecord, c Compression) (ProduceBatch, error) {
+	b, err := EncodeRecordBatch(records, c)
+	if err != nil {
+		return ProduceBatch{}, err
+	}
+	return ProduceBatch{Topic: topic, Partition: partition, RecordBatch: b, RecordCount: uint32(len(records))}, nil
+}
