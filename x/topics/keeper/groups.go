@@ -39,20 +39,42 @@ func (k Keeper) getMember(ctx context.Context, group, member string) (types.Memb
 	return m, err
 }
 
-// setMemberExpiry moves a member's expiry index entry (a new member has none to remove).
-func (k Keeper) setMemberExpiry(ctx context.Context, m *types.Member, expiresAt int64) error {
-	if err := k.MemberExpiry.Remove(ctx, collections.Join3(m.ExpiresAtMs, m.GroupId, m.Member)); err != nil {
-		return err
-	}
-	m.ExpiresAtMs = expiresAt
-	return k.MemberExpiry.Set(ctx, collections.Join3(expiresAt, m.GroupId, m.Member), true)
+// memberRef is a member of either kind as the shared member index sees it: its kind says which
+// map holds it (Members or KafkaMembers, both keyed by (group, id)); the expiry index
+// MemberExpiry holds one entry (expires at, group, id) for members of both kinds.
+type memberRef struct {
+	kind      types.GroupKind
+	group, id string // id: a native member's address, a Kafka member's member id
+	expiresAt *int64 // the member's ExpiresAtMs, kept in step with its index entry
 }
 
-func (k Keeper) removeMember(ctx context.Context, m types.Member) error {
-	if err := k.MemberExpiry.Remove(ctx, collections.Join3(m.ExpiresAtMs, m.GroupId, m.Member)); err != nil {
+func nativeMember(m *types.Member) memberRef {
+	return memberRef{types.GROUP_KIND_NATIVE, m.GroupId, m.Member, &m.ExpiresAtMs}
+}
+
+func kafkaMember(m *types.KafkaMember) memberRef {
+	return memberRef{types.GROUP_KIND_KAFKA, m.GroupId, m.MemberId, &m.ExpiresAtMs}
+}
+
+// setExpiry moves a member's expiry index entry to expiresAt (a new member has none to
+// remove); the caller stores the member.
+func (k Keeper) setExpiry(ctx context.Context, m memberRef, expiresAt int64) error {
+	if err := k.MemberExpiry.Remove(ctx, collections.Join3(*m.expiresAt, m.group, m.id)); err != nil {
 		return err
 	}
-	return k.Members.Remove(ctx, collections.Join(m.GroupId, m.Member))
+	*m.expiresAt = expiresAt
+	return k.MemberExpiry.Set(ctx, collections.Join3(expiresAt, m.group, m.id), true)
+}
+
+// removeMember removes a member, with its expiry index entry, from its kind's map.
+func (k Keeper) removeMember(ctx context.Context, m memberRef) error {
+	if err := k.MemberExpiry.Remove(ctx, collections.Join3(*m.expiresAt, m.group, m.id)); err != nil {
+		return err
+	}
+	if m.kind == types.GROUP_KIND_KAFKA {
+		return k.KafkaMembers.Remove(ctx, collections.Join(m.group, m.id))
+	}
+	return k.Members.Remove(ctx, collections.Join(m.group, m.id))
 }
 
 // JoinGroup adds member to group (creating the group with member as admin) or updates its
@@ -147,7 +169,7 @@ func (k Keeper) JoinGroup(ctx context.Context, msg *types.MsgJoinGroup) (*types.
 		}
 	}
 	m.Topics = append([]string(nil), msg.Topics...)
-	if err := k.setMemberExpiry(ctx, &m, sdkCtx.BlockTime().UnixMilli()+g.SessionTimeoutMs); err != nil {
+	if err := k.setExpiry(ctx, nativeMember(&m), sdkCtx.BlockTime().UnixMilli()+g.SessionTimeoutMs); err != nil {
 		return nil, err
 	}
 	if err := k.Members.Set(ctx, collections.Join(m.GroupId, m.Member), m); err != nil {
@@ -333,7 +355,7 @@ func (k Keeper) LeaveGroup(ctx context.Context, member, group string) error {
 	if err != nil {
 		return err
 	}
-	if err := k.removeMember(ctx, m); err != nil {
+	if err := k.removeMember(ctx, nativeMember(&m)); err != nil {
 		return err
 	}
 	return k.rebalance(ctx, &g, "leave")
@@ -367,7 +389,7 @@ func (k Keeper) Heartbeat(ctx context.Context, member, group string) (*types.Msg
 
 func (k Keeper) touch(ctx context.Context, g types.Group, m *types.Member) error {
 	now := sdk.UnwrapSDKContext(ctx).BlockTime().UnixMilli()
-	if err := k.setMemberExpiry(ctx, m, now+g.SessionTimeoutMs); err != nil {
+	if err := k.setExpiry(ctx, nativeMember(m), now+g.SessionTimeoutMs); err != nil {
 		return err
 	}
 	return k.Members.Set(ctx, collections.Join(m.GroupId, m.Member), *m)
@@ -596,7 +618,7 @@ func (k Keeper) removeExpired(ctx context.Context, group string, keys []collecti
 		if m.ExpiresAtMs != key.K1() {
 			continue // stale entry: the member's session was extended
 		}
-		if err := k.removeMember(ctx, m); err != nil {
+		if err := k.removeMember(ctx, nativeMember(&m)); err != nil {
 			return false, false, err
 		}
 		native = true
@@ -633,7 +655,7 @@ func (k Keeper) expireOrphans(ctx context.Context, group string, keys []collecti
 	for _, key := range keys {
 		if m, err := k.Members.Get(ctx, collections.Join(key.K2(), key.K3())); err == nil {
 			if m.ExpiresAtMs == key.K1() {
-				if err := k.removeMember(ctx, m); err != nil {
+				if err := k.removeMember(ctx, nativeMember(&m)); err != nil {
 					return err
 				}
 			}
@@ -744,7 +766,7 @@ func (k Keeper) RemoveGroupMember(ctx context.Context, msg *types.MsgRemoveGroup
 	if err != nil {
 		return err
 	}
-	if err := k.removeMember(ctx, m); err != nil {
+	if err := k.removeMember(ctx, nativeMember(&m)); err != nil {
 		return err
 	}
 	if err := k.dropAllowed(ctx, &g, msg); err != nil {
@@ -785,7 +807,7 @@ func (k Keeper) removeKafkaAccount(ctx context.Context, g types.Group, msg *type
 		if m.Owner != msg.Member {
 			continue
 		}
-		if err := k.removeKafkaMember(ctx, m); err != nil {
+		if err := k.removeMember(ctx, kafkaMember(&m)); err != nil {
 			return err
 		}
 		removed++
