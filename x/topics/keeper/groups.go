@@ -422,7 +422,13 @@ func (k Keeper) requireEmpty(ctx context.Context, g types.Group) error {
 	return nil
 }
 
-// groupKind is g's kind; a group stored before kinds existed is known by its members.
+// groupKind is g's kind, which every path that reads or removes members dispatches on: a group's
+// members are all of its kind (claimKind keeps them so; the v2 migration made state from before
+// kinds so). The first join stores the kind. Until then it is UNSPECIFIED: the group holds no
+// member of either kind and no Kafka protocol state, the first member of either kind may claim
+// it, and paths that look members up in it use the native maps and find none, as in a native
+// group without them. A group a genesis file stored without a kind is known by what it holds,
+// native members first, as the migration reads it.
 func (k Keeper) groupKind(ctx context.Context, g types.Group) (types.GroupKind, error) {
 	if g.Kind != types.GROUP_KIND_UNSPECIFIED {
 		return g.Kind, nil
@@ -572,18 +578,18 @@ func (k Keeper) expireMembers(ctx context.Context) (uint64, error) {
 	}
 	sort.Strings(groups)
 	for _, id := range groups {
-		native, kafka, err := k.removeExpired(ctx, id, byGroup[id])
+		kind, expired, err := k.removeExpired(ctx, id, byGroup[id])
 		if err != nil {
 			return 0, err
 		}
-		if kafka {
-			work++ // the Kafka group's rebalance; its members were counted as they expired
-		}
-		if !native && !kafka {
+		if !expired {
 			continue
 		}
+		if kind == types.GROUP_KIND_KAFKA {
+			work++ // the Kafka group's rebalance; its members were counted as they expired
+		}
 		if err := k.isolate(ctx, "expire", id, func(ctx context.Context) error {
-			return k.rebalanceExpired(ctx, id, native, kafka)
+			return k.rebalanceExpired(ctx, id, kind)
 		}); err != nil {
 			return 0, err
 		}
@@ -592,78 +598,88 @@ func (k Keeper) expireMembers(ctx context.Context) (uint64, error) {
 }
 
 // removeExpired removes the members of group whose due expiry entries are keys (entries the
-// member's later sessions made stale are ignored) and says which kinds lost members. Members
-// whose group is gone (state a release before group kinds left behind) are removed with what is
-// left of the group.
-func (k Keeper) removeExpired(ctx context.Context, group string, keys []collections.Triple[int64, string, string]) (native, kafka bool, err error) {
-	has, err := k.Groups.Has(ctx, group)
+// member's later sessions made stale are ignored), looking them up as the group's kind says, and
+// says whether any went. Members whose group is gone (state a release before group kinds left
+// behind) are removed with what is left of the group.
+func (k Keeper) removeExpired(ctx context.Context, group string, keys []collections.Triple[int64, string, string]) (types.GroupKind, bool, error) {
+	g, err := k.Groups.Get(ctx, group)
+	if isNotFound(err) {
+		return types.GROUP_KIND_UNSPECIFIED, false, k.expireOrphans(ctx, group, keys)
+	} else if err != nil {
+		return types.GROUP_KIND_UNSPECIFIED, false, err
+	}
+	kind, err := k.groupKind(ctx, g)
 	if err != nil {
-		return false, false, err
+		return kind, false, err
 	}
-	if !has {
-		return false, false, k.expireOrphans(ctx, group, keys)
-	}
-	for _, key := range keys {
-		m, err := k.Members.Get(ctx, collections.Join(key.K2(), key.K3()))
-		if isNotFound(err) {
-			expired, err := k.expireKafkaMember(ctx, key)
-			if err != nil {
-				return false, false, err
-			}
-			kafka = kafka || expired
-			continue
-		} else if err != nil {
-			return false, false, err
-		}
-		if m.ExpiresAtMs != key.K1() {
-			continue // stale entry: the member's session was extended
-		}
-		if err := k.removeMember(ctx, nativeMember(&m)); err != nil {
-			return false, false, err
-		}
-		native = true
-	}
-	return native, kafka, nil
+	expired, err := k.expireDue(ctx, kind, keys)
+	return kind, expired, err
 }
 
-// rebalanceExpired rebalances group once for the kinds of members it lost.
-func (k Keeper) rebalanceExpired(ctx context.Context, group string, native, kafka bool) error {
-	if native {
-		g, err := k.GetGroup(ctx, group)
-		if err != nil {
+// expireDue removes the members of kind whose current expiry entries are keys and says whether
+// any went.
+func (k Keeper) expireDue(ctx context.Context, kind types.GroupKind, keys []collections.Triple[int64, string, string]) (bool, error) {
+	expired := false
+	for _, key := range keys {
+		m, err := k.lookupMember(ctx, kind, key.K2(), key.K3())
+		if isNotFound(err) {
+			continue // gone already
+		} else if err != nil {
+			return false, err
+		}
+		if *m.expiresAt != key.K1() {
+			continue // stale entry: the member's session was extended
+		}
+		if err := k.removeMember(ctx, m); err != nil {
+			return false, err
+		}
+		expired = true
+	}
+	return expired, nil
+}
+
+// lookupMember reads a member of a group of kind from that kind's map; an UNSPECIFIED group has
+// no members, and its lookups miss in the native map as a native group's do.
+func (k Keeper) lookupMember(ctx context.Context, kind types.GroupKind, group, id string) (memberRef, error) {
+	if kind == types.GROUP_KIND_KAFKA {
+		m, err := k.KafkaMembers.Get(ctx, collections.Join(group, id))
+		return kafkaMember(&m), err
+	}
+	m, err := k.Members.Get(ctx, collections.Join(group, id))
+	return nativeMember(&m), err
+}
+
+// rebalanceExpired rebalances, as its kind does, a group that lost members to expiry.
+func (k Keeper) rebalanceExpired(ctx context.Context, group string, kind types.GroupKind) error {
+	if kind == types.GROUP_KIND_KAFKA {
+		kg, err := k.KafkaGroups.Get(ctx, group)
+		if isNotFound(err) {
+			return nil
+		} else if err != nil {
 			return err
 		}
-		if err := k.rebalance(ctx, &g, "expire"); err != nil {
-			return err
-		}
+		return k.kafkaMembersGone(ctx, &kg, "expire")
 	}
-	if !kafka {
-		return nil
-	}
-	kg, err := k.KafkaGroups.Get(ctx, group)
-	if isNotFound(err) {
-		return nil
-	} else if err != nil {
+	g, err := k.GetGroup(ctx, group)
+	if err != nil {
 		return err
 	}
-	return k.kafkaMembersGone(ctx, &kg, "expire")
+	return k.rebalance(ctx, &g, "expire")
 }
 
 // expireOrphans removes the members the due keys name of a group that no longer exists, and
-// its Kafka protocol state once no member is left.
+// its Kafka protocol state once no member is left. The group's kind went with its record; what
+// it left says which it was: only a Kafka group leaves Kafka protocol state (a release before
+// group kinds deleted Kafka groups with their members, but no group with native members).
 func (k Keeper) expireOrphans(ctx context.Context, group string, keys []collections.Triple[int64, string, string]) error {
-	for _, key := range keys {
-		if m, err := k.Members.Get(ctx, collections.Join(key.K2(), key.K3())); err == nil {
-			if m.ExpiresAtMs == key.K1() {
-				if err := k.removeMember(ctx, nativeMember(&m)); err != nil {
-					return err
-				}
-			}
-		} else if !isNotFound(err) {
-			return err
-		} else if _, err := k.expireKafkaMember(ctx, key); err != nil {
-			return err
-		}
+	kind := types.GROUP_KIND_NATIVE
+	if has, err := k.KafkaGroups.Has(ctx, group); err != nil {
+		return err
+	} else if has {
+		kind = types.GROUP_KIND_KAFKA
+	}
+	if _, err := k.expireDue(ctx, kind, keys); err != nil {
+		return err
 	}
 	if n, err := k.countKafkaMembers(ctx, group); err != nil || n > 0 {
 		return err
@@ -762,6 +778,11 @@ func (k Keeper) RemoveGroupMember(ctx context.Context, msg *types.MsgRemoveGroup
 	if kind == types.GROUP_KIND_KAFKA {
 		return k.removeKafkaAccount(ctx, g, msg)
 	}
+	return k.removeNativeMember(ctx, g, msg) // an UNSPECIFIED group has none: ErrUnknownMember
+}
+
+// removeNativeMember is RemoveGroupMember for a native group.
+func (k Keeper) removeNativeMember(ctx context.Context, g types.Group, msg *types.MsgRemoveGroupMember) error {
 	m, err := k.getMember(ctx, msg.GroupId, msg.Member)
 	if err != nil {
 		return err

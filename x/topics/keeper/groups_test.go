@@ -321,3 +321,34 @@ func TestExpiryIgnoresStaleEntries(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, g.Members, "the real session still ends")
 }
+
+// Expiry looks members up where the group's kind says. A group a genesis file stored without a
+// kind is known by its native members: they expire, and the rest rebalance, as in any native
+// group.
+func TestExpiryFollowsTheGroupKind(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("a", 2)
+	f.open(f.alice, "g")
+	f.join(f.alice, "g", "a")
+	f.advance(5 * time.Second)
+	f.join(f.bob, "g", "a")
+	g, err := f.k.Groups.Get(f.ctx, "g")
+	require.NoError(t, err)
+	require.Equal(t, types.GROUP_KIND_NATIVE, g.Kind)
+	g.Kind = types.GROUP_KIND_UNSPECIFIED // as a genesis file may store it
+	require.NoError(t, f.k.Groups.Set(f.ctx, "g", g))
+
+	f.advance(6 * time.Second) // alice's 10 s session has ended, bob's has not
+	require.NoError(t, f.k.EndBlocker(f.ctx))
+	res, err := f.query.Group(f.ctx, &types.QueryGroupRequest{GroupId: "g"})
+	require.NoError(t, err)
+	require.Len(t, res.Members, 1)
+	require.Equal(t, f.bob, res.Members[0].Member)
+	require.Equal(t, []types.TopicPartitions{tp("a", 0, 1)}, res.Members[0].Assignment)
+	require.Equal(t, uint64(3), res.Group.Generation)
+
+	_, err = f.msgs.RemoveGroupMember(f.ctx, &types.MsgRemoveGroupMember{Authority: f.alice, GroupId: "g", Member: f.bob})
+	require.NoError(t, err)
+	_, err = f.msgs.RemoveGroupMember(f.ctx, &types.MsgRemoveGroupMember{Authority: f.alice, GroupId: "g", Member: f.bob})
+	require.ErrorIs(t, err, types.ErrUnknownMember)
+}

@@ -631,15 +631,3 @@ func (k Keeper) commitAsKafkaMember(ctx context.Context, msg *types.MsgCommitOff
 	}
 	return k.setKafkaMember(ctx, m)
 }
-
-// expireKafkaMember removes the Kafka member a due expiry entry names, if the entry is its
-// current one; it says whether a member was removed.
-func (k Keeper) expireKafkaMember(ctx context.Context, key collections.Triple[int64, string, string]) (bool, error) {
-	m, err := k.KafkaMembers.Get(ctx, collections.Join(key.K2(), key.K3()))
-	if isNotFound(err) || err == nil && m.ExpiresAtMs != key.K1() {
-		return false, nil // gone, or its session was extended
-	} else if err != nil {
-		return false, err
-	}
-	return true, k.removeMember(ctx, kafkaMember(&m))
-}
