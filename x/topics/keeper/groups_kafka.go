@@ -518,6 +518,40 @@ func (k Keeper) kafkaMembersGone(ctx context.Context, kg *types.KafkaGroup, reas
 	return k.KafkaGroups.Set(ctx, kg.GroupId, *kg)
 }
 
+// removeKafkaAccount is RemoveGroupMember for a Kafka group: a Kafka member is known by the
+// account that joined it, so every member msg.Member's account joined goes (a consumer that
+// crashed, say, so the admin need not wait for its session to end to delete the group).
+func (k Keeper) removeKafkaAccount(ctx context.Context, g types.Group, msg *types.MsgRemoveGroupMember) error {
+	kg, err := k.KafkaGroups.Get(ctx, g.GroupId)
+	if err != nil && !isNotFound(err) {
+		return err
+	}
+	members, err := k.kafkaMembers(ctx, g.GroupId)
+	if err != nil {
+		return err
+	}
+	removed := 0
+	for _, m := range members {
+		if m.Owner != msg.Member {
+			continue
+		}
+		if err := k.removeMember(ctx, kafkaMember(&m)); err != nil {
+			return err
+		}
+		removed++
+	}
+	if removed == 0 {
+		return errorsmod.Wrapf(types.ErrUnknownMember, "%s has no Kafka member in group %q", msg.Member, g.GroupId)
+	}
+	if err := k.dropAllowed(ctx, &g, msg); err != nil {
+		return err
+	}
+	if err := k.Groups.Set(ctx, g.GroupId, g); err != nil {
+		return err
+	}
+	return k.kafkaMembersGone(ctx, &kg, "remove")
+}
+
 // CompleteKafkaRebalances forms the generations whose join phase is due (its initial delay or
 // its deadline has passed) in the EndBlocker, within work units: each group costs its member
 // count; the first due group is always taken.
