@@ -198,17 +198,8 @@ func (k Keeper) claimKind(ctx context.Context, g *types.Group, kind types.GroupK
 // committed offsets and, for a Kafka group, its protocol state, so nothing is left for the
 // EndBlocker to trip over.
 func (k Keeper) DeleteGroup(ctx context.Context, signer, group string) error {
-	if err := k.validAddress(signer, "authority"); err != nil {
-		return err
-	}
-	if err := types.ValidateGroupID(group); err != nil {
-		return err
-	}
-	g, err := k.GetGroup(ctx, group)
+	g, err := k.adminGroup(ctx, signer, group)
 	if err != nil {
-		return err
-	}
-	if err := k.checkGroupAdmin(g, signer); err != nil {
 		return err
 	}
 	if err := k.requireEmpty(ctx, g); err != nil {

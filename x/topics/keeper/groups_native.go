@@ -239,19 +239,25 @@ func (k Keeper) rebalance(ctx context.Context, g *types.Group, reason string) er
 	})
 }
 
-// LeaveGroup removes member from group and rebalances the rest.
-func (k Keeper) LeaveGroup(ctx context.Context, member, group string) error {
+// memberOf loads group and its native member for a message member signed.
+func (k Keeper) memberOf(ctx context.Context, member, group string) (types.Group, types.Member, error) {
 	if err := k.validAddress(member, "member"); err != nil {
-		return err
+		return types.Group{}, types.Member{}, err
 	}
 	if err := types.ValidateGroupID(group); err != nil {
-		return err
+		return types.Group{}, types.Member{}, err
 	}
 	g, err := k.GetGroup(ctx, group)
 	if err != nil {
-		return err
+		return g, types.Member{}, err
 	}
 	m, err := k.getMember(ctx, group, member)
+	return g, m, err
+}
+
+// LeaveGroup removes member from group and rebalances the rest.
+func (k Keeper) LeaveGroup(ctx context.Context, member, group string) error {
+	g, m, err := k.memberOf(ctx, member, group)
 	if err != nil {
 		return err
 	}
@@ -263,17 +269,7 @@ func (k Keeper) LeaveGroup(ctx context.Context, member, group string) error {
 
 // Heartbeat extends a member's session and returns the current generation and assignment.
 func (k Keeper) Heartbeat(ctx context.Context, member, group string) (*types.MsgHeartbeatResponse, error) {
-	if err := k.validAddress(member, "member"); err != nil {
-		return nil, err
-	}
-	if err := types.ValidateGroupID(group); err != nil {
-		return nil, err
-	}
-	g, err := k.GetGroup(ctx, group)
-	if err != nil {
-		return nil, err
-	}
-	m, err := k.getMember(ctx, group, member)
+	g, m, err := k.memberOf(ctx, member, group)
 	if err != nil {
 		return nil, err
 	}
