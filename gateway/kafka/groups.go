@@ -19,7 +19,7 @@ import (
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-// Kafka's group protocol runs on chain (x/topics/keeper/kafka_groups.go): members,
+// Kafka's group protocol runs on chain (x/topics/keeper/groups_kafka.go): members,
 // generations, the leader's assignment and rebalances are chain state, so every gateway of a
 // fleet coordinates every group and FindCoordinator may answer any of them. A gateway turns
 // each JoinGroup, the leader's SyncGroup and LeaveGroup into a transaction, answers from the

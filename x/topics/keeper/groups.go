@@ -12,6 +12,13 @@ import (
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
+// Consumer groups come in two kinds (Group.kind, groupKind): native groups (groups_native.go:
+// members join with MsgJoinGroup and the chain assigns) and Kafka-protocol groups
+// (groups_kafka.go: Kafka clients through a gateway, their leader assigns). This file holds
+// what both share and dispatches on the kind: the Group record and its join policy, its
+// administration (create, policy, admin, member removal, delete), the member index's expiry
+// entries and the EndBlocker's expiry.
+
 // GetGroup returns a group or ErrUnknownGroup.
 func (k Keeper) GetGroup(ctx context.Context, id string) (types.Group, error) {
 	g, err := k.Groups.Get(ctx, id)
@@ -21,146 +28,42 @@ func (k Keeper) GetGroup(ctx context.Context, id string) (types.Group, error) {
 	return g, err
 }
 
-// GroupMembers returns a group's members in address order.
-func (k Keeper) GroupMembers(ctx context.Context, id string) ([]types.Member, error) {
-	var out []types.Member
-	err := k.Members.Walk(ctx, collections.NewPrefixedPairRange[string, string](id), func(_ collections.Pair[string, string], m types.Member) (bool, error) {
-		out = append(out, m)
-		return false, nil
-	})
-	return out, err
+// memberRef is a member of either kind as the shared member index sees it: its kind says which
+// map holds it (Members or KafkaMembers, both keyed by (group, id)); the expiry index
+// MemberExpiry holds one entry (expires at, group, id) for members of both kinds.
+type memberRef struct {
+	kind      types.GroupKind
+	group, id string // id: a native member's address, a Kafka member's member id
+	expiresAt *int64 // the member's ExpiresAtMs, kept in step with its index entry
 }
 
-func (k Keeper) getMember(ctx context.Context, group, member string) (types.Member, error) {
-	m, err := k.Members.Get(ctx, collections.Join(group, member))
-	if errorsmod.IsOf(err, collections.ErrNotFound) {
-		return m, errorsmod.Wrapf(types.ErrUnknownMember, "%s is not a member of group %q", member, group)
-	}
-	return m, err
+func nativeMember(m *types.Member) memberRef {
+	return memberRef{types.GROUP_KIND_NATIVE, m.GroupId, m.Member, &m.ExpiresAtMs}
 }
 
-// setMemberExpiry moves a member's expiry index entry (a new member has none to remove).
-func (k Keeper) setMemberExpiry(ctx context.Context, m *types.Member, expiresAt int64) error {
-	if err := k.MemberExpiry.Remove(ctx, collections.Join3(m.ExpiresAtMs, m.GroupId, m.Member)); err != nil {
+func kafkaMember(m *types.KafkaMember) memberRef {
+	return memberRef{types.GROUP_KIND_KAFKA, m.GroupId, m.MemberId, &m.ExpiresAtMs}
+}
+
+// setExpiry moves a member's expiry index entry to expiresAt (a new member has none to
+// remove); the caller stores the member.
+func (k Keeper) setExpiry(ctx context.Context, m memberRef, expiresAt int64) error {
+	if err := k.MemberExpiry.Remove(ctx, collections.Join3(*m.expiresAt, m.group, m.id)); err != nil {
 		return err
 	}
-	m.ExpiresAtMs = expiresAt
-	return k.MemberExpiry.Set(ctx, collections.Join3(expiresAt, m.GroupId, m.Member), true)
+	*m.expiresAt = expiresAt
+	return k.MemberExpiry.Set(ctx, collections.Join3(expiresAt, m.group, m.id), true)
 }
 
-func (k Keeper) removeMember(ctx context.Context, m types.Member) error {
-	if err := k.MemberExpiry.Remove(ctx, collections.Join3(m.ExpiresAtMs, m.GroupId, m.Member)); err != nil {
+// removeMember removes a member, with its expiry index entry, from its kind's map.
+func (k Keeper) removeMember(ctx context.Context, m memberRef) error {
+	if err := k.MemberExpiry.Remove(ctx, collections.Join3(*m.expiresAt, m.group, m.id)); err != nil {
 		return err
 	}
-	return k.Members.Remove(ctx, collections.Join(m.GroupId, m.Member))
-}
-
-// JoinGroup adds member to group (creating the group with member as admin) or updates its
-// subscription, then rebalances.
-func (k Keeper) JoinGroup(ctx context.Context, msg *types.MsgJoinGroup) (*types.MsgJoinGroupResponse, error) {
-	if err := k.validAddress(msg.Member, "member"); err != nil {
-		return nil, err
+	if m.kind == types.GROUP_KIND_KAFKA {
+		return k.KafkaMembers.Remove(ctx, collections.Join(m.group, m.id))
 	}
-	if err := types.ValidateGroupID(msg.GroupId); err != nil {
-		return nil, err
-	}
-	if len(msg.Topics) == 0 {
-		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "subscribe to at least one topic")
-	}
-	seen := map[string]bool{}
-	for _, t := range msg.Topics {
-		if err := types.ValidateTopicName(t); err != nil {
-			return nil, err
-		}
-		if seen[t] {
-			return nil, errorsmod.Wrapf(types.ErrInvalidRequest, "topic %q listed twice", t)
-		}
-		seen[t] = true
-	}
-	if _, ok := types.Assignor_name[int32(msg.Assignor)]; !ok {
-		return nil, errorsmod.Wrapf(types.ErrInvalidRequest, "unknown assignor %d", msg.Assignor)
-	}
-	if msg.SessionTimeoutMs != 0 && (msg.SessionTimeoutMs < types.MinSessionTimeoutMs || msg.SessionTimeoutMs > types.MaxSessionTimeoutMs) {
-		return nil, errorsmod.Wrapf(types.ErrInvalidSessionTimeout, "%d ms is outside [%d, %d]", msg.SessionTimeoutMs, types.MinSessionTimeoutMs, types.MaxSessionTimeoutMs)
-	}
-	for _, t := range msg.Topics {
-		if _, err := k.GetTopic(ctx, t); err != nil {
-			return nil, err
-		}
-	}
-	sdkCtx := sdk.UnwrapSDKContext(ctx)
-	params, err := k.Params.Get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	g, err := k.Groups.Get(ctx, msg.GroupId)
-	create := isNotFound(err)
-	switch {
-	case create:
-		// Implicit creation (a first join) is closed: only the joiner, now admin, may join
-		// until it opens the group or allowlists others (JOIN_POLICY_UNSPECIFIED).
-		g = newGroup(msg.GroupId, msg.Member, types.JOIN_POLICY_UNSPECIFIED, nil, msg.Assignor, msg.SessionTimeoutMs, sdkCtx.BlockHeight())
-	case err != nil:
-		return nil, err
-	default:
-		if err := mayJoin(g, msg.Member); err != nil {
-			return nil, err
-		}
-		if err := k.claimKind(ctx, &g, types.GROUP_KIND_NATIVE); err != nil {
-			return nil, err
-		}
-	}
-	g.Kind = types.GROUP_KIND_NATIVE
-	members, err := k.GroupMembers(ctx, msg.GroupId)
-	if err != nil {
-		return nil, err
-	}
-	m, found := types.Member{}, false
-	for _, x := range members {
-		if x.Member == msg.Member {
-			m, found = x, true
-		}
-	}
-	if !found {
-		if uint32(len(members)) >= params.MaxGroupMembers {
-			return nil, errorsmod.Wrapf(types.ErrGroupFull, "group %q has %d members, the limit is %d", msg.GroupId, len(members), params.MaxGroupMembers)
-		}
-		m = types.Member{GroupId: msg.GroupId, Member: msg.Member, JoinedHeight: sdkCtx.BlockHeight()}
-	}
-	// The subscription after this join (the union over members) bounds the rebalance below.
-	topics := append([]string(nil), msg.Topics...)
-	for _, x := range members {
-		if x.Member != msg.Member {
-			topics = append(topics, x.Topics...)
-		}
-	}
-	total, err := k.subscribedPartitions(ctx, topics)
-	if err != nil {
-		return nil, err
-	}
-	if total > uint64(params.MaxGroupSubscribedPartitions) {
-		return nil, errorsmod.Wrapf(types.ErrSubscriptionTooLarge, "group %q would subscribe to %d partitions, the limit is %d", msg.GroupId, total, params.MaxGroupSubscribedPartitions)
-	}
-	if create {
-		if err := k.createGroup(ctx, &g, msg.Member); err != nil {
-			return nil, err
-		}
-	}
-	m.Topics = append([]string(nil), msg.Topics...)
-	if err := k.setMemberExpiry(ctx, &m, sdkCtx.BlockTime().UnixMilli()+g.SessionTimeoutMs); err != nil {
-		return nil, err
-	}
-	if err := k.Members.Set(ctx, collections.Join(m.GroupId, m.Member), m); err != nil {
-		return nil, err
-	}
-	if err := k.rebalance(ctx, &g, "join"); err != nil {
-		return nil, err
-	}
-	m, err = k.Members.Get(ctx, collections.Join(msg.GroupId, msg.Member))
-	if err != nil {
-		return nil, err
-	}
-	return &types.MsgJoinGroupResponse{Generation: g.Generation, Assignment: m.Assignment}, nil
+	return k.Members.Remove(ctx, collections.Join(m.group, m.id))
 }
 
 // newGroup fills a group's defaults (RANGE, 30 s).
@@ -219,160 +122,6 @@ func mayJoin(g types.Group, member string) error {
 	return errorsmod.Wrapf(types.ErrGroupAuthorization, "group %q admits only its admin %s; the admin may open it or allowlist %s (tx topics update-group-policy)", g.GroupId, g.Admin, member)
 }
 
-// subscribedPartitions counts the partitions of the distinct topics (unknown topics count 0).
-func (k Keeper) subscribedPartitions(ctx context.Context, topics []string) (uint64, error) {
-	seen := map[string]bool{}
-	var total uint64
-	for _, t := range topics {
-		if seen[t] {
-			continue
-		}
-		seen[t] = true
-		topic, err := k.Topics.Get(ctx, t)
-		if isNotFound(err) {
-			continue
-		} else if err != nil {
-			return 0, err
-		}
-		total += uint64(topic.Partitions)
-	}
-	return total, nil
-}
-
-// rebalanceCost is the work of rebalancing a group: members x subscribed partitions, plus one
-// per member read.
-func (k Keeper) rebalanceCost(ctx context.Context, group string) (uint64, error) {
-	members, err := k.GroupMembers(ctx, group)
-	if err != nil {
-		return 0, err
-	}
-	var topics []string
-	for _, m := range members {
-		topics = append(topics, m.Topics...)
-	}
-	parts, err := k.subscribedPartitions(ctx, topics)
-	if err != nil {
-		return 0, err
-	}
-	n := uint64(len(members))
-	return n*parts + n, nil
-}
-
-func (k Keeper) countMembers(ctx context.Context, group string) (uint32, error) {
-	var n uint32
-	err := k.Members.Walk(ctx, collections.NewPrefixedPairRange[string, string](group), func(collections.Pair[string, string], types.Member) (bool, error) {
-		n++
-		return false, nil
-	})
-	return n, err
-}
-
-// rebalance bumps the generation and recomputes every member's assignment from the
-// subscriptions and the topics' current partition counts.
-func (k Keeper) rebalance(ctx context.Context, g *types.Group, reason string) error {
-	members, err := k.GroupMembers(ctx, g.GroupId)
-	if err != nil {
-		return err
-	}
-	g.Generation++
-	inputs := make([]types.AssignInput, len(members))
-	partitions := map[string]uint32{}
-	for i, m := range members {
-		inputs[i] = types.AssignInput{Member: m.Member, Topics: m.Topics}
-		for _, t := range m.Topics {
-			if _, ok := partitions[t]; ok {
-				continue
-			}
-			topic, err := k.Topics.Get(ctx, t)
-			if errorsmod.IsOf(err, collections.ErrNotFound) {
-				partitions[t] = 0 // deleted since the member subscribed: nothing to assign
-				continue
-			} else if err != nil {
-				return err
-			}
-			partitions[t] = topic.Partitions
-		}
-	}
-	// The assignor's work (members x partitions, not metered as store access) is charged to the
-	// signer that triggers the rebalance; the EndBlocker's meter is unlimited and budgeted instead.
-	var total uint64
-	for _, n := range partitions {
-		total += uint64(n)
-	}
-	sdk.UnwrapSDKContext(ctx).GasMeter().ConsumeGas(uint64(len(members))*total*types.RebalanceGasPerUnit, "group rebalance")
-	assignments := types.Assign(g.Assignor, inputs, partitions)
-	ids := make([]string, len(members))
-	for i, m := range members {
-		m.Assignment = assignments[i]
-		ids[i] = m.Member
-		if err := k.Members.Set(ctx, collections.Join(m.GroupId, m.Member), m); err != nil {
-			return err
-		}
-	}
-	if err := k.Groups.Set(ctx, g.GroupId, *g); err != nil {
-		return err
-	}
-	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventGroupRebalanced{
-		GroupId: g.GroupId, Generation: g.Generation, Members: ids, Reason: reason,
-	})
-}
-
-// LeaveGroup removes member from group and rebalances the rest.
-func (k Keeper) LeaveGroup(ctx context.Context, member, group string) error {
-	if err := k.validAddress(member, "member"); err != nil {
-		return err
-	}
-	if err := types.ValidateGroupID(group); err != nil {
-		return err
-	}
-	g, err := k.GetGroup(ctx, group)
-	if err != nil {
-		return err
-	}
-	m, err := k.getMember(ctx, group, member)
-	if err != nil {
-		return err
-	}
-	if err := k.removeMember(ctx, m); err != nil {
-		return err
-	}
-	return k.rebalance(ctx, &g, "leave")
-}
-
-// Heartbeat extends a member's session and returns the current generation and assignment.
-func (k Keeper) Heartbeat(ctx context.Context, member, group string) (*types.MsgHeartbeatResponse, error) {
-	if err := k.validAddress(member, "member"); err != nil {
-		return nil, err
-	}
-	if err := types.ValidateGroupID(group); err != nil {
-		return nil, err
-	}
-	g, err := k.GetGroup(ctx, group)
-	if err != nil {
-		return nil, err
-	}
-	m, err := k.getMember(ctx, group, member)
-	if err != nil {
-		return nil, err
-	}
-	// A member the policy no longer admits cannot keep the group busy (and unresettable).
-	if err := mayJoin(g, member); err != nil {
-		return nil, err
-	}
-	if err := k.touch(ctx, g, &m); err != nil {
-		return nil, err
-	}
-	return &types.MsgHeartbeatResponse{Generation: g.Generation, Assignment: m.Assignment}, nil
-}
-
-func (k Keeper) touch(ctx context.Context, g types.Group, m *types.Member) error {
-	now := sdk.UnwrapSDKContext(ctx).BlockTime().UnixMilli()
-	if err := k.setMemberExpiry(ctx, m, now+g.SessionTimeoutMs); err != nil {
-		return err
-	}
-	return k.Members.Set(ctx, collections.Join(m.GroupId, m.Member), *m)
-}
-
 func (k Keeper) checkGroupAdmin(g types.Group, signer string) error {
 	if signer != g.Admin && signer != k.authority {
 		return errorsmod.Wrapf(types.ErrGroupAuthorization, "%s may not administer group %q (admin %s)", signer, g.GroupId, g.Admin)
@@ -400,7 +149,13 @@ func (k Keeper) requireEmpty(ctx context.Context, g types.Group) error {
 	return nil
 }
 
-// groupKind is g's kind; a group stored before kinds existed is known by its members.
+// groupKind is g's kind, which every path that reads or removes members dispatches on: a group's
+// members are all of its kind (claimKind keeps them so; the v2 migration made state from before
+// kinds so). The first join stores the kind. Until then it is UNSPECIFIED: the group holds no
+// member of either kind and no Kafka protocol state, the first member of either kind may claim
+// it, and paths that look members up in it use the native maps and find none, as in a native
+// group without them. A group a genesis file stored without a kind is known by what it holds,
+// native members first, as the migration reads it.
 func (k Keeper) groupKind(ctx context.Context, g types.Group) (types.GroupKind, error) {
 	if g.Kind != types.GROUP_KIND_UNSPECIFIED {
 		return g.Kind, nil
@@ -443,17 +198,8 @@ func (k Keeper) claimKind(ctx context.Context, g *types.Group, kind types.GroupK
 // committed offsets and, for a Kafka group, its protocol state, so nothing is left for the
 // EndBlocker to trip over.
 func (k Keeper) DeleteGroup(ctx context.Context, signer, group string) error {
-	if err := k.validAddress(signer, "authority"); err != nil {
-		return err
-	}
-	if err := types.ValidateGroupID(group); err != nil {
-		return err
-	}
-	g, err := k.GetGroup(ctx, group)
+	g, err := k.adminGroup(ctx, signer, group)
 	if err != nil {
-		return err
-	}
-	if err := k.checkGroupAdmin(g, signer); err != nil {
 		return err
 	}
 	if err := k.requireEmpty(ctx, g); err != nil {
@@ -550,18 +296,18 @@ func (k Keeper) expireMembers(ctx context.Context) (uint64, error) {
 	}
 	sort.Strings(groups)
 	for _, id := range groups {
-		native, kafka, err := k.removeExpired(ctx, id, byGroup[id])
+		kind, expired, err := k.removeExpired(ctx, id, byGroup[id])
 		if err != nil {
 			return 0, err
 		}
-		if kafka {
-			work++ // the Kafka group's rebalance; its members were counted as they expired
-		}
-		if !native && !kafka {
+		if !expired {
 			continue
 		}
+		if kind == types.GROUP_KIND_KAFKA {
+			work++ // the Kafka group's rebalance; its members were counted as they expired
+		}
 		if err := k.isolate(ctx, "expire", id, func(ctx context.Context) error {
-			return k.rebalanceExpired(ctx, id, native, kafka)
+			return k.rebalanceExpired(ctx, id, kind)
 		}); err != nil {
 			return 0, err
 		}
@@ -570,78 +316,88 @@ func (k Keeper) expireMembers(ctx context.Context) (uint64, error) {
 }
 
 // removeExpired removes the members of group whose due expiry entries are keys (entries the
-// member's later sessions made stale are ignored) and says which kinds lost members. Members
-// whose group is gone (state a release before group kinds left behind) are removed with what is
-// left of the group.
-func (k Keeper) removeExpired(ctx context.Context, group string, keys []collections.Triple[int64, string, string]) (native, kafka bool, err error) {
-	has, err := k.Groups.Has(ctx, group)
+// member's later sessions made stale are ignored), looking them up as the group's kind says, and
+// says whether any went. Members whose group is gone (state a release before group kinds left
+// behind) are removed with what is left of the group.
+func (k Keeper) removeExpired(ctx context.Context, group string, keys []collections.Triple[int64, string, string]) (types.GroupKind, bool, error) {
+	g, err := k.Groups.Get(ctx, group)
+	if isNotFound(err) {
+		return types.GROUP_KIND_UNSPECIFIED, false, k.expireOrphans(ctx, group, keys)
+	} else if err != nil {
+		return types.GROUP_KIND_UNSPECIFIED, false, err
+	}
+	kind, err := k.groupKind(ctx, g)
 	if err != nil {
-		return false, false, err
+		return kind, false, err
 	}
-	if !has {
-		return false, false, k.expireOrphans(ctx, group, keys)
-	}
+	expired, err := k.expireDue(ctx, kind, keys)
+	return kind, expired, err
+}
+
+// expireDue removes the members of kind whose current expiry entries are keys and says whether
+// any went.
+func (k Keeper) expireDue(ctx context.Context, kind types.GroupKind, keys []collections.Triple[int64, string, string]) (bool, error) {
+	expired := false
 	for _, key := range keys {
-		m, err := k.Members.Get(ctx, collections.Join(key.K2(), key.K3()))
+		m, err := k.lookupMember(ctx, kind, key.K2(), key.K3())
 		if isNotFound(err) {
-			expired, err := k.expireKafkaMember(ctx, key)
-			if err != nil {
-				return false, false, err
-			}
-			kafka = kafka || expired
-			continue
+			continue // gone already
 		} else if err != nil {
-			return false, false, err
+			return false, err
 		}
-		if m.ExpiresAtMs != key.K1() {
+		if *m.expiresAt != key.K1() {
 			continue // stale entry: the member's session was extended
 		}
 		if err := k.removeMember(ctx, m); err != nil {
-			return false, false, err
+			return false, err
 		}
-		native = true
+		expired = true
 	}
-	return native, kafka, nil
+	return expired, nil
 }
 
-// rebalanceExpired rebalances group once for the kinds of members it lost.
-func (k Keeper) rebalanceExpired(ctx context.Context, group string, native, kafka bool) error {
-	if native {
-		g, err := k.GetGroup(ctx, group)
-		if err != nil {
+// lookupMember reads a member of a group of kind from that kind's map; an UNSPECIFIED group has
+// no members, and its lookups miss in the native map as a native group's do.
+func (k Keeper) lookupMember(ctx context.Context, kind types.GroupKind, group, id string) (memberRef, error) {
+	if kind == types.GROUP_KIND_KAFKA {
+		m, err := k.KafkaMembers.Get(ctx, collections.Join(group, id))
+		return kafkaMember(&m), err
+	}
+	m, err := k.Members.Get(ctx, collections.Join(group, id))
+	return nativeMember(&m), err
+}
+
+// rebalanceExpired rebalances, as its kind does, a group that lost members to expiry.
+func (k Keeper) rebalanceExpired(ctx context.Context, group string, kind types.GroupKind) error {
+	if kind == types.GROUP_KIND_KAFKA {
+		kg, err := k.KafkaGroups.Get(ctx, group)
+		if isNotFound(err) {
+			return nil
+		} else if err != nil {
 			return err
 		}
-		if err := k.rebalance(ctx, &g, "expire"); err != nil {
-			return err
-		}
+		return k.kafkaMembersGone(ctx, &kg, "expire")
 	}
-	if !kafka {
-		return nil
-	}
-	kg, err := k.KafkaGroups.Get(ctx, group)
-	if isNotFound(err) {
-		return nil
-	} else if err != nil {
+	g, err := k.GetGroup(ctx, group)
+	if err != nil {
 		return err
 	}
-	return k.kafkaMembersGone(ctx, &kg, "expire")
+	return k.rebalance(ctx, &g, "expire")
 }
 
 // expireOrphans removes the members the due keys name of a group that no longer exists, and
-// its Kafka protocol state once no member is left.
+// its Kafka protocol state once no member is left. The group's kind went with its record; what
+// it left says which it was: only a Kafka group leaves Kafka protocol state (a release before
+// group kinds deleted Kafka groups with their members, but no group with native members).
 func (k Keeper) expireOrphans(ctx context.Context, group string, keys []collections.Triple[int64, string, string]) error {
-	for _, key := range keys {
-		if m, err := k.Members.Get(ctx, collections.Join(key.K2(), key.K3())); err == nil {
-			if m.ExpiresAtMs == key.K1() {
-				if err := k.removeMember(ctx, m); err != nil {
-					return err
-				}
-			}
-		} else if !isNotFound(err) {
-			return err
-		} else if _, err := k.expireKafkaMember(ctx, key); err != nil {
-			return err
-		}
+	kind := types.GROUP_KIND_NATIVE
+	if has, err := k.KafkaGroups.Has(ctx, group); err != nil {
+		return err
+	} else if has {
+		kind = types.GROUP_KIND_KAFKA
+	}
+	if _, err := k.expireDue(ctx, kind, keys); err != nil {
+		return err
 	}
 	if n, err := k.countKafkaMembers(ctx, group); err != nil || n > 0 {
 		return err
@@ -740,17 +496,7 @@ func (k Keeper) RemoveGroupMember(ctx context.Context, msg *types.MsgRemoveGroup
 	if kind == types.GROUP_KIND_KAFKA {
 		return k.removeKafkaAccount(ctx, g, msg)
 	}
-	m, err := k.getMember(ctx, msg.GroupId, msg.Member)
-	if err != nil {
-		return err
-	}
-	if err := k.removeMember(ctx, m); err != nil {
-		return err
-	}
-	if err := k.dropAllowed(ctx, &g, msg); err != nil {
-		return err
-	}
-	return k.rebalance(ctx, &g, "remove")
+	return k.removeNativeMember(ctx, g, msg) // an UNSPECIFIED group has none: ErrUnknownMember
 }
 
 // dropAllowed takes a removed member off the group's allowlist; the caller stores g.
@@ -766,40 +512,6 @@ func (k Keeper) dropAllowed(ctx context.Context, g *types.Group, msg *types.MsgR
 	}
 	g.AllowedMembers = kept
 	return k.emitGroupUpdated(ctx, *g, msg.Authority, "policy")
-}
-
-// removeKafkaAccount is RemoveGroupMember for a Kafka group: a Kafka member is known by the
-// account that joined it, so every member msg.Member's account joined goes (a consumer that
-// crashed, say, so the admin need not wait for its session to end to delete the group).
-func (k Keeper) removeKafkaAccount(ctx context.Context, g types.Group, msg *types.MsgRemoveGroupMember) error {
-	kg, err := k.KafkaGroups.Get(ctx, g.GroupId)
-	if err != nil && !isNotFound(err) {
-		return err
-	}
-	members, err := k.kafkaMembers(ctx, g.GroupId)
-	if err != nil {
-		return err
-	}
-	removed := 0
-	for _, m := range members {
-		if m.Owner != msg.Member {
-			continue
-		}
-		if err := k.removeKafkaMember(ctx, m); err != nil {
-			return err
-		}
-		removed++
-	}
-	if removed == 0 {
-		return errorsmod.Wrapf(types.ErrUnknownMember, "%s has no Kafka member in group %q", msg.Member, g.GroupId)
-	}
-	if err := k.dropAllowed(ctx, &g, msg); err != nil {
-		return err
-	}
-	if err := k.Groups.Set(ctx, g.GroupId, g); err != nil {
-		return err
-	}
-	return k.kafkaMembersGone(ctx, &kg, "remove")
 }
 
 // TransferGroupAdmin makes new_admin the group's admin.

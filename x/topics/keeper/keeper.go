@@ -44,7 +44,7 @@ type Keeper struct {
 	// store value leaves ics23 unable to prove the absence of a key next to it (client/verify).
 	MemberExpiry collections.Map[collections.Triple[int64, string, string], bool]
 	// KafkaGroups holds the Kafka group protocol's state of groups whose members are Kafka
-	// clients (kafka_groups.go); KafkaMembers is keyed by (group, member id).
+	// clients (groups_kafka.go); KafkaMembers is keyed by (group, member id).
 	KafkaGroups  collections.Map[string, types.KafkaGroup]
 	KafkaMembers collections.Map[collections.Pair[string, string], types.KafkaMember]
 	// KafkaRebalanceDue indexes (time, group) when a Kafka group's join phase may complete.

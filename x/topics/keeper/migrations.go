@@ -16,7 +16,7 @@ func NewMigrator(k Keeper) Migrator { return Migrator{k: k} }
 // Migrate1to2 (upgrade v2) gives every topic's stored config its cleanup policy, which topics
 // created before v2 do not have: "delete", what they have always done; the params their
 // compaction budgets, and values v1 accepted brought within v2's bounds; and every group its kind (groups.go), read from its members, dropping the
-// Kafka protocol state of groups deleted under v1 (which left it behind). One write per topic and
+// Kafka protocol state of groups deleted under v1 (which left it behind, members included). One write per topic and
 // group, and both are paid for by deposits, so the upgrade block's work is bounded by what their
 // owners escrowed.
 func (m Migrator) Migrate1to2(ctx sdk.Context) error {
@@ -68,13 +68,12 @@ func (m Migrator) groupKinds(ctx sdk.Context) error {
 		}
 		if kind == types.GROUP_KIND_NATIVE {
 			// A v1 group deleted while a Kafka consumer's session lived, then recreated
-			// natively, kept that member's empty Kafka group state beside its native members.
-			if n, err := m.k.countKafkaMembers(ctx, g.GroupId); err != nil {
+			// natively, kept that consumer's Kafka group state beside its native members: the
+			// state of a group that is gone, dropped with any member it still has, as for a
+			// group not recreated (below). A group's members are then all of its kind, which
+			// is what every path dispatches on.
+			if err := m.k.dropKafkaGroup(ctx, g.GroupId); err != nil {
 				return err
-			} else if n == 0 {
-				if err := m.k.dropKafkaGroup(ctx, g.GroupId); err != nil {
-					return err
-				}
 			}
 		}
 		if kind == g.Kind {

@@ -66,7 +66,7 @@ func (k Keeper) CommitOffsets(ctx context.Context, msg *types.MsgCommitOffsets) 
 	return k.touch(ctx, g, &m) // a commit is also a liveness signal
 }
 
-// commitKafkaOffsets is CommitOffsets for a member of a Kafka group (kafka_groups.go).
+// commitKafkaOffsets is CommitOffsets for a member of a Kafka group (groups_kafka.go).
 func (k Keeper) commitKafkaOffsets(ctx context.Context, g types.Group, msg *types.MsgCommitOffsets) error {
 	if err := mayJoin(g, msg.Member); err != nil {
 		return err

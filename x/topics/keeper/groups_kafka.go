@@ -56,22 +56,6 @@ func (k Keeper) setKafkaMember(ctx context.Context, m types.KafkaMember) error {
 	return k.KafkaMembers.Set(ctx, collections.Join(m.GroupId, m.MemberId), m)
 }
 
-// setKafkaExpiry moves a Kafka member's expiry index entry (shared with native members).
-func (k Keeper) setKafkaExpiry(ctx context.Context, m *types.KafkaMember, expiresAt int64) error {
-	if err := k.MemberExpiry.Remove(ctx, collections.Join3(m.ExpiresAtMs, m.GroupId, m.MemberId)); err != nil {
-		return err
-	}
-	m.ExpiresAtMs = expiresAt
-	return k.MemberExpiry.Set(ctx, collections.Join3(expiresAt, m.GroupId, m.MemberId), true)
-}
-
-func (k Keeper) removeKafkaMember(ctx context.Context, m types.KafkaMember) error {
-	if err := k.MemberExpiry.Remove(ctx, collections.Join3(m.ExpiresAtMs, m.GroupId, m.MemberId)); err != nil {
-		return err
-	}
-	return k.KafkaMembers.Remove(ctx, collections.Join(m.GroupId, m.MemberId))
-}
-
 // ownedKafkaMember returns a member that owner may act as.
 func (k Keeper) ownedKafkaMember(ctx context.Context, group, id, owner string) (types.KafkaMember, error) {
 	m, err := k.KafkaMembers.Get(ctx, collections.Join(group, id))
@@ -175,7 +159,7 @@ func (k Keeper) KafkaJoinGroup(ctx context.Context, msg *types.MsgKafkaJoinGroup
 	}
 	m.ClientId, m.Protocols = msg.ClientId, msg.Protocols
 	m.SessionTimeoutMs, m.RebalanceTimeoutMs = msg.SessionTimeoutMs, max(msg.RebalanceTimeoutMs, msg.SessionTimeoutMs)
-	if err := k.setKafkaExpiry(ctx, &m, now+int64(m.SessionTimeoutMs)); err != nil {
+	if err := k.setExpiry(ctx, kafkaMember(&m), now+int64(m.SessionTimeoutMs)); err != nil {
 		return kg, err
 	}
 	kg.ProtocolType = msg.ProtocolType
@@ -265,7 +249,7 @@ func (k Keeper) maybeCompleteKafkaRebalance(ctx context.Context, kg *types.Kafka
 	var joined []types.KafkaMember
 	for _, m := range members {
 		if !m.Joined {
-			if err := k.removeKafkaMember(ctx, m); err != nil {
+			if err := k.removeMember(ctx, kafkaMember(&m)); err != nil {
 				return err
 			}
 			continue
@@ -348,7 +332,7 @@ func (k Keeper) dropKafkaGroup(ctx context.Context, group string) error {
 		return err
 	}
 	for _, m := range members {
-		if err := k.removeKafkaMember(ctx, m); err != nil {
+		if err := k.removeMember(ctx, kafkaMember(&m)); err != nil {
 			return err
 		}
 	}
@@ -477,7 +461,7 @@ func (k Keeper) KafkaHeartbeat(ctx context.Context, msg *types.MsgKafkaHeartbeat
 		if err != nil {
 			return kg, err
 		}
-		if err := k.setKafkaExpiry(ctx, &m, now+int64(m.SessionTimeoutMs)); err != nil {
+		if err := k.setExpiry(ctx, kafkaMember(&m), now+int64(m.SessionTimeoutMs)); err != nil {
 			return kg, err
 		}
 		if err := k.setKafkaMember(ctx, m); err != nil {
@@ -504,7 +488,7 @@ func (k Keeper) KafkaLeaveGroup(ctx context.Context, msg *types.MsgKafkaLeaveGro
 		if err != nil {
 			return err
 		}
-		if err := k.removeKafkaMember(ctx, m); err != nil {
+		if err := k.removeMember(ctx, kafkaMember(&m)); err != nil {
 			return err
 		}
 	}
@@ -532,6 +516,40 @@ func (k Keeper) kafkaMembersGone(ctx context.Context, kg *types.KafkaGroup, reas
 		}
 	}
 	return k.KafkaGroups.Set(ctx, kg.GroupId, *kg)
+}
+
+// removeKafkaAccount is RemoveGroupMember for a Kafka group: a Kafka member is known by the
+// account that joined it, so every member msg.Member's account joined goes (a consumer that
+// crashed, say, so the admin need not wait for its session to end to delete the group).
+func (k Keeper) removeKafkaAccount(ctx context.Context, g types.Group, msg *types.MsgRemoveGroupMember) error {
+	kg, err := k.KafkaGroups.Get(ctx, g.GroupId)
+	if err != nil && !isNotFound(err) {
+		return err
+	}
+	members, err := k.kafkaMembers(ctx, g.GroupId)
+	if err != nil {
+		return err
+	}
+	removed := 0
+	for _, m := range members {
+		if m.Owner != msg.Member {
+			continue
+		}
+		if err := k.removeMember(ctx, kafkaMember(&m)); err != nil {
+			return err
+		}
+		removed++
+	}
+	if removed == 0 {
+		return errorsmod.Wrapf(types.ErrUnknownMember, "%s has no Kafka member in group %q", msg.Member, g.GroupId)
+	}
+	if err := k.dropAllowed(ctx, &g, msg); err != nil {
+		return err
+	}
+	if err := k.Groups.Set(ctx, g.GroupId, g); err != nil {
+		return err
+	}
+	return k.kafkaMembersGone(ctx, &kg, "remove")
 }
 
 // CompleteKafkaRebalances forms the generations whose join phase is due (its initial delay or
@@ -642,20 +660,8 @@ func (k Keeper) commitAsKafkaMember(ctx context.Context, msg *types.MsgCommitOff
 	}
 	// A commit is a liveness signal, as a heartbeat.
 	now := sdk.UnwrapSDKContext(ctx).BlockTime().UnixMilli()
-	if err := k.setKafkaExpiry(ctx, &m, now+int64(m.SessionTimeoutMs)); err != nil {
+	if err := k.setExpiry(ctx, kafkaMember(&m), now+int64(m.SessionTimeoutMs)); err != nil {
 		return err
 	}
 	return k.setKafkaMember(ctx, m)
-}
-
-// expireKafkaMember removes the Kafka member a due expiry entry names, if the entry is its
-// current one; it says whether a member was removed.
-func (k Keeper) expireKafkaMember(ctx context.Context, key collections.Triple[int64, string, string]) (bool, error) {
-	m, err := k.KafkaMembers.Get(ctx, collections.Join(key.K2(), key.K3()))
-	if isNotFound(err) || err == nil && m.ExpiresAtMs != key.K1() {
-		return false, nil // gone, or its session was extended
-	} else if err != nil {
-		return false, err
-	}
-	return true, k.removeKafkaMember(ctx, m)
 }
