@@ -31,10 +31,6 @@ const (
 
 	// RecordBatchHeaderSize is the v2 header's size: the records start there.
 	RecordBatchHeaderSize = 61
-	// RecordBatchMagicEnd is how many bytes a batch of any magic needs for its magic byte to
-	// be read: legacy message sets (magic 0 and 1) keep it at the same place.
-	RecordBatchMagicEnd = offMagic + 1
-
 	// batchLengthBase is what the batch length field leaves out: the base offset and itself.
 	batchLengthBase = offPartitionLeaderEpoch
 
@@ -124,6 +120,16 @@ func (h BatchHeader) Control() bool { return h.Attributes&attrControl != 0 }
 
 // Size is the batch's size in bytes as its length field gives it.
 func (h BatchHeader) Size() int64 { return int64(h.BatchLength) + batchLengthBase }
+
+// PeekRecordBatch reads the size and magic that a batch of any magic starts with (legacy
+// message sets, magic 0 and 1, keep them at the same places), so that a reader of several
+// batches can find the first one's end before it knows its kind; false if b is too short.
+func PeekRecordBatch(b []byte) (size int64, magic int8, ok bool) {
+	if len(b) <= offMagic {
+		return 0, 0, false
+	}
+	return int64(int32(binary.BigEndian.Uint32(b[offBatchLength:]))) + batchLengthBase, int8(b[offMagic]), true
+}
 
 // RecordBatchCRC is the CRC-32C that the header of batch b (at least a header long) should
 // hold: that of its bytes from the attributes on.
