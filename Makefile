@@ -39,10 +39,13 @@ test-faults:
 FUZZTIME ?= 10000x
 fuzz-smoke:
 	go test -run '^$$' -fuzz '^FuzzValidateTopicName$$' -fuzztime $(FUZZTIME) ./x/topics/types/
-	go test -run '^$$' -fuzz '^FuzzRecordBatchDecoding$$' -fuzztime $(FUZZTIME) ./x/topics/types/
+	go test -run '^$$' -fuzz '^FuzzRecordBatchProto$$' -fuzztime $(FUZZTIME) ./x/topics/types/
 	go test -run '^$$' -fuzz '^FuzzCheckRecordBatch$$' -fuzztime $(FUZZTIME) ./x/topics/types/
+	go test -run '^$$' -fuzz '^FuzzDecodeRecordBatch$$' -fuzztime $(FUZZTIME) ./x/topics/types/
+	go test -run '^$$' -fuzz '^FuzzCompactionRecords$$' -fuzztime $(FUZZTIME) ./x/topics/types/
 	go test -run '^$$' -fuzz '^FuzzKeyPartition$$' -fuzztime $(FUZZTIME) ./x/topics/types/
 	go test -run '^$$' -fuzz '^FuzzProduce$$' -fuzztime $(FUZZTIME) ./x/topics/keeper/
+	go test -run '^$$' -fuzz '^FuzzSplitBatches$$' -fuzztime $(FUZZTIME) ./gateway/kafka/
 
 # The side-by-side benchmark (README, Performance): bftlog on 1, 4 and 7 validator processes,
 # JSON events compressed by the producer, the one-record-per-transaction design, a Kafka

@@ -243,7 +243,7 @@ func appendBatches(out []byte, batches []types.RecordBatch, total, budget int) [
 // holdsZstd tells whether any of the stored batches is compressed with zstd.
 func holdsZstd(batches []types.RecordBatch) bool {
 	for _, b := range batches {
-		if len(b.RecordBatch) >= types.RecordBatchHeaderSize && types.Compression(b.RecordBatch[22]&0x07) == types.CompressionZstd {
+		if types.RecordBatchCompression(b.RecordBatch) == types.CompressionZstd {
 			return true
 		}
 	}

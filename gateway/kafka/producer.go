@@ -3,7 +3,6 @@ package kafka
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -381,7 +380,8 @@ func (l *lane) append(reqs []*appendReq, resyncs int) {
 
 // kafkaIdempotent tells whether a record batch carries a Kafka producer id (>= 0).
 func kafkaIdempotent(batch []byte) bool {
-	return len(batch) >= types.RecordBatchHeaderSize && int64(binary.BigEndian.Uint64(batch[43:51])) >= 0
+	h, ok := types.ReadBatchHeader(batch)
+	return ok && h.ProducerID >= 0
 }
 
 // step is what a lane does after a failed append.

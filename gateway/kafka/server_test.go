@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"encoding/binary"
-	"hash/crc32"
 	"io"
 	"net"
 	"testing"
@@ -90,7 +89,7 @@ func encode(t *testing.T, c types.Compression, recs ...types.BatchRecord) []byte
 func withHeader(b []byte, set func(h []byte)) []byte {
 	out := append([]byte(nil), b...)
 	set(out)
-	binary.BigEndian.PutUint32(out[17:21], crc32.Checksum(out[21:], crc32c))
+	binary.BigEndian.PutUint32(out[17:21], types.RecordBatchCRC(out))
 	return out
 }
 

@@ -453,7 +453,7 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 	budget.spend(size, uint32(len(recs)))
 	tp := key.K1()
 	expired := b.LogAppendTimeMs < now-cfg.EffectiveDeleteRetentionMs()
-	kept := make([]types.CompactionRecord, 0, len(recs))
+	kept := make([]types.RecordView, 0, len(recs))
 	var forget [][]byte   // keys whose expired tombstone goes with this rewrite
 	var obsolete [][]byte // keys of the records this batch holds that a later one replaced
 	for _, r := range recs {
@@ -461,7 +461,7 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 			kept = append(kept, r)
 			continue
 		}
-		off := b.BaseOffset + uint64(r.OffsetDelta)
+		off := r.Offset(b.BaseOffset)
 		h := keyHash(r.Key)
 		latest, err := k.KeyOffsets.Get(ctx, collections.Join(tp, h))
 		found := err == nil
@@ -469,7 +469,7 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 			return err
 		}
 		leftBehind := false
-		if found && latest == off && r.Tombstone && expired && st.PassLeftObsolete {
+		if found && latest == off && r.Tombstone() && expired && st.PassLeftObsolete {
 			pass, err := k.KeyOffsets.Get(ctx, collections.Join(tp, leftBehindKey(h)))
 			if err != nil && !isNotFound(err) {
 				return err
@@ -479,9 +479,9 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 		switch {
 		case found && latest > off: // a later record has the key
 			obsolete = append(obsolete, h)
-		case found && latest == off && r.Tombstone && expired && !leftBehind:
+		case found && latest == off && r.Tombstone() && expired && !leftBehind:
 			forget = append(forget, h)
-		case found && latest == off && r.Tombstone && expired:
+		case found && latest == off && r.Tombstone() && expired:
 			// An older record of the key is in a batch this pass left as it was: the tombstone
 			// stays until a pass leaves none behind, or readers would see the key come back.
 			// No new deadline: the next pass due to the dirty ratio comes back.
@@ -490,7 +490,7 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 			// The latest record of its key, or one written before the topic compacted (no
 			// entry: kept, as nothing says a later record has its key).
 			kept = append(kept, r)
-			if found && latest == off && r.Tombstone {
+			if found && latest == off && r.Tombstone() {
 				// Not yet past delete.retention.ms as configured now: make sure a deadline exists.
 				if err := k.TombstoneDue.Set(ctx, collections.Join3(tombstoneDue(cfg, b.LogAppendTimeMs), tp, h), off); err != nil {
 					return err
@@ -566,11 +566,11 @@ func (k Keeper) initCompaction(ctx context.Context, gs *types.GenesisState) erro
 			if r.Key == nil {
 				continue
 			}
-			h, off := keyHash(r.Key), b.Batch.BaseOffset+uint64(r.OffsetDelta)
+			h, off := keyHash(r.Key), r.Offset(b.Batch.BaseOffset)
 			if err := k.KeyOffsets.Set(ctx, collections.Join(tp, h), off); err != nil {
 				return err
 			}
-			if r.Tombstone {
+			if r.Tombstone() {
 				if err := k.TombstoneDue.Set(ctx, collections.Join3(tombstoneDue(cfg, b.Batch.LogAppendTimeMs), tp, h), off); err != nil {
 					return err
 				}

@@ -2,34 +2,11 @@ package types
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 	"math"
 	"unicode/utf8"
 
 	errorsmod "cosmossdk.io/errors"
 )
-
-// Kafka's RecordBatch v2 (magic 2) is bftlog's record format, on the wire and in the store.
-// Layout of the 61-byte header (big-endian):
-//
-//	0 baseOffset int64 · 8 batchLength int32 · 12 partitionLeaderEpoch int32 · 16 magic int8 ·
-//	17 crc uint32 (CRC-32C of bytes 21..end) · 21 attributes int16 · 23 lastOffsetDelta int32 ·
-//	27 baseTimestamp int64 · 35 maxTimestamp int64 · 43 producerId int64 ·
-//	51 producerEpoch int16 · 53 baseSequence int32 · 57 recordsCount int32 · 61 records
-//
-// Each record: length varint, attributes int8, timestampDelta varlong, offsetDelta varint,
-// keyLength varint (-1: null), key, valueLength varint (-1: null), value, headerCount varint,
-// then per header keyLength varint, key, valueLength varint (-1: null), value. Varints are
-// zigzag, as encoding/binary's Varint.
-const (
-	RecordBatchHeaderSize = 61
-
-	attrCompressionMask = 0x07
-	attrTransactional   = 0x10
-	attrControl         = 0x20
-)
-
-var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
 // BatchLimits bound one batch: the producer pays for and the node holds at most these.
 type BatchLimits struct {
@@ -75,36 +52,35 @@ type RecordKey struct {
 // lim.MaxDecompressedBytes.
 func CheckRecordBatch(b []byte, lim BatchLimits) (BatchInfo, error) {
 	var info BatchInfo
-	if err := checkBatchFraming(b); err != nil {
+	h, err := readBatch(b)
+	if err != nil {
 		return info, err
 	}
-	attrs := binary.BigEndian.Uint16(b[21:23])
-	info.Compression = Compression(attrs & attrCompressionMask)
-	info.LogAppendTimes = attrs&0x08 != 0
-	info.Transactional = attrs&attrTransactional != 0
-	if attrs&attrControl != 0 {
+	info.Compression = h.Compression()
+	info.LogAppendTimes = h.LogAppendTime()
+	info.Transactional = h.Transactional()
+	if h.Control() {
 		return info, errorsmod.Wrap(ErrInvalidRecordBatch, "control batches (transaction markers) are written by the chain, not produced")
 	}
-	if info.Transactional && int64(binary.BigEndian.Uint64(b[43:51])) < 0 {
+	if info.Transactional && h.ProducerID < 0 {
 		return info, errorsmod.Wrap(ErrInvalidRecordBatch, "a transactional batch needs a producer id")
 	}
-	count := int32(binary.BigEndian.Uint32(b[57:61]))
+	count := h.RecordCount
 	if count <= 0 {
 		return info, errorsmod.Wrapf(ErrEmptyBatch, "record batch has %d records", count)
 	}
-	if last := int32(binary.BigEndian.Uint32(b[23:27])); last != count-1 {
-		return info, errorsmod.Wrapf(ErrInvalidRecordBatch, "last offset delta %d does not match %d records", last, count)
+	if h.LastOffsetDelta != count-1 {
+		return info, errorsmod.Wrapf(ErrInvalidRecordBatch, "last offset delta %d does not match %d records", h.LastOffsetDelta, count)
 	}
 	info.Records = uint32(count)
-	info.BaseTimestamp = int64(binary.BigEndian.Uint64(b[27:35]))
-	info.MaxTimestamp = int64(binary.BigEndian.Uint64(b[35:43]))
-	info.ProducerID = int64(binary.BigEndian.Uint64(b[43:51]))
-	info.ProducerEpoch = int16(binary.BigEndian.Uint16(b[51:53]))
-	info.BaseSequence = int32(binary.BigEndian.Uint32(b[53:57]))
+	info.BaseTimestamp = h.BaseTimestamp
+	info.MaxTimestamp = h.MaxTimestamp
+	info.ProducerID = h.ProducerID
+	info.ProducerEpoch = h.ProducerEpoch
+	info.BaseSequence = h.BaseSequence
 
 	records := b[RecordBatchHeaderSize:]
 	if info.Compression != CompressionNone {
-		var err error
 		if records, err = decompress(info.Compression, records, lim.MaxDecompressedBytes); err != nil {
 			if errorsmod.IsOf(err, ErrBatchTooLarge) {
 				// Decompressed up to the bound before refusing: that work is charged too.
@@ -117,132 +93,43 @@ func CheckRecordBatch(b []byte, lim BatchLimits) (BatchInfo, error) {
 	if info.RecordBytes > lim.MaxDecompressedBytes {
 		return info, errorsmod.Wrapf(ErrBatchTooLarge, "records are %d bytes, the limit is %d", info.RecordBytes, lim.MaxDecompressedBytes)
 	}
-	r := kreader{b: records}
+	rr := NewRecordReader(records)
 	if lim.RequireKeys {
 		info.Keys = make([]RecordKey, 0, count)
 	}
 	for i := int32(0); i < count; i++ {
-		start := r.off
-		if err := r.record(i, lim, &info); err != nil {
+		rec, err := rr.Next()
+		if err == nil {
+			err = checkRecord(rec, i, lim, &info)
+		}
+		if err != nil {
 			return info, errorsmod.Wrapf(err, "record %d", i)
 		}
-		if size := uint64(r.off - start); size > lim.MaxRecordBytes {
+		if size := uint64(len(rec.Raw)); size > lim.MaxRecordBytes {
 			return info, errorsmod.Wrapf(ErrRecordTooLarge, "record %d is %d bytes, the limit is %d", i, size, lim.MaxRecordBytes)
 		}
 	}
-	if r.off != len(records) {
-		return info, errorsmod.Wrapf(ErrInvalidRecordBatch, "%d bytes follow the last record", len(records)-r.off)
+	if n := rr.Remaining(); n != 0 {
+		return info, errorsmod.Wrapf(ErrInvalidRecordBatch, "%d bytes follow the last record", n)
 	}
 	return info, nil
 }
 
-// checkBatchFraming checks that b is exactly one magic-2 batch with a correct CRC.
-func checkBatchFraming(b []byte) error {
-	if len(b) < RecordBatchHeaderSize {
-		return errorsmod.Wrapf(ErrInvalidRecordBatch, "record batch is %d bytes, shorter than its %d-byte header", len(b), RecordBatchHeaderSize)
-	}
-	if n := int64(int32(binary.BigEndian.Uint32(b[8:12]))) + 12; n != int64(len(b)) {
-		return errorsmod.Wrapf(ErrInvalidRecordBatch, "batch length field says %d bytes, the batch is %d", n, len(b))
-	}
-	if b[16] != 2 {
-		return errorsmod.Wrapf(ErrInvalidRecordBatch, "magic %d; only record batches of magic 2 are accepted", b[16])
-	}
-	if got, want := binary.BigEndian.Uint32(b[17:21]), crc32.Checksum(b[21:], crc32c); got != want {
-		return errorsmod.Wrapf(ErrInvalidRecordBatch, "CRC-32C is %08x, the batch's bytes give %08x", got, want)
-	}
-	return nil
-}
-
-// RecordBatchCount returns the record count of a batch whose framing is valid (0 otherwise).
-func RecordBatchCount(b []byte) uint32 {
-	if len(b) < RecordBatchHeaderSize {
-		return 0
-	}
-	return uint32(max(int32(binary.BigEndian.Uint32(b[57:61])), 0))
-}
-
-// WithBaseOffset returns a copy of b with its base offset set, as a broker writes it on append.
-// The base offset lies outside the CRC, so the producer's CRC stays valid.
-func WithBaseOffset(b []byte, base uint64) []byte {
-	out := make([]byte, len(b))
-	copy(out, b)
-	binary.BigEndian.PutUint64(out[0:8], base)
-	return out
-}
-
-// kreader walks encoded records without allocating.
-type kreader struct {
-	b   []byte
-	off int
-}
-
-func (r *kreader) varint() (int64, error) {
-	v, n := binary.Varint(r.b[r.off:])
-	if n <= 0 {
-		return 0, errorsmod.Wrap(ErrInvalidRecordBatch, "truncated or overlong varint")
-	}
-	r.off += n
-	return v, nil
-}
-
-// bytes skips a length-prefixed field and returns it; null (-1) returns nil, ok only if
-// nullable.
-func (r *kreader) bytes(nullable bool) ([]byte, bool, error) {
-	l, err := r.varint()
-	if err != nil {
-		return nil, false, err
-	}
-	if l == -1 && nullable {
-		return nil, true, nil
-	}
-	if l < 0 || l > int64(len(r.b)-r.off) {
-		return nil, false, errorsmod.Wrapf(ErrInvalidRecordBatch, "field length %d out of range", l)
-	}
-	v := r.b[r.off : r.off+int(l)]
-	r.off += int(l)
-	return v, false, nil
-}
-
-// record checks the i-th record's framing (and with lim.RequireKeys collects its key).
-func (r *kreader) record(i int32, lim BatchLimits, info *BatchInfo) error {
-	l, err := r.varint()
-	if err != nil {
-		return err
-	}
-	if l < 0 || l > int64(len(r.b)-r.off) {
-		return errorsmod.Wrapf(ErrInvalidRecordBatch, "record length %d out of range", l)
-	}
-	end := r.off + int(l)
-	body := kreader{b: r.b[:end], off: r.off}
-	if body.off >= end {
-		return errorsmod.Wrap(ErrInvalidRecordBatch, "empty record")
-	}
-	body.off++                               // attributes: unused in magic 2
-	if _, err := body.varint(); err != nil { // timestamp delta
-		return err
-	}
-	delta, err := body.varint()
-	if err != nil {
-		return err
-	}
-	if delta != int64(i) {
-		return errorsmod.Wrapf(ErrInvalidRecordBatch, "offset delta %d; records must have consecutive deltas from 0", delta)
-	}
-	key, nullKey, err := body.bytes(true)
-	if err != nil {
-		return err
-	}
-	_, nullValue, err := body.bytes(true)
-	if err != nil {
-		return err
+// checkRecord checks what CheckRecordBatch asks of the i-th record beyond its framing to its
+// value: consecutive offset deltas, a key with lim.RequireKeys (collected), the header count
+// and every header's framing and UTF-8 key, and no byte past the headers.
+func checkRecord(rec RecordView, i int32, lim BatchLimits, info *BatchInfo) error {
+	if rec.OffsetDelta != int64(i) {
+		return errorsmod.Wrapf(ErrInvalidRecordBatch, "offset delta %d; records must have consecutive deltas from 0", rec.OffsetDelta)
 	}
 	if lim.RequireKeys {
-		if nullKey {
+		if rec.Key == nil {
 			return errorsmod.Wrap(ErrMissingKey, "a compacted topic keeps records by key; this one has none")
 		}
-		info.Keys = append(info.Keys, RecordKey{Key: key, Tombstone: nullValue})
+		info.Keys = append(info.Keys, RecordKey{Key: rec.Key, Tombstone: rec.Tombstone()})
 	}
-	nh, err := body.varint()
+	hs := rec.Headers()
+	nh, err := hs.Count()
 	if err != nil {
 		return err
 	}
@@ -250,22 +137,58 @@ func (r *kreader) record(i int32, lim BatchLimits, info *BatchInfo) error {
 		return errorsmod.Wrapf(ErrTooManyHeaders, "%d headers, the limit is %d", nh, lim.MaxHeaders)
 	}
 	for h := int64(0); h < nh; h++ {
-		k, _, err := body.bytes(false)
+		k, _, err := hs.Next()
 		if err != nil {
 			return err
 		}
 		if !utf8.Valid(k) {
 			return errorsmod.Wrapf(ErrInvalidRecordBatch, "header %d key is not UTF-8", h)
 		}
-		if _, _, err := body.bytes(true); err != nil {
-			return err
-		}
 	}
-	if body.off != end {
-		return errorsmod.Wrapf(ErrInvalidRecordBatch, "record length %d does not match its fields (%d)", l, body.off-r.off)
+	if n := hs.Remaining(); n != 0 {
+		return errorsmod.Wrapf(ErrInvalidRecordBatch, "%d bytes of the record follow its headers", n)
 	}
-	r.off = end
 	return nil
+}
+
+// readBatch reads the header of b, checking that b is exactly one magic-2 batch with a
+// correct CRC.
+func readBatch(b []byte) (BatchHeader, error) {
+	h, ok := ReadBatchHeader(b)
+	if !ok {
+		return h, errorsmod.Wrapf(ErrInvalidRecordBatch, "record batch is %d bytes, shorter than its %d-byte header", len(b), RecordBatchHeaderSize)
+	}
+	if n := h.Size(); n != int64(len(b)) {
+		return h, errorsmod.Wrapf(ErrInvalidRecordBatch, "batch length field says %d bytes, the batch is %d", n, len(b))
+	}
+	if h.Magic != 2 {
+		return h, errorsmod.Wrapf(ErrInvalidRecordBatch, "magic %d; only record batches of magic 2 are accepted", uint8(h.Magic))
+	}
+	if want := RecordBatchCRC(b); h.CRC != want {
+		return h, errorsmod.Wrapf(ErrInvalidRecordBatch, "CRC-32C is %08x, the batch's bytes give %08x", h.CRC, want)
+	}
+	return h, nil
+}
+
+// checkBatchFraming checks that b is exactly one magic-2 batch with a correct CRC.
+func checkBatchFraming(b []byte) error {
+	_, err := readBatch(b)
+	return err
+}
+
+// RecordBatchCount returns the record count of a batch whose framing is valid (0 otherwise).
+func RecordBatchCount(b []byte) uint32 {
+	h, _ := ReadBatchHeader(b)
+	return uint32(max(h.RecordCount, 0))
+}
+
+// WithBaseOffset returns a copy of b with its base offset set, as a broker writes it on append.
+// The base offset lies outside the CRC, so the producer's CRC stays valid.
+func WithBaseOffset(b []byte, base uint64) []byte {
+	out := make([]byte, len(b))
+	copy(out, b)
+	binary.BigEndian.PutUint64(out[offBaseOffset:], base)
+	return out
 }
 
 // DecodeRecordBatch decodes the records of a stored or produced batch (clients: consumers,
@@ -280,17 +203,17 @@ func DecodeRecordBatch(b []byte) ([]KafkaRecord, error) {
 // MaxDecodedBatchBytes). It also returns the records' size, or on that refusal of a compressed
 // batch the bytes it made the reader decompress.
 func DecodeRecordBatchWithin(b []byte, limit uint64) ([]KafkaRecord, uint64, error) {
-	if err := checkBatchFraming(b); err != nil {
+	h, err := readBatch(b)
+	if err != nil {
 		return nil, 0, err
 	}
-	count := int32(binary.BigEndian.Uint32(b[57:61]))
+	count := h.RecordCount
 	if count < 0 {
 		return nil, 0, errorsmod.Wrapf(ErrInvalidRecordBatch, "record count %d", count)
 	}
 	records := b[RecordBatchHeaderSize:]
-	if c := RecordBatchCompression(b); c != CompressionNone {
+	if c := h.Compression(); c != CompressionNone {
 		lim := min(limit, MaxDecodedBatchBytes)
-		var err error
 		if records, err = decompress(c, records, lim); err != nil {
 			if errorsmod.IsOf(err, ErrBatchTooLarge) {
 				return nil, lim, err
@@ -300,76 +223,43 @@ func DecodeRecordBatchWithin(b []byte, limit uint64) ([]KafkaRecord, uint64, err
 	} else if uint64(len(records)) > limit {
 		return nil, 0, errorsmod.Wrapf(ErrBatchTooLarge, "records are %d bytes, the limit is %d", len(records), limit)
 	}
-	recs, err := decodeRecords(b, count, records)
+	recs, err := decodeRecords(h, records)
 	return recs, uint64(len(records)), err
 }
 
 // RecordBatchCompression is the codec of a batch whose framing is valid.
 func RecordBatchCompression(b []byte) Compression {
-	if len(b) < RecordBatchHeaderSize {
-		return CompressionNone
-	}
-	return Compression(binary.BigEndian.Uint16(b[21:23]) & attrCompressionMask)
+	h, _ := ReadBatchHeader(b)
+	return h.Compression()
 }
 
-// decodeRecords decodes the count records of batch b, whose (decompressed) records are records.
-func decodeRecords(b []byte, count int32, records []byte) ([]KafkaRecord, error) {
-	base := int64(binary.BigEndian.Uint64(b[0:8]))
-	baseTs := int64(binary.BigEndian.Uint64(b[27:35]))
+// decodeRecords decodes the h.RecordCount records of a batch with header h, whose
+// (decompressed) records are records.
+func decodeRecords(h BatchHeader, records []byte) ([]KafkaRecord, error) {
+	count := h.RecordCount
 	// The count is the sender's word: each record takes at least 7 bytes (length, attributes,
 	// timestamp and offset deltas, key, value, header count), so the bytes bound the capacity.
 	out := make([]KafkaRecord, 0, min(int(count), len(records)/7))
-	r := kreader{b: records}
+	rr := NewRecordReader(records)
 	for i := int32(0); i < count; i++ {
-		l, err := r.varint()
+		rec, err := rr.Next()
 		if err != nil {
-			return nil, err
+			return nil, errorsmod.Wrapf(err, "record %d", i)
 		}
-		if l < 1 || l > int64(len(r.b)-r.off) {
-			return nil, errorsmod.Wrapf(ErrInvalidRecordBatch, "record %d length %d out of range", i, l)
-		}
-		end := r.off + int(l)
-		body := kreader{b: r.b[:end], off: r.off + 1}
-		tsDelta, err := body.varint()
-		if err != nil {
-			return nil, err
-		}
-		offDelta, err := body.varint()
-		if err != nil {
-			return nil, err
-		}
-		rec := KafkaRecord{Offset: base + offDelta, Timestamp: baseTs + tsDelta}
-		var null bool
-		if rec.Key, null, err = body.bytes(true); err != nil {
-			return nil, err
-		} else if !null && rec.Key == nil {
-			rec.Key = []byte{}
-		}
-		if rec.Value, null, err = body.bytes(true); err != nil {
-			return nil, err
-		} else if !null && rec.Value == nil {
-			rec.Value = []byte{}
-		}
-		nh, err := body.varint()
-		if err != nil || nh < 0 || nh > int64(end-body.off) {
+		kr := KafkaRecord{Offset: h.BaseOffset + rec.OffsetDelta, Timestamp: h.BaseTimestamp + rec.TimestampDelta, Key: rec.Key, Value: rec.Value}
+		hs := rec.Headers()
+		nh, err := hs.Count()
+		if err != nil || nh < 0 || nh > int64(hs.Remaining()) {
 			return nil, errorsmod.Wrapf(ErrInvalidRecordBatch, "record %d header count %d", i, nh)
 		}
-		for h := int64(0); h < nh; h++ {
-			k, _, err := body.bytes(false)
+		for j := int64(0); j < nh; j++ {
+			k, v, err := hs.Next()
 			if err != nil {
 				return nil, err
 			}
-			v, null, err := body.bytes(true)
-			if err != nil {
-				return nil, err
-			}
-			if !null && v == nil {
-				v = []byte{}
-			}
-			rec.Headers = append(rec.Headers, Header{Key: string(k), Value: v})
+			kr.Headers = append(kr.Headers, Header{Key: string(k), Value: v})
 		}
-		r.off = end
-		out = append(out, rec)
+		out = append(out, kr)
 	}
 	return out, nil
 }
@@ -424,20 +314,17 @@ func EncodeRecordBatch(records []BatchRecord, c Compression) ([]byte, error) {
 			return nil, err
 		}
 	}
-	out := make([]byte, RecordBatchHeaderSize, RecordBatchHeaderSize+len(body))
-	binary.BigEndian.PutUint32(out[8:12], uint32(RecordBatchHeaderSize-12+len(body)))
-	out[16] = 2
-	binary.BigEndian.PutUint16(out[21:23], uint16(c))
-	binary.BigEndian.PutUint32(out[23:27], uint32(len(records)-1))
-	binary.BigEndian.PutUint64(out[27:35], uint64(baseTs))
-	binary.BigEndian.PutUint64(out[35:43], uint64(maxTs))
-	binary.BigEndian.PutUint64(out[43:51], ^uint64(0)) // producerId -1
-	binary.BigEndian.PutUint16(out[51:53], ^uint16(0)) // producerEpoch -1
-	binary.BigEndian.PutUint32(out[53:57], ^uint32(0)) // baseSequence -1
-	binary.BigEndian.PutUint32(out[57:61], uint32(len(records)))
-	out = append(out, body...)
-	binary.BigEndian.PutUint32(out[17:21], crc32.Checksum(out[21:], crc32c))
-	return out, nil
+	h := BatchHeader{
+		Attributes:      int16(c),
+		LastOffsetDelta: int32(len(records) - 1),
+		BaseTimestamp:   baseTs,
+		MaxTimestamp:    maxTs,
+		ProducerID:      -1,
+		ProducerEpoch:   -1,
+		BaseSequence:    -1,
+		RecordCount:     int32(len(records)),
+	}
+	return newBatch(h, body), nil
 }
 
 func appendNullable(b []byte, v *Bytes) []byte {
@@ -450,10 +337,10 @@ func appendNullable(b []byte, v *Bytes) []byte {
 
 // RecordBatchBaseOffset returns the base offset written in a batch's header.
 func RecordBatchBaseOffset(b []byte) uint64 {
-	if len(b) < 8 {
+	if len(b) < offBaseOffset+8 {
 		return 0
 	}
-	return binary.BigEndian.Uint64(b[0:8])
+	return binary.BigEndian.Uint64(b[offBaseOffset:])
 }
 
 // WithProducer returns a copy of a valid batch b as a Kafka idempotent producer sends it:
@@ -461,17 +348,18 @@ func RecordBatchBaseOffset(b []byte) uint64 {
 // recomputed.
 func WithProducer(b []byte, producerID int64, epoch int16, baseSequence int32) []byte {
 	out := append([]byte(nil), b...)
-	binary.BigEndian.PutUint64(out[43:51], uint64(producerID))
-	binary.BigEndian.PutUint16(out[51:53], uint16(epoch))
-	binary.BigEndian.PutUint32(out[53:57], uint32(baseSequence))
-	binary.BigEndian.PutUint32(out[17:21], crc32.Checksum(out[21:], crc32c))
+	binary.BigEndian.PutUint64(out[offProducerID:], uint64(producerID))
+	binary.BigEndian.PutUint16(out[offProducerEpoch:], uint16(epoch))
+	binary.BigEndian.PutUint32(out[offBaseSequence:], uint32(baseSequence))
+	sealBatch(out)
 	return out
 }
 
 // IsControlBatch tells whether b is a control batch (a transaction marker), which holds no
 // records for consumers.
 func IsControlBatch(b []byte) bool {
-	return len(b) >= RecordBatchHeaderSize && binary.BigEndian.Uint16(b[21:23])&attrControl != 0
+	h, ok := ReadBatchHeader(b)
+	return ok && h.Control()
 }
 
 // EncodeCommitMarker writes the control batch that commits a Kafka transaction of producerID
@@ -489,17 +377,25 @@ func EncodeCommitMarker(producerID int64, epoch int16, ts int64) []byte {
 	rec = binary.AppendVarint(rec, 0)   // no headers
 	body := binary.AppendVarint(nil, int64(len(rec)))
 	body = append(body, rec...)
+	return newBatch(BatchHeader{
+		Attributes:    attrTransactional | attrControl,
+		BaseTimestamp: ts,
+		MaxTimestamp:  ts,
+		ProducerID:    producerID,
+		ProducerEpoch: epoch,
+		BaseSequence:  -1,
+		RecordCount:   1,
+	}, body)
+}
+
+// newBatch writes a magic-2 batch of header h (base offset as h gives it, length, magic and
+// CRC set here) followed by the encoded records body.
+func newBatch(h BatchHeader, body []byte) []byte {
+	h.BatchLength = int32(RecordBatchHeaderSize - batchLengthBase + len(body))
+	h.Magic = 2
 	out := make([]byte, RecordBatchHeaderSize, RecordBatchHeaderSize+len(body))
-	binary.BigEndian.PutUint32(out[8:12], uint32(RecordBatchHeaderSize-12+len(body)))
-	out[16] = 2
-	binary.BigEndian.PutUint16(out[21:23], attrTransactional|attrControl)
-	binary.BigEndian.PutUint64(out[27:35], uint64(ts))
-	binary.BigEndian.PutUint64(out[35:43], uint64(ts))
-	binary.BigEndian.PutUint64(out[43:51], uint64(producerID))
-	binary.BigEndian.PutUint16(out[51:53], uint16(epoch))
-	binary.BigEndian.PutUint32(out[53:57], ^uint32(0)) // baseSequence -1
-	binary.BigEndian.PutUint32(out[57:61], 1)
+	h.put(out)
 	out = append(out, body...)
-	binary.BigEndian.PutUint32(out[17:21], crc32.Checksum(out[21:], crc32c))
+	sealBatch(out)
 	return out
 }

@@ -31,9 +31,9 @@ func TestCompactedBatchKeepsOffsetsAndHeader(t *testing.T) {
 			all, _, err := CompactionRecords(raw)
 			require.NoError(t, err)
 			require.Len(t, all, 6)
-			require.True(t, all[4].Tombstone)
+			require.True(t, all[4].Tombstone())
 			require.Equal(t, []byte("k1"), all[4].Key)
-			kept := []CompactionRecord{all[1], all[4], all[5]}
+			kept := []RecordView{all[1], all[4], all[5]}
 			out := CompactedBatch(raw, kept)
 
 			require.NoError(t, checkBatchFraming(out), "CRC and length")
