@@ -63,7 +63,7 @@ const RecordSnapshotFormat uint32 = 1
 type RecordSnapshotter struct {
 	k     Keeper
 	cms   storetypes.MultiStore
-	store *segmentStore
+	store committedRecords
 
 	mu sync.Mutex
 	// trusted is the app hash CometBFT verified for the snapshot of height trustedHeight.
@@ -77,25 +77,15 @@ var _ snapshottypes.ExtensionSnapshotter = (*RecordSnapshotter)(nil)
 // restored state from cms; nil when the record bytes are not in segment files (they are then
 // in the multistore's database, outside snapshots: nodes without a data directory only).
 func (k Keeper) RecordSnapshotter(cms storetypes.MultiStore) *RecordSnapshotter {
-	if k.recordStore == nil {
+	if k.recordStore == nil || !k.recordStore.snapshots {
 		return nil
 	}
-	s, ok := k.recordStore.committed.(*segmentStore)
-	if !ok {
-		return nil
-	}
-	return &RecordSnapshotter{k: k, cms: cms, store: s}
+	return &RecordSnapshotter{k: k, cms: cms, store: k.recordStore.committed}
 }
 
 // SnapshotEvery makes the store pin every interval-th height, the
 // snapshot interval of the node's snapshot manager (0: never).
-func (s RecordStore) SnapshotEvery(interval uint64) {
-	if seg, ok := s.committed.(*segmentStore); ok {
-		seg.mu.Lock()
-		seg.pinEvery = interval
-		seg.mu.Unlock()
-	}
-}
+func (s RecordStore) SnapshotEvery(interval uint64) { s.committed.snapshotEvery(interval) }
 
 func (*RecordSnapshotter) SnapshotName() string       { return types.ModuleName + "_records" }
 func (*RecordSnapshotter) SnapshotFormat() uint32     { return RecordSnapshotFormat }
@@ -239,6 +229,12 @@ func checkPayload(it collections.Iterator[collections.Pair[types.TopicPartition,
 		return nil, nil, fmt.Errorf("%w: the bytes of %s/%d at %d do not match their SHA-256", errRecordSnapshot, tp.Topic, tp.Partition, last)
 	}
 	return bytes.Clone(key), bytes.Clone(bz), nil
+}
+
+func (s *segmentStore) snapshotEvery(interval uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pinEvery = interval
 }
 
 // pinAt pins height when it is a snapshot height; called after the height's writes are

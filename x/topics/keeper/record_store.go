@@ -41,6 +41,9 @@ import (
 type RecordStore struct {
 	pending   storetypes.StoreKey
 	committed committedRecords
+	// snapshots: state sync snapshots carry the committed bytes (RecordSnapshotter); not
+	// those of a node without a data directory, which takes no snapshots.
+	snapshots bool
 }
 
 // committedRecords holds the committed record bytes.
@@ -51,13 +54,23 @@ type committedRecords interface {
 	previous(key, sum []byte) ([]byte, error)
 	// apply commits the writes (key, bytes) and deletions of the block at height.
 	apply(height uint64, sets [][2][]byte, deletes [][]byte) error
+	// pinAt pins height when it is a snapshot height; called after the height's writes are
+	// applied, before the next height's.
+	pinAt(height uint64) error
+	// snapshotEvery makes every interval-th height a snapshot height (0: none).
+	snapshotEvery(interval uint64)
+	// snapshot hands emit the bytes of every batch batches yields (its record store key and
+	// the SHA-256 the state at height holds for it), then unpins height.
+	snapshot(height uint64, batches func(yield func(key, sum []byte) error) error, emit func(key, bz []byte) error) error
+	// restore replaces the store's contents with the batches fill puts, in key order.
+	restore(height uint64, fill func(put func(key, bz []byte) error) error) error
 }
 
 // NewRecordStore returns the record store keeping the bytes in segment files under dir and
 // their positions in db (the app gives its application database under types.RecordDBPrefix
 // and <home>/data/records), with pending, mounted as StoreTypeTransient, for a block's writes.
 func NewRecordStore(pending *storetypes.TransientStoreKey, db dbm.DB, dir string) RecordStore {
-	return RecordStore{pending: pending, committed: newSegmentStore(db, dir)}
+	return RecordStore{pending: pending, committed: newSegmentStore(db, dir), snapshots: true}
 }
 
 // NewDBRecordStore is NewRecordStore keeping the bytes themselves in db, for nodes without a
@@ -73,6 +86,20 @@ func (d dbRecords) get(key []byte) ([]byte, error) { return d.db.Get(key) }
 
 // previous: nodes without a data directory keep no state across a restart, so never replay.
 func (dbRecords) previous(_, _ []byte) ([]byte, error) { return nil, nil }
+
+// The database store takes no snapshots: its node has no data directory, no snapshot store.
+var errNoSnapshots = errors.New("the database record store takes no snapshots")
+
+func (dbRecords) pinAt(uint64) error   { return nil }
+func (dbRecords) snapshotEvery(uint64) {}
+
+func (dbRecords) snapshot(uint64, func(func(_, _ []byte) error) error, func(_, _ []byte) error) error {
+	return errNoSnapshots
+}
+
+func (dbRecords) restore(uint64, func(func(_, _ []byte) error) error) error {
+	return errNoSnapshots
+}
 
 func (d dbRecords) apply(_ uint64, sets [][2][]byte, deletes [][]byte) error {
 	batch := d.db.NewBatch()
@@ -127,10 +154,7 @@ func (s RecordStore) Flush(ctx context.Context) error {
 	if err := s.committed.apply(height, sets, deletes); err != nil {
 		return err
 	}
-	if seg, ok := s.committed.(*segmentStore); ok {
-		return seg.pinAt(height)
-	}
-	return nil
+	return s.committed.pinAt(height)
 }
 
 // QueryMultiStore returns ms as queries read it: the pending store hidden, so they get the
