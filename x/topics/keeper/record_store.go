@@ -15,6 +15,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/bftlog/bftlog/x/topics/internal/recordstore"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -34,87 +35,29 @@ import (
 // moves them into the database in one batch, just before the multistore commits. A node that
 // stops between the two replays the block, which writes the same bytes again.
 
-// RecordStore is the record store: committed bytes in segment files (record_segments.go) or
+// RecordStore is the record store: committed bytes in segment files (package recordstore) or
 // a database, the current block's writes and deletions in the transient store pending. It is
 // a corestore.KVStoreService for point reads and writes (no iteration) and charges gas as a KV
 // store does.
 type RecordStore struct {
 	pending   storetypes.StoreKey
-	committed committedRecords
+	committed recordstore.Store
 	// snapshots: state sync snapshots carry the committed bytes (RecordSnapshotter); not
 	// those of a node without a data directory, which takes no snapshots.
 	snapshots bool
-}
-
-// committedRecords holds the committed record bytes.
-type committedRecords interface {
-	get(key []byte) ([]byte, error)
-	// previous returns the bytes key held, before a recent block replaced or deleted them,
-	// whose SHA-256 is sum; nil when none are kept.
-	previous(key, sum []byte) ([]byte, error)
-	// apply commits the writes (key, bytes) and deletions of the block at height.
-	apply(height uint64, sets [][2][]byte, deletes [][]byte) error
-	// pinAt pins height when it is a snapshot height; called after the height's writes are
-	// applied, before the next height's.
-	pinAt(height uint64) error
-	// snapshotEvery makes every interval-th height a snapshot height (0: none).
-	snapshotEvery(interval uint64)
-	// snapshot hands emit the bytes of every batch batches yields (its record store key and
-	// the SHA-256 the state at height holds for it), then unpins height.
-	snapshot(height uint64, batches func(yield func(key, sum []byte) error) error, emit func(key, bz []byte) error) error
-	// restore replaces the store's contents with the batches fill puts, in key order.
-	restore(height uint64, fill func(put func(key, bz []byte) error) error) error
 }
 
 // NewRecordStore returns the record store keeping the bytes in segment files under dir and
 // their positions in db (the app gives its application database under types.RecordDBPrefix
 // and <home>/data/records), with pending, mounted as StoreTypeTransient, for a block's writes.
 func NewRecordStore(pending *storetypes.TransientStoreKey, db dbm.DB, dir string) RecordStore {
-	return RecordStore{pending: pending, committed: newSegmentStore(db, dir), snapshots: true}
+	return RecordStore{pending: pending, committed: recordstore.NewSegmentStore(db, dir), snapshots: true}
 }
 
 // NewDBRecordStore is NewRecordStore keeping the bytes themselves in db, for nodes without a
 // data directory (in-memory test chains).
 func NewDBRecordStore(pending *storetypes.TransientStoreKey, db dbm.DB) RecordStore {
-	return RecordStore{pending: pending, committed: dbRecords{db}}
-}
-
-// dbRecords keeps record bytes in a database.
-type dbRecords struct{ db dbm.DB }
-
-func (d dbRecords) get(key []byte) ([]byte, error) { return d.db.Get(key) }
-
-// previous: nodes without a data directory keep no state across a restart, so never replay.
-func (dbRecords) previous(_, _ []byte) ([]byte, error) { return nil, nil }
-
-// The database store takes no snapshots: its node has no data directory, no snapshot store.
-var errNoSnapshots = errors.New("the database record store takes no snapshots")
-
-func (dbRecords) pinAt(uint64) error   { return nil }
-func (dbRecords) snapshotEvery(uint64) {}
-
-func (dbRecords) snapshot(uint64, func(func(_, _ []byte) error) error, func(_, _ []byte) error) error {
-	return errNoSnapshots
-}
-
-func (dbRecords) restore(uint64, func(func(_, _ []byte) error) error) error {
-	return errNoSnapshots
-}
-
-func (d dbRecords) apply(_ uint64, sets [][2][]byte, deletes [][]byte) error {
-	batch := d.db.NewBatch()
-	defer batch.Close()
-	for _, kv := range sets {
-		if err := batch.Set(kv[0], kv[1]); err != nil {
-			return err
-		}
-	}
-	for _, k := range deletes {
-		if err := batch.Delete(k); err != nil {
-			return err
-		}
-	}
-	return batch.Write()
+	return RecordStore{pending: pending, committed: recordstore.NewDBStore(db)}
 }
 
 // Keys in the pending store: a marker byte, then the record store key.
@@ -151,10 +94,10 @@ func (s RecordStore) Flush(ctx context.Context) error {
 		}
 	}
 	height := uint64(sdk.UnwrapSDKContext(ctx).BlockHeight())
-	if err := s.committed.apply(height, sets, deletes); err != nil {
+	if err := s.committed.Apply(height, sets, deletes); err != nil {
 		return err
 	}
-	return s.committed.pinAt(height)
+	return s.committed.Pin(height)
 }
 
 // QueryMultiStore returns ms as queries read it: the pending store hidden, so they get the
@@ -213,7 +156,7 @@ type branch = storetypes.CacheMultiStore
 // recordKV is the record store as one context sees it: its pending writes over the database.
 type recordKV struct {
 	pending   storetypes.KVStore
-	committed committedRecords
+	committed recordstore.Store
 	gas       storetypes.GasMeter
 	cfg       storetypes.GasConfig
 }
@@ -235,7 +178,7 @@ func (s recordKV) get(key []byte) ([]byte, error) {
 	if s.pending.Has(pendingKey(pendingDelete, key)) {
 		return nil, nil
 	}
-	return s.committed.get(key)
+	return s.committed.Get(key)
 }
 
 func (s recordKV) Has(key []byte) (bool, error) {
@@ -322,7 +265,7 @@ func (k Keeper) withBytes(ctx context.Context, key collections.Pair[types.TopicP
 	// these bytes. They are kept for types.RecordHistoryBlocks blocks (previous checks them).
 	if k.recordStore != nil {
 		if rk, err := collections.EncodeKeyWithPrefix(types.RecordBytesPrefix.Bytes(), types.BatchKeyCodec, key); err == nil {
-			if prev, err := k.recordStore.committed.previous(rk, m.RecordBatchSha256); err == nil && prev != nil {
+			if prev, err := k.recordStore.committed.Previous(rk, m.RecordBatchSha256); err == nil && prev != nil {
 				m.RecordBatch = prev
 				return m, nil
 			}

@@ -1,4 +1,4 @@
-package keeper
+package recordstore
 
 import (
 	"crypto/sha256"
@@ -13,7 +13,7 @@ import (
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-// The segment store's files (record_segments.go).
+// The segment store's files (segments.go).
 //
 // Open files: a Kafka broker keeps every partition's active segment open, one file descriptor
 // per partition; 20 topics of 256 partitions are 5,120, past a common `ulimit -n` of 1,024, and
@@ -23,7 +23,7 @@ import (
 // segment and close it again, at most maxReadFiles at once whatever the count of queries.
 //
 // Crash safety: a new segment file's directory entry, and a new partition directory's in its
-// parent, are synced before any pointer names them (record_segments.go syncs the bytes, then
+// parent, are synced before any pointer names them (segments.go syncs the bytes, then
 // writes the pointers in a synced batch).
 const (
 	maxOpenSegments = 128
@@ -197,7 +197,7 @@ func (s *segmentStore) dropAll(shrunk map[types.TopicPartition]bool) error {
 		if err := s.dropUnused(tp); err != nil {
 			return err
 		}
-		if err := done.Delete(partitionPrefix(types.RecordSweepPrefix, tp)); err != nil {
+		if err := done.Delete(partitionPrefix(SweepPrefix, tp)); err != nil {
 			return err
 		}
 	}
@@ -207,7 +207,7 @@ func (s *segmentStore) dropAll(shrunk map[types.TopicPartition]bool) error {
 // sweep removes, after a restart, the segments a flush left behind when the node stopped
 // between its pointer batch and its removals.
 func (s *segmentStore) sweep() error {
-	prefix := types.RecordSweepPrefix.Bytes()
+	prefix := SweepPrefix.Bytes()
 	it, err := s.db.Iterator(prefix, prefixEnd(prefix))
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package keeper
+package recordstore
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ import (
 // its partition directories and segments. A segment is closed once it holds segmentBytes.
 //
 // Crash safety: a block's bytes are appended and synced (new files' directory entries too,
-// record_files.go) before the pointers are written in a synced batch, so a pointer never names
+// files.go) before the pointers are written in a synced batch, so a pointer never names
 // bytes that are not on disk; segments are removed only after that batch. A node that stops
 // after appending but before the pointers replays the block and appends the bytes again,
 // leaving the first copy as unused bytes in its segment, deleted with it. A node that stops
@@ -63,12 +63,12 @@ type segmentStore struct {
 	mu    sync.Mutex // guards parts, open and pins (Flush writes; reads only open files)
 	parts map[types.TopicPartition]*partitionLog
 	// open is the LRU of active segments' handles, at most maxOpen; readSlots bounds the
-	// files reads hold open at once (record_files.go).
+	// files reads hold open at once (files.go).
 	open      *list.List
 	maxOpen   int
 	readSlots chan struct{}
 
-	// State sync snapshots (record_snapshot.go): the snapshot heights pinned, every
+	// State sync snapshots (snapshot.go): the snapshot heights pinned, every
 	// pinEvery-th height; kept pointers replaced after the oldest pinned height stay.
 	pinEvery uint64
 	pins     []pin
@@ -125,31 +125,6 @@ func parsePointer(bz []byte) (pointer, error) {
 	return pointer{binary.BigEndian.Uint64(bz[0:8]), binary.BigEndian.Uint64(bz[8:16]), binary.BigEndian.Uint32(bz[16:20])}, nil
 }
 
-// recordKey decodes a record store key: the record bytes prefix, then (topic, partition, last
-// offset).
-func recordKey(key []byte) (types.TopicPartition, uint64, error) {
-	p := types.RecordBytesPrefix.Bytes()
-	if !bytes.HasPrefix(key, p) {
-		return types.TopicPartition{}, 0, fmt.Errorf("not a record store key: %x", key)
-	}
-	n, k, err := types.BatchKeyCodec.Decode(key[len(p):])
-	if err != nil || n != len(key)-len(p) {
-		return types.TopicPartition{}, 0, fmt.Errorf("record store key %x: %v", key, err)
-	}
-	return k.K1(), k.K2(), nil
-}
-
-// partitionPrefix is the start of every record store key of tp under prefix.
-func partitionPrefix(prefix collections.Prefix, tp types.TopicPartition) []byte {
-	p := prefix.Bytes()
-	buf := make([]byte, len(p)+types.TopicPartitionKey.SizeNonTerminal(tp))
-	copy(buf, p)
-	if _, err := types.TopicPartitionKey.EncodeNonTerminal(buf[len(p):], tp); err != nil {
-		panic(err) // a string and a uint32 always encode
-	}
-	return buf
-}
-
 // partitionDir is tp's directory (partitionDirBase).
 func (s *segmentStore) partitionDir(tp types.TopicPartition) string {
 	return filepath.Join(s.dir, partitionDirBase(tp))
@@ -180,8 +155,8 @@ func segments(dir string) ([]uint64, error) {
 	return out, nil
 }
 
-// get reads a batch's bytes; nil when the store has no pointer for key.
-func (s *segmentStore) get(key []byte) ([]byte, error) {
+// Get reads a batch's bytes; nil when the store has no pointer for key.
+func (s *segmentStore) Get(key []byte) ([]byte, error) {
 	for retried := false; ; retried = true {
 		bz, err := s.db.Get(key)
 		if err != nil || bz == nil {
@@ -201,9 +176,9 @@ func (s *segmentStore) get(key []byte) ([]byte, error) {
 	}
 }
 
-// previous reads the kept bytes of key whose SHA-256 is sum (a state of the last
+// Previous reads the kept bytes of key whose SHA-256 is sum (a state of the last
 // types.RecordHistoryBlocks heights holds them); nil when none are kept.
-func (s *segmentStore) previous(key, sum []byte) ([]byte, error) {
+func (s *segmentStore) Previous(key, sum []byte) ([]byte, error) {
 	prefix := keptKey(key[len(types.RecordBytesPrefix.Bytes()):])
 	it, err := s.db.Iterator(prefix, prefixEnd(prefix))
 	if err != nil {
@@ -235,29 +210,11 @@ func (s *segmentStore) previous(key, sum []byte) ([]byte, error) {
 
 // read reads the bytes p points to for key's partition.
 func (s *segmentStore) read(key []byte, p pointer) ([]byte, error) {
-	tp, _, err := recordKey(key)
+	tp, _, err := ParseKey(key)
 	if err != nil {
 		return nil, err
 	}
 	return s.readSegment(s.partitionDir(tp), p)
-}
-
-// supersededKey is where the pointer the block at height replaced or deleted at the record
-// store key key is kept: after the batch's key, so a batch's kept versions are together.
-func supersededKey(key []byte, height uint64) []byte {
-	return binary.BigEndian.AppendUint64(keptKey(key[len(types.RecordBytesPrefix.Bytes()):]), height)
-}
-
-// keptKey is the start of the kept pointers' keys of the batch whose key (without the record
-// bytes prefix) is batch.
-func keptKey(batch []byte) []byte {
-	return append(bytes.Clone(types.RecordSupersededPrefix.Bytes()), batch...)
-}
-
-// supersededByHeightKey indexes supersededKey(key, height) by height.
-func supersededByHeightKey(key []byte, height uint64) []byte {
-	out := binary.BigEndian.AppendUint64(bytes.Clone(types.RecordSupersededByHeightPrefix.Bytes()), height)
-	return append(out, key[len(types.RecordBytesPrefix.Bytes()):]...)
 }
 
 // log returns tp's partition log, finding its active segment on disk after a restart; its
@@ -276,7 +233,7 @@ func (s *segmentStore) log(tp types.TopicPartition) (*partitionLog, error) {
 		last = names[len(names)-1]
 	}
 	var lastEnd uint64 // past the last byte pointed to in the last segment
-	for _, prefix := range [][]byte{partitionPrefix(types.RecordBytesPrefix, tp), partitionPrefix(types.RecordSupersededPrefix, tp)} {
+	for _, prefix := range [][]byte{partitionPrefix(types.RecordBytesPrefix, tp), partitionPrefix(SupersededPrefix, tp)} {
 		it, err := s.db.Iterator(prefix, prefixEnd(prefix))
 		if err != nil {
 			return nil, err
@@ -288,7 +245,7 @@ func (s *segmentStore) log(tp types.TopicPartition) (*partitionLog, error) {
 				return nil, err
 			}
 			l.live[p.segment]++
-			if _, lastOffset, err := recordKey(it.Key()); err == nil { // kept pointers' keys do not parse
+			if _, lastOffset, err := ParseKey(it.Key()); err == nil { // kept pointers' keys do not parse
 				l.end = max(l.end, lastOffset+1)
 			}
 			if len(names) > 0 && p.segment == last {
@@ -338,11 +295,11 @@ func (s *segmentStore) append(l *partitionLog, lastOffset uint64, bz []byte) (po
 	return p, nil
 }
 
-// apply commits the block at height's writes: bytes appended and synced, then pointers
+// Apply commits the block at height's writes: bytes appended and synced, then pointers
 // written and removed in one synced database batch, then the segments no batch points into
 // any more deleted. The pointers the block replaces or deletes are kept for s.keepBlocks
 // blocks.
-func (s *segmentStore) apply(height uint64, sets [][2][]byte, deletes [][]byte) error {
+func (s *segmentStore) Apply(height uint64, sets [][2][]byte, deletes [][]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.orphansDropped {
@@ -362,7 +319,7 @@ func (s *segmentStore) apply(height uint64, sets [][2][]byte, deletes [][]byte) 
 	}
 	var touched []*partitionLog
 	for _, kv := range sets {
-		tp, last, err := recordKey(kv[0])
+		tp, last, err := ParseKey(kv[0])
 		if err != nil {
 			return err
 		}
@@ -406,7 +363,7 @@ func (s *segmentStore) apply(height uint64, sets [][2][]byte, deletes [][]byte) 
 	}
 	flushStep("synced")
 	for _, key := range deletes {
-		tp, _, err := recordKey(key)
+		tp, _, err := ParseKey(key)
 		if err != nil {
 			return err
 		}
@@ -425,7 +382,7 @@ func (s *segmentStore) apply(height uint64, sets [][2][]byte, deletes [][]byte) 
 	}
 	// The partitions whose segments go next, for a node that stops before they are gone.
 	for tp := range shrunk {
-		if err := batch.Set(partitionPrefix(types.RecordSweepPrefix, tp), []byte{1}); err != nil {
+		if err := batch.Set(partitionPrefix(SweepPrefix, tp), []byte{1}); err != nil {
 			return err
 		}
 	}
@@ -448,7 +405,7 @@ func (s *segmentStore) releaseSuperseded(batch dbm.Batch, height uint64, shrunk 
 	for _, p := range s.pins {
 		upTo = min(upTo, p.height) // a snapshot of p.height reads what later heights replaced
 	}
-	prefix := types.RecordSupersededByHeightPrefix.Bytes()
+	prefix := SupersededByHeightPrefix.Bytes()
 	end := binary.BigEndian.AppendUint64(bytes.Clone(prefix), upTo+1)
 	it, err := s.db.Iterator(prefix, end)
 	if err != nil {
@@ -544,7 +501,7 @@ func (s *segmentStore) dropOrphans() error {
 		return err
 	}
 	named := map[string]bool{}
-	for _, prefix := range []collections.Prefix{types.RecordBytesPrefix, types.RecordSupersededPrefix} {
+	for _, prefix := range []collections.Prefix{types.RecordBytesPrefix, SupersededPrefix} {
 		start, end := prefix.Bytes(), prefixEnd(prefix.Bytes())
 		for {
 			it, err := s.db.Iterator(start, end)
@@ -617,18 +574,6 @@ func (s *segmentStore) dropUnused(tp types.TopicPartition) error {
 			return err
 		}
 		flushStep("segment removed")
-	}
-	return nil
-}
-
-// prefixEnd is the first key after every key starting with prefix.
-func prefixEnd(prefix []byte) []byte {
-	end := bytes.Clone(prefix)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
 	}
 	return nil
 }
