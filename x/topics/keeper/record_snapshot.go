@@ -21,19 +21,15 @@ import (
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-// State sync carries the record bytes as a snapshot extension: the multistore's snapshot holds
-// each batch's metadata and SHA-256 (in IAVL) but not the bytes, which live in segment files.
-//
-// A snapshot of height H is taken in the background after H commits, while later blocks go on
-// — and their compaction, retention and purges replace or delete batches H holds. The bytes
-// they replace are kept, under the height that replaced them (package recordstore); a pin on H
-// holds back releasing those kept after H until its snapshot is written. The extension walks
-// H's batches in H's state and takes each batch's current bytes, or else the kept ones, by the
-// SHA-256 H's state holds: every node's snapshot of H carries the same bytes in the same order.
-// Pinning is one height added to a short list in Precommit, no walk over the batches; a pin
-// goes when its snapshot ends, written or failed, and of the pins whose snapshot never
-// started (the SDK's manager skips a height while another snapshot runs) the newest maxPins
-// are held.
+// RecordSnapshotFormat is the extension's payload format: per batch, in key order, one payload
+// of uvarint(len(key)) | record store key | record batch bytes.
+const RecordSnapshotFormat uint32 = 1
+
+// RecordSnapshotter is the x/topics record bytes snapshot extension: state sync carries the
+// record bytes as an extension, since the multistore's snapshot holds each batch's metadata
+// and SHA-256 (in IAVL) but not the bytes, which live in segment files. It snapshots heights
+// the record store pinned, whose kept bytes stay until the snapshot is written (package
+// recordstore, "Kept versions").
 //
 // The peers a new node restores from are untrusted, and CometBFT checks the app hash only
 // after the whole snapshot, extension included, is applied. So before it writes a byte the
@@ -43,12 +39,6 @@ import (
 // them to a staging directory that replaces the record store only once all are in, removed if
 // the restore fails. What a forged snapshot can make a node write is then the verified state's
 // own bytes, or nothing.
-
-// RecordSnapshotFormat is the extension's payload format: per batch, in key order, one payload
-// of uvarint(len(key)) | record store key | record batch bytes.
-const RecordSnapshotFormat uint32 = 1
-
-// RecordSnapshotter is the x/topics record bytes snapshot extension.
 type RecordSnapshotter struct {
 	k     Keeper
 	cms   storetypes.MultiStore

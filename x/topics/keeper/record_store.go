@@ -19,13 +19,10 @@ import (
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-// Record bytes are kept out of the Merkle state. IAVL keeps every value it writes in a leaf
-// node and again in its fast-node index, caches nodes by count (a count of ~500 KB batches is
-// gigabytes) and hashes each value when it saves a version; for the log's bulk that is memory,
-// disk and CPU spent on bytes that never change once written. So the batches collection holds
-// each batch's metadata with the SHA-256 of its record batch, which the app hash commits to,
-// and the bytes go to the record store under the same key: written and deleted in the same
-// block as the metadata, read by Fetch, checked against the proven hash by verifying clients.
+// RecordStore is the record store: committed bytes in segment files or a database (package
+// recordstore: why the bytes are outside IAVL, and how they are kept), the current block's
+// writes and deletions in the transient store pending. It is a corestore.KVStoreService for
+// point reads and writes (no iteration) and charges gas as a KV store does.
 //
 // The record store is not a store of the multistore: a mounted non-IAVL store (StoreTypeDB)
 // enters the commit info the multistore persists and proves against, but not the working hash
@@ -34,11 +31,6 @@ import (
 // each failed transaction like any store, left out of every hash — and the module's Precommit
 // moves them into the database in one batch, just before the multistore commits. A node that
 // stops between the two replays the block, which writes the same bytes again.
-
-// RecordStore is the record store: committed bytes in segment files (package recordstore) or
-// a database, the current block's writes and deletions in the transient store pending. It is
-// a corestore.KVStoreService for point reads and writes (no iteration) and charges gas as a KV
-// store does.
 type RecordStore struct {
 	pending   storetypes.StoreKey
 	committed recordstore.Store
@@ -262,10 +254,10 @@ func (k Keeper) withBytes(ctx context.Context, key collections.Pair[types.TopicP
 	}
 	// The state is older than the record store: a read proven at a recent height, or a node
 	// replaying a block after stopping at its Precommit, and a later block rewrote or deleted
-	// these bytes. They are kept for types.RecordHistoryBlocks blocks (previous checks them).
+	// these bytes. They are kept for types.RecordHistoryBlocks blocks (recordstore.Store.Kept).
 	if k.recordStore != nil {
 		if rk, err := collections.EncodeKeyWithPrefix(types.RecordBytesPrefix.Bytes(), types.BatchKeyCodec, key); err == nil {
-			if prev, err := k.recordStore.committed.Previous(rk, m.RecordBatchSha256); err == nil && prev != nil {
+			if prev, err := k.recordStore.committed.Kept(rk, m.RecordBatchSha256); err == nil && prev != nil {
 				m.RecordBatch = prev
 				return m, nil
 			}

@@ -87,7 +87,7 @@ func (c *crashChain) check(s *segmentStore) {
 		require.Equal(t, sha256Of(want), sha256Of(got), "SHA-256 of %x", key)
 	}
 	named := map[string]bool{}
-	for _, prefix := range []byte{types.RecordBytesPrefix.Bytes()[0], SupersededPrefix.Bytes()[0]} {
+	for _, prefix := range []byte{types.RecordBytesPrefix.Bytes()[0], KeptPrefix.Bytes()[0]} {
 		it, err := s.db.Iterator([]byte{prefix}, []byte{prefix + 1})
 		require.NoError(t, err)
 		for ; it.Valid(); it.Next() {

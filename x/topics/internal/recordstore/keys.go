@@ -14,10 +14,10 @@ import (
 // types.RecordBytesPrefix. Changing them breaks existing nodes' record databases; they are
 // apart from every prefix of the module store (types/keys.go) though in another database.
 var (
-	// SupersededPrefix keys the pointers a block replaced or deleted by (batch key, height),
-	// kept for types.RecordHistoryBlocks blocks; SupersededByHeightPrefix indexes them by height.
-	SupersededPrefix         = collections.NewPrefix(23)
-	SupersededByHeightPrefix = collections.NewPrefix(24)
+	// KeptPrefix keys the kept pointers, those a block replaced or deleted, by (batch key,
+	// height); KeptByHeightPrefix indexes them by (height, batch key) to release them in order.
+	KeptPrefix         = collections.NewPrefix(23)
+	KeptByHeightPrefix = collections.NewPrefix(24)
 	// SweepPrefix marks the partitions whose segments a flush removes after its pointer batch,
 	// until they are gone.
 	SweepPrefix = collections.NewPrefix(25)
@@ -48,32 +48,20 @@ func partitionPrefix(prefix collections.Prefix, tp types.TopicPartition) []byte 
 	return buf
 }
 
-// supersededKey is where the pointer the block at height replaced or deleted at the record
-// store key key is kept: after the batch's key, so a batch's kept versions are together.
-func supersededKey(key []byte, height uint64) []byte {
-	return binary.BigEndian.AppendUint64(keptKey(key[len(types.RecordBytesPrefix.Bytes()):]), height)
+// keptKey is where the pointer the block at height replaced or deleted at the record store
+// key key is kept: after the batch's key, so a batch's kept versions are together.
+func keptKey(key []byte, height uint64) []byte {
+	return binary.BigEndian.AppendUint64(keptPrefix(key[len(types.RecordBytesPrefix.Bytes()):]), height)
 }
 
-// keptKey is the start of the kept pointers' keys of the batch whose key (without the record
-// bytes prefix) is batch.
-func keptKey(batch []byte) []byte {
-	return append(bytes.Clone(SupersededPrefix.Bytes()), batch...)
+// keptPrefix is the start of the keys of the kept pointers of the batch whose key (without
+// the record bytes prefix) is batch.
+func keptPrefix(batch []byte) []byte {
+	return append(bytes.Clone(KeptPrefix.Bytes()), batch...)
 }
 
-// supersededByHeightKey indexes supersededKey(key, height) by height.
-func supersededByHeightKey(key []byte, height uint64) []byte {
-	out := binary.BigEndian.AppendUint64(bytes.Clone(SupersededByHeightPrefix.Bytes()), height)
+// keptByHeightKey indexes keptKey(key, height) by height.
+func keptByHeightKey(key []byte, height uint64) []byte {
+	out := binary.BigEndian.AppendUint64(bytes.Clone(KeptByHeightPrefix.Bytes()), height)
 	return append(out, key[len(types.RecordBytesPrefix.Bytes()):]...)
-}
-
-// prefixEnd is the first key after every key starting with prefix.
-func prefixEnd(prefix []byte) []byte {
-	end := bytes.Clone(prefix)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }

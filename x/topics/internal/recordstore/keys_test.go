@@ -12,7 +12,7 @@ import (
 // node upgraded in place reads its pointers, kept versions and sweep marks.
 func TestKeyPrefixesUnchanged(t *testing.T) {
 	require.Equal(t, []byte{14}, types.RecordBytesPrefix.Bytes())
-	require.Equal(t, []byte{23}, SupersededPrefix.Bytes())
-	require.Equal(t, []byte{24}, SupersededByHeightPrefix.Bytes())
+	require.Equal(t, []byte{23}, KeptPrefix.Bytes())
+	require.Equal(t, []byte{24}, KeptByHeightPrefix.Bytes())
 	require.Equal(t, []byte{25}, SweepPrefix.Bytes())
 }

@@ -15,39 +15,11 @@ import (
 	"sync"
 
 	"cosmossdk.io/collections"
+	storetypes "cosmossdk.io/store/types"
 	dbm "github.com/cosmos/cosmos-db"
 
 	"github.com/bftlog/bftlog/x/topics/types"
 )
-
-// Record bytes on disk: append-only segment files, as a Kafka broker keeps its log. A database
-// holding the bytes themselves rewrites them again and again as it compacts (LevelDB: a third
-// of a validator's CPU once its log held 2 GB, and a throughput that fell with the log's
-// size); a segment file is written once, read sequentially and deleted whole when retention, a
-// topic purge or compaction (which writes a batch's new bytes at the end of the log, as Kafka's
-// cleaner writes new segments) has left no batch in it. The database keeps only a 20-byte pointer per
-// batch — segment, position, length — so its compactions stay small.
-//
-// Layout: <dir>/<topic>-<partition>/<first batch's last offset, 20 digits>.log, as Kafka names
-// its partition directories and segments. A segment is closed once it holds segmentBytes.
-//
-// Crash safety: a block's bytes are appended and synced (new files' directory entries too,
-// files.go) before the pointers are written in a synced batch, so a pointer never names
-// bytes that are not on disk; segments are removed only after that batch. A node that stops
-// after appending but before the pointers replays the block and appends the bytes again,
-// leaving the first copy as unused bytes in its segment, deleted with it. A node that stops
-// after the pointers but before removing the segments they no longer name finds them listed
-// under RecordSweepPrefix (written in the same batch) and removes them at its first flush.
-// A segment found shorter than its pointers say (a disk that lost acknowledged writes) is
-// never appended to, and reads of the lost bytes fail naming the file.
-//
-// A node that stops after the pointers but before the multistore commits replays the block
-// against the state before it — whose batches the block's compaction rewrote or deleted, and
-// reads again. And verified reads prove a recent height, not the newest. So a pointer a block
-// replaces or deletes is kept, under RecordSupersededPrefix with the block's height, for
-// types.RecordHistoryBlocks blocks: reads at those heights (the replay's included) find the
-// bytes their state's SHA-256 names among the kept ones (previous), and their segments stay
-// meanwhile. RecordSupersededByHeightPrefix indexes them by height, to release them in order.
 
 // segmentBytes is the size at which a partition's active segment is closed, as Kafka's
 // segment.bytes (1 GiB there; smaller here so retention frees disk in smaller steps).
@@ -176,11 +148,11 @@ func (s *segmentStore) Get(key []byte) ([]byte, error) {
 	}
 }
 
-// Previous reads the kept bytes of key whose SHA-256 is sum (a state of the last
+// Kept reads the kept bytes of key whose SHA-256 is sum (a state of the last
 // types.RecordHistoryBlocks heights holds them); nil when none are kept.
-func (s *segmentStore) Previous(key, sum []byte) ([]byte, error) {
-	prefix := keptKey(key[len(types.RecordBytesPrefix.Bytes()):])
-	it, err := s.db.Iterator(prefix, prefixEnd(prefix))
+func (s *segmentStore) Kept(key, sum []byte) ([]byte, error) {
+	prefix := keptPrefix(key[len(types.RecordBytesPrefix.Bytes()):])
+	it, err := s.db.Iterator(prefix, storetypes.PrefixEndBytes(prefix))
 	if err != nil {
 		return nil, err
 	}
@@ -233,8 +205,8 @@ func (s *segmentStore) log(tp types.TopicPartition) (*partitionLog, error) {
 		last = names[len(names)-1]
 	}
 	var lastEnd uint64 // past the last byte pointed to in the last segment
-	for _, prefix := range [][]byte{partitionPrefix(types.RecordBytesPrefix, tp), partitionPrefix(SupersededPrefix, tp)} {
-		it, err := s.db.Iterator(prefix, prefixEnd(prefix))
+	for _, prefix := range [][]byte{partitionPrefix(types.RecordBytesPrefix, tp), partitionPrefix(KeptPrefix, tp)} {
+		it, err := s.db.Iterator(prefix, storetypes.PrefixEndBytes(prefix))
 		if err != nil {
 			return nil, err
 		}
@@ -314,7 +286,7 @@ func (s *segmentStore) Apply(height uint64, sets [][2][]byte, deletes [][]byte) 
 	batch := s.db.NewBatch()
 	defer batch.Close()
 	shrunk := map[types.TopicPartition]bool{}
-	if err := s.releaseSuperseded(batch, height, shrunk); err != nil {
+	if err := s.releaseKept(batch, height, shrunk); err != nil {
 		return err
 	}
 	var touched []*partitionLog
@@ -332,7 +304,7 @@ func (s *segmentStore) Apply(height uint64, sets [][2][]byte, deletes [][]byte) 
 		}
 		// A compacted batch's new bytes replace its old ones, kept for a replay.
 		if last < l.end {
-			if released, err := s.supersede(batch, l, kv[0], height); err != nil {
+			if released, err := s.keep(batch, l, kv[0], height); err != nil {
 				return err
 			} else if released {
 				shrunk[tp] = true
@@ -371,7 +343,7 @@ func (s *segmentStore) Apply(height uint64, sets [][2][]byte, deletes [][]byte) 
 		if err != nil {
 			return err
 		}
-		if released, err := s.supersede(batch, l, key, height); err != nil {
+		if released, err := s.keep(batch, l, key, height); err != nil {
 			return err
 		} else if released {
 			shrunk[tp] = true
@@ -393,11 +365,11 @@ func (s *segmentStore) Apply(height uint64, sets [][2][]byte, deletes [][]byte) 
 	return s.dropAll(shrunk)
 }
 
-// releaseSuperseded deletes the pointers kept from heights at least s.keepBlocks before
+// releaseKept deletes the pointers kept from heights at least s.keepBlocks before
 // height and not after a pinned snapshot height, uncounting them; shrunk gets their
 // partitions. It releases those of at most two heights: once a pin goes, what it held back
 // is released a height more per block than the chain keeps, not all in one Precommit.
-func (s *segmentStore) releaseSuperseded(batch dbm.Batch, height uint64, shrunk map[types.TopicPartition]bool) error {
+func (s *segmentStore) releaseKept(batch dbm.Batch, height uint64, shrunk map[types.TopicPartition]bool) error {
 	if height < s.keepBlocks {
 		return nil
 	}
@@ -405,7 +377,7 @@ func (s *segmentStore) releaseSuperseded(batch dbm.Batch, height uint64, shrunk 
 	for _, p := range s.pins {
 		upTo = min(upTo, p.height) // a snapshot of p.height reads what later heights replaced
 	}
-	prefix := SupersededByHeightPrefix.Bytes()
+	prefix := KeptByHeightPrefix.Bytes()
 	end := binary.BigEndian.AppendUint64(bytes.Clone(prefix), upTo+1)
 	it, err := s.db.Iterator(prefix, end)
 	if err != nil {
@@ -434,7 +406,7 @@ func (s *segmentStore) releaseSuperseded(batch dbm.Batch, height uint64, shrunk 
 		if err != nil {
 			return err
 		}
-		sk := binary.BigEndian.AppendUint64(keptKey(rest), h)
+		sk := binary.BigEndian.AppendUint64(keptPrefix(rest), h)
 		if bz, err := s.db.Get(sk); err != nil {
 			return err
 		} else if bz != nil {
@@ -459,10 +431,10 @@ func (s *segmentStore) releaseSuperseded(batch dbm.Batch, height uint64, shrunk 
 	return nil
 }
 
-// supersede keeps the pointer key holds (being replaced or deleted at height), if any. When
-// this height's first attempt already kept one — the block's original bytes — the pointer is
-// that attempt's own and is released instead, which supersede says.
-func (s *segmentStore) supersede(batch dbm.Batch, l *partitionLog, key []byte, height uint64) (bool, error) {
+// keep keeps the pointer key holds (being replaced or deleted at height), if any. When this
+// height's first attempt already kept one — the block's original bytes — the pointer is that
+// attempt's own and is released instead, which keep says.
+func (s *segmentStore) keep(batch dbm.Batch, l *partitionLog, key []byte, height uint64) (bool, error) {
 	cur, err := s.db.Get(key)
 	if err != nil || cur == nil {
 		return false, err
@@ -471,7 +443,7 @@ func (s *segmentStore) supersede(batch dbm.Batch, l *partitionLog, key []byte, h
 	if err != nil {
 		return false, err
 	}
-	sk := supersededKey(key, height)
+	sk := keptKey(key, height)
 	if has, err := s.db.Has(sk); err != nil {
 		return false, err
 	} else if has {
@@ -481,7 +453,7 @@ func (s *segmentStore) supersede(batch dbm.Batch, l *partitionLog, key []byte, h
 	if err := batch.Set(sk, cur); err != nil {
 		return false, err
 	}
-	return false, batch.Set(supersededByHeightKey(key, height), []byte{1})
+	return false, batch.Set(keptByHeightKey(key, height), []byte{1})
 }
 
 func (l *partitionLog) unlive(segment uint64) {
@@ -501,8 +473,8 @@ func (s *segmentStore) dropOrphans() error {
 		return err
 	}
 	named := map[string]bool{}
-	for _, prefix := range []collections.Prefix{types.RecordBytesPrefix, SupersededPrefix} {
-		start, end := prefix.Bytes(), prefixEnd(prefix.Bytes())
+	for _, prefix := range []collections.Prefix{types.RecordBytesPrefix, KeptPrefix} {
+		start, end := prefix.Bytes(), storetypes.PrefixEndBytes(prefix.Bytes())
 		for {
 			it, err := s.db.Iterator(start, end)
 			if err != nil {
@@ -518,7 +490,7 @@ func (s *segmentStore) dropOrphans() error {
 				return err
 			}
 			named[filepath.Base(s.partitionDir(tp))] = true
-			if start = prefixEnd(partitionPrefix(prefix, tp)); start == nil {
+			if start = storetypes.PrefixEndBytes(partitionPrefix(prefix, tp)); start == nil {
 				break
 			}
 		}

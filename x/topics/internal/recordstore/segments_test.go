@@ -213,7 +213,7 @@ func TestSegmentStoreDropsOrphanedPartitionsAfterARestart(t *testing.T) {
 	require.DirExists(t, filepath.Join(dir, "lost+found"), "not a partition directory: not the store's")
 	require.DirExists(t, filepath.Join(dir, "orders-2"), "its kept pointers still do")
 	require.Equal(t, batchBytes(0, 3), mustGet(t, s, recordStoreKey(t, "orders", 0, 3)))
-	prev, err := s.Previous(recordStoreKey(t, "orders", 2, 1), sha256Of(batchBytes(2, 1)))
+	prev, err := s.Kept(recordStoreKey(t, "orders", 2, 1), sha256Of(batchBytes(2, 1)))
 	require.NoError(t, err)
 	require.Equal(t, batchBytes(2, 1), prev)
 }

@@ -64,7 +64,7 @@ func (s *segmentStore) Snapshot(height uint64, batches func(yield func(key, sum 
 			return err
 		}
 		if h := sha256.Sum256(bz); bz == nil || !bytes.Equal(h[:], sum) {
-			if bz, err = s.Previous(key, sum); err != nil {
+			if bz, err = s.Kept(key, sum); err != nil {
 				return err
 			}
 		}

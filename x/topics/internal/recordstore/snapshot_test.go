@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	storetypes "cosmossdk.io/store/types"
 	dbm "github.com/cosmos/cosmos-db"
 	"github.com/stretchr/testify/require"
 )
@@ -126,8 +127,8 @@ func TestSnapshotPinsAreCheapAndBounded(t *testing.T) {
 		}
 	}
 	kept := 0
-	prefix := SupersededByHeightPrefix.Bytes()
-	it, err := db.DB.Iterator(prefix, prefixEnd(prefix))
+	prefix := KeptByHeightPrefix.Bytes()
+	it, err := db.DB.Iterator(prefix, storetypes.PrefixEndBytes(prefix))
 	require.NoError(t, err)
 	for ; it.Valid(); it.Next() {
 		kept++

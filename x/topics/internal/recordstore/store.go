@@ -13,9 +13,9 @@ import (
 type Store interface {
 	// Get returns key's bytes; nil when the store has none.
 	Get(key []byte) ([]byte, error)
-	// Previous returns the bytes key held, before a recent block replaced or deleted them,
+	// Kept returns the bytes key held, before a recent block replaced or deleted them,
 	// whose SHA-256 is sum; nil when none are kept.
-	Previous(key, sum []byte) ([]byte, error)
+	Kept(key, sum []byte) ([]byte, error)
 	// Apply commits the writes (key, bytes) and deletions of the block at height.
 	Apply(height uint64, sets [][2][]byte, deletes [][]byte) error
 	// Pin pins height when it is a snapshot height; called after the height's writes are
@@ -48,8 +48,8 @@ type dbStore struct{ db dbm.DB }
 
 func (d dbStore) Get(key []byte) ([]byte, error) { return d.db.Get(key) }
 
-// Previous: nodes without a data directory keep no state across a restart, so never replay.
-func (dbStore) Previous(_, _ []byte) ([]byte, error) { return nil, nil }
+// Kept: nodes without a data directory keep no state across a restart, so never replay.
+func (dbStore) Kept(_, _ []byte) ([]byte, error) { return nil, nil }
 
 // ErrNoSnapshots: the database store takes no snapshots; its node has no data directory, so
 // no snapshot store.
