@@ -14,11 +14,7 @@ func TestModuleLinksNoClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -deps: %v\n%s", err, out)
-	}
-	deps := strings.Fields(string(out))
+	deps := goListDeps(t, ".")
 	forbidden := []string{
 		"github.com/twmb/franz-go",
 		"github.com/cometbft/cometbft/light",
@@ -33,4 +29,27 @@ func TestModuleLinksNoClients(t *testing.T) {
 		}
 	}
 	t.Logf("go list -deps ./x/topics: %d packages, none of %d forbidden prefixes", len(deps), len(forbidden))
+}
+
+// TestRecordStoreLinksNoKeeper keeps the record store a storage engine below the keeper: it
+// knows record store keys (x/topics/types), not the module's state or its gas.
+func TestRecordStoreLinksNoKeeper(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	for _, d := range goListDeps(t, "./internal/recordstore") {
+		if strings.HasPrefix(d, "github.com/bftlog/bftlog/x/topics/keeper") {
+			t.Errorf("x/topics/internal/recordstore links %s", d)
+		}
+	}
+}
+
+// goListDeps lists the packages pkg links.
+func goListDeps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	return strings.Fields(string(out))
 }

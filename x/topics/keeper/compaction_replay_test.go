@@ -12,6 +12,7 @@ import (
 	"cosmossdk.io/collections"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/bftlog/bftlog/x/topics/internal/recordstore"
 	"github.com/bftlog/bftlog/x/topics/keeper"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
@@ -29,7 +30,7 @@ func (f *fixture) commitBlock() {
 // that the block at height replaced or deleted, by key; every one at height 0.
 func (f *fixture) kept(height int64) map[string]string {
 	f.t.Helper()
-	it, err := f.recordDB.Iterator(types.RecordSupersededPrefix.Bytes(), types.RecordSupersededByHeightPrefix.Bytes())
+	it, err := f.recordDB.Iterator(recordstore.KeptPrefix.Bytes(), recordstore.KeptByHeightPrefix.Bytes())
 	require.NoError(f.t, err)
 	defer it.Close()
 	out := map[string]string{}

@@ -15,6 +15,7 @@ import (
 
 	storetypes "cosmossdk.io/store/types"
 
+	"github.com/bftlog/bftlog/x/topics/internal/recordstore"
 	"github.com/bftlog/bftlog/x/topics/keeper"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
@@ -213,7 +214,7 @@ func TestRecordStorePendingUntilPrecommit(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("t", 1)
 	inDB := func() int {
-		it, err := f.recordDB.Iterator(types.RecordBytesPrefix.Bytes(), types.RecordSupersededPrefix.Bytes())
+		it, err := f.recordDB.Iterator(types.RecordBytesPrefix.Bytes(), recordstore.KeptPrefix.Bytes())
 		require.NoError(t, err)
 		defer it.Close()
 		n := 0
@@ -252,7 +253,7 @@ func TestRecordStorePendingUntilPrecommit(t *testing.T) {
 	f.advance(time.Second)
 	require.NoError(t, f.k.Precommit(f.ctx))
 	require.Zero(t, inDB())
-	kept, err := f.recordDB.Get(binary.BigEndian.AppendUint64(append(types.RecordSupersededPrefix.Bytes(), mustEncode(t, key)...), uint64(f.ctx.BlockHeight())))
+	kept, err := f.recordDB.Get(binary.BigEndian.AppendUint64(append(recordstore.KeptPrefix.Bytes(), mustEncode(t, key)...), uint64(f.ctx.BlockHeight())))
 	require.NoError(t, err)
 	require.NotNil(t, kept, "the deleted pointer is kept for reads at recent heights and a replay of its block")
 

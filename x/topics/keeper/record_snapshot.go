@@ -7,9 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"slices"
 	"sync"
 
 	"cosmossdk.io/collections"
@@ -20,22 +17,19 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/bftlog/bftlog/x/topics/internal/recordstore"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-// State sync carries the record bytes as a snapshot extension: the multistore's snapshot holds
-// each batch's metadata and SHA-256 (in IAVL) but not the bytes, which live in segment files.
-//
-// A snapshot of height H is taken in the background after H commits, while later blocks go on
-// — and their compaction, retention and purges replace or delete batches H holds. The bytes
-// they replace are kept, under the height that replaced them (record_segments.go); a pin on H
-// holds back releasing those kept after H until its snapshot is written. The extension walks
-// H's batches in H's state and takes each batch's current bytes, or else the kept ones, by the
-// SHA-256 H's state holds: every node's snapshot of H carries the same bytes in the same order.
-// Pinning is one height added to a short list in Precommit, no walk over the batches; a pin
-// goes when its snapshot ends, written or failed, and of the pins whose snapshot never
-// started (the SDK's manager skips a height while another snapshot runs) the newest maxPins
-// are held.
+// RecordSnapshotFormat is the extension's payload format: per batch, in key order, one payload
+// of uvarint(len(key)) | record store key | record batch bytes.
+const RecordSnapshotFormat uint32 = 1
+
+// RecordSnapshotter is the x/topics record bytes snapshot extension: state sync carries the
+// record bytes as an extension, since the multistore's snapshot holds each batch's metadata
+// and SHA-256 (in IAVL) but not the bytes, which live in segment files. It snapshots heights
+// the record store pinned, whose kept bytes stay until the snapshot is written (package
+// recordstore, "Kept versions").
 //
 // The peers a new node restores from are untrusted, and CometBFT checks the app hash only
 // after the whole snapshot, extension included, is applied. So before it writes a byte the
@@ -45,25 +39,10 @@ import (
 // them to a staging directory that replaces the record store only once all are in, removed if
 // the restore fails. What a forged snapshot can make a node write is then the verified state's
 // own bytes, or nothing.
-
-// maxPins bounds the snapshot heights pinned whose snapshot has not started.
-const maxPins = 2
-
-// pin is a pinned snapshot height; started once its extension runs.
-type pin struct {
-	height  uint64
-	started bool
-}
-
-// RecordSnapshotFormat is the extension's payload format: per batch, in key order, one payload
-// of uvarint(len(key)) | record store key | record batch bytes.
-const RecordSnapshotFormat uint32 = 1
-
-// RecordSnapshotter is the x/topics record bytes snapshot extension.
 type RecordSnapshotter struct {
 	k     Keeper
 	cms   storetypes.MultiStore
-	store *segmentStore
+	store recordstore.Store
 
 	mu sync.Mutex
 	// trusted is the app hash CometBFT verified for the snapshot of height trustedHeight.
@@ -77,25 +56,15 @@ var _ snapshottypes.ExtensionSnapshotter = (*RecordSnapshotter)(nil)
 // restored state from cms; nil when the record bytes are not in segment files (they are then
 // in the multistore's database, outside snapshots: nodes without a data directory only).
 func (k Keeper) RecordSnapshotter(cms storetypes.MultiStore) *RecordSnapshotter {
-	if k.recordStore == nil {
+	if k.recordStore == nil || !k.recordStore.snapshots {
 		return nil
 	}
-	s, ok := k.recordStore.committed.(*segmentStore)
-	if !ok {
-		return nil
-	}
-	return &RecordSnapshotter{k: k, cms: cms, store: s}
+	return &RecordSnapshotter{k: k, cms: cms, store: k.recordStore.committed}
 }
 
 // SnapshotEvery makes the store pin every interval-th height, the
 // snapshot interval of the node's snapshot manager (0: never).
-func (s RecordStore) SnapshotEvery(interval uint64) {
-	if seg, ok := s.committed.(*segmentStore); ok {
-		seg.mu.Lock()
-		seg.pinEvery = interval
-		seg.mu.Unlock()
-	}
-}
+func (s RecordStore) SnapshotEvery(interval uint64) { s.committed.SnapshotEvery(interval) }
 
 func (*RecordSnapshotter) SnapshotName() string       { return types.ModuleName + "_records" }
 func (*RecordSnapshotter) SnapshotFormat() uint32     { return RecordSnapshotFormat }
@@ -138,7 +107,7 @@ func (r *RecordSnapshotter) SnapshotExtension(height uint64, write snapshottypes
 		}
 		return nil
 	}
-	return r.store.snapshot(height, batches, func(key, bz []byte) error {
+	return r.store.Snapshot(height, batches, func(key, bz []byte) error {
 		payload := binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64+len(key)+len(bz)), uint64(len(key)))
 		payload = append(append(payload, key...), bz...)
 		return write(payload)
@@ -163,7 +132,7 @@ func (r *RecordSnapshotter) RestoreExtension(height uint64, format uint32, read 
 		return err
 	}
 	defer it.Close()
-	return r.store.restore(height, func(put func(key, bz []byte) error) error {
+	return r.store.Restore(height, func(put func(key, bz []byte) error) error {
 		for n := 0; ; n++ {
 			payload, err := read()
 			if errors.Is(err, io.EOF) {
@@ -220,7 +189,7 @@ func checkPayload(it collections.Iterator[collections.Pair[types.TopicPartition,
 		return nil, nil, fmt.Errorf("%w: payload %d has no key", errRecordSnapshot, n)
 	}
 	key, bz := payload[m:m+int(klen)], payload[m+int(klen):]
-	tp, last, err := recordKey(key)
+	tp, last, err := recordstore.ParseKey(key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", errRecordSnapshot, err)
 	}
@@ -239,134 +208,4 @@ func checkPayload(it collections.Iterator[collections.Pair[types.TopicPartition,
 		return nil, nil, fmt.Errorf("%w: the bytes of %s/%d at %d do not match their SHA-256", errRecordSnapshot, tp.Topic, tp.Partition, last)
 	}
 	return bytes.Clone(key), bytes.Clone(bz), nil
-}
-
-// pinAt pins height when it is a snapshot height; called after the height's writes are
-// applied, before the next height's.
-func (s *segmentStore) pinAt(height uint64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pinEvery == 0 || height%s.pinEvery != 0 {
-		return nil
-	}
-	s.pins = append(s.pins, pin{height: height})
-	waiting := 0
-	for i := len(s.pins) - 1; i >= 0; i-- {
-		if !s.pins[i].started {
-			if waiting++; waiting > maxPins {
-				s.pins = slices.Delete(s.pins, i, i+1)
-			}
-		}
-	}
-	return nil
-}
-
-// snapshot hands emit the bytes of every batch batches yields (its record store key and the
-// SHA-256 the state at height holds for it), then unpins height. Pins of earlier heights
-// not started are dropped: the SDK's manager snapshots heights in order and never goes back.
-func (s *segmentStore) snapshot(height uint64, batches func(yield func(key, sum []byte) error) error, emit func(key, bz []byte) error) error {
-	s.mu.Lock()
-	s.pins = slices.DeleteFunc(s.pins, func(p pin) bool { return p.height < height && !p.started })
-	for i := range s.pins {
-		if s.pins[i].height == height {
-			s.pins[i].started = true
-		}
-	}
-	s.mu.Unlock()
-	defer s.unpin(height)
-	return batches(func(key, sum []byte) error {
-		bz, err := s.get(key)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		if h := sha256.Sum256(bz); bz == nil || !bytes.Equal(h[:], sum) {
-			if bz, err = s.previous(key, sum); err != nil {
-				return err
-			}
-		}
-		if bz == nil {
-			tp, last, _ := recordKey(key)
-			return fmt.Errorf("x/topics: the bytes of %s/%d at %d of height %d are no longer kept (a snapshot whose height was not pinned?)", tp.Topic, tp.Partition, last, height)
-		}
-		return emit(key, bz)
-	})
-}
-
-func (s *segmentStore) unpin(height uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pins = slices.DeleteFunc(s.pins, func(p pin) bool { return p.height == height })
-}
-
-// restore replaces the store's contents with the batches fill puts, in key order: written to
-// a staging directory beside the store's, which becomes the store's once fill returns, and is
-// removed with the pointers if it fails.
-func (s *segmentStore) restore(height uint64, fill func(put func(key, bz []byte) error) error) (err error) {
-	if err := s.reset(); err != nil {
-		return err
-	}
-	staging := newSegmentStore(s.db, s.dir+".restore")
-	if err := os.RemoveAll(staging.dir); err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, staging.reset())
-		}
-	}()
-	var (
-		sets    [][2][]byte
-		pending int
-	)
-	err = fill(func(key, bz []byte) error {
-		sets = append(sets, [2][]byte{key, bz})
-		if pending += len(bz); pending < 64<<20 {
-			return nil
-		}
-		err := staging.apply(height, sets, nil)
-		sets, pending = sets[:0], 0
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if err := staging.apply(height, sets, nil); err != nil {
-		return err
-	}
-	if err := staging.closeAll(); err != nil {
-		return err
-	}
-	if err := mkdirSynced(staging.dir); err != nil { // a snapshot without batches
-		return err
-	}
-	if err := os.Rename(staging.dir, s.dir); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(s.dir))
-}
-
-// reset empties the store: every pointer and segment file goes, for a restore.
-func (s *segmentStore) reset() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	err := s.closeAll()
-	clear(s.parts)
-	s.pins = nil
-	it, ierr := s.db.Iterator(nil, nil)
-	if ierr != nil {
-		return errors.Join(err, ierr)
-	}
-	batch := s.db.NewBatch()
-	defer batch.Close()
-	for ; it.Valid(); it.Next() {
-		if err := batch.Delete(bytes.Clone(it.Key())); err != nil {
-			it.Close()
-			return err
-		}
-	}
-	it.Close()
-	if err := batch.WriteSync(); err != nil {
-		return err
-	}
-	return errors.Join(err, os.RemoveAll(s.dir))
 }

@@ -15,16 +15,14 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/bftlog/bftlog/x/topics/internal/recordstore"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-// Record bytes are kept out of the Merkle state. IAVL keeps every value it writes in a leaf
-// node and again in its fast-node index, caches nodes by count (a count of ~500 KB batches is
-// gigabytes) and hashes each value when it saves a version; for the log's bulk that is memory,
-// disk and CPU spent on bytes that never change once written. So the batches collection holds
-// each batch's metadata with the SHA-256 of its record batch, which the app hash commits to,
-// and the bytes go to the record store under the same key: written and deleted in the same
-// block as the metadata, read by Fetch, checked against the proven hash by verifying clients.
+// RecordStore is the record store: committed bytes in segment files or a database (package
+// recordstore: why the bytes are outside IAVL, and how they are kept), the current block's
+// writes and deletions in the transient store pending. It is a corestore.KVStoreService for
+// point reads and writes (no iteration) and charges gas as a KV store does.
 //
 // The record store is not a store of the multistore: a mounted non-IAVL store (StoreTypeDB)
 // enters the commit info the multistore persists and proves against, but not the working hash
@@ -33,61 +31,25 @@ import (
 // each failed transaction like any store, left out of every hash — and the module's Precommit
 // moves them into the database in one batch, just before the multistore commits. A node that
 // stops between the two replays the block, which writes the same bytes again.
-
-// RecordStore is the record store: committed bytes in segment files (record_segments.go) or
-// a database, the current block's writes and deletions in the transient store pending. It is
-// a corestore.KVStoreService for point reads and writes (no iteration) and charges gas as a KV
-// store does.
 type RecordStore struct {
 	pending   storetypes.StoreKey
-	committed committedRecords
-}
-
-// committedRecords holds the committed record bytes.
-type committedRecords interface {
-	get(key []byte) ([]byte, error)
-	// previous returns the bytes key held, before a recent block replaced or deleted them,
-	// whose SHA-256 is sum; nil when none are kept.
-	previous(key, sum []byte) ([]byte, error)
-	// apply commits the writes (key, bytes) and deletions of the block at height.
-	apply(height uint64, sets [][2][]byte, deletes [][]byte) error
+	committed recordstore.Store
+	// snapshots: state sync snapshots carry the committed bytes (RecordSnapshotter); not
+	// those of a node without a data directory, which takes no snapshots.
+	snapshots bool
 }
 
 // NewRecordStore returns the record store keeping the bytes in segment files under dir and
 // their positions in db (the app gives its application database under types.RecordDBPrefix
 // and <home>/data/records), with pending, mounted as StoreTypeTransient, for a block's writes.
 func NewRecordStore(pending *storetypes.TransientStoreKey, db dbm.DB, dir string) RecordStore {
-	return RecordStore{pending: pending, committed: newSegmentStore(db, dir)}
+	return RecordStore{pending: pending, committed: recordstore.NewSegmentStore(db, dir), snapshots: true}
 }
 
 // NewDBRecordStore is NewRecordStore keeping the bytes themselves in db, for nodes without a
 // data directory (in-memory test chains).
 func NewDBRecordStore(pending *storetypes.TransientStoreKey, db dbm.DB) RecordStore {
-	return RecordStore{pending: pending, committed: dbRecords{db}}
-}
-
-// dbRecords keeps record bytes in a database.
-type dbRecords struct{ db dbm.DB }
-
-func (d dbRecords) get(key []byte) ([]byte, error) { return d.db.Get(key) }
-
-// previous: nodes without a data directory keep no state across a restart, so never replay.
-func (dbRecords) previous(_, _ []byte) ([]byte, error) { return nil, nil }
-
-func (d dbRecords) apply(_ uint64, sets [][2][]byte, deletes [][]byte) error {
-	batch := d.db.NewBatch()
-	defer batch.Close()
-	for _, kv := range sets {
-		if err := batch.Set(kv[0], kv[1]); err != nil {
-			return err
-		}
-	}
-	for _, k := range deletes {
-		if err := batch.Delete(k); err != nil {
-			return err
-		}
-	}
-	return batch.Write()
+	return RecordStore{pending: pending, committed: recordstore.NewDBStore(db)}
 }
 
 // Keys in the pending store: a marker byte, then the record store key.
@@ -124,13 +86,10 @@ func (s RecordStore) Flush(ctx context.Context) error {
 		}
 	}
 	height := uint64(sdk.UnwrapSDKContext(ctx).BlockHeight())
-	if err := s.committed.apply(height, sets, deletes); err != nil {
+	if err := s.committed.Apply(height, sets, deletes); err != nil {
 		return err
 	}
-	if seg, ok := s.committed.(*segmentStore); ok {
-		return seg.pinAt(height)
-	}
-	return nil
+	return s.committed.Pin(height)
 }
 
 // QueryMultiStore returns ms as queries read it: the pending store hidden, so they get the
@@ -189,7 +148,7 @@ type branch = storetypes.CacheMultiStore
 // recordKV is the record store as one context sees it: its pending writes over the database.
 type recordKV struct {
 	pending   storetypes.KVStore
-	committed committedRecords
+	committed recordstore.Store
 	gas       storetypes.GasMeter
 	cfg       storetypes.GasConfig
 }
@@ -211,7 +170,7 @@ func (s recordKV) get(key []byte) ([]byte, error) {
 	if s.pending.Has(pendingKey(pendingDelete, key)) {
 		return nil, nil
 	}
-	return s.committed.get(key)
+	return s.committed.Get(key)
 }
 
 func (s recordKV) Has(key []byte) (bool, error) {
@@ -295,10 +254,10 @@ func (k Keeper) withBytes(ctx context.Context, key collections.Pair[types.TopicP
 	}
 	// The state is older than the record store: a read proven at a recent height, or a node
 	// replaying a block after stopping at its Precommit, and a later block rewrote or deleted
-	// these bytes. They are kept for types.RecordHistoryBlocks blocks (previous checks them).
+	// these bytes. They are kept for types.RecordHistoryBlocks blocks (recordstore.Store.Kept).
 	if k.recordStore != nil {
 		if rk, err := collections.EncodeKeyWithPrefix(types.RecordBytesPrefix.Bytes(), types.BatchKeyCodec, key); err == nil {
-			if prev, err := k.recordStore.committed.previous(rk, m.RecordBatchSha256); err == nil && prev != nil {
+			if prev, err := k.recordStore.committed.Kept(rk, m.RecordBatchSha256); err == nil && prev != nil {
 				m.RecordBatch = prev
 				return m, nil
 			}

@@ -55,14 +55,7 @@ var (
 	// RecordBytesPrefix keys record batch bytes like their batch, in the record store (or in
 	// the module store when a chain gives the keeper no record store).
 	RecordBytesPrefix = collections.NewPrefix(14)
-	// RecordSupersededPrefix keys, in the record database only, the pointers a block replaced
-	// or deleted by (batch key, height), kept for RecordHistoryBlocks blocks; and
-	// RecordSupersededByHeightPrefix indexes them by height (keeper/record_segments.go).
-	RecordSupersededPrefix         = collections.NewPrefix(23)
-	RecordSupersededByHeightPrefix = collections.NewPrefix(24)
-	// RecordSweepPrefix marks, in the record database only, the partitions whose segments a
-	// flush removes after its pointer batch, until they are gone (keeper/record_segments.go).
-	RecordSweepPrefix = collections.NewPrefix(25)
+	// Prefixes 23, 24 and 25 are the record database's own (x/topics/internal/recordstore).
 	// KafkaGroupsPrefix and KafkaMembersPrefix hold Kafka-protocol groups' state and members
 	// (a member's expiry is in MemberExpiryPrefix like a native member's).
 	KafkaGroupsPrefix  = collections.NewPrefix(15)

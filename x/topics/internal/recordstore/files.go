@@ -1,4 +1,4 @@
-package keeper
+package recordstore
 
 import (
 	"crypto/sha256"
@@ -10,21 +10,17 @@ import (
 	"path/filepath"
 	"strconv"
 
+	storetypes "cosmossdk.io/store/types"
+
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-// The segment store's files (record_segments.go).
-//
 // Open files: a Kafka broker keeps every partition's active segment open, one file descriptor
 // per partition; 20 topics of 256 partitions are 5,120, past a common `ulimit -n` of 1,024, and
 // an open failing with EMFILE inside Precommit halts every validator alike. So the handles of
 // active segments are an LRU of maxOpenSegments (the least recently appended to is synced, if
 // it holds unsynced bytes, and closed), and reads — queries, compaction, snapshots — open their
 // segment and close it again, at most maxReadFiles at once whatever the count of queries.
-//
-// Crash safety: a new segment file's directory entry, and a new partition directory's in its
-// parent, are synced before any pointer names them (record_segments.go syncs the bytes, then
-// writes the pointers in a synced batch).
 const (
 	maxOpenSegments = 128
 	maxReadFiles    = 64
@@ -197,7 +193,7 @@ func (s *segmentStore) dropAll(shrunk map[types.TopicPartition]bool) error {
 		if err := s.dropUnused(tp); err != nil {
 			return err
 		}
-		if err := done.Delete(partitionPrefix(types.RecordSweepPrefix, tp)); err != nil {
+		if err := done.Delete(partitionPrefix(SweepPrefix, tp)); err != nil {
 			return err
 		}
 	}
@@ -207,8 +203,8 @@ func (s *segmentStore) dropAll(shrunk map[types.TopicPartition]bool) error {
 // sweep removes, after a restart, the segments a flush left behind when the node stopped
 // between its pointer batch and its removals.
 func (s *segmentStore) sweep() error {
-	prefix := types.RecordSweepPrefix.Bytes()
-	it, err := s.db.Iterator(prefix, prefixEnd(prefix))
+	prefix := SweepPrefix.Bytes()
+	it, err := s.db.Iterator(prefix, storetypes.PrefixEndBytes(prefix))
 	if err != nil {
 		return err
 	}

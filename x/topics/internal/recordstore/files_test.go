@@ -1,4 +1,4 @@
-package keeper
+package recordstore
 
 import (
 	"math"
@@ -69,11 +69,11 @@ func TestSegmentStoreOpenFilesBounded(t *testing.T) {
 			live = append(live, sets[len(sets)-1])
 		}
 	}
-	require.NoError(t, s.apply(1, sets, nil))
-	require.NoError(t, s.apply(2, nil, deletes)) // retention: every partition's first batch
-	require.NoError(t, s.apply(3, nil, nil))     // their kept pointers released, segments kept (offset 1 lives)
+	require.NoError(t, s.Apply(1, sets, nil))
+	require.NoError(t, s.Apply(2, nil, deletes)) // retention: every partition's first batch
+	require.NoError(t, s.Apply(3, nil, nil))     // their kept pointers released, segments kept (offset 1 lives)
 	for i, kv := range sets {
-		bz, err := s.get(kv[0])
+		bz, err := s.Get(kv[0])
 		require.NoError(t, err)
 		if i%2 == 0 {
 			require.Nil(t, bz)
@@ -86,12 +86,12 @@ func TestSegmentStoreOpenFilesBounded(t *testing.T) {
 	}
 	// State sync: the snapshot of height 3 read, and restored into another node's store.
 	var payloads [][2][]byte
-	require.NoError(t, s.snapshot(3, stateOf(live), func(key, bz []byte) error {
+	require.NoError(t, s.Snapshot(3, stateOf(live), func(key, bz []byte) error {
 		payloads = append(payloads, [2][]byte{key, bz})
 		return nil
 	}))
 	to := newSegmentStore(dbm.NewMemDB(), restored)
-	require.NoError(t, to.restore(3, func(put func(key, bz []byte) error) error {
+	require.NoError(t, to.Restore(3, func(put func(key, bz []byte) error) error {
 		for _, kv := range payloads {
 			if err := put(kv[0], kv[1]); err != nil {
 				return err
@@ -129,7 +129,7 @@ func TestSegmentPathsFitTheFileSystem(t *testing.T) {
 		sets = append(sets, [2][]byte{recordStoreKey(t, c.topic, c.partition, 7), batchBytes(uint32(i), 7)})
 		deletes = append(deletes, recordStoreKey(t, c.topic, c.partition, 7))
 	}
-	require.NoError(t, s.apply(1, sets, nil))
+	require.NoError(t, s.Apply(1, sets, nil))
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Len(t, entries, len(cases), "one directory per partition, none shared")
@@ -142,8 +142,8 @@ func TestSegmentPathsFitTheFileSystem(t *testing.T) {
 	for _, kv := range sets {
 		require.Equal(t, kv[1], mustGet(t, s, kv[0]))
 	}
-	require.NoError(t, s.apply(2, nil, deletes))
-	require.NoError(t, s.apply(3, nil, nil))
+	require.NoError(t, s.Apply(2, nil, deletes))
+	require.NoError(t, s.Apply(3, nil, nil))
 	entries, err = os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Empty(t, entries, "every partition's directory removed with its last batch")

@@ -1,4 +1,4 @@
-package keeper
+package recordstore
 
 import (
 	"bytes"
@@ -6,10 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	storetypes "cosmossdk.io/store/types"
 	dbm "github.com/cosmos/cosmos-db"
 	"github.com/stretchr/testify/require"
-
-	"github.com/bftlog/bftlog/x/topics/types"
 )
 
 // stateOf yields the batches of a state holding sets, as the extension walks a height's
@@ -39,26 +38,26 @@ func TestSnapshotPinsTheBatchesOfItsHeight(t *testing.T) {
 	for off := uint64(0); off < 8; off++ {
 		sets = append(sets, [2][]byte{recordStoreKey(t, "orders", 0, off), batchBytes(0, off)})
 	}
-	require.NoError(t, s.apply(9, sets, nil))
-	require.NoError(t, s.pinAt(9))
+	require.NoError(t, s.Apply(9, sets, nil))
+	require.NoError(t, s.Pin(9))
 	require.Empty(t, s.pins, "9 is not a snapshot height")
-	require.NoError(t, s.pinAt(10))
+	require.NoError(t, s.Pin(10))
 
 	// Height 11: retention deletes offsets 0-3 (all of segment 0) and a batch is appended.
 	var deletes [][]byte
 	for off := uint64(0); off < 4; off++ {
 		deletes = append(deletes, recordStoreKey(t, "orders", 0, off))
 	}
-	require.NoError(t, s.apply(11, [][2][]byte{{recordStoreKey(t, "orders", 0, 8), batchBytes(0, 8)}}, deletes))
-	require.NoError(t, s.pinAt(11))
-	require.NoError(t, s.apply(12, nil, nil)) // would release what 11 deleted, but 10 is pinned
-	require.NoError(t, s.pinAt(12))
+	require.NoError(t, s.Apply(11, [][2][]byte{{recordStoreKey(t, "orders", 0, 8), batchBytes(0, 8)}}, deletes))
+	require.NoError(t, s.Pin(11))
+	require.NoError(t, s.Apply(12, nil, nil)) // would release what 11 deleted, but 10 is pinned
+	require.NoError(t, s.Pin(12))
 	p0 := filepath.Join(dir, "orders-0")
 	require.Equal(t, []uint64{0, 4, 8}, segmentNames(t, p0), "segment 0 kept for the snapshot of height 10")
 
 	var got [][]byte
-	require.NoError(t, s.snapshot(10, stateOf(sets), func(key, bz []byte) error {
-		_, last, err := recordKey(key)
+	require.NoError(t, s.Snapshot(10, stateOf(sets), func(key, bz []byte) error {
+		_, last, err := ParseKey(key)
 		require.NoError(t, err)
 		require.Equal(t, uint64(len(got)), last, "in key order")
 		got = append(got, bytes.Clone(bz))
@@ -69,9 +68,9 @@ func TestSnapshotPinsTheBatchesOfItsHeight(t *testing.T) {
 		require.Equal(t, batchBytes(0, uint64(off)), bz)
 	}
 	require.Empty(t, s.pins)
-	require.NoError(t, s.apply(13, nil, nil))
+	require.NoError(t, s.Apply(13, nil, nil))
 	require.Equal(t, []uint64{4, 8}, segmentNames(t, p0), "segment 0 removed once the snapshot is written")
-	err := s.snapshot(10, stateOf(sets), func(_, _ []byte) error { return nil })
+	err := s.Snapshot(10, stateOf(sets), func(_, _ []byte) error { return nil })
 	require.ErrorContains(t, err, "bytes of orders/0 at 0 of height 10 are no longer kept")
 }
 
@@ -106,12 +105,12 @@ func TestSnapshotPinsAreCheapAndBounded(t *testing.T) {
 	for off := uint64(0); off < 20_000; off++ {
 		sets = append(sets, [2][]byte{recordStoreKey(t, "orders", uint32(off%16), off), batchBytes(0, off)[:16]})
 	}
-	require.NoError(t, s.apply(8, sets, nil))
+	require.NoError(t, s.Apply(8, sets, nil))
 	precommit := func(h uint64) int {
 		db.steps = 0
 		next := recordStoreKey(t, "orders", 0, 20_000+h)
-		require.NoError(t, s.apply(h, [][2][]byte{{next, batchBytes(0, h)[:16]}}, nil))
-		require.NoError(t, s.pinAt(h))
+		require.NoError(t, s.Apply(h, [][2][]byte{{next, batchBytes(0, h)[:16]}}, nil))
+		require.NoError(t, s.Pin(h))
 		return db.steps
 	}
 	plain, pinned := precommit(9), precommit(10)
@@ -121,15 +120,15 @@ func TestSnapshotPinsAreCheapAndBounded(t *testing.T) {
 	// 190 more blocks, each deleting a batch (kept a block, or while pinned); 19 snapshot
 	// heights whose snapshots never run, one whose extension fails.
 	for h := uint64(11); h <= 200; h++ {
-		require.NoError(t, s.apply(h, nil, [][]byte{sets[h][0]}))
-		require.NoError(t, s.pinAt(h))
+		require.NoError(t, s.Apply(h, nil, [][]byte{sets[h][0]}))
+		require.NoError(t, s.Pin(h))
 		if h == 50 {
-			require.Error(t, s.snapshot(h, stateOf(sets[:3]), func(_, _ []byte) error { return errors.New("disk full") }))
+			require.Error(t, s.Snapshot(h, stateOf(sets[:3]), func(_, _ []byte) error { return errors.New("disk full") }))
 		}
 	}
 	kept := 0
-	prefix := types.RecordSupersededByHeightPrefix.Bytes()
-	it, err := db.DB.Iterator(prefix, prefixEnd(prefix))
+	prefix := KeptByHeightPrefix.Bytes()
+	it, err := db.DB.Iterator(prefix, storetypes.PrefixEndBytes(prefix))
 	require.NoError(t, err)
 	for ; it.Valid(); it.Next() {
 		kept++

@@ -1,4 +1,4 @@
-package keeper
+package recordstore
 
 import (
 	"bytes"
@@ -70,7 +70,7 @@ func (c *crashChain) open(dir string) (*segmentStore, func()) {
 }
 
 func (c *crashChain) block(s *segmentStore, h int) error {
-	return s.apply(uint64(h), c.sets[h], c.dels[h])
+	return s.Apply(uint64(h), c.sets[h], c.dels[h])
 }
 
 // check requires every batch of block 3's state to read back with its SHA-256 and every
@@ -78,7 +78,7 @@ func (c *crashChain) block(s *segmentStore, h int) error {
 func (c *crashChain) check(s *segmentStore) {
 	t := c.t
 	for key, want := range c.result {
-		got, err := s.get([]byte(key))
+		got, err := s.Get([]byte(key))
 		require.NoError(t, err)
 		if want == nil {
 			require.Nil(t, got)
@@ -87,7 +87,7 @@ func (c *crashChain) check(s *segmentStore) {
 		require.Equal(t, sha256Of(want), sha256Of(got), "SHA-256 of %x", key)
 	}
 	named := map[string]bool{}
-	for _, prefix := range []byte{types.RecordBytesPrefix.Bytes()[0], types.RecordSupersededPrefix.Bytes()[0]} {
+	for _, prefix := range []byte{types.RecordBytesPrefix.Bytes()[0], KeptPrefix.Bytes()[0]} {
 		it, err := s.db.Iterator([]byte{prefix}, []byte{prefix + 1})
 		require.NoError(t, err)
 		for ; it.Valid(); it.Next() {
@@ -138,7 +138,7 @@ func TestSegmentStoreSurvivesPowerCuts(t *testing.T) {
 			require.NoError(t, c.block(s, 3))
 			c.check(s)
 			t.Logf("cut at %q with %d segment files of orders/0 on disk; replayed: every batch's SHA-256 matches, no unnamed segment", step, len(left))
-			require.NoError(t, s.apply(4, nil, nil))
+			require.NoError(t, s.Apply(4, nil, nil))
 			c.check(s)
 		})
 	}
@@ -175,8 +175,8 @@ func TestSegmentStoreRefusesATruncatedSegment(t *testing.T) {
 	s, closeDB = c.open(dir)
 	defer closeDB()
 	next := recordStoreKey(t, "orders", 1, 4)
-	require.NoError(t, s.apply(2, [][2][]byte{{next, batchBytes(1, 4)}}, nil))
-	_, err = s.get(recordStoreKey(t, "orders", 1, 3))
+	require.NoError(t, s.Apply(2, [][2][]byte{{next, batchBytes(1, 4)}}, nil))
+	_, err = s.Get(recordStoreKey(t, "orders", 1, 3))
 	require.ErrorContains(t, err, seg)
 	t.Logf("read of the lost bytes: %v", err)
 	for off := uint64(0); off < 3; off++ {

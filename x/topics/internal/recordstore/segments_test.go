@@ -1,4 +1,4 @@
-package keeper
+package recordstore
 
 import (
 	"bytes"
@@ -54,20 +54,20 @@ func TestSegmentStore(t *testing.T) {
 			}
 		}
 		height++
-		require.NoError(t, s.apply(height, sets, nil))
+		require.NoError(t, s.Apply(height, sets, nil))
 	}
 	remove := func(s *segmentStore, deletes [][]byte) {
 		height++
-		require.NoError(t, s.apply(height, nil, deletes))
+		require.NoError(t, s.Apply(height, nil, deletes))
 		// The deleted pointers are kept for s.keepBlocks blocks (reads at those heights and
 		// a replay may need them); their segments stay meanwhile.
 		for i := uint64(0); i < s.keepBlocks; i++ {
 			height++
-			require.NoError(t, s.apply(height, nil, nil))
+			require.NoError(t, s.Apply(height, nil, nil))
 		}
 	}
 	read := func(s *segmentStore, p uint32, off uint64) []byte {
-		bz, err := s.get(recordStoreKey(t, "orders", p, off))
+		bz, err := s.Get(recordStoreKey(t, "orders", p, off))
 		require.NoError(t, err)
 		return bz
 	}
@@ -121,7 +121,7 @@ func TestSegmentStore(t *testing.T) {
 	remove(s, deletes)
 	_, err = os.Stat(p0)
 	require.ErrorIs(t, err, os.ErrNotExist)
-	require.NoError(t, s.apply(height+1, [][2][]byte{{recordStoreKey(t, "orders", 0, 11), batchBytes(0, 11)}}, nil))
+	require.NoError(t, s.Apply(height+1, [][2][]byte{{recordStoreKey(t, "orders", 0, 11), batchBytes(0, 11)}}, nil))
 	require.Equal(t, []uint64{11}, segmentNames(t, p0))
 	require.Equal(t, batchBytes(0, 11), read(s, 0, 11))
 	require.Equal(t, batchBytes(1, 3), read(s, 1, 3))
@@ -141,14 +141,14 @@ func TestSegmentStoreFreesSegmentsCompactionEmptied(t *testing.T) {
 	for off := uint64(0); off < 12; off++ {
 		sets = append(sets, [2][]byte{key(off), batchBytes(0, off)})
 	}
-	require.NoError(t, s.apply(1, sets, nil)) // segments 0 (0–3), 4 (4–7), 8 (8–11, active)
+	require.NoError(t, s.Apply(1, sets, nil)) // segments 0 (0–3), 4 (4–7), 8 (8–11, active)
 	p0 := filepath.Join(dir, "table-0")
 	require.Equal(t, []uint64{0, 4, 8}, segmentNames(t, p0))
 
 	// Rewrite batch 0 (its first key) and 5, delete 4: every segment still has a live batch.
 	small := func(off uint64) []byte { return batchBytes(0, off)[:100] }
-	require.NoError(t, s.apply(2, [][2][]byte{{key(0), small(0)}, {key(5), small(5)}}, [][]byte{key(4)}))
-	require.NoError(t, s.apply(3, nil, nil))
+	require.NoError(t, s.Apply(2, [][2][]byte{{key(0), small(0)}, {key(5), small(5)}}, [][]byte{key(4)}))
+	require.NoError(t, s.Apply(3, nil, nil))
 	require.Equal(t, []uint64{0, 4, 8, 9}, segmentNames(t, p0), "segment 0 still holds 1–3, 4 holds 6–7; the new bytes start segment 9 (after the active 8)")
 	for off := uint64(1); off < 12; off++ {
 		if off == 4 {
@@ -164,11 +164,11 @@ func TestSegmentStoreFreesSegmentsCompactionEmptied(t *testing.T) {
 	// Restart, then rewrite 6 and 7: segment 4 holds nothing any more and goes; 0 stays.
 	s = newSegmentStore(db, dir)
 	s.segmentBytes, s.keepBlocks = 4<<10, 1
-	require.NoError(t, s.apply(4, [][2][]byte{{key(6), small(6)}, {key(7), small(7)}}, nil))
+	require.NoError(t, s.Apply(4, [][2][]byte{{key(6), small(6)}, {key(7), small(7)}}, nil))
 	require.Equal(t, []uint64{0, 4, 8, 9}, segmentNames(t, p0), "6 and 7's old bytes are kept for a replay of block 4")
 	s = newSegmentStore(db, dir) // and counted after a restart
 	s.segmentBytes, s.keepBlocks = 4<<10, 1
-	require.NoError(t, s.apply(5, nil, nil))
+	require.NoError(t, s.Apply(5, nil, nil))
 	require.Equal(t, []uint64{0, 8, 9}, segmentNames(t, p0))
 	require.Equal(t, batchBytes(0, 2), mustGet(t, s, key(2)))
 	require.Equal(t, small(7), mustGet(t, s, key(7)))
@@ -176,7 +176,7 @@ func TestSegmentStoreFreesSegmentsCompactionEmptied(t *testing.T) {
 
 func mustGet(t *testing.T, s *segmentStore, key []byte) []byte {
 	t.Helper()
-	bz, err := s.get(key)
+	bz, err := s.Get(key)
 	require.NoError(t, err)
 	return bz
 }
@@ -194,13 +194,13 @@ func TestSegmentStoreDropsOrphanedPartitionsAfterARestart(t *testing.T) {
 			sets = append(sets, [2][]byte{recordStoreKey(t, "orders", p, off), batchBytes(p, off)})
 		}
 	}
-	require.NoError(t, s.apply(1, sets, nil))
+	require.NoError(t, s.Apply(1, sets, nil))
 	// Partition 1's pointers gone, its directory left behind; partition 2's kept for recent
 	// heights only.
 	for off := uint64(0); off < 4; off++ {
 		require.NoError(t, db.Delete(recordStoreKey(t, "orders", 1, off)))
 	}
-	require.NoError(t, s.apply(2, nil, [][]byte{recordStoreKey(t, "orders", 2, 0), recordStoreKey(t, "orders", 2, 1), recordStoreKey(t, "orders", 2, 2), recordStoreKey(t, "orders", 2, 3)}))
+	require.NoError(t, s.Apply(2, nil, [][]byte{recordStoreKey(t, "orders", 2, 0), recordStoreKey(t, "orders", 2, 1), recordStoreKey(t, "orders", 2, 2), recordStoreKey(t, "orders", 2, 3)}))
 	for _, p := range []string{"orders-0", "orders-1", "orders-2"} {
 		require.DirExists(t, filepath.Join(dir, p))
 	}
@@ -208,12 +208,12 @@ func TestSegmentStoreDropsOrphanedPartitionsAfterARestart(t *testing.T) {
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "lost+found"), 0o755))
 
 	s = newSegmentStore(db, dir)
-	require.NoError(t, s.apply(3, nil, nil))
+	require.NoError(t, s.Apply(3, nil, nil))
 	require.NoDirExists(t, filepath.Join(dir, "orders-1"), "no pointer names it")
 	require.DirExists(t, filepath.Join(dir, "lost+found"), "not a partition directory: not the store's")
 	require.DirExists(t, filepath.Join(dir, "orders-2"), "its kept pointers still do")
 	require.Equal(t, batchBytes(0, 3), mustGet(t, s, recordStoreKey(t, "orders", 0, 3)))
-	prev, err := s.previous(recordStoreKey(t, "orders", 2, 1), sha256Of(batchBytes(2, 1)))
+	prev, err := s.Kept(recordStoreKey(t, "orders", 2, 1), sha256Of(batchBytes(2, 1)))
 	require.NoError(t, err)
 	require.Equal(t, batchBytes(2, 1), prev)
 }

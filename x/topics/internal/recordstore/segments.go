@@ -1,4 +1,4 @@
-package keeper
+package recordstore
 
 import (
 	"bytes"
@@ -15,39 +15,11 @@ import (
 	"sync"
 
 	"cosmossdk.io/collections"
+	storetypes "cosmossdk.io/store/types"
 	dbm "github.com/cosmos/cosmos-db"
 
 	"github.com/bftlog/bftlog/x/topics/types"
 )
-
-// Record bytes on disk: append-only segment files, as a Kafka broker keeps its log. A database
-// holding the bytes themselves rewrites them again and again as it compacts (LevelDB: a third
-// of a validator's CPU once its log held 2 GB, and a throughput that fell with the log's
-// size); a segment file is written once, read sequentially and deleted whole when retention, a
-// topic purge or compaction (which writes a batch's new bytes at the end of the log, as Kafka's
-// cleaner writes new segments) has left no batch in it. The database keeps only a 20-byte pointer per
-// batch — segment, position, length — so its compactions stay small.
-//
-// Layout: <dir>/<topic>-<partition>/<first batch's last offset, 20 digits>.log, as Kafka names
-// its partition directories and segments. A segment is closed once it holds segmentBytes.
-//
-// Crash safety: a block's bytes are appended and synced (new files' directory entries too,
-// record_files.go) before the pointers are written in a synced batch, so a pointer never names
-// bytes that are not on disk; segments are removed only after that batch. A node that stops
-// after appending but before the pointers replays the block and appends the bytes again,
-// leaving the first copy as unused bytes in its segment, deleted with it. A node that stops
-// after the pointers but before removing the segments they no longer name finds them listed
-// under RecordSweepPrefix (written in the same batch) and removes them at its first flush.
-// A segment found shorter than its pointers say (a disk that lost acknowledged writes) is
-// never appended to, and reads of the lost bytes fail naming the file.
-//
-// A node that stops after the pointers but before the multistore commits replays the block
-// against the state before it — whose batches the block's compaction rewrote or deleted, and
-// reads again. And verified reads prove a recent height, not the newest. So a pointer a block
-// replaces or deletes is kept, under RecordSupersededPrefix with the block's height, for
-// types.RecordHistoryBlocks blocks: reads at those heights (the replay's included) find the
-// bytes their state's SHA-256 names among the kept ones (previous), and their segments stay
-// meanwhile. RecordSupersededByHeightPrefix indexes them by height, to release them in order.
 
 // segmentBytes is the size at which a partition's active segment is closed, as Kafka's
 // segment.bytes (1 GiB there; smaller here so retention frees disk in smaller steps).
@@ -63,12 +35,12 @@ type segmentStore struct {
 	mu    sync.Mutex // guards parts, open and pins (Flush writes; reads only open files)
 	parts map[types.TopicPartition]*partitionLog
 	// open is the LRU of active segments' handles, at most maxOpen; readSlots bounds the
-	// files reads hold open at once (record_files.go).
+	// files reads hold open at once (files.go).
 	open      *list.List
 	maxOpen   int
 	readSlots chan struct{}
 
-	// State sync snapshots (record_snapshot.go): the snapshot heights pinned, every
+	// State sync snapshots (snapshot.go): the snapshot heights pinned, every
 	// pinEvery-th height; kept pointers replaced after the oldest pinned height stay.
 	pinEvery uint64
 	pins     []pin
@@ -125,31 +97,6 @@ func parsePointer(bz []byte) (pointer, error) {
 	return pointer{binary.BigEndian.Uint64(bz[0:8]), binary.BigEndian.Uint64(bz[8:16]), binary.BigEndian.Uint32(bz[16:20])}, nil
 }
 
-// recordKey decodes a record store key: the record bytes prefix, then (topic, partition, last
-// offset).
-func recordKey(key []byte) (types.TopicPartition, uint64, error) {
-	p := types.RecordBytesPrefix.Bytes()
-	if !bytes.HasPrefix(key, p) {
-		return types.TopicPartition{}, 0, fmt.Errorf("not a record store key: %x", key)
-	}
-	n, k, err := types.BatchKeyCodec.Decode(key[len(p):])
-	if err != nil || n != len(key)-len(p) {
-		return types.TopicPartition{}, 0, fmt.Errorf("record store key %x: %v", key, err)
-	}
-	return k.K1(), k.K2(), nil
-}
-
-// partitionPrefix is the start of every record store key of tp under prefix.
-func partitionPrefix(prefix collections.Prefix, tp types.TopicPartition) []byte {
-	p := prefix.Bytes()
-	buf := make([]byte, len(p)+types.TopicPartitionKey.SizeNonTerminal(tp))
-	copy(buf, p)
-	if _, err := types.TopicPartitionKey.EncodeNonTerminal(buf[len(p):], tp); err != nil {
-		panic(err) // a string and a uint32 always encode
-	}
-	return buf
-}
-
 // partitionDir is tp's directory (partitionDirBase).
 func (s *segmentStore) partitionDir(tp types.TopicPartition) string {
 	return filepath.Join(s.dir, partitionDirBase(tp))
@@ -180,8 +127,8 @@ func segments(dir string) ([]uint64, error) {
 	return out, nil
 }
 
-// get reads a batch's bytes; nil when the store has no pointer for key.
-func (s *segmentStore) get(key []byte) ([]byte, error) {
+// Get reads a batch's bytes; nil when the store has no pointer for key.
+func (s *segmentStore) Get(key []byte) ([]byte, error) {
 	for retried := false; ; retried = true {
 		bz, err := s.db.Get(key)
 		if err != nil || bz == nil {
@@ -201,11 +148,11 @@ func (s *segmentStore) get(key []byte) ([]byte, error) {
 	}
 }
 
-// previous reads the kept bytes of key whose SHA-256 is sum (a state of the last
+// Kept reads the kept bytes of key whose SHA-256 is sum (a state of the last
 // types.RecordHistoryBlocks heights holds them); nil when none are kept.
-func (s *segmentStore) previous(key, sum []byte) ([]byte, error) {
-	prefix := keptKey(key[len(types.RecordBytesPrefix.Bytes()):])
-	it, err := s.db.Iterator(prefix, prefixEnd(prefix))
+func (s *segmentStore) Kept(key, sum []byte) ([]byte, error) {
+	prefix := keptPrefix(key[len(types.RecordBytesPrefix.Bytes()):])
+	it, err := s.db.Iterator(prefix, storetypes.PrefixEndBytes(prefix))
 	if err != nil {
 		return nil, err
 	}
@@ -235,29 +182,11 @@ func (s *segmentStore) previous(key, sum []byte) ([]byte, error) {
 
 // read reads the bytes p points to for key's partition.
 func (s *segmentStore) read(key []byte, p pointer) ([]byte, error) {
-	tp, _, err := recordKey(key)
+	tp, _, err := ParseKey(key)
 	if err != nil {
 		return nil, err
 	}
 	return s.readSegment(s.partitionDir(tp), p)
-}
-
-// supersededKey is where the pointer the block at height replaced or deleted at the record
-// store key key is kept: after the batch's key, so a batch's kept versions are together.
-func supersededKey(key []byte, height uint64) []byte {
-	return binary.BigEndian.AppendUint64(keptKey(key[len(types.RecordBytesPrefix.Bytes()):]), height)
-}
-
-// keptKey is the start of the kept pointers' keys of the batch whose key (without the record
-// bytes prefix) is batch.
-func keptKey(batch []byte) []byte {
-	return append(bytes.Clone(types.RecordSupersededPrefix.Bytes()), batch...)
-}
-
-// supersededByHeightKey indexes supersededKey(key, height) by height.
-func supersededByHeightKey(key []byte, height uint64) []byte {
-	out := binary.BigEndian.AppendUint64(bytes.Clone(types.RecordSupersededByHeightPrefix.Bytes()), height)
-	return append(out, key[len(types.RecordBytesPrefix.Bytes()):]...)
 }
 
 // log returns tp's partition log, finding its active segment on disk after a restart; its
@@ -276,8 +205,8 @@ func (s *segmentStore) log(tp types.TopicPartition) (*partitionLog, error) {
 		last = names[len(names)-1]
 	}
 	var lastEnd uint64 // past the last byte pointed to in the last segment
-	for _, prefix := range [][]byte{partitionPrefix(types.RecordBytesPrefix, tp), partitionPrefix(types.RecordSupersededPrefix, tp)} {
-		it, err := s.db.Iterator(prefix, prefixEnd(prefix))
+	for _, prefix := range [][]byte{partitionPrefix(types.RecordBytesPrefix, tp), partitionPrefix(KeptPrefix, tp)} {
+		it, err := s.db.Iterator(prefix, storetypes.PrefixEndBytes(prefix))
 		if err != nil {
 			return nil, err
 		}
@@ -288,7 +217,7 @@ func (s *segmentStore) log(tp types.TopicPartition) (*partitionLog, error) {
 				return nil, err
 			}
 			l.live[p.segment]++
-			if _, lastOffset, err := recordKey(it.Key()); err == nil { // kept pointers' keys do not parse
+			if _, lastOffset, err := ParseKey(it.Key()); err == nil { // kept pointers' keys do not parse
 				l.end = max(l.end, lastOffset+1)
 			}
 			if len(names) > 0 && p.segment == last {
@@ -338,11 +267,11 @@ func (s *segmentStore) append(l *partitionLog, lastOffset uint64, bz []byte) (po
 	return p, nil
 }
 
-// apply commits the block at height's writes: bytes appended and synced, then pointers
+// Apply commits the block at height's writes: bytes appended and synced, then pointers
 // written and removed in one synced database batch, then the segments no batch points into
 // any more deleted. The pointers the block replaces or deletes are kept for s.keepBlocks
 // blocks.
-func (s *segmentStore) apply(height uint64, sets [][2][]byte, deletes [][]byte) error {
+func (s *segmentStore) Apply(height uint64, sets [][2][]byte, deletes [][]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.orphansDropped {
@@ -357,12 +286,12 @@ func (s *segmentStore) apply(height uint64, sets [][2][]byte, deletes [][]byte) 
 	batch := s.db.NewBatch()
 	defer batch.Close()
 	shrunk := map[types.TopicPartition]bool{}
-	if err := s.releaseSuperseded(batch, height, shrunk); err != nil {
+	if err := s.releaseKept(batch, height, shrunk); err != nil {
 		return err
 	}
 	var touched []*partitionLog
 	for _, kv := range sets {
-		tp, last, err := recordKey(kv[0])
+		tp, last, err := ParseKey(kv[0])
 		if err != nil {
 			return err
 		}
@@ -375,7 +304,7 @@ func (s *segmentStore) apply(height uint64, sets [][2][]byte, deletes [][]byte) 
 		}
 		// A compacted batch's new bytes replace its old ones, kept for a replay.
 		if last < l.end {
-			if released, err := s.supersede(batch, l, kv[0], height); err != nil {
+			if released, err := s.keep(batch, l, kv[0], height); err != nil {
 				return err
 			} else if released {
 				shrunk[tp] = true
@@ -406,7 +335,7 @@ func (s *segmentStore) apply(height uint64, sets [][2][]byte, deletes [][]byte) 
 	}
 	flushStep("synced")
 	for _, key := range deletes {
-		tp, _, err := recordKey(key)
+		tp, _, err := ParseKey(key)
 		if err != nil {
 			return err
 		}
@@ -414,7 +343,7 @@ func (s *segmentStore) apply(height uint64, sets [][2][]byte, deletes [][]byte) 
 		if err != nil {
 			return err
 		}
-		if released, err := s.supersede(batch, l, key, height); err != nil {
+		if released, err := s.keep(batch, l, key, height); err != nil {
 			return err
 		} else if released {
 			shrunk[tp] = true
@@ -425,7 +354,7 @@ func (s *segmentStore) apply(height uint64, sets [][2][]byte, deletes [][]byte) 
 	}
 	// The partitions whose segments go next, for a node that stops before they are gone.
 	for tp := range shrunk {
-		if err := batch.Set(partitionPrefix(types.RecordSweepPrefix, tp), []byte{1}); err != nil {
+		if err := batch.Set(partitionPrefix(SweepPrefix, tp), []byte{1}); err != nil {
 			return err
 		}
 	}
@@ -436,11 +365,11 @@ func (s *segmentStore) apply(height uint64, sets [][2][]byte, deletes [][]byte) 
 	return s.dropAll(shrunk)
 }
 
-// releaseSuperseded deletes the pointers kept from heights at least s.keepBlocks before
+// releaseKept deletes the pointers kept from heights at least s.keepBlocks before
 // height and not after a pinned snapshot height, uncounting them; shrunk gets their
 // partitions. It releases those of at most two heights: once a pin goes, what it held back
 // is released a height more per block than the chain keeps, not all in one Precommit.
-func (s *segmentStore) releaseSuperseded(batch dbm.Batch, height uint64, shrunk map[types.TopicPartition]bool) error {
+func (s *segmentStore) releaseKept(batch dbm.Batch, height uint64, shrunk map[types.TopicPartition]bool) error {
 	if height < s.keepBlocks {
 		return nil
 	}
@@ -448,7 +377,7 @@ func (s *segmentStore) releaseSuperseded(batch dbm.Batch, height uint64, shrunk 
 	for _, p := range s.pins {
 		upTo = min(upTo, p.height) // a snapshot of p.height reads what later heights replaced
 	}
-	prefix := types.RecordSupersededByHeightPrefix.Bytes()
+	prefix := KeptByHeightPrefix.Bytes()
 	end := binary.BigEndian.AppendUint64(bytes.Clone(prefix), upTo+1)
 	it, err := s.db.Iterator(prefix, end)
 	if err != nil {
@@ -477,7 +406,7 @@ func (s *segmentStore) releaseSuperseded(batch dbm.Batch, height uint64, shrunk 
 		if err != nil {
 			return err
 		}
-		sk := binary.BigEndian.AppendUint64(keptKey(rest), h)
+		sk := binary.BigEndian.AppendUint64(keptPrefix(rest), h)
 		if bz, err := s.db.Get(sk); err != nil {
 			return err
 		} else if bz != nil {
@@ -502,10 +431,10 @@ func (s *segmentStore) releaseSuperseded(batch dbm.Batch, height uint64, shrunk 
 	return nil
 }
 
-// supersede keeps the pointer key holds (being replaced or deleted at height), if any. When
-// this height's first attempt already kept one — the block's original bytes — the pointer is
-// that attempt's own and is released instead, which supersede says.
-func (s *segmentStore) supersede(batch dbm.Batch, l *partitionLog, key []byte, height uint64) (bool, error) {
+// keep keeps the pointer key holds (being replaced or deleted at height), if any. When this
+// height's first attempt already kept one — the block's original bytes — the pointer is that
+// attempt's own and is released instead, which keep says.
+func (s *segmentStore) keep(batch dbm.Batch, l *partitionLog, key []byte, height uint64) (bool, error) {
 	cur, err := s.db.Get(key)
 	if err != nil || cur == nil {
 		return false, err
@@ -514,7 +443,7 @@ func (s *segmentStore) supersede(batch dbm.Batch, l *partitionLog, key []byte, h
 	if err != nil {
 		return false, err
 	}
-	sk := supersededKey(key, height)
+	sk := keptKey(key, height)
 	if has, err := s.db.Has(sk); err != nil {
 		return false, err
 	} else if has {
@@ -524,7 +453,7 @@ func (s *segmentStore) supersede(batch dbm.Batch, l *partitionLog, key []byte, h
 	if err := batch.Set(sk, cur); err != nil {
 		return false, err
 	}
-	return false, batch.Set(supersededByHeightKey(key, height), []byte{1})
+	return false, batch.Set(keptByHeightKey(key, height), []byte{1})
 }
 
 func (l *partitionLog) unlive(segment uint64) {
@@ -544,8 +473,8 @@ func (s *segmentStore) dropOrphans() error {
 		return err
 	}
 	named := map[string]bool{}
-	for _, prefix := range []collections.Prefix{types.RecordBytesPrefix, types.RecordSupersededPrefix} {
-		start, end := prefix.Bytes(), prefixEnd(prefix.Bytes())
+	for _, prefix := range []collections.Prefix{types.RecordBytesPrefix, KeptPrefix} {
+		start, end := prefix.Bytes(), storetypes.PrefixEndBytes(prefix.Bytes())
 		for {
 			it, err := s.db.Iterator(start, end)
 			if err != nil {
@@ -561,7 +490,7 @@ func (s *segmentStore) dropOrphans() error {
 				return err
 			}
 			named[filepath.Base(s.partitionDir(tp))] = true
-			if start = prefixEnd(partitionPrefix(prefix, tp)); start == nil {
+			if start = storetypes.PrefixEndBytes(partitionPrefix(prefix, tp)); start == nil {
 				break
 			}
 		}
@@ -617,18 +546,6 @@ func (s *segmentStore) dropUnused(tp types.TopicPartition) error {
 			return err
 		}
 		flushStep("segment removed")
-	}
-	return nil
-}
-
-// prefixEnd is the first key after every key starting with prefix.
-func prefixEnd(prefix []byte) []byte {
-	end := bytes.Clone(prefix)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
 	}
 	return nil
 }
