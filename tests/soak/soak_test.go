@@ -62,11 +62,14 @@ type config struct {
 	results       string
 }
 
-// halfPeak is half of the N=4 peak in docs/performance.md (22,761 records/s).
-const halfPeak = 11_400
+// defaultRate is what four validators, the group and the nemesis keep up with on the 2-core
+// machine the figures come from: at 11,400/s (half the N=4 peak in docs/performance.md) a
+// 30-minute run saturated it (producers blocked 280 s on average, p99 31 s over the run), which
+// leaves per-fault ratios meaningless; 4,000/s was acknowledged in full (docs/reliability.md).
+const defaultRate = 4_000
 
 func loadConfig(t *testing.T) config {
-	c := config{duration: 30 * time.Minute, rate: halfPeak, seed: uint64(time.Now().UnixNano()), results: "results"}
+	c := config{duration: 30 * time.Minute, rate: defaultRate, seed: uint64(time.Now().UnixNano()), results: "results"}
 	var err error
 	if v := os.Getenv("BFTLOG_SOAK_DURATION"); v != "" {
 		if c.duration, err = time.ParseDuration(v); err != nil {
