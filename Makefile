@@ -25,13 +25,19 @@ test:
 	go test $(GOTEST_FLAGS) -count=1 -timeout 30m ./...
 	$(MAKE) fuzz-smoke
 
-# Every fault scenario of the README's Reliability section (1-7 on four validator processes),
-# the hostile-input tables, the flood, and the hostile-account attacks of the Threat model
-# section, with their figures in the log. make test runs all of them except scenarios 3 and 5.
-FAULT_TESTS = TestCrashFaults|TestProducersFailOver|TestNetworkPartition|TestDoubleSign|TestTamperedState|TestFloodOfInvalidTransactions|TestHostileInput|TestPoaHostileInput
-ATTACK_TESTS = TestDeletingTheGroupOfACrashedKafkaConsumer|TestDeletingAGroupWithACrashedKafkaConsumer|TestEndBlockerSkipsWhatItCannotDo|TestIsolateDropsFailedWork|TestFirstJoinKeepsTheGroupDeposit|TestCompactionIsBoundedPerBlock|TestCompactionGrowsACompressedBatchAtMostTwofold|TestCompactionBlockReplaysAfterACrashBeforeCommit|TestStateSyncSnapshotCarriesRecords|TestGroupTakeoverIsRefusedAtTheJoin|TestRemovedMemberIsFencedAndResetWorks|TestGroupJoinRefusedForAnotherAccount|TestRetentionStallWorstCaseBatches|TestZeroFeeProduceRefusedInBlock|TestGasCapRefused|TestTopicDeposits|TestGroupDepositsAndGenesisEscrow|TestProposalWithFreeTransactionRejected|TestJoinOverSubscriptionCapIsRefused|TestExpiryWorkIsBoundedPerBlock|TestRebalanceIsChargedToItsSigner|TestLagQueryIsBounded|TestDeleteBigTopicIsBoundedAndPurgedOverBlocks|TestVerifiedGroupConsumeRefusesASkippedRange|TestVerifiedReadsRejectALyingNode|TestGenesisSurvivesLoweredParams|TestExportAfterLoweringParamsRestarts|TestExportMemoryBounded|TestMintedStakeBurnedOnLowerAndRemove|TestKafkaGatewaysShareAKey|TestKafkaGroupProtocolOnChain|TestKafkaGroupRefusals|TestKafkaIdempotentProducerOnChain|TestKafkaGatewaySASLIdentities|TestSlowConnectionsStayWithinTheMemoryBound|TestConnectionCapAndReadDeadlines|TestUnreadAnswersStayWithinTheBufferBound|TestFetchQueriesARepeatedPartitionOnce|TestTransactionalIDsStayWithinTheMemoryBound|TestFailedSASLAuthenticationClosesTheConnection|TestSCRAMDoesNotTellWhichUsersExist|TestAStuckRequestDoesNotHoldUpOtherConnections|TestStateSyncRestoreWritesNoRecordsBeforeTheAppHashChecks|TestSegmentStoreOpenFilesBounded|TestSegmentPathsFitTheFileSystem|TestQueriesBeforeCommitReadCommittedRecords|TestSnapshotPinsAreCheapAndBounded|TestSegmentStoreSurvivesPowerCuts|TestSegmentStoreRefusesATruncatedSegment|TestFetchRecordsDecompressionIsBounded|TestRecentResultsBoundedInBytes|TestParamsThatCouldHaltTheChainAreRefused|TestProposalWithHaltingParamsRefused|TestCompactionLeavesABatchItCannotDecode|TestEndBlockerRunsWithParamsAtTheirLimits|TestDeleteTopicCostIgnoresOtherGroupsOffsets
+# Which tests run where, by one rule:
+#   make test         every test (the fault scenarios and attacks included);
+#   go test -short    a test that starts processes, a network or a long run
+#                     skips itself under testing.Short();
+#   make test-faults  the tests named TestFault… (the README's Reliability scenarios, power cuts,
+#                     crashes) and TestAttack… (hostile input, floods, hostile accounts, bounds of
+#                     the Threat model section), in every package, verbose, with their figures.
+# A test joins make test-faults by its name alone; there is no list to keep in step.
+# NOT_YET_RENAMED: attack tests in files being moved (record store, groups) that keep their old
+# names until the move lands; drop this once they are TestAttack…/TestFault….
+NOT_YET_RENAMED = TestSegmentStoreRefusesATruncatedSegment|TestSegmentStoreSurvivesPowerCuts|TestSegmentPathsFitTheFileSystem|TestSegmentStoreOpenFilesBounded|TestSnapshotPinsAreCheapAndBounded|TestGroupTakeoverIsRefusedAtTheJoin|TestRemovedMemberIsFencedAndResetWorks|TestExpiryWorkIsBoundedPerBlock|TestJoinOverSubscriptionCapIsRefused|TestLagQueryIsBounded|TestRebalanceIsChargedToItsSigner|TestKafkaGroupProtocolOnChain|TestKafkaGroupRefusals
 test-faults:
-	BFTLOG_ALL_FAULTS=1 go test $(GOTEST_FLAGS) -count=1 -timeout 30m -v -run '$(FAULT_TESTS)|$(ATTACK_TESTS)' ./tests/e2e/ ./app/ ./x/topics/keeper/ ./x/poa/keeper/ ./gateway/kafka/
+	go test $(GOTEST_FLAGS) -count=1 -timeout 30m -v -run '^Test(Fault|Attack)|^($(NOT_YET_RENAMED))$$' ./...
 
 # A few thousand executions of each fuzz target (the seed corpus runs in every go test anyway).
 # A count, not a duration: with a duration Go's fuzzer can fail with "context deadline

@@ -189,12 +189,12 @@ func (p *ackedProducer) verify(t *testing.T, n *node.Node) int {
 	return len(acked)
 }
 
-// TestCrashFaults runs 4 validator processes under continuous produce and injects crashes:
+// TestFaultCrashes runs 4 validator processes under continuous produce and injects crashes:
 // (1) kill -9 one validator — commits continue; restarted, it catches up with equal hashes;
 // (2) kill -9 two — no blocks while they are down; restarted, the chain resumes;
 // (6) kill -9 all four mid-load and restart them — the chain resumes from disk.
 // After each, every acknowledged record is present exactly once at its offset.
-func TestCrashFaults(t *testing.T) {
+func TestFaultCrashes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four nodes")
 	}

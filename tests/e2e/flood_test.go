@@ -19,10 +19,10 @@ import (
 	"github.com/bftlog/bftlog/testutil/node"
 )
 
-// TestFloodOfInvalidTransactions sends 10,000 malformed, truncated and badly signed
+// TestAttackFloodOfInvalidTransactions sends 10,000 malformed, truncated and badly signed
 // transactions to a running node's ingress: the node keeps making blocks and answering, none of
 // them reaches state, and a valid produce still works afterwards.
-func TestFloodOfInvalidTransactions(t *testing.T) {
+func TestAttackFloodOfInvalidTransactions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node")
 	}

@@ -109,7 +109,7 @@ func TestConsumerGroupSplitAndTakeOver(t *testing.T) {
 // (created implicitly by alice's own consume) and is refused at the join with a clear message
 // and code; he cannot open the group himself; once alice allowlists him he reads; when alice
 // removes him his next join is refused again, and alice can reset the group.
-func TestGroupJoinRefusedForAnotherAccount(t *testing.T) {
+func TestAttackGroupJoinRefusedForAnotherAccount(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real node")
 	}

@@ -327,14 +327,14 @@ func TestKafkaConsumerGroupThroughGateway(t *testing.T) {
 	t.Logf("group g1: 40 read by one member and committed; 40 split over two members after a rebalance (b had %d partitions), each read once; 10 read by a resumed member; kcat -G read %d", bAssigned.Load(), got)
 }
 
-// TestKafkaGatewaysShareAKey plays "the gateway dies for ever when its key is used elsewhere":
+// TestAttackKafkaGatewaysShareAKey plays "the gateway dies for ever when its key is used elsewhere":
 // two gateways sign with one key (alice) for availability, each with its own Kafka producer
 // writing to the same partitions, and alice also sends a CLI transaction mid-stream. Every
 // record must be acknowledged and on chain exactly once: the account sequence no longer wedges
 // a gateway (unordered transactions), and a gateway never takes the other's batch under a shared
 // idempotence sequence for its own. A Go signer that keeps sequences (the CLI's) recovers from
 // the CLI's transaction in one Submit.
-func TestKafkaGatewaysShareAKey(t *testing.T) {
+func TestAttackKafkaGatewaysShareAKey(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node")
 	}

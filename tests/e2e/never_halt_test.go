@@ -20,7 +20,7 @@ import (
 // for good. Now the delete is refused while the Kafka member lives (code 27), accepted once its
 // session has ended, and the chain goes on; an admin who does not want to wait removes the
 // crashed consumer's account first.
-func TestDeletingTheGroupOfACrashedKafkaConsumer(t *testing.T) {
+func TestAttackDeletingTheGroupOfACrashedKafkaConsumer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node and kcat")
 	}

@@ -88,7 +88,7 @@ func TestFetch(t *testing.T) {
 // record limit of one fetch, so one free query decompressed (and held) all 4 GiB. A fetch now
 // decompresses at most its byte limit (16 MiB at most) past its first batch and answers with
 // what fits; the next fetch goes on from there.
-func TestFetchRecordsDecompressionIsBounded(t *testing.T) {
+func TestAttackFetchRecordsDecompressionIsBounded(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("zeros", 1)
 	params, err := f.k.Params.Get(f.ctx)
