@@ -25,10 +25,23 @@ test:
 	go test $(GOTEST_FLAGS) -count=1 -timeout 30m ./...
 	$(MAKE) fuzz-smoke
 
+# The inner loop, a few minutes warm (README): formatting, vet, golangci-lint with .golangci.yml,
+# go.mod tidy, and every test that does not start processes (go test -short, with the test
+# cache, so unchanged packages are not run again). .ci/run runs it before make test.
+GOLANGCI_LINT_VERSION = v2.15.0
+GOLANGCI_LINT = $(firstword $(shell command -v golangci-lint) $(wildcard $(shell go env GOPATH)/bin/golangci-lint))
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt -w needed:"; echo "$$out"; exit 1; fi
+	go vet ./...
+	@if [ -n "$(GOLANGCI_LINT)" ]; then echo "$(GOLANGCI_LINT) run ./..."; $(GOLANGCI_LINT) run ./...; \
+	else echo "golangci-lint not installed: lint SKIPPED (go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION))"; fi
+	go mod tidy -diff
+	go test $(GOTEST_FLAGS) -short -timeout 20m ./...
+
 # Which tests run where, by one rule:
 #   make test         every test (the fault scenarios and attacks included);
-#   go test -short    a test that starts processes, a network or a long run
-#                     skips itself under testing.Short();
+#   make check        go test -short: a test that starts processes, a network or a long run
+#                     skips itself under testing.Short() (test-unit: the same for x/);
 #   make test-faults  the tests named TestFault… (the README's Reliability scenarios, power cuts,
 #                     crashes) and TestAttack… (hostile input, floods, hostile accounts, bounds of
 #                     the Threat model section), in every package, verbose, with their figures.
