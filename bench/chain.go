@@ -10,7 +10,6 @@ import (
 	"os"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -504,41 +503,20 @@ func (c *chain) cpuTimes() func() (validators, harness time.Duration) {
 	pids := c.pids()
 	before := make([]time.Duration, len(pids))
 	for i, pid := range pids {
-		before[i] = procCPU(pid)
+		before[i] = node.ProcCPU(pid)
 	}
-	self := procCPU(os.Getpid())
+	self := node.ProcCPU(os.Getpid())
 	return func() (validators, harness time.Duration) {
 		for i, pid := range pids {
-			validators += procCPU(pid) - before[i]
+			validators += node.ProcCPU(pid) - before[i]
 		}
-		return validators, procCPU(os.Getpid()) - self
+		return validators, node.ProcCPU(os.Getpid()) - self
 	}
-}
-
-// procCPU is a process's user and system CPU time so far (Linux /proc/<pid>/stat, in clock
-// ticks of 10 ms).
-func procCPU(pid int) time.Duration {
-	bz, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name (which may hold spaces) end with ')'.
-	s := string(bz)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 {
-		s = s[i+1:]
-	}
-	f := strings.Fields(s)
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // resetPeakRSS starts a new peak-RSS window on every validator, so each measured phase
 // reports its own peak rather than the largest since the node started.
-func (c *chain) resetPeakRSS() { resetPeakRSS(c.pids()...) }
+func (c *chain) resetPeakRSS() { node.ResetPeakRSS(c.pids()...) }
 
 // peakRSS is every validator's peak RSS in MiB since the last reset.
 func (c *chain) peakRSS() []int {
@@ -547,28 +525,6 @@ func (c *chain) peakRSS() []int {
 		out[i] = int(v.PeakRSS() >> 20)
 	}
 	return out
-}
-
-// resetPeakRSS resets the processes' VmHWM (Linux: writing 5 to /proc/<pid>/clear_refs).
-func resetPeakRSS(pids ...int) {
-	for _, pid := range pids {
-		_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
-	}
-}
-
-// procStatus reads a /proc/<pid>/status field given in kB (VmRSS, VmHWM) as bytes.
-func procStatus(pid int, field string) uint64 {
-	bz, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(bz), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == field+":" {
-			kb, _ := strconv.ParseUint(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 // measure is one measured load on topic: `records` records from cfg.Producers producers as

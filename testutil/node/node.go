@@ -365,22 +365,7 @@ func (n *Node) Pid() int {
 }
 
 // PeakRSS is the process's peak resident set size in bytes (VmHWM), or 0 when unknown.
-func (n *Node) PeakRSS() uint64 {
-	bz, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.Pid()))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(bz), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				kb, _ := strconv.ParseUint(f[1], 10, 64)
-				return kb * 1024
-			}
-		}
-	}
-	return 0
-}
+func (n *Node) PeakRSS() uint64 { return ProcStatus(n.Pid(), "VmHWM") }
 
 // DataBytes is the size of the node's data directory (blocks, state, application store).
 func (n *Node) DataBytes() uint64 {
