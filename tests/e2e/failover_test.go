@@ -188,8 +188,8 @@ func TestFaultProducersFailOver(t *testing.T) {
 	accounts := []string{"producer", "gateway", "prod0", "prod1", "prod2", "prod3"}
 	net := node.StartNetwork(t, node.NetworkOptions{Validators: 4, Accounts: accounts})
 	n0 := net.Nodes[0]
-	n0.MustCLI("", "tx", "topics", "create-topic", "failover", "--partitions", "4", "--from", "producer")
-	n0.MustCLI("", "tx", "topics", "create-topic", "failover-kafka", "--partitions", "4", "--from", "producer")
+	createTopic(n0, "producer", "failover", 4)
+	createTopic(n0, "producer", "failover-kafka", 4)
 	var list []txclient.Node
 	for _, n := range net.Nodes {
 		list = append(list, txclient.Node{RPC: n.RPC, API: n.API})

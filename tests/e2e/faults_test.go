@@ -45,7 +45,7 @@ func (p *ackedProducer) count() int {
 // startProducer creates topic (4 partitions) and starts an ackedProducer on it, submitting to
 // node 1 first; stop ends it and waits for it.
 func startProducer(t *testing.T, net *node.Network, topic string) (p *ackedProducer, stop func()) {
-	net.Nodes[0].MustCLI("", "tx", "topics", "create-topic", topic, "--partitions", "4", "--from", "producer")
+	createTopic(net.Nodes[0], "producer", topic, 4)
 	p = &ackedProducer{net: net, topic: topic, partitions: 4, acked: map[ackKey]string{}, t: t}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -27,7 +27,7 @@ func TestAttackFloodOfInvalidTransactions(t *testing.T) {
 		t.Skip("starts a node")
 	}
 	n := node.StartSingle(t, "alice")
-	n.MustCLI("", "tx", "topics", "create-topic", "flood", "--partitions", "2", "--from", "alice")
+	createTopic(n, "alice", "flood", 2)
 	before := watermarks(t, n, "flood")
 	acct := n.MustCLI("", "query", "auth", "account", n.Address("alice"), "-o", "json")
 

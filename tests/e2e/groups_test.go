@@ -114,7 +114,7 @@ func TestAttackGroupJoinRefusedForAnotherAccount(t *testing.T) {
 		t.Skip("starts a real node")
 	}
 	n := node.StartSingle(t, "alice", "bob")
-	n.MustCLI("", "tx", "topics", "create-topic", "ledger", "--partitions", "2", "--from", "alice")
+	createTopic(n, "alice", "ledger", 2)
 	n.MustCLI("", "tx", "topics", "produce", "ledger", "a", "b", "c", "d", "--from", "alice")
 	first := n.MustCLI("", "query", "topics", "consume", "ledger", "--group", "books", "--max", "2", "-o", "json", "--from", "alice")
 	require.Len(t, strings.Split(strings.TrimSpace(first), "\n"), 2)

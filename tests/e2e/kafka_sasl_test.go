@@ -88,7 +88,7 @@ func TestAttackKafkaGatewaySASLIdentities(t *testing.T) {
 	}
 	n := node.StartSingle(t, "alice", "bob")
 	alice := n.Address("alice")
-	n.MustCLI("", "tx", "topics", "create-topic", "payments", "--partitions", "2", "--allow-producer", alice, "--from", "alice")
+	createTopic(n, "alice", "payments", 2, "--allow-producer", alice)
 	addr := startSASLGateway(t, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

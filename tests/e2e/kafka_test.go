@@ -19,28 +19,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/bftlog/bftlog/app"
 	"github.com/bftlog/bftlog/gateway/kafka"
 	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
-
-// startGateway runs a Kafka gateway on a free port in front of n, signing as key.
-func startGateway(t *testing.T, n *node.Node, key string) *kafka.Server {
-	return startGatewayAdvertising(t, n, key, "")
-}
-
-// startGatewayAdvertising is startGateway giving clients advertise (a balancer) as its address.
-func startGatewayAdvertising(t *testing.T, n *node.Node, key, advertise string) *kafka.Server {
-	cctx, signer := n.ClientContext(n.Home, key)
-	// As `bftlogd kafka serve --ingress` runs it: appends through the node's binary ingress.
-	signer.UseRawIngress(n.API + app.RawTxPath)
-	gw, err := kafka.Listen(kafka.Config{Addr: "127.0.0.1:0", Advertise: advertise, ClientCtx: cctx, Signer: signer})
-	require.NoError(t, err)
-	go func() { _ = gw.Serve() }()
-	t.Cleanup(func() { _ = gw.Close() })
-	return gw
-}
 
 // TestKafkaClientsThroughGateway drives a real node through the gateway with franz-go and kcat:
 // topics created over the Kafka protocol, keyed records with headers produced by kgo are read

@@ -28,7 +28,7 @@ func TestAttackDeletingTheGroupOfACrashedKafkaConsumer(t *testing.T) {
 	require.NoError(t, err, "kcat is needed (apt-get install kcat; .ci/run installs it)")
 	n := node.StartSingle(t, "alice")
 	gw := startGateway(t, n, "alice")
-	n.MustCLI("", "tx", "topics", "create-topic", "hg-events", "--partitions", "2", "--from", "alice")
+	createTopic(n, "alice", "hg-events", 2)
 	n.MustCLI("", "tx", "topics", "produce", "hg-events", "e1", "e2", "e3", "--from", "alice")
 
 	// crashConsumer runs kcat's balanced consumer in group until it has read a record, then

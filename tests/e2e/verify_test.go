@@ -241,7 +241,7 @@ func TestAttackVerifiedReadsRejectALyingNode(t *testing.T) {
 		t.Skip("starts a node")
 	}
 	n := node.StartSingle(t, "alice")
-	n.MustCLI("", "tx", "topics", "create-topic", "audit", "--partitions", "1", "--from", "alice")
+	createTopic(n, "alice", "audit", 1)
 	cctx, signer := n.ClientContext(n.Home, "alice")
 	produceAudit(t, signer)
 	n.MustCLI("", "query", "topics", "consume", "audit", "--group", "auditors", "--from", "alice", "--stay", "--max", "8")
@@ -369,7 +369,7 @@ func TestAttackVerifiedGroupConsumeRefusesASkippedRange(t *testing.T) {
 		t.Skip("starts a node")
 	}
 	n := node.StartSingle(t, "alice")
-	n.MustCLI("", "tx", "topics", "create-topic", "audit", "--partitions", "1", "--from", "alice")
+	createTopic(n, "alice", "audit", 1)
 	_, signer := n.ClientContext(n.Home, "alice")
 	produceAudit(t, signer)
 	n.MustCLI("", "query", "topics", "consume", "audit", "--group", "auditors", "--from", "alice", "--stay", "--max", "8")
@@ -460,7 +460,7 @@ func TestConsumeFollow(t *testing.T) {
 		t.Skip("starts a node")
 	}
 	n := node.StartSingle(t, "alice")
-	n.MustCLI("", "tx", "topics", "create-topic", "live", "--partitions", "2", "--from", "alice")
+	createTopic(n, "alice", "live", 2)
 	_, signer := n.ClientContext(n.Home, "alice")
 	produced := 0
 	produce := func(count int) error {
@@ -541,7 +541,7 @@ func TestVerifiedCheckAcrossRetention(t *testing.T) {
 		t.Skip("starts a node")
 	}
 	n := node.StartSingle(t, "alice")
-	n.MustCLI("", "tx", "topics", "create-topic", "audit", "--partitions", "1", "--retention-ms", "2000", "--from", "alice")
+	createTopic(n, "alice", "audit", 1, "--retention-ms", "2000")
 	_, signer := n.ClientContext(n.Home, "alice")
 	produceAudit(t, signer)
 	hash1, _, err := n.BlockHashes(1)
