@@ -5,7 +5,7 @@ GOTEST_FLAGS ?=
 # scripts/ldflags.sh, which localnet.sh and the test harness (testutil/node) run too.
 VERSION_LDFLAGS = $(shell ./scripts/ldflags.sh)
 
-.PHONY: all build install localnet test sim test-race test-faults test-statesync fuzz-smoke fuzz test-unit bench bench-compare bench-large proto-tools proto-gen soak clean
+.PHONY: all build install localnet test sim test-race test-faults test-statesync fuzz-smoke fuzz check test-unit bench bench-compare bench-large proto-tools proto-gen soak clean
 
 all: build
 
