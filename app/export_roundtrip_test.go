@@ -25,7 +25,7 @@ import (
 // topics and groups have, and `bftlogd export` must still give a genesis that `bftlogd genesis
 // validate` accepts and a new chain starts from (InitChain used to panic). The new chain
 // exports the same x/topics and x/poa state.
-func TestExportAfterLoweringParamsRestarts(t *testing.T) {
+func TestAttackExportAfterLoweringParamsRestarts(t *testing.T) {
 	c := newFeeChain(t, 1e15)
 	alice := c.addr(0)
 	// Blocks with a real block time (LogAppendTime of the batches), as CometBFT gives.

@@ -176,7 +176,7 @@ func createMsg(owner sdk.AccAddress, name string, partitions uint32) *topicstype
 // A proposer running minimum-gas-prices = 0 puts a zero-fee produce (and one paying a unit
 // less than gas x min_gas_price) into its block: both are refused by the consensus fee rule with
 // x/topics code 33, append nothing and take nothing; the same produce paying the price lands.
-func TestZeroFeeProduceRefusedInBlock(t *testing.T) {
+func TestAttackZeroFeeProduceRefusedInBlock(t *testing.T) {
 	c := newFeeChain(t, 1e15)
 	alice := c.addr(0)
 	c.deliver(0, 1_000_000, createMsg(alice, "free", 1))
@@ -215,7 +215,7 @@ func TestZeroFeeProduceRefusedInBlock(t *testing.T) {
 
 // Gas limits above x/topics max_tx_gas (code 34) or the block's max_gas (SDK code 41) are
 // refused in a block, whatever the fee; the largest produce the params allow fits under both.
-func TestGasCapRefused(t *testing.T) {
+func TestAttackGasCapRefused(t *testing.T) {
 	c := newFeeChain(t, 1e15)
 	alice := c.addr(0)
 	c.deliver(0, 1_000_000, createMsg(alice, "capped", 1))
@@ -269,7 +269,7 @@ func TestLargestProduceGas(t *testing.T) {
 // Creating N topics escrows N deposits (topic + partitions) in the x/topics module account;
 // adding partitions escrows more; deleting refunds each owner exactly; an account that cannot
 // pay the deposit creates nothing. Genesis export carries the deposits, equal to the escrow.
-func TestTopicDeposits(t *testing.T) {
+func TestAttackTopicDeposits(t *testing.T) {
 	c := newFeeChain(t, 1e15, 5_000_000)
 	alice, poor := c.addr(0), c.addr(1)
 	params := c.params()
@@ -333,7 +333,7 @@ func TestTopicDeposits(t *testing.T) {
 
 // Groups are state objects nobody has to delete: creating N escrows N group deposits, deleting
 // refunds the admin. InitGenesis refuses a state whose deposits differ from the module account.
-func TestGroupDepositsAndGenesisEscrow(t *testing.T) {
+func TestAttackGroupDepositsAndGenesisEscrow(t *testing.T) {
 	c := newFeeChain(t, 1e15)
 	alice := c.addr(0)
 	params := c.params()
@@ -371,7 +371,7 @@ func TestGroupDepositsAndGenesisEscrow(t *testing.T) {
 // A byzantine proposer's block with a zero-fee transaction, or with gas limits adding up past
 // the block's max_gas, is voted down in ProcessProposal, so its bytes never reach a block; a
 // block of paid transactions within max_gas is accepted.
-func TestProposalWithFreeTransactionRejected(t *testing.T) {
+func TestAttackProposalWithFreeTransactionRejected(t *testing.T) {
 	c := newFeeChain(t, 1e15)
 	alice := c.addr(0)
 	c.deliver(0, 1_000_000, createMsg(alice, "prop", 1))
@@ -403,7 +403,7 @@ func TestProposalWithFreeTransactionRejected(t *testing.T) {
 // its deposit but stored itself without it, so the deposit was never refunded and the module
 // account held more than the groups claim. A first join through either protocol keeps the
 // claim, and deleting the group refunds it.
-func TestFirstJoinKeepsTheGroupDeposit(t *testing.T) {
+func TestAttackFirstJoinKeepsTheGroupDeposit(t *testing.T) {
 	c := newFeeChain(t, 1e15)
 	alice := c.addr(0)
 	params := c.params()
@@ -432,7 +432,7 @@ func TestFirstJoinKeepsTheGroupDeposit(t *testing.T) {
 // whose fee arithmetic overflows and panics): a proposal carrying them was accepted, passed its
 // vote and set them. The gov module now refuses it at submission (MsgUpdateParams'
 // ValidateBasic: gov's code for an invalid proposal message); params within the bounds pass.
-func TestProposalWithHaltingParamsRefused(t *testing.T) {
+func TestAttackProposalWithHaltingParamsRefused(t *testing.T) {
 	c := newFeeChain(t, 1e15)
 	gov := authtypes.NewModuleAddress(govtypes.ModuleName).String()
 	propose := func(edit func(*topicstypes.Params)) *abci.ExecTxResult {

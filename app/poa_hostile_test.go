@@ -86,7 +86,7 @@ func validatorState(t *testing.T, a *app.App, ctx sdk.Context) string {
 
 // Every x/poa message with hostile values fails with its specific error and leaves admissions,
 // validators and supply exactly as they were.
-func TestPoaHostileInputChangesNothing(t *testing.T) {
+func TestAttackPoaHostileInputChangesNothing(t *testing.T) {
 	a, ctx, ops, alice := chainWithValidators(t)
 	msgs := poakeeper.NewMsgServerImpl(a.PoaKeeper)
 	gov := a.PoaKeeper.Authority()

@@ -34,7 +34,7 @@ func fetchLatest(a interface {
 // block's record writes and deletions while the multistore still answers the previous height.
 // A query at the latest height reads that height's records: here the block deletes the topic
 // and its purge deletes every batch, and the query still gets them (it got "not found").
-func TestQueriesBeforeCommitReadCommittedRecords(t *testing.T) {
+func TestAttackQueriesBeforeCommitReadCommittedRecords(t *testing.T) {
 	c := newFeeChain(t, 1_000_000_000_000)
 	c.deliver(0, 2_000_000, createMsg(c.addr(0), "audit", 1))
 	const gas = 20_000_000

@@ -51,7 +51,7 @@ func snapshotAppAt(t *testing.T, home string, interval uint64) *app.App {
 // by the SDK's manager at a snapshot height, restored over ABCI into an empty node, gives the
 // same app hash and the same records from the new node's own segment files. A snapshot whose
 // record bytes were changed, cut short or padded is refused by the restoring node.
-func TestStateSyncSnapshotCarriesRecords(t *testing.T) {
+func TestAttackStateSyncSnapshotCarriesRecords(t *testing.T) {
 	const interval = 6
 	src, snap, appHash := snapshotted(t, interval)
 
@@ -161,7 +161,7 @@ func restoreOverABCI(t *testing.T, src *feeChain, dst *app.App, snap *abci.Snaps
 // light-client-verified header commits to: the restore checks the restored multistore against
 // the app hash CometBFT offered the snapshot with before it writes any (it wrote every batch,
 // and CometBFT refused the state only after the whole restore).
-func TestStateSyncRestoreWritesNoRecordsBeforeTheAppHashChecks(t *testing.T) {
+func TestAttackStateSyncRestoreWritesNoRecordsBeforeTheAppHashChecks(t *testing.T) {
 	const interval = 6
 	src, snap, appHash := snapshotted(t, interval)
 	home := t.TempDir()

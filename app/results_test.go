@@ -69,7 +69,7 @@ func TestRecentResultsAnswerAfterCommit(t *testing.T) {
 // them: a few blocks of transactions with large events (every Kafka-group message's events
 // carry its members' metadata; a produce's carry its batches) could make it gigabytes. It is
 // bounded in bytes now and keeps only what the endpoint answers.
-func TestRecentResultsBoundedInBytes(t *testing.T) {
+func TestAttackRecentResultsBoundedInBytes(t *testing.T) {
 	const results, eventBytes, dataBytes = 300, 1 << 20, 256 << 10
 	heap := func() uint64 {
 		runtime.GC()

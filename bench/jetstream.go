@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
@@ -99,7 +100,7 @@ func runJetStream(cfg Config, replicas int) (Result, error) {
 	}
 	cfg.Log("JetStream R%d: %d records of %d B, %d producers", replicas, cfg.JetRecords, cfg.RecordBytes, cfg.Producers)
 	// The servers run inside the harness: its own peak RSS (servers and clients) is the figure.
-	resetPeakRSS(os.Getpid())
+	node.ResetPeakRSS(os.Getpid())
 	value := make([]byte, cfg.RecordBytes)
 	lat := &latencies{}
 	var acked atomic.Int64
@@ -175,7 +176,7 @@ func runJetStream(cfg Config, replicas int) (Result, error) {
 		RecordsPerSec: float64(n) / elapsed.Seconds(), MBPerSec: float64(n*cfg.RecordBytes) / elapsed.Seconds() / 1e6,
 		LatencyP50Ms: lat.pct(50), LatencyP95Ms: lat.pct(95), LatencyP99Ms: lat.pct(99),
 		PayloadBytesPerRec: float64(cfg.RecordBytes),
-		PeakRSSMiB:         []int{int(procStatus(os.Getpid(), "VmHWM") >> 20)}, PeakRSSOf: "harness process",
+		PeakRSSMiB:         []int{int(node.ProcStatus(os.Getpid(), "VmHWM") >> 20)}, PeakRSSOf: "harness process",
 		Note: "embedded nats-server, file storage, async publish",
 	}, nil
 }

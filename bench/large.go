@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -131,7 +132,7 @@ func (c *chain) fill(cfg Config, topic string) (uint64, error) {
 				pid := c.n0.Pid()
 				cfg.Log("  filled %.2f / %.2f GB of log (%.1f MB/s), data dir %.2f GB, node RSS %d MiB (peak %d MiB)",
 					float64(stored)/1e9, float64(target)/1e9, float64(stored)/secs/1e6, float64(c.n0.DataBytes())/1e9,
-					procStatus(pid, "VmRSS")>>20, procStatus(pid, "VmHWM")>>20)
+					node.ProcStatus(pid, "VmRSS")>>20, node.ProcStatus(pid, "VmHWM")>>20)
 			}
 		}
 	}()

@@ -76,7 +76,7 @@ func simpleCommit(group string) *kmsg.OffsetCommitRequest {
 // (a simple consumer's OffsetCommit, on a chain whose block does not come) must not hold up
 // another connection: its ApiVersions, Metadata, Fetch and a commit to another group are
 // answered while the first still waits.
-func TestAStuckRequestDoesNotHoldUpOtherConnections(t *testing.T) {
+func TestAttackAStuckRequestDoesNotHoldUpOtherConnections(t *testing.T) {
 	s, err := Listen(Config{Addr: "127.0.0.1:0", Signer: &txclient.Signer{}})
 	require.NoError(t, err)
 	signer := &stuckSigner{stuck: make(chan struct{}, 1), release: make(chan struct{})}

@@ -59,7 +59,7 @@ func requireHeapWithin(t *testing.T, base, bound int64, doing string) int64 {
 // its size is reserved from the gateway's buffer budget first (without --users), and before
 // SASL authentication a frame larger than the handshake needs closes the connection (with
 // --users). A client that behaves is still answered.
-func TestSlowConnectionsStayWithinTheMemoryBound(t *testing.T) {
+func TestAttackSlowConnectionsStayWithinTheMemoryBound(t *testing.T) {
 	const slow, bound = 200, 32 * mib
 	for _, withUsers := range []bool{false, true} {
 		cfg := Config{Signer: &txclient.Signer{}}
@@ -103,7 +103,7 @@ func TestSlowConnectionsStayWithinTheMemoryBound(t *testing.T) {
 // one closes; a connection whose request stops arriving is closed after RequestTimeout, an idle
 // one after IdleTimeout, and one that does not authenticate (with --users) after RequestTimeout;
 // before authentication a frame larger than the SASL handshake needs closes it at once.
-func TestConnectionCapAndReadDeadlines(t *testing.T) {
+func TestAttackConnectionCapAndReadDeadlines(t *testing.T) {
 	s := serve(t, Config{MaxConnections: 10, RequestTimeout: 300 * time.Millisecond, IdleTimeout: time.Second}, nil)
 	var served []net.Conn
 	for i := 0; i < 10; i++ {
@@ -174,7 +174,7 @@ func fetchOf(topic string, partitions []int32, maxBytes, minBytes, maxWaitMs int
 
 // Clients that pipeline fetches (max bytes 2 GiB) and never read the answers hold at most
 // MaxRequestBytes each and MaxBufferedBytes together: the gateway stops reading them.
-func TestUnreadAnswersStayWithinTheBufferBound(t *testing.T) {
+func TestAttackUnreadAnswersStayWithinTheBufferBound(t *testing.T) {
 	const clients, perConn, total, slack = 4, 4 * mib, 16 * mib, 8 * mib
 	q := &bigFetches{batch: make([]byte, mib)}
 	s := serve(t, Config{MaxRequestBytes: perConn, MaxBufferedBytes: total}, func(s *Server) { s.query = q })
@@ -225,7 +225,7 @@ func (q *emptyFetches) Fetch(_ context.Context, req *types.QueryFetchRequest, _ 
 // A fetch naming one partition 1,000 times and waiting 500 ms for data queries it once per
 // poll and answers it once, as a broker does; 2 GiB max bytes are asked of the node as
 // MaxFetchBytes at most.
-func TestFetchQueriesARepeatedPartitionOnce(t *testing.T) {
+func TestAttackFetchQueriesARepeatedPartitionOnce(t *testing.T) {
 	q := &emptyFetches{}
 	s := serve(t, Config{}, func(s *Server) { s.query = q })
 	parts := make([]int32, 1000)
@@ -275,7 +275,7 @@ func produceTxn(t *testing.T, c net.Conn, id string, batch []byte) int16 {
 // THROTTLING_QUOTA_EXCEEDED. TxnOffsetCommit counts against the same bounds, and a
 // transaction open past its timeout is aborted (its producer fenced), as Kafka's coordinator
 // does, which gives its bytes back.
-func TestTransactionalIDsStayWithinTheMemoryBound(t *testing.T) {
+func TestAttackTransactionalIDsStayWithinTheMemoryBound(t *testing.T) {
 	const ids, bound = 1000, DefaultMaxTransactionBytes + 32*mib
 	s := serve(t, Config{Signer: &txclient.Signer{}}, nil)
 	c := dial(t, s)

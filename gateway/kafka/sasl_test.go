@@ -99,7 +99,7 @@ func scramShape(t *testing.T, serverFirst string) (attrs []string, salt []byte, 
 // As a Kafka broker does, the gateway closes a connection whose SASL authentication failed
 // (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), so a client cannot keep guessing on it; a
 // successful authentication keeps it open.
-func TestFailedSASLAuthenticationClosesTheConnection(t *testing.T) {
+func TestAttackFailedSASLAuthenticationClosesTheConnection(t *testing.T) {
 	s := saslGateway(t)
 
 	c := dial(t, s)
@@ -128,7 +128,7 @@ func TestFailedSASLAuthenticationClosesTheConnection(t *testing.T) {
 // the same shape as a known one (a salt derived from its name and a server secret, the same
 // each time, as a real user's is, and the same iteration count) and fails only at the final
 // message, with the same error as a wrong password.
-func TestSCRAMDoesNotTellWhichUsersExist(t *testing.T) {
+func TestAttackSCRAMDoesNotTellWhichUsersExist(t *testing.T) {
 	s := saslGateway(t)
 	for _, mech := range []string{mechScram256, mechScram512} {
 		as := func(user string) sasl.Mechanism {

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,22 +18,13 @@ import (
 	"github.com/bftlog/bftlog/testutil/node"
 )
 
-// allFaults gates the slower fault scenarios (3 and 5) to `make test-faults`; scenarios 1, 2, 4
-// run in every `make test`.
-func allFaults(t *testing.T) {
+// TestFaultNetworkPartition is scenario 3: one validator is cut off from its peers (every peer
+// connection runs through a proxy that the test cuts), the other three keep committing, and
+// once healed it catches up with the same blocks.
+func TestFaultNetworkPartition(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four nodes")
 	}
-	if os.Getenv("BFTLOG_ALL_FAULTS") == "" {
-		t.Skip("runs under make test-faults (BFTLOG_ALL_FAULTS=1)")
-	}
-}
-
-// TestNetworkPartition is scenario 3: one validator is cut off from its peers (every peer
-// connection runs through a proxy that the test cuts), the other three keep committing, and
-// once healed it catches up with the same blocks.
-func TestNetworkPartition(t *testing.T) {
-	allFaults(t)
 	net := node.StartNetwork(t, node.NetworkOptions{Validators: 4, Accounts: []string{"producer"}, Proxied: true})
 	p, stop := startProducer(t, net, "partition")
 	p.waitAcks(50, 60*time.Second, "first acknowledgements")
@@ -73,10 +63,10 @@ func TestNetworkPartition(t *testing.T) {
 		cutFor.Round(time.Second), hCut, hStill, hOthers, caughtUp.Round(100*time.Millisecond), top, p.faults)
 }
 
-// TestDoubleSign is scenario 4: a second process signs with validator 3's key. The equivocation
+// TestFaultDoubleSign is scenario 4: a second process signs with validator 3's key. The equivocation
 // is committed as evidence, the validator is slashed, jailed and tombstoned, and the chain goes
 // on with the honest three, all agreeing on every block.
-func TestDoubleSign(t *testing.T) {
+func TestFaultDoubleSign(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four nodes")
 	}
@@ -130,12 +120,14 @@ func TestDoubleSign(t *testing.T) {
 		equivocation.Height, jailedIn.Round(100*time.Millisecond), before.Validator.Tokens, after.Validator.Tokens, top, p.faults)
 }
 
-// TestTamperedState is scenario 5: while validator 3 is stopped its application store is
+// TestFaultTamperedState is scenario 5: while validator 3 is stopped its application store is
 // edited (one acknowledged record's value rewritten in place, same height). On restart it
 // refuses to run on the edited state with a clear log line; the others go on and serve the
 // original record.
-func TestTamperedState(t *testing.T) {
-	allFaults(t)
+func TestFaultTamperedState(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four nodes")
+	}
 	net := node.StartNetwork(t, node.NetworkOptions{Validators: 4, Accounts: []string{"producer"}})
 	p, stop := startProducer(t, net, "tamper")
 	p.waitAcks(50, 60*time.Second, "first acknowledgements")

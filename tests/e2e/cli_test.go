@@ -46,7 +46,7 @@ func TestCLIProduceConsume(t *testing.T) {
 	n := node.StartSingle(t, "alice", "bob")
 	const topic, partitions, total = "e2e.orders", 4, 1000
 
-	out := n.MustCLI("", "tx", "topics", "create-topic", topic, "--partitions", fmt.Sprint(partitions), "--from", "alice")
+	out := createTopic(n, "alice", topic, partitions)
 	require.Contains(t, out, "created topic "+topic)
 
 	// 1,000 keyed records from a file, sent as several transactions (batch-records 300).
@@ -184,7 +184,7 @@ func checkCompressedProduce(t *testing.T, n *node.Node) {
 	stored := map[string]uint64{}
 	for _, codec := range []string{"none", "lz4"} {
 		topic := "e2e.codec-" + codec
-		n.MustCLI("", "tx", "topics", "create-topic", topic, "--partitions", "1", "--from", "alice")
+		createTopic(n, "alice", topic, 1)
 		n.MustCLI("", "tx", "topics", "produce", topic, "--file", file, "--key-separator", ":", "--header", "unit=si",
 			"--compression", codec, "--from", "bob")
 		out := n.MustCLI("", "query", "topics", "consume", topic, "--from-beginning", "--print-offset", "--print-key", "--print-headers")

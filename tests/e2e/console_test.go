@@ -142,7 +142,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	require.Equal(t, "genesis", b.text(t, "#validators [data-admitted-by]"))
 
 	const topic = "console.orders"
-	n.MustCLI("", "tx", "topics", "create-topic", topic, "--partitions", "2", "--from", "alice")
+	createTopic(n, "alice", topic, 2)
 	b.waitText(t, `[data-hw="console.orders/1"]`, "0")
 	produceFile(t, n, topic, 0, 0, 10)
 	b.waitText(t, `[data-hw="console.orders/0"]`, "10")

@@ -134,7 +134,7 @@ func TestExplorerDecodesEveryMessage(t *testing.T) {
 
 	// 2. The messages accounts sign themselves, as their own transactions.
 	hashRe := regexp.MustCompile(`\(tx ([0-9A-F]{64}),`)
-	created := n.MustCLI("", "tx", "topics", "create-topic", "orders", "--partitions", "3", "--from", "alice")
+	created := createTopic(n, "alice", "orders", 3)
 	m := hashRe.FindStringSubmatch(created)
 	require.NotNil(t, m, created)
 	direct := map[string]string{m[1]: "/bftlog.topics.v1.MsgCreateTopic"}

@@ -174,13 +174,13 @@ func kafkaProducer(ctx context.Context, t *testing.T, addr string, p *ackedProdu
 	return &wg
 }
 
-// TestProducersFailOver runs Go producers and a Kafka client through the gateway, both given
+// TestFaultProducersFailOver runs Go producers and a Kafka client through the gateway, both given
 // all four validators of a network, while the node they use is paused (SIGSTOP) and then the
 // next one is killed (kill -9): each switches to another node within about a second, keeps
 // being acknowledged during the fault, and every acknowledged record is on chain exactly once
 // at its offset. It prints the switch times and throughput and p99 produce→commit latency with
 // and without the fault.
-func TestProducersFailOver(t *testing.T) {
+func TestFaultProducersFailOver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four nodes")
 	}
@@ -188,8 +188,8 @@ func TestProducersFailOver(t *testing.T) {
 	accounts := []string{"producer", "gateway", "prod0", "prod1", "prod2", "prod3"}
 	net := node.StartNetwork(t, node.NetworkOptions{Validators: 4, Accounts: accounts})
 	n0 := net.Nodes[0]
-	n0.MustCLI("", "tx", "topics", "create-topic", "failover", "--partitions", "4", "--from", "producer")
-	n0.MustCLI("", "tx", "topics", "create-topic", "failover-kafka", "--partitions", "4", "--from", "producer")
+	createTopic(n0, "producer", "failover", 4)
+	createTopic(n0, "producer", "failover-kafka", 4)
 	var list []txclient.Node
 	for _, n := range net.Nodes {
 		list = append(list, txclient.Node{RPC: n.RPC, API: n.API})

@@ -45,7 +45,7 @@ func (p *ackedProducer) count() int {
 // startProducer creates topic (4 partitions) and starts an ackedProducer on it, submitting to
 // node 1 first; stop ends it and waits for it.
 func startProducer(t *testing.T, net *node.Network, topic string) (p *ackedProducer, stop func()) {
-	net.Nodes[0].MustCLI("", "tx", "topics", "create-topic", topic, "--partitions", "4", "--from", "producer")
+	createTopic(net.Nodes[0], "producer", topic, 4)
 	p = &ackedProducer{net: net, topic: topic, partitions: 4, acked: map[ackKey]string{}, t: t}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -189,12 +189,12 @@ func (p *ackedProducer) verify(t *testing.T, n *node.Node) int {
 	return len(acked)
 }
 
-// TestCrashFaults runs 4 validator processes under continuous produce and injects crashes:
+// TestFaultCrashes runs 4 validator processes under continuous produce and injects crashes:
 // (1) kill -9 one validator — commits continue; restarted, it catches up with equal hashes;
 // (2) kill -9 two — no blocks while they are down; restarted, the chain resumes;
 // (6) kill -9 all four mid-load and restart them — the chain resumes from disk.
 // After each, every acknowledged record is present exactly once at its offset.
-func TestCrashFaults(t *testing.T) {
+func TestFaultCrashes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four nodes")
 	}

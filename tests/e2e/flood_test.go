@@ -19,15 +19,15 @@ import (
 	"github.com/bftlog/bftlog/testutil/node"
 )
 
-// TestFloodOfInvalidTransactions sends 10,000 malformed, truncated and badly signed
+// TestAttackFloodOfInvalidTransactions sends 10,000 malformed, truncated and badly signed
 // transactions to a running node's ingress: the node keeps making blocks and answering, none of
 // them reaches state, and a valid produce still works afterwards.
-func TestFloodOfInvalidTransactions(t *testing.T) {
+func TestAttackFloodOfInvalidTransactions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node")
 	}
 	n := node.StartSingle(t, "alice")
-	n.MustCLI("", "tx", "topics", "create-topic", "flood", "--partitions", "2", "--from", "alice")
+	createTopic(n, "alice", "flood", 2)
 	before := watermarks(t, n, "flood")
 	acct := n.MustCLI("", "query", "auth", "account", n.Address("alice"), "-o", "json")
 

@@ -119,18 +119,6 @@ func signedBy(t *testing.T, n *node.Node, addr string) bool {
 	return false
 }
 
-func eventually(t *testing.T, what string, d time.Duration, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if f() {
-			return
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
-}
-
 // TestGovernanceControlsValidatorsAndTopics runs two validators and a full node as processes.
 // Proposals (the files in scripts/proposals) admit carol, whose node then signs blocks, remove
 // her again so it stops, and change a topic's config, which the next produce obeys; a
@@ -182,7 +170,7 @@ func TestGovernanceControlsValidatorsAndTopics(t *testing.T) {
 	require.Contains(t, unjail.Stderr+unjail.Stdout, "may not unjail without a new admission")
 
 	// 3. A topic config proposal: the new limit (17 encoded bytes: a 10-byte value) applies to the next produce.
-	n0.MustCLI("", "tx", "topics", "create-topic", "demo", "--partitions", "1", "--from", "val0")
+	createTopic(n0, "val0", "demo", 1)
 	n0.MustCLI("", "tx", "topics", "produce", "demo", "eleven byte", "--from", "val0")
 	_, status = passProposal(t, net, proposalFile(t, "topic-config.json"), "yes")
 	require.Equal(t, "PROPOSAL_STATUS_PASSED", status)

@@ -109,12 +109,12 @@ func TestConsumerGroupSplitAndTakeOver(t *testing.T) {
 // (created implicitly by alice's own consume) and is refused at the join with a clear message
 // and code; he cannot open the group himself; once alice allowlists him he reads; when alice
 // removes him his next join is refused again, and alice can reset the group.
-func TestGroupJoinRefusedForAnotherAccount(t *testing.T) {
+func TestAttackGroupJoinRefusedForAnotherAccount(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real node")
 	}
 	n := node.StartSingle(t, "alice", "bob")
-	n.MustCLI("", "tx", "topics", "create-topic", "ledger", "--partitions", "2", "--from", "alice")
+	createTopic(n, "alice", "ledger", 2)
 	n.MustCLI("", "tx", "topics", "produce", "ledger", "a", "b", "c", "d", "--from", "alice")
 	first := n.MustCLI("", "query", "topics", "consume", "ledger", "--group", "books", "--max", "2", "-o", "json", "--from", "alice")
 	require.Len(t, strings.Split(strings.TrimSpace(first), "\n"), 2)

@@ -26,7 +26,7 @@ func TestIngressResultWithoutTransactionBytes(t *testing.T) {
 		t.Skip("starts a node")
 	}
 	n := node.StartSingle(t, "alice")
-	n.MustCLI("", "tx", "topics", "create-topic", "ingress", "--partitions", "1", "--from", "alice")
+	createTopic(n, "alice", "ingress", 1)
 	cctx, signer := n.ClientContext(n.Home, "alice")
 	signer.SetFixedGas()
 	signer.UseRawIngress(n.API + app.RawTxPath)

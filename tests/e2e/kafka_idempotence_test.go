@@ -59,7 +59,7 @@ func TestKafkaIdempotenceAcrossGateways(t *testing.T) {
 		t.Skip("starts a node")
 	}
 	n := node.StartSingle(t, "alice")
-	n.MustCLI("", "tx", "topics", "create-topic", "idem", "--partitions", "1", "--from", "alice")
+	createTopic(n, "alice", "idem", 1)
 	gw1, gw2 := startGateway(t, n, "alice"), startGateway(t, n, "alice")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

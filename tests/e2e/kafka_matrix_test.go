@@ -102,7 +102,7 @@ func TestKafkaClientMatrix(t *testing.T) {
 	add("franz-go", "admin delete topic", err, "")
 
 	// kcat (librdkafka 2.0): no admin commands; the topic comes from the CLI.
-	n.MustCLI("", "tx", "topics", "create-topic", "m-kcat", "--partitions", "2", "--from", "alice")
+	createTopic(n, "alice", "m-kcat", 2)
 	run := func(stdin string, args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, kcat, append([]string{"-b", gw.Addr()}, args...)...)
 		cmd.Stdin = strings.NewReader(stdin)
@@ -195,11 +195,4 @@ func committedSum(ctx context.Context, cl *kgo.Client, group string, want int) e
 		return fmt.Errorf("committed offsets of %s sum %d, want %d", group, sum, want)
 	}
 	return nil
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }

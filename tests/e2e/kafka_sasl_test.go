@@ -77,18 +77,18 @@ func saslClient(t *testing.T, addr string, m sasl.Mechanism, opts ...kgo.Opt) *k
 	return cl
 }
 
-// TestKafkaGatewaySASLIdentities: with users configured, a client that does not authenticate
+// TestAttackKafkaGatewaySASLIdentities: with users configured, a client that does not authenticate
 // is refused, a wrong password is SASL_AUTHENTICATION_FAILED, and an authenticated client's
 // appends are signed with its own account — so the topic's producer allowlist judges the
 // client (alice may, bob gets TOPIC_AUTHORIZATION_FAILED) and a group admitting only alice
 // refuses bob with GROUP_AUTHORIZATION_FAILED. PLAIN and SCRAM-SHA-256/512, franz-go and kcat.
-func TestKafkaGatewaySASLIdentities(t *testing.T) {
+func TestAttackKafkaGatewaySASLIdentities(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node")
 	}
 	n := node.StartSingle(t, "alice", "bob")
 	alice := n.Address("alice")
-	n.MustCLI("", "tx", "topics", "create-topic", "payments", "--partitions", "2", "--allow-producer", alice, "--from", "alice")
+	createTopic(n, "alice", "payments", 2, "--allow-producer", alice)
 	addr := startSASLGateway(t, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

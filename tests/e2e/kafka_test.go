@@ -19,28 +19,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/bftlog/bftlog/app"
 	"github.com/bftlog/bftlog/gateway/kafka"
 	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
-
-// startGateway runs a Kafka gateway on a free port in front of n, signing as key.
-func startGateway(t *testing.T, n *node.Node, key string) *kafka.Server {
-	return startGatewayAdvertising(t, n, key, "")
-}
-
-// startGatewayAdvertising is startGateway giving clients advertise (a balancer) as its address.
-func startGatewayAdvertising(t *testing.T, n *node.Node, key, advertise string) *kafka.Server {
-	cctx, signer := n.ClientContext(n.Home, key)
-	// As `bftlogd kafka serve --ingress` runs it: appends through the node's binary ingress.
-	signer.UseRawIngress(n.API + app.RawTxPath)
-	gw, err := kafka.Listen(kafka.Config{Addr: "127.0.0.1:0", Advertise: advertise, ClientCtx: cctx, Signer: signer})
-	require.NoError(t, err)
-	go func() { _ = gw.Serve() }()
-	t.Cleanup(func() { _ = gw.Close() })
-	return gw
-}
 
 // TestKafkaClientsThroughGateway drives a real node through the gateway with franz-go and kcat:
 // topics created over the Kafka protocol, keyed records with headers produced by kgo are read
@@ -327,14 +309,14 @@ func TestKafkaConsumerGroupThroughGateway(t *testing.T) {
 	t.Logf("group g1: 40 read by one member and committed; 40 split over two members after a rebalance (b had %d partitions), each read once; 10 read by a resumed member; kcat -G read %d", bAssigned.Load(), got)
 }
 
-// TestKafkaGatewaysShareAKey plays "the gateway dies for ever when its key is used elsewhere":
+// TestAttackKafkaGatewaysShareAKey plays "the gateway dies for ever when its key is used elsewhere":
 // two gateways sign with one key (alice) for availability, each with its own Kafka producer
 // writing to the same partitions, and alice also sends a CLI transaction mid-stream. Every
 // record must be acknowledged and on chain exactly once: the account sequence no longer wedges
 // a gateway (unordered transactions), and a gateway never takes the other's batch under a shared
 // idempotence sequence for its own. A Go signer that keeps sequences (the CLI's) recovers from
 // the CLI's transaction in one Submit.
-func TestKafkaGatewaysShareAKey(t *testing.T) {
+func TestAttackKafkaGatewaysShareAKey(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node")
 	}

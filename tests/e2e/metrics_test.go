@@ -69,7 +69,7 @@ func TestMetrics(t *testing.T) {
 	}
 	n := node.StartSingle(t, "alice", "bob")
 	const topic, group = "e2e.metrics", "metrics-readers"
-	n.MustCLI("", "tx", "topics", "create-topic", topic, "--partitions", "2", "--from", "alice")
+	createTopic(n, "alice", topic, 2)
 
 	// Seven keyed records with a header into partition 0, in one batch. The chain counts the
 	// batch's stored (encoded) size, the partition's byte_count: more than the key + value +

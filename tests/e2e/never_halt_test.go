@@ -20,7 +20,7 @@ import (
 // for good. Now the delete is refused while the Kafka member lives (code 27), accepted once its
 // session has ended, and the chain goes on; an admin who does not want to wait removes the
 // crashed consumer's account first.
-func TestDeletingTheGroupOfACrashedKafkaConsumer(t *testing.T) {
+func TestAttackDeletingTheGroupOfACrashedKafkaConsumer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node and kcat")
 	}
@@ -28,7 +28,7 @@ func TestDeletingTheGroupOfACrashedKafkaConsumer(t *testing.T) {
 	require.NoError(t, err, "kcat is needed (apt-get install kcat; .ci/run installs it)")
 	n := node.StartSingle(t, "alice")
 	gw := startGateway(t, n, "alice")
-	n.MustCLI("", "tx", "topics", "create-topic", "hg-events", "--partitions", "2", "--from", "alice")
+	createTopic(n, "alice", "hg-events", 2)
 	n.MustCLI("", "tx", "topics", "produce", "hg-events", "e1", "e2", "e3", "--from", "alice")
 
 	// crashConsumer runs kcat's balanced consumer in group until it has read a record, then

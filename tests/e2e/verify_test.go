@@ -232,16 +232,16 @@ func (l lie) storeValue(v []byte) []byte {
 	return v
 }
 
-// TestVerifiedReadsRejectALyingNode puts a proxy that lies between the clients and a real node:
+// TestAttackVerifiedReadsRejectALyingNode puts a proxy that lies between the clients and a real node:
 // it alters a record value, drops a record, reorders two records or inflates the high
 // watermark. The plain gRPC-over-RPC client accepts every lie; the verifying client rejects
 // every one, and with an honest proxy returns exactly what was produced.
-func TestVerifiedReadsRejectALyingNode(t *testing.T) {
+func TestAttackVerifiedReadsRejectALyingNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node")
 	}
 	n := node.StartSingle(t, "alice")
-	n.MustCLI("", "tx", "topics", "create-topic", "audit", "--partitions", "1", "--from", "alice")
+	createTopic(n, "alice", "audit", 1)
 	cctx, signer := n.ClientContext(n.Home, "alice")
 	produceAudit(t, signer)
 	n.MustCLI("", "query", "topics", "consume", "audit", "--group", "auditors", "--from", "alice", "--stay", "--max", "8")
@@ -359,17 +359,17 @@ func TestVerifiedReadsRejectALyingNode(t *testing.T) {
 	proxy.staleHeight.Store(0)
 }
 
-// TestVerifiedGroupConsumeRefusesASkippedRange plays "consume --group --verify commits past
+// TestAttackVerifiedGroupConsumeRefusesASkippedRange plays "consume --group --verify commits past
 // records it never saw": a proxy answers every fetch with no records and next offset = high
 // watermark. The verifying group consumer proves that a poll's records are exactly those of
 // [position, next), so it fails with code 32 and the group's committed offset stays where it
 // was; the unverified consumer, given the same answers, commits past every record.
-func TestVerifiedGroupConsumeRefusesASkippedRange(t *testing.T) {
+func TestAttackVerifiedGroupConsumeRefusesASkippedRange(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node")
 	}
 	n := node.StartSingle(t, "alice")
-	n.MustCLI("", "tx", "topics", "create-topic", "audit", "--partitions", "1", "--from", "alice")
+	createTopic(n, "alice", "audit", 1)
 	_, signer := n.ClientContext(n.Home, "alice")
 	produceAudit(t, signer)
 	n.MustCLI("", "query", "topics", "consume", "audit", "--group", "auditors", "--from", "alice", "--stay", "--max", "8")
@@ -460,7 +460,7 @@ func TestConsumeFollow(t *testing.T) {
 		t.Skip("starts a node")
 	}
 	n := node.StartSingle(t, "alice")
-	n.MustCLI("", "tx", "topics", "create-topic", "live", "--partitions", "2", "--from", "alice")
+	createTopic(n, "alice", "live", 2)
 	_, signer := n.ClientContext(n.Home, "alice")
 	produced := 0
 	produce := func(count int) error {
@@ -541,7 +541,7 @@ func TestVerifiedCheckAcrossRetention(t *testing.T) {
 		t.Skip("starts a node")
 	}
 	n := node.StartSingle(t, "alice")
-	n.MustCLI("", "tx", "topics", "create-topic", "audit", "--partitions", "1", "--retention-ms", "2000", "--from", "alice")
+	createTopic(n, "alice", "audit", 1, "--retention-ms", "2000")
 	_, signer := n.ClientContext(n.Home, "alice")
 	produceAudit(t, signer)
 	hash1, _, err := n.BlockHashes(1)

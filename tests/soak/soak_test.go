@@ -416,7 +416,7 @@ func (r *run) sample() {
 	}
 	for i, n := range r.net.Nodes {
 		if pid := n.Pid(); pid > 0 {
-			rss[i] = procStatus(pid, "VmRSS")
+			rss[i] = node.ProcStatus(pid, "VmRSS")
 			r.peakHWM[i] = max(r.peakHWM[i], n.PeakRSS())
 		}
 		if disk != nil {
@@ -448,21 +448,6 @@ func (r *run) progress() {
 	r.group.mu.Unlock()
 	r.logf("progress: %d acknowledged (%.0f/s mean), p99 %.0f ms, %d waiting in producers, producers blocked %.1fs on average; group: %d delivered, generation %d; RSS MiB %.0f",
 		tot.Acked, float64(tot.Acked)/time.Since(r.start).Seconds(), tot.P99Ms, waiting, blocked.Seconds()/float64(len(r.prods)), delivered, gen, tot.PeakRSSMiB)
-}
-
-// procStatus reads a /proc/<pid>/status field given in kB as bytes (0 when unknown).
-func procStatus(pid int, field string) uint64 {
-	bz, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(bz), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == field+":" {
-			kb, _ := strconv.ParseUint(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 // idle waits d, sampling every 2 s. Only the test's goroutine touches the nodes (the

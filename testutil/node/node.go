@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -18,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
+	"testing"
 	"time"
 )
 
@@ -41,7 +44,9 @@ var (
 )
 
 // Binary builds bftlogd once per test process, with the ldflags of make build, and returns
-// its path.
+// its path: binDirPrefix<pid>/bftlogd in the temporary directory. The binary is ~150 MB, so
+// each build first removes those of processes that have ended, and a TestMain may remove its
+// own with RemoveBinary.
 func Binary(t T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -50,8 +55,9 @@ func Binary(t T) string {
 			buildErr = err
 			return
 		}
-		dir, err := os.MkdirTemp("", "bftlogd-bin-")
-		if err != nil {
+		removeStaleBinaries()
+		dir := filepath.Join(os.TempDir(), binDirPrefix+strconv.Itoa(os.Getpid()))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			buildErr = err
 			return
 		}
@@ -73,6 +79,38 @@ func Binary(t T) string {
 		t.Fatal(buildErr)
 	}
 	return buildPath
+}
+
+// binDirPrefix starts the name of each test process's build directory; the process's pid ends it.
+const binDirPrefix = "bftlogd-bin-pid-"
+
+// Main runs a package's tests and then removes the bftlogd they built: a package whose tests
+// start nodes calls it from TestMain, os.Exit(node.Main(m)).
+func Main(m *testing.M) int {
+	defer RemoveBinary()
+	return m.Run()
+}
+
+// RemoveBinary removes this process's build of bftlogd, if any; call it when no node runs any
+// more.
+func RemoveBinary() {
+	if buildPath != "" {
+		_ = os.RemoveAll(filepath.Dir(buildPath))
+	}
+}
+
+// removeStaleBinaries removes the build directories of processes that are gone.
+func removeStaleBinaries() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), binDirPrefix+"*"))
+	for _, dir := range dirs {
+		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(dir), binDirPrefix))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.RemoveAll(dir)
+		}
+	}
 }
 
 func moduleRoot() (string, error) {
@@ -365,22 +403,7 @@ func (n *Node) Pid() int {
 }
 
 // PeakRSS is the process's peak resident set size in bytes (VmHWM), or 0 when unknown.
-func (n *Node) PeakRSS() uint64 {
-	bz, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.Pid()))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(bz), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				kb, _ := strconv.ParseUint(f[1], 10, 64)
-				return kb * 1024
-			}
-		}
-	}
-	return 0
-}
+func (n *Node) PeakRSS() uint64 { return ProcStatus(n.Pid(), "VmHWM") }
 
 // DataBytes is the size of the node's data directory (blocks, state, application store).
 func (n *Node) DataBytes() uint64 {

@@ -58,12 +58,6 @@ func (v *invariants) purging(topic string) bool {
 	return ok
 }
 
-func (v *invariants) partitionLive(tp types.TopicPartition) bool {
-	ok, err := v.a.TopicsKeeper.Partitions.Has(v.ctx, tp)
-	v.check(err)
-	return ok
-}
-
 // groups: no orphan group state. Every member (either kind) has its group, of its kind, and
 // exactly one expiry entry at its expiry; every expiry entry its member; every Kafka group
 // state its group; every rebalance entry an open join phase of an existing Kafka group; every

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,9 +72,14 @@ func (c *chain) roundTrip(dir string) error {
 	}
 	if len(diffs) > 0 {
 		sort.Strings(diffs)
+		var werr error
 		for _, m := range diffs {
-			os.WriteFile(filepath.Join(dir, "export-"+m+".json"), state[m], 0o644)
-			os.WriteFile(filepath.Join(dir, "reexport-"+m+".json"), again[m], 0o644)
+			werr = errors.Join(werr,
+				os.WriteFile(filepath.Join(dir, "export-"+m+".json"), state[m], 0o644),
+				os.WriteFile(filepath.Join(dir, "reexport-"+m+".json"), again[m], 0o644))
+		}
+		if werr != nil {
+			return fmt.Errorf("%w: modules %v (writing both exports to %s: %v)", errRoundTrip, diffs, dir, werr)
 		}
 		return fmt.Errorf("%w: modules %v (both exports written to %s)", errRoundTrip, diffs, dir)
 	}

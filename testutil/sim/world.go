@@ -113,15 +113,6 @@ func kafkaSeqKey(producer, topic string, partition uint32, pid int64) string {
 	return fmt.Sprintf("%s/%s/%d/%d", producer, topic, partition, pid)
 }
 
-func (w *world) topic(name string) (topicstypes.Topic, bool) {
-	for _, t := range w.topics {
-		if t.Name == name {
-			return t, true
-		}
-	}
-	return topicstypes.Topic{}, false
-}
-
 func (w *world) group(id string) (topicstypes.Group, bool) {
 	for _, g := range w.groups {
 		if g.GroupId == id {

@@ -34,7 +34,7 @@ func (f *fixture) passUnbonding() {
 // governance churn (or a captured proposal flow) inflated the bond denom for ever. Now what
 // x/poa minted is burned once its unbonding completes: admit → raise → lower → remove brings
 // the supply back to where it started.
-func TestMintedStakeBurnedOnLowerAndRemove(t *testing.T) {
+func TestAttackMintedStakeBurnedOnLowerAndRemove(t *testing.T) {
 	f := newFixture(t)
 	_, otherAddr, _ := f.bondedValidator("other", 5) // a bystander whose stake must survive
 	start := f.supply()

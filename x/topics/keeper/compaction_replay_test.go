@@ -59,7 +59,7 @@ func batchMetas(t *testing.T, k keeper.Keeper, ctx sdk.Context) []string {
 // batches in the record store; the replay compacts the same batches again from their original
 // bytes (kept for it), reaches the same state and does not halt. Meanwhile the restarted node
 // serves the older state's records.
-func TestCompactionBlockReplaysAfterACrashBeforeCommit(t *testing.T) {
+func TestFaultCompactionBlockReplaysAfterACrashBeforeCommit(t *testing.T) {
 	f := newFixture(t)
 	f.createCompacted("table", 1, func(c *types.TopicConfig) { c.MinCleanableDirtyRatioPermille = 1 })
 	var m model

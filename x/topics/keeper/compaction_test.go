@@ -414,13 +414,13 @@ func TestDeletingACompactedTopicPurgesItsKeys(t *testing.T) {
 
 func keyHashOf(key string) []byte { return keeper.KeyHash([]byte(key)) }
 
-// TestCompactionIsBoundedPerBlock plays a hostile owner against compaction: a topic with the
+// TestAttackCompactionIsBoundedPerBlock plays a hostile owner against compaction: a topic with the
 // smallest dirty ratio (0.001) and no lag, flooded with 100,000 updates of 500 keys in 50
 // batches, next to a victim's small compacted topic. Every block's compaction stays within
 // compaction_records_per_block and compaction_bytes_per_block (the default 5,000 records,
 // 8 MiB); the flood's pass goes on over blocks; due passes take turns, so the victim's table is
 // compacted while the flood's pass is still under way. It prints each block's work and time.
-func TestCompactionIsBoundedPerBlock(t *testing.T) {
+func TestAttackCompactionIsBoundedPerBlock(t *testing.T) {
 	f := newFixture(t)
 	f.createCompacted("flood", 1, func(c *types.TopicConfig) { c.MinCleanableDirtyRatioPermille = 1 })
 	f.createCompacted("table", 1, nil)
@@ -564,7 +564,7 @@ func TestTopicTurnedCompactedKeepsItsKeylessRecords(t *testing.T) {
 // hundreds of times its size, stored by every validator and never paid for. A compressed
 // batch whose kept records would take more than twice its bytes stays as it is (its obsolete
 // record with it); once enough of it is obsolete it is rewritten or removed.
-func TestCompactionGrowsACompressedBatchAtMostTwofold(t *testing.T) {
+func TestAttackCompactionGrowsACompressedBatchAtMostTwofold(t *testing.T) {
 	f := newFixture(t)
 	f.createCompacted("table", 1, func(c *types.TopicConfig) { c.MinCleanableDirtyRatioPermille = 1 })
 	produce := func(c types.Compression, from, to int, tag string) {

@@ -88,7 +88,7 @@ func TestFetch(t *testing.T) {
 // record limit of one fetch, so one free query decompressed (and held) all 4 GiB. A fetch now
 // decompresses at most its byte limit (16 MiB at most) past its first batch and answers with
 // what fits; the next fetch goes on from there.
-func TestFetchRecordsDecompressionIsBounded(t *testing.T) {
+func TestAttackFetchRecordsDecompressionIsBounded(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("zeros", 1)
 	params, err := f.k.Params.Get(f.ctx)
@@ -137,7 +137,9 @@ func TestFetchRecordsDecompressionIsBounded(t *testing.T) {
 	require.Less(t, res.NextOffset, p.HighWatermark, "a partial answer")
 	require.Equal(t, res.Records[len(res.Records)-1].Offset+1, res.NextOffset)
 	require.LessOrEqual(t, got, uint64(keeper.MaxFetchBytes), "decompressed bytes answered")
-	require.Less(t, alloc, uint64(4*keeper.MaxFetchBytes), "bytes allocated by one fetch")
+	if !raceEnabled { // make test-race: the detector's own allocations would count
+		require.Less(t, alloc, uint64(4*keeper.MaxFetchBytes), "bytes allocated by one fetch")
+	}
 
 	// The next fetch goes on where this one stopped.
 	next, _, _, _ := fetch(res.NextOffset, keeper.MaxFetchBytes)
@@ -148,5 +150,7 @@ func TestFetchRecordsDecompressionIsBounded(t *testing.T) {
 	require.Len(t, one.Records, len(recs))
 	require.Equal(t, uint64(8), one.NextOffset)
 	t.Logf("max_bytes 1: the first batch's %d records (%.1f MiB), %.1f MiB allocated", len(one.Records), float64(decoded)/(1<<20), float64(alloc)/(1<<20))
-	require.Less(t, alloc, 4*decoded)
+	if !raceEnabled {
+		require.Less(t, alloc, 4*decoded)
+	}
 }

@@ -41,7 +41,7 @@ func (f *fixture) metered(fn func()) (uint64, time.Duration) {
 // (alice sorts first, so the range assignor would hand her every partition), who then commits
 // the high watermark so the victim skips every unread record. The join is refused, and so is
 // everything that would follow from it.
-func TestGroupTakeoverIsRefusedAtTheJoin(t *testing.T) {
+func TestAttackGroupTakeoverIsRefusedAtTheJoin(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("a", 3)
 	for p := uint32(0); p < 3; p++ {
@@ -136,7 +136,7 @@ func TestCreateGroupWithAllowlist(t *testing.T) {
 
 // A hostile member that keeps heartbeating used to pin a group for ever (no reset, no delete).
 // The admin removes it: its commits, heartbeats and rejoin are refused, and the reset works.
-func TestRemovedMemberIsFencedAndResetWorks(t *testing.T) {
+func TestAttackRemovedMemberIsFencedAndResetWorks(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("a", 2)
 	for i := 0; i < 3; i++ {

@@ -22,7 +22,7 @@ func (f *fixture) setParams(edit func(*types.Params)) {
 // Issue "Hostile accounts" item 4: a join that would make the group's subscription (the union of
 // its members' topics) larger than max_group_subscribed_partitions is refused, so a rebalance
 // never costs more than members x that cap.
-func TestJoinOverSubscriptionCapIsRefused(t *testing.T) {
+func TestAttackJoinOverSubscriptionCapIsRefused(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("a", 8)
 	f.createTopic("b", 4)
@@ -56,7 +56,7 @@ func TestJoinOverSubscriptionCapIsRefused(t *testing.T) {
 // Expiry in the EndBlocker is bounded by work (members x subscribed partitions per rebalanced
 // group), not by a count of members: many expired members in large groups drain over several
 // blocks, each within the budget.
-func TestExpiryWorkIsBoundedPerBlock(t *testing.T) {
+func TestAttackExpiryWorkIsBoundedPerBlock(t *testing.T) {
 	f := newFixture(t)
 	const groups, members, partitions, budget = 6, 50, 100, 12_000
 	f.createTopic("a", partitions)
@@ -120,7 +120,7 @@ func TestExpiryWorkIsBoundedPerBlock(t *testing.T) {
 
 // The Lag query without a topic answers at most max_group_subscribed_partitions partitions;
 // per topic it is bounded by the topic.
-func TestLagQueryIsBounded(t *testing.T) {
+func TestAttackLagQueryIsBounded(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("a", 4)
 	f.createTopic("b", 4)
@@ -146,7 +146,7 @@ func TestLagQueryIsBounded(t *testing.T) {
 
 // A rebalance is paid by the signer that triggers it, in proportion to its work: the last of 20
 // members leaving a 1,000-partition subscription pays for reassigning it to the other 19.
-func TestRebalanceIsChargedToItsSigner(t *testing.T) {
+func TestAttackRebalanceIsChargedToItsSigner(t *testing.T) {
 	f := newFixture(t)
 	for _, name := range []string{"b0", "b1", "b2", "b3"} {
 		f.createTopic(name, 250)

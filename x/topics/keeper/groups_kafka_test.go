@@ -56,7 +56,7 @@ func memberIDs(ms []types.KafkaMember) []string {
 // the group stable with each member's assignment; a new member starts a rebalance that the
 // others must join; a member that does not rejoin by the deadline is removed; commits are
 // fenced by the Kafka generation; expiry rebalances.
-func TestKafkaGroupProtocolOnChain(t *testing.T) {
+func TestAttackKafkaGroupProtocolOnChain(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("orders", 4)
 	f.open(f.alice, "ledger")
@@ -170,7 +170,7 @@ func TestKafkaGroupProtocolOnChain(t *testing.T) {
 
 // Hostile joins: a group closed to the joiner is refused; protocols nobody shares, oversize
 // metadata and member ids are refused; a group's members are bounded by max_group_members.
-func TestKafkaGroupRefusals(t *testing.T) {
+func TestAttackKafkaGroupRefusals(t *testing.T) {
 	f := newFixture(t)
 	_, err := f.kjoin(f.alice, "private", "m-a")
 	require.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 
 // Every message with hostile values fails with its specific error and leaves the whole module
 // state (compared as exported genesis) exactly as it was.
-func TestHostileInputChangesNothing(t *testing.T) {
+func TestAttackHostileInputChangesNothing(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("t", 2)
 	_, err := f.produce(f.alice, pb{Topic: "t", Partition: 0, Records: []types.BatchRecord{rec("k", "v")}})

@@ -25,7 +25,7 @@ func kafkaBatch(t *testing.T, topic string, partition uint32, n int, pid int64, 
 // in-flight requests retried after a timeout arrive — are answered with their first offsets
 // and append nothing; a gap is OUT_OF_ORDER_SEQUENCE; an older epoch is fenced; another
 // account using the same producer id has state of its own.
-func TestKafkaIdempotentProducerOnChain(t *testing.T) {
+func TestAttackKafkaIdempotentProducerOnChain(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("pay", 1)
 	produce := func(who string, b types.ProduceBatch) ([]types.ProduceResult, error) {

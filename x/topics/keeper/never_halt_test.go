@@ -93,7 +93,7 @@ func (f *fixture) deleteLeavingNothing(admin, group string) {
 // expired the member halted every validator ("group "hg" does not exist"). Now the delete and a
 // reset are refused while a Kafka member is live, accepted once it expired, and leave nothing
 // behind; later blocks skip nothing.
-func TestDeletingAGroupWithACrashedKafkaConsumer(t *testing.T) {
+func TestAttackDeletingAGroupWithACrashedKafkaConsumer(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("orders", 2)
 	_, err := f.kjoin(f.alice, "hg", "m-a")
@@ -218,7 +218,7 @@ func TestEndBlockerCleansUpOrphanedKafkaState(t *testing.T) {
 // event, its writes dropped, and the rest of the block's work is done. Here the Kafka group
 // state of "a" has lost its group (as a defect might leave it) while a join phase is due; "b"'s
 // generation forms in the same block.
-func TestEndBlockerSkipsWhatItCannotDo(t *testing.T) {
+func TestAttackEndBlockerSkipsWhatItCannotDo(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("orders", 2)
 	_, err := f.kjoin(f.alice, "a", "m-a")
@@ -253,7 +253,7 @@ func TestEndBlockerSkipsWhatItCannotDo(t *testing.T) {
 
 // isolate drops a failed or panicking piece of work with its writes and events; only a failure
 // of the node's own storage stops the block.
-func TestIsolateDropsFailedWork(t *testing.T) {
+func TestAttackIsolateDropsFailedWork(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("orders", 1)
 	write := func(ctx context.Context, name string) {
@@ -274,7 +274,7 @@ func TestIsolateDropsFailedWork(t *testing.T) {
 	require.NoError(t, f.k.Isolate(f.ctx, "test", "panics", func(ctx context.Context) error {
 		write(ctx, "panics")
 		var m map[string]int
-		m["x"]++ // a nil map: a defect's panic
+		m["x"]++ //nolint:staticcheck // a nil map on purpose: a defect's panic
 		return nil
 	}))
 	require.True(t, has("ok"))

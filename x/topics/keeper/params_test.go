@@ -20,7 +20,7 @@ import (
 // vote's gas refused every transaction, the proposal to raise it included; a min_gas_price or
 // deposit past 2^128 overflowed the fee and deposit arithmetic, which panics. Each is refused
 // now with code 14 (ErrInvalidParams), and the params stay as they were.
-func TestParamsThatCouldHaltTheChainAreRefused(t *testing.T) {
+func TestAttackParamsThatCouldHaltTheChainAreRefused(t *testing.T) {
 	f := newFixture(t)
 	before, err := f.k.Params.Get(f.ctx)
 	require.NoError(t, err)
@@ -53,7 +53,7 @@ func TestParamsThatCouldHaltTheChainAreRefused(t *testing.T) {
 // Every block-level step runs with the params at their limits: a compacted topic's batches
 // decompressing to max_batch_bytes (60 MiB) at a compaction budget of 2 records and 1 byte,
 // retention and a purge at one key and one byte a block, expiry at one unit of work.
-func TestEndBlockerRunsWithParamsAtTheirLimits(t *testing.T) {
+func TestAttackEndBlockerRunsWithParamsAtTheirLimits(t *testing.T) {
 	f := newFixture(t)
 	f.setParams(func(p *types.Params) {
 		p.MaxBatchBytes, p.MaxRecordBytes = types.MaxBatchBytesLimit, types.MaxBatchBytesLimit
@@ -118,7 +118,7 @@ func TestEndBlockerRunsWithParamsAtTheirLimits(t *testing.T) {
 // compaction cannot decompress. It failed the EndBlocker (halting every validator) and, once
 // each step ran isolated, every pass over its partition, which never compacted again.
 // Compaction leaves it as it is now (readers cannot decode it either) and goes on.
-func TestCompactionLeavesABatchItCannotDecode(t *testing.T) {
+func TestAttackCompactionLeavesABatchItCannotDecode(t *testing.T) {
 	f := newFixture(t)
 	p, err := f.k.Params.Get(f.ctx)
 	require.NoError(t, err)

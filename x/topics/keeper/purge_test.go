@@ -75,7 +75,7 @@ func requireGone(t *testing.T, f *fixture, topic string) {
 // is unreadable and unwritable at once, its name is refused until the EndBlocker has purged the
 // batches and producer states within the shared per-block budget, and retention elsewhere keeps
 // running during the purge.
-func TestDeleteBigTopicIsBoundedAndPurgedOverBlocks(t *testing.T) {
+func TestAttackDeleteBigTopicIsBoundedAndPurgedOverBlocks(t *testing.T) {
 	f := newFixture(t)
 	params, err := f.k.Params.Get(f.ctx)
 	require.NoError(t, err)
@@ -238,7 +238,7 @@ func TestPurgeAndRetentionShareTheBudget(t *testing.T) {
 // victim's topic made its delete cost what they committed, up to undeletable. The delete now
 // costs the same whoever committed; the EndBlocker's budgeted purge removes the offsets, and a
 // topic created again under the name starts with none.
-func TestDeleteTopicCostIgnoresOtherGroupsOffsets(t *testing.T) {
+func TestAttackDeleteTopicCostIgnoresOtherGroupsOffsets(t *testing.T) {
 	const parts, groups = 4, 500
 	deleteGas := func(f *fixture) uint64 {
 		gas, _ := f.metered(func() {

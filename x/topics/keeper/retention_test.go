@@ -149,7 +149,7 @@ func worstCaseRecords(p types.Params) []types.BatchRecord {
 // Now the batches count their stored size, and the EndBlocker reads only BatchMetas: with
 // nothing due it reads a few dozen bytes per partition and takes milliseconds; when all is due
 // it deletes within the shared budget without decoding a batch.
-func TestRetentionStallWorstCaseBatches(t *testing.T) {
+func TestAttackRetentionStallWorstCaseBatches(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds 200 worst-case batches (about 260 MB)")
 	}

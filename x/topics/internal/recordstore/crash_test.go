@@ -110,7 +110,7 @@ func (c *crashChain) check(s *segmentStore) {
 // pointer batch, between two segment removals — recovers on restart: the block replayed, every
 // batch reads back with its SHA-256, and no segment file is left that no pointer names (after
 // the pointer batch, the segments it freed stayed forever before).
-func TestSegmentStoreSurvivesPowerCuts(t *testing.T) {
+func TestFaultSegmentStoreSurvivesPowerCuts(t *testing.T) {
 	if step := os.Getenv(crashStepEnv); step != "" {
 		crashChild(t, step, os.Getenv(crashDirEnv))
 		return
@@ -124,7 +124,7 @@ func TestSegmentStoreSurvivesPowerCuts(t *testing.T) {
 			require.NoError(t, c.block(s, 2))
 			closeDB()
 
-			cmd := exec.Command(os.Args[0], "-test.run=^TestSegmentStoreSurvivesPowerCuts$")
+			cmd := exec.Command(os.Args[0], "-test.run=^TestFaultSegmentStoreSurvivesPowerCuts$")
 			cmd.Env = append(os.Environ(), crashStepEnv+"="+step, crashDirEnv+"="+dir)
 			out, err := cmd.CombinedOutput()
 			var exit *exec.ExitError
@@ -161,7 +161,7 @@ func crashChild(t *testing.T, step, dir string) {
 // bytes: reads of what it lost fail naming the file, the next append goes to a new segment
 // (it went where the lost bytes were, and a read of them returned the new ones), and the rest
 // reads back.
-func TestSegmentStoreRefusesATruncatedSegment(t *testing.T) {
+func TestFaultSegmentStoreRefusesATruncatedSegment(t *testing.T) {
 	c := newCrashChain(t)
 	dir := t.TempDir()
 	s, closeDB := c.open(dir)

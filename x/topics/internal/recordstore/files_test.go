@@ -48,7 +48,7 @@ func fastTempDir(t *testing.T) string {
 // restored under `ulimit -n 1024`: the segment store keeps at most maxOpenSegments segments
 // open whatever the count of partitions (it held one per partition ever written, deleted from
 // or restored, and EMFILE in Precommit halted the node).
-func TestSegmentStoreOpenFilesBounded(t *testing.T) {
+func TestAttackSegmentStoreOpenFilesBounded(t *testing.T) {
 	dir, restored := fastTempDir(t), fastTempDir(t)
 	limitOpenFiles(t, 1024)
 	s := newSegmentStore(dbm.NewMemDB(), dir)
@@ -112,7 +112,7 @@ func topicName(i int) string { return "topic" + strings.Repeat("x", i) }
 // The longest valid topic name with the highest partition number, and a name genesis would
 // refuse, map to directory names a file system takes (NAME_MAX 255): written, read after a
 // restart and removed.
-func TestSegmentPathsFitTheFileSystem(t *testing.T) {
+func TestAttackSegmentPathsFitTheFileSystem(t *testing.T) {
 	longest := strings.Repeat("t", types.MaxTopicNameLength)
 	require.NoError(t, types.ValidateTopicName(longest))
 	invalid := strings.Repeat("/..", types.MaxTopicNameLength/3)

@@ -97,7 +97,7 @@ func (i *countingIterator) Next() { i.c.steps++; i.Iterator.Next() }
 // Pinning a snapshot height is one entry in a list, not a walk over every batch's pointer in
 // Precommit (20,000 database steps before); and snapshots that never ran or failed leave at
 // most maxPins heights pinned, holding back at most their blocks' replaced bytes.
-func TestSnapshotPinsAreCheapAndBounded(t *testing.T) {
+func TestAttackSnapshotPinsAreCheapAndBounded(t *testing.T) {
 	db := &countingDB{DB: dbm.NewMemDB()}
 	s := newSegmentStore(db, t.TempDir())
 	s.pinEvery, s.keepBlocks = 10, 1

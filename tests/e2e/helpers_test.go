@@ -1,0 +1,64 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/bftlog/bftlog/app"
+	"github.com/bftlog/bftlog/gateway/kafka"
+	"github.com/bftlog/bftlog/testutil/node"
+)
+
+// Helpers shared by the end-to-end tests.
+
+// TestMain removes the bftlogd this test process built once every test is done.
+func TestMain(m *testing.M) { os.Exit(node.Main(m)) }
+
+// startGateway runs a Kafka gateway on a free port in front of n, signing as key.
+func startGateway(t *testing.T, n *node.Node, key string) *kafka.Server {
+	return startGatewayAdvertising(t, n, key, "")
+}
+
+// startGatewayAdvertising is startGateway giving clients advertise (a balancer) as its address.
+func startGatewayAdvertising(t *testing.T, n *node.Node, key, advertise string) *kafka.Server {
+	cctx, signer := n.ClientContext(n.Home, key)
+	// As `bftlogd kafka serve --ingress` runs it: appends through the node's binary ingress.
+	signer.UseRawIngress(n.API + app.RawTxPath)
+	gw, err := kafka.Listen(kafka.Config{Addr: "127.0.0.1:0", Advertise: advertise, ClientCtx: cctx, Signer: signer})
+	require.NoError(t, err)
+	go func() { _ = gw.Serve() }()
+	t.Cleanup(func() { _ = gw.Close() })
+	return gw
+}
+
+// createTopic creates topic with partitions partitions, signed by from, with the CLI, and
+// returns its output; extra flags follow.
+func createTopic(n *node.Node, from, topic string, partitions int, extra ...string) string {
+	args := append([]string{"tx", "topics", "create-topic", topic, "--partitions", fmt.Sprint(partitions)}, extra...)
+	return n.MustCLI("", append(args, "--from", from)...)
+}
+
+// eventually waits up to d for f to hold, polling every 300 ms, and fails the test naming what.
+func eventually(t *testing.T, what string, d time.Duration, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if f() {
+			return
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// must is v, and panics on err: for clients a test cannot go on without.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
