@@ -15,23 +15,6 @@ import (
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-// Log compaction (cleanup.policy compact), as Kafka's log cleaner does it but inside the state
-// machine: deterministic, and bounded per block by compaction_bytes_per_block and
-// compaction_records_per_block, whatever the accounts producing do.
-//
-// Produce records each record's offset as its key's latest (KeyOffsets, by the key's SHA-256:
-// one write per record, paid in the producer's gas) and counts the batch's bytes as dirty. Once
-// the dirty bytes reach min.cleanable.dirty.ratio of the partition, a pass is scheduled for when
-// they are older than min.compaction.lag.ms (CompactionDue); a tombstone schedules one for when
-// delete.retention.ms has passed (TombstoneDue). A pass walks the partition from its log start
-// offset, over one or more blocks, up to the first batch younger than the lag, appended in the
-// current block, or last in the partition (never cleaned, as Kafka never cleans the active
-// segment). It removes every record whose key has a later offset, and tombstones older than
-// delete.retention.ms; a batch left with some records is rewritten under the same key with the
-// same base offset and span, a batch left with none is deleted. Offsets never change and are
-// never reused; the high watermark and log start offset keep their meaning. Due passes take
-// turns: a partition whose pass used up a block's budget goes behind the other due ones.
-
 // compactionBudget is what compaction may still do in this block.
 type compactionBudget struct {
 	bytes   uint64
