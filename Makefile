@@ -135,7 +135,7 @@ clean:
 	rm -rf $(BUILD_DIR) .localnet
 
 # The long run under random faults (tests/soak, not in make test): 4 validators, producers and a
-# consumer group at BFTLOG_SOAK_RATE records/s (default 11,400, half the N=4 peak) for
+# consumer group at BFTLOG_SOAK_RATE records/s (default 4,000; 11,400, half the N=4 peak, saturates this machine) for
 # BFTLOG_SOAK_DURATION (default 30m) under a seeded nemesis (BFTLOG_SOAK_SEED), then the whole
 # history checked; chart and figures in tests/soak/results/.
 soak:

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	stakingtypes "github.com/cosmos/cosmos-sdk/x/staking/types"
 
 	"github.com/bftlog/bftlog/testutil/node"
+	"github.com/bftlog/bftlog/x/topics/types"
 )
 
 // TestFaultNetworkPartition is scenario 3: one validator is cut off from its peers (every peer
@@ -121,7 +123,7 @@ func TestFaultDoubleSign(t *testing.T) {
 }
 
 // TestFaultTamperedState is scenario 5: while validator 3 is stopped its application store is
-// edited (one acknowledged record's value rewritten in place, same height). On restart it
+// edited (the committed digest of one acknowledged batch rewritten in place, same height). On restart it
 // refuses to run on the edited state with a clear log line; the others go on and serve the
 // original record.
 func TestFaultTamperedState(t *testing.T) {
@@ -134,8 +136,19 @@ func TestFaultTamperedState(t *testing.T) {
 
 	victim := net.Nodes[3]
 	victim.Stop()
-	// r-2-0 is the first record of the third batch: acknowledged, so stored on every node.
-	tam, err := victim.TamperAppState("topics", []byte("r-2-0"), []byte("X-2-0"))
+	// The third batch (records r-2-0..r-2-4, partition 2, offsets 0-4) is acknowledged, so
+	// stored on every node. Its bytes live in the record store outside IAVL; what the state
+	// commits to is their SHA-256 in the batch's entry, so that is what an editor who rewrote
+	// a record would have to change: replace it with the digest of other bytes.
+	tam, err := victim.TamperAppState("topics", types.BatchStoreKey("tamper", 2, 4), func(v []byte) ([]byte, error) {
+		var b types.RecordBatch
+		if err := b.Unmarshal(v); err != nil {
+			return nil, err
+		}
+		forged := sha256.Sum256([]byte("X-2-0"))
+		b.RecordBatchSha256 = forged[:]
+		return b.Marshal()
+	})
 	require.NoError(t, err)
 	require.NotEqual(t, tam.Original, tam.Tampered)
 	victim.Start()
@@ -155,6 +168,6 @@ func TestFaultTamperedState(t *testing.T) {
 	for i, n := range net.Nodes[:3] {
 		t.Logf("scenario 5: honest node %d verified %d acknowledged records", i, p.verify(t, n))
 	}
-	t.Logf("scenario 5: edited record at height %d (app hash %X -> %X); the node exited with %q; blocks 1..%d agree on the other 3; losses 0",
+	t.Logf("scenario 5: edited batch digest at height %d (app hash %X -> %X); the node exited with %q; blocks 1..%d agree on the other 3; losses 0",
 		tam.Height, tam.Original[:6], tam.Tampered[:6], line, top)
 }

@@ -26,10 +26,10 @@ type Tampering struct {
 }
 
 // TamperAppState rewrites the last committed version of a stopped node's application store so
-// that it is identical except that, in the first value of store that contains find, find is
-// replaced by replace — what an operator with a database editor could do. The version keeps its
-// height, so only the app hash betrays the edit.
-func (n *Node) TamperAppState(store string, find, replace []byte) (Tampering, error) {
+// that it is identical except that the value under key in store is replaced by edit(value) —
+// what an operator with a database editor could do. The version keeps its height, so only the
+// app hash betrays the edit.
+func (n *Node) TamperAppState(store string, key []byte, edit func(value []byte) ([]byte, error)) (Tampering, error) {
 	if n.Running() {
 		return Tampering{}, fmt.Errorf("stop the node before tampering with its state")
 	}
@@ -97,15 +97,18 @@ func (n *Node) TamperAppState(store string, find, replace []byte) (Tampering, er
 		return Tampering{}, fmt.Errorf("rebuilding version %d gave app hash %X, not %X", h, rebuilt, t.Original)
 	}
 	for _, e := range stored {
-		if i := bytes.Index(e[1], find); i >= 0 {
-			v := append(append(bytes.Clone(e[1][:i]), replace...), e[1][i+len(find):]...)
+		if bytes.Equal(e[0], key) {
+			v, err := edit(bytes.Clone(e[1]))
+			if err != nil {
+				return Tampering{}, err
+			}
 			cms.GetKVStore(keys[store]).Set(e[0], v)
 			t.Key = e[0]
 			break
 		}
 	}
 	if t.Key == nil {
-		return Tampering{}, fmt.Errorf("no value in store %s contains %q", store, find)
+		return Tampering{}, fmt.Errorf("no key %X in store %s at height %d", key, store, h)
 	}
 	id := cms.Commit()
 	if id.Version != h {
