@@ -57,6 +57,7 @@ type App struct {
 	*runtime.App
 
 	recentResults     *recentResults
+	proposalTxs       *proposalTxs                    // ProcessProposal's decoded transactions, for FinalizeBlock
 	recordSnapshots   *topicskeeper.RecordSnapshotter // nil without segment files or snapshots
 	legacyAmino       *codec.LegacyAmino
 	appCodec          codec.Codec
@@ -168,7 +169,10 @@ func New(
 	app.SetAnteHandler(func(ctx sdk.Context, tx sdk.Tx, simulate bool) (sdk.Context, error) {
 		return poaCheck.AnteHandle(ctx, tx, simulate, withFee)
 	})
-	// Proposals carrying transactions that break the fee rule are voted down (fees.go).
+	// Proposals carrying transactions that break the fee rule are voted down (fees.go); the
+	// transactions decoded for that are reused by FinalizeBlock (decode_cache.go).
+	app.proposalTxs = newProposalTxs(app.txConfig.TxDecoder())
+	app.SetTxDecoder(app.proposalTxs.Decode)
 	app.SetProcessProposal(app.processProposal)
 
 	// register streaming services (ABCI listeners configured in app.toml)

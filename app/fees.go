@@ -76,7 +76,7 @@ func (app *App) processProposal(ctx sdk.Context, req *abci.RequestProcessProposa
 	maxGas := app.GetMaximumBlockGas(ctx)
 	var total uint64
 	for _, bz := range req.Txs {
-		tx, err := app.TxDecode(bz)
+		tx, err := app.proposalTxs.decodeAndKeep(bz)
 		if err != nil {
 			return reject, nil
 		}

@@ -18,7 +18,10 @@ import (
 
 // Config is one harness run.
 type Config struct {
-	Validators    []int         // networks to measure, e.g. 1 and 4
+	Validators []int // networks to measure, e.g. 1 and 4
+	// Baseline is a git commit whose bftlogd is measured first on the same networks, so that
+	// a change's before and after come from one run (rows "bftlog @<commit>").
+	Baseline      string
 	Records       int           // records per bftlog run
 	RecordBytes   int           // value size
 	Partitions    int           // topic partitions
@@ -157,7 +160,17 @@ func Run(cfg Config) (*Report, error) {
 	}
 	rep := newReport(cfg, "bench")
 	for _, n := range cfg.Validators {
-		r, peer, err := runChain(cfg, n)
+		if cfg.Baseline == "" {
+			continue
+		}
+		r, _, err := runChain(cfg, n, cfg.Baseline)
+		if err != nil {
+			return rep, fmt.Errorf("bftlog %s with %d validators: %w", cfg.Baseline, n, err)
+		}
+		rep.Results = append(rep.Results, r)
+	}
+	for _, n := range cfg.Validators {
+		r, peer, err := runChain(cfg, n, "")
 		if err != nil {
 			return rep, fmt.Errorf("bftlog with %d validators: %w", n, err)
 		}

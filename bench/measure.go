@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -82,9 +83,19 @@ func (c *chain) measure(cfg Config, topic string, wl workload, records int, dur 
 }
 
 // runChain measures bftlog on n validators, then the one-record-per-tx design on the same chain.
-func runChain(cfg Config, n int) (res Result, peer *Result, err error) {
+// With a baseline commit the validators run that commit's bftlogd instead, and the peer is
+// skipped: the row is the "before" of a change measured in the same run.
+func runChain(cfg Config, n int, baseline string) (res Result, peer *Result, err error) {
 	err = inTempDir("bftlogbench-", func(t *runT) error {
-		c, err := startChain(t, cfg, n, max(cfg.Producers, cfg.PeerProducers))
+		opts := node.NetworkOptions{Validators: n}
+		if baseline != "" {
+			bin, ok := node.BinaryAt(t, baseline, "baseline")
+			if !ok {
+				return fmt.Errorf("-baseline %s: no such commit", baseline)
+			}
+			opts.Binary, cfg.PeerRecords = bin, 0
+		}
+		c, err := startNetwork(t, cfg, opts, max(cfg.Producers, cfg.PeerProducers))
 		if err != nil {
 			return err
 		}
@@ -96,6 +107,9 @@ func runChain(cfg Config, n int) (res Result, peer *Result, err error) {
 			return err
 		}
 		res.System, res.Validators = "bftlog", n
+		if baseline != "" {
+			res.System = "bftlog @" + baseline
+		}
 		// Disk per record before the peer runs: its one-record transactions cost far more
 		// block store per record and would blur the batched figure.
 		total, stored, err := c.logSize(context.Background(), "bench")

@@ -230,6 +230,14 @@ func (c *chain) block(txs [][]byte, t time.Time) (*abci.ResponseFinalizeBlock, e
 	req := &abci.RequestFinalizeBlock{Height: c.height, Time: t, Txs: txs}
 	var first *abci.ResponseFinalizeBlock
 	for i, n := range c.nodes() {
+		if i == 0 && c.twin != nil {
+			// The main node votes on the proposal first, as a validator does, and so runs
+			// the block with the transactions ProcessProposal decoded (app/decode_cache.go);
+			// the twin decodes them afresh: equal app hashes show that reuse changes nothing.
+			if _, err := n.app.ProcessProposal(&abci.RequestProcessProposal{Height: c.height, Time: t, Txs: txs}); err != nil {
+				return nil, fmt.Errorf("%w: ProcessProposal at height %d: %w", errHalt, c.height, err)
+			}
+		}
 		res, err := finalize(n, req)
 		if err != nil {
 			return nil, err

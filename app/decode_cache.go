@@ -1,0 +1,88 @@
+package app
+
+import (
+	"sync"
+	"unsafe"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+)
+
+// proposalTxs lets FinalizeBlock reuse the transactions ProcessProposal decoded. Without it a
+// validator decodes each transaction of a block three times (ProcessProposal, then twice in
+// the SDK's FinalizeBlock: once to test that it decodes, once to run it), copying every record
+// batch's bytes each time (docs/performance.md). CometBFT hands both calls the same block, so
+// the same slices: a transaction is found by its first byte's address and its length. The
+// entry holds the slice, so that memory cannot be reused for other bytes while it is kept,
+// and nobody writes into a block's transactions; a miss (a block received again, a replay)
+// only decodes.
+type proposalTxs struct {
+	decode sdk.TxDecoder
+
+	mu   sync.Mutex
+	txs  map[*byte]decodedTx
+	size int // bytes of the kept transactions
+}
+
+type decodedTx struct {
+	bz   []byte
+	tail string // a copy of bz's last bytes (the signatures): a check that nobody rewrote bz
+	tx   sdk.Tx
+}
+
+// tailBytes is how much of a kept transaction's end is copied for the check.
+const tailBytes = 64
+
+func tailOf(bz []byte) string { return string(bz[max(0, len(bz)-tailBytes):]) }
+
+// maxProposalTxBytes bounds what is kept between ProcessProposal and FinalizeBlock: a few
+// rounds' blocks (CometBFT's block max_bytes is 21 MiB by default, bftlog's lower).
+const maxProposalTxBytes = 256 << 20
+
+func newProposalTxs(decode sdk.TxDecoder) *proposalTxs {
+	return &proposalTxs{decode: decode, txs: map[*byte]decodedTx{}}
+}
+
+// Decode is the app's TxDecoder: a kept transaction, or the bytes decoded.
+func (p *proposalTxs) Decode(bz []byte) (sdk.Tx, error) {
+	if len(bz) > 0 {
+		p.mu.Lock()
+		d, ok := p.txs[unsafe.SliceData(bz)]
+		p.mu.Unlock()
+		if ok && len(d.bz) == len(bz) && d.tail == tailOf(bz) {
+			return d.tx, nil
+		}
+	}
+	return p.decode(bz)
+}
+
+// decodeAndKeep decodes a proposal's transaction and keeps it for FinalizeBlock.
+func (p *proposalTxs) decodeAndKeep(bz []byte) (sdk.Tx, error) {
+	tx, err := p.Decode(bz)
+	if err != nil || len(bz) == 0 {
+		return tx, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	key := unsafe.SliceData(bz)
+	if _, ok := p.txs[key]; !ok && p.size+len(bz) <= maxProposalTxBytes {
+		p.txs[key] = decodedTx{bz: bz, tail: tailOf(bz), tx: tx}
+		p.size += len(bz)
+	}
+	return tx, nil
+}
+
+// forget drops every kept transaction: a block was finalized.
+func (p *proposalTxs) forget() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.txs)
+	p.size = 0
+}
+
+// FinalizeBlock runs the block, then drops the transactions its ProcessProposal kept.
+func (app *App) FinalizeBlock(req *abci.RequestFinalizeBlock) (*abci.ResponseFinalizeBlock, error) {
+	defer app.proposalTxs.forget()
+	return app.App.FinalizeBlock(req)
+}
