@@ -19,6 +19,9 @@ import (
 // Config is one harness run.
 type Config struct {
 	Validators []int // networks to measure, e.g. 1 and 4
+	// PauseSeconds > 0 adds the fault row on every network of 4 or more validators: half load
+	// for PauseSeconds, then as long with one validator paused (bench/pause.go).
+	PauseSeconds int
 	// Baseline is a git commit whose bftlogd is measured first on the same networks, so that
 	// a change's before and after come from one run (rows "bftlog @<commit>").
 	Baseline      string
@@ -91,6 +94,10 @@ type Result struct {
 	// NodeCPUMicrosPerRec is the CPU time all validators used per committed record under the
 	// full-speed load: far steadier between runs on a shared machine than records/s.
 	NodeCPUMicrosPerRec float64 `json:"node_cpu_us_per_record,omitempty"`
+	// CPUSecondsPerGB is the CPU time per GB of committed payload: all validators' for bftlog,
+	// the harness process's (servers and clients) for JetStream. What a BFT log costs in
+	// energy beside a crash-tolerant one.
+	CPUSecondsPerGB float64 `json:"cpu_seconds_per_gb,omitempty"`
 	// PayloadBytesPerRec is the value bytes per record the producers handed over.
 	PayloadBytesPerRec float64 `json:"payload_bytes_per_record,omitempty"`
 	// DiskBytesPerRec is node 0's data directory (blocks, state, application store) per record.
@@ -170,14 +177,12 @@ func Run(cfg Config) (*Report, error) {
 		rep.Results = append(rep.Results, r)
 	}
 	for _, n := range cfg.Validators {
-		r, peer, err := runChain(cfg, n, "")
+		r, extra, err := runChain(cfg, n, "")
 		if err != nil {
 			return rep, fmt.Errorf("bftlog with %d validators: %w", n, err)
 		}
 		rep.Results = append(rep.Results, r)
-		if peer != nil {
-			rep.Results = append(rep.Results, *peer)
-		}
+		rep.Results = append(rep.Results, extra...)
 	}
 	if cfg.EventsRecords > 0 {
 		for _, c := range codecs {

@@ -105,6 +105,7 @@ func runJetStream(cfg Config, replicas int) (Result, error) {
 	lat := &latencies{}
 	var acked atomic.Int64
 	per := cfg.JetRecords / cfg.Producers
+	cpuBefore := node.ProcCPU(os.Getpid())
 	began := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, cfg.Producers)
@@ -171,12 +172,14 @@ func runJetStream(cfg Config, replicas int) (Result, error) {
 		}
 	}
 	n := int(acked.Load())
+	cpu := node.ProcCPU(os.Getpid()) - cpuBefore
 	return Result{
-		System: fmt.Sprintf("JetStream R%d", replicas), Records: n, Seconds: elapsed.Seconds(),
+		CPUSecondsPerGB: cpu.Seconds() / (float64(n*cfg.RecordBytes) / 1e9),
+		System:          fmt.Sprintf("JetStream R%d", replicas), Records: n, Seconds: elapsed.Seconds(),
 		RecordsPerSec: float64(n) / elapsed.Seconds(), MBPerSec: float64(n*cfg.RecordBytes) / elapsed.Seconds() / 1e6,
 		LatencyP50Ms: lat.pct(50), LatencyP95Ms: lat.pct(95), LatencyP99Ms: lat.pct(99),
 		PayloadBytesPerRec: float64(cfg.RecordBytes),
 		PeakRSSMiB:         []int{int(node.ProcStatus(os.Getpid(), "VmHWM") >> 20)}, PeakRSSOf: "harness process",
-		Note: "embedded nats-server, file storage, async publish",
+		Note: "embedded nats-server, file storage, async publish; CPU is the harness process's: servers and clients",
 	}, nil
 }

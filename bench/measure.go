@@ -57,6 +57,7 @@ func (c *chain) measure(cfg Config, topic string, wl workload, records int, dur 
 	res := Result{
 		Records: committed, Seconds: secs,
 		NodeCPUMicrosPerRec: float64(nodeCPU.Microseconds()) / float64(committed),
+		CPUSecondsPerGB:     nodeCPU.Seconds() / (float64(tr.payload.Load()) / 1e9),
 		RecordsPerSec:       float64(committed) / secs, MBPerSec: float64(tr.payload.Load()) / secs / 1e6,
 		LatencyP50Ms: tr.lat.pct(50), LatencyP95Ms: tr.lat.pct(95), LatencyP99Ms: tr.lat.pct(99),
 		PayloadBytesPerRec: float64(tr.payload.Load()) / float64(committed),
@@ -85,7 +86,7 @@ func (c *chain) measure(cfg Config, topic string, wl workload, records int, dur 
 // runChain measures bftlog on n validators, then the one-record-per-tx design on the same chain.
 // With a baseline commit the validators run that commit's bftlogd instead, and the peer is
 // skipped: the row is the "before" of a change measured in the same run.
-func runChain(cfg Config, n int, baseline string) (res Result, peer *Result, err error) {
+func runChain(cfg Config, n int, baseline string) (res Result, extra []Result, err error) {
 	err = inTempDir("bftlogbench-", func(t *runT) error {
 		opts := node.NetworkOptions{Validators: n}
 		if baseline != "" {
@@ -135,17 +136,25 @@ func runChain(cfg Config, n int, baseline string) (res Result, peer *Result, err
 				return err
 			}
 			pc := int(ptr.committed.Load())
-			peer = &Result{
+			extra = append(extra, Result{
 				System: "one record per tx", Validators: n, Records: pc, Seconds: pel.Seconds(),
 				RecordsPerSec: float64(pc) / pel.Seconds(), MBPerSec: float64(ptr.payload.Load()) / pel.Seconds() / 1e6,
 				LatencyP50Ms: ptr.lat.pct(50), LatencyP95Ms: ptr.lat.pct(95), LatencyP99Ms: ptr.lat.pct(99),
 				PayloadBytesPerRec: float64(cfg.RecordBytes), PeakRSSMiB: c.peakRSS(), PeakRSSOf: "validators",
 				Note: note,
+			})
+		}
+		if cfg.PauseSeconds > 0 && n >= 4 && baseline == "" {
+			cfg.Log("one of %d validators paused under half load", n)
+			pause, err := c.measurePause(cfg, randomValues(cfg), "bench", res.RecordsPerSec/2)
+			if err != nil {
+				return err
 			}
+			extra = append(extra, pause)
 		}
 		return nil
 	})
-	return res, peer, err
+	return res, extra, err
 }
 
 // runEvents measures JSON event records compressed by the producer with codec on a fresh

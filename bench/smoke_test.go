@@ -37,6 +37,7 @@ func TestHarnessSmoke(t *testing.T) {
 	require.NotZero(t, systems["bftlog"].PeakRSSMiB[0])
 	require.NotZero(t, systems["one record per tx"].PeakRSSMiB[0])
 	require.Equal(t, 100.0, systems["bftlog"].PayloadBytesPerRec)
+	require.NotZero(t, systems["bftlog"].CPUSecondsPerGB)
 
 	events := systems["bftlog events lz4"]
 	require.Equal(t, 300, events.Records)
@@ -53,6 +54,28 @@ func TestHarnessSmoke(t *testing.T) {
 	require.Contains(t, buf.String(), "bftlog events lz4 N=1 disk / payload")
 	_, err = rep.WriteJSON(t.TempDir())
 	require.NoError(t, err)
+}
+
+// TestPauseRowSmoke runs the fault row on four validators with two-second phases: records are
+// committed while one validator is paused, and the row says what each phase measured.
+func TestPauseRowSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four nodes")
+	}
+	cfg := Config{
+		Validators: []int{4}, PauseSeconds: 2, Records: 400, RecordBytes: 100, Partitions: 2, Producers: 2, BatchRecords: 50,
+		InFlight: 2, FetchRecords: 100, Log: t.Logf,
+	}
+	rep, err := Run(cfg)
+	require.NoError(t, err)
+	require.Len(t, rep.Results, 2)
+	pause := rep.Results[1]
+	require.Equal(t, "bftlog, 1 of 4 paused", pause.System)
+	require.Positive(t, pause.Records, "nothing committed while one of four was paused")
+	require.Contains(t, pause.Note, "one paused")
+	var buf bytes.Buffer
+	rep.WriteTable(&buf)
+	require.Contains(t, buf.String(), "bftlog N=4, one validator paused: offered")
 }
 
 // TestLargeHarnessSmoke runs the large-log comparison with a few megabytes of fill.

@@ -12,16 +12,17 @@ import (
 
 // WriteTable prints the results with the ratios the README tracks.
 func (r *Report) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "\n%-26s %4s %10s %12s %8s %9s %9s %9s %10s %12s %11s %10s %s\n",
-		"system", "N", "records", "records/s", "MB/s", "p50 ms", "p95 ms", "p99 ms", "½load p99", "fetch rec/s", "payload B/r", "disk B/rec", "peak RSS MiB")
+	fmt.Fprintf(w, "\n%-26s %4s %10s %12s %8s %9s %9s %9s %10s %12s %11s %10s %9s %s\n",
+		"system", "N", "records", "records/s", "MB/s", "p50 ms", "p95 ms", "p99 ms", "½load p99", "fetch rec/s", "payload B/r", "disk B/rec", "CPU s/GB", "peak RSS MiB")
 	for _, x := range r.Results {
 		n := "-"
 		if x.Validators > 0 {
 			n = fmt.Sprint(x.Validators)
 		}
-		fmt.Fprintf(w, "%-26s %4s %10d %12.0f %8.2f %9.1f %9.1f %9.1f %10s %12s %11s %10s %s\n",
+		fmt.Fprintf(w, "%-26s %4s %10d %12.0f %8.2f %9.1f %9.1f %9.1f %10s %12s %11s %10s %9s %s\n",
 			x.System, n, x.Records, x.RecordsPerSec, x.MBPerSec, x.LatencyP50Ms, x.LatencyP95Ms, x.LatencyP99Ms,
-			opt(x.HalfLoadP99Ms, "%.1f"), opt(x.FetchPerSec, "%.0f"), opt(x.PayloadBytesPerRec, "%.0f"), opt(x.DiskBytesPerRec, "%.0f"), rssCell(x))
+			opt(x.HalfLoadP99Ms, "%.1f"), opt(x.FetchPerSec, "%.0f"), opt(x.PayloadBytesPerRec, "%.0f"), opt(x.DiskBytesPerRec, "%.0f"),
+			opt(x.CPUSecondsPerGB, "%.0f"), rssCell(x))
 	}
 	find := func(system string, n int) *Result {
 		for i := range r.Results {
@@ -38,6 +39,13 @@ func (r *Report) WriteTable(w io.Writer) {
 		}
 		if js != nil && js.RecordsPerSec > 0 {
 			fmt.Fprintf(w, "bftlog N=%d / JetStream R3: %.2fx\n", x.Validators, x.RecordsPerSec/js.RecordsPerSec)
+		}
+		if js != nil && js.CPUSecondsPerGB > 0 && x.CPUSecondsPerGB > 0 {
+			fmt.Fprintf(w, "CPU per GB committed, bftlog N=%d / JetStream R3: %.1fx (%.0f / %.0f CPU-seconds)\n",
+				x.Validators, x.CPUSecondsPerGB/js.CPUSecondsPerGB, x.CPUSecondsPerGB, js.CPUSecondsPerGB)
+		}
+		if p := find(fmt.Sprintf("bftlog, 1 of %d paused", x.Validators), x.Validators); p != nil && x.RecordsPerSec > 0 {
+			fmt.Fprintf(w, "bftlog N=%d, one validator paused: %s\n", x.Validators, p.Note)
 		}
 		if p := find("one record per tx", x.Validators); p != nil && p.RecordsPerSec > 0 {
 			fmt.Fprintf(w, "bftlog N=%d / one record per tx: %.1fx\n", x.Validators, x.RecordsPerSec/p.RecordsPerSec)

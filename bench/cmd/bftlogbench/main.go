@@ -49,6 +49,7 @@ func main() {
 	flag.DurationVar(&cfg.RegionDuration, "region-duration", 45*time.Second, "-regions: length of the full-speed load per round-trip time (half load: half of it)")
 	flag.StringVar(&cfg.ProfileDir, "profile-dir", "", "write validators' CPU and heap profiles here (run with BFTLOG_PPROF_LADDR=auto)")
 	flag.IntVar(&cfg.ProfileSeconds, "profile-seconds", 5, "length of each CPU profile")
+	flag.IntVar(&cfg.PauseSeconds, "pause-seconds", 20, "the fault row on networks of 4 or more: seconds of half load with all validators up, then as long with one paused (0: skip)")
 	flag.StringVar(&cfg.Baseline, "baseline", "", "a git commit to measure first on the same validator counts (the before of a change)")
 	flag.StringVar(&cfg.OutDir, "out", "bench/results", "where to write the JSON report")
 	flag.Parse()

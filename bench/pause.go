@@ -1,0 +1,54 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// measurePause is the fault row: half the measured peak rate for cfg.PauseSeconds with every
+// validator up, then as long again with the last validator paused (SIGSTOP, as a stalled VM
+// or a long GC pause), then resumed. A BFT log must keep committing at the pace it is offered
+// while one of four is silent; the row's records/s and p99 are the paused phase's, and the
+// note gives the phase before it.
+func (c *chain) measurePause(cfg Config, wl workload, topic string, rate float64) (Result, error) {
+	phase := time.Duration(cfg.PauseSeconds) * time.Second
+	producers := c.signers[:cfg.Producers]
+	build := wl.builder(topic, cfg.Partitions)
+	run := func(what string) (*tracker, time.Duration, error) {
+		cfg.Log("  %s: %.0f records/s for %s", what, rate, phase)
+		ctx, cancel := context.WithTimeout(context.Background(), phase)
+		defer cancel()
+		// The budget outlasts the phase: the deadline ends it.
+		return load(ctx, cfg, c, producers, build, int(rate*phase.Seconds()*2), cfg.BatchRecords, cfg.InFlight, rate)
+	}
+	before, beforeElapsed, err := run("all validators up")
+	if err != nil {
+		return Result{}, err
+	}
+	victim := c.net.Nodes[len(c.net.Nodes)-1]
+	victim.Pause()
+	paused, pausedElapsed, err := run(fmt.Sprintf("validator %d of %d paused", len(c.net.Nodes)-1, len(c.net.Nodes)))
+	victim.Resume()
+	if err != nil {
+		return Result{}, err
+	}
+	perSec := func(tr *tracker, d time.Duration) float64 {
+		if d <= 0 {
+			return 0
+		}
+		return float64(tr.committed.Load()) / d.Seconds()
+	}
+	res := Result{
+		System: fmt.Sprintf("bftlog, 1 of %d paused", len(c.net.Nodes)), Validators: len(c.net.Nodes),
+		Records: int(paused.committed.Load()), Seconds: pausedElapsed.Seconds(),
+		RecordsPerSec: perSec(paused, pausedElapsed), MBPerSec: float64(paused.payload.Load()) / pausedElapsed.Seconds() / 1e6,
+		LatencyP50Ms: paused.lat.pct(50), LatencyP95Ms: paused.lat.pct(95), LatencyP99Ms: paused.lat.pct(99),
+		PayloadBytesPerRec: float64(cfg.RecordBytes),
+		Note: fmt.Sprintf("offered %.0f records/s (half the peak) for %s each: all up %.0f records/s, p99 %.0f ms; one paused %.0f records/s (%.0f%%), p99 %.0f ms",
+			rate, phase, perSec(before, beforeElapsed), before.lat.pct(99), perSec(paused, pausedElapsed),
+			100*perSec(paused, pausedElapsed)/max(1, perSec(before, beforeElapsed)), paused.lat.pct(99)),
+	}
+	cfg.Log("  %s", res.Note)
+	return res, nil
+}
