@@ -174,6 +174,8 @@ func New(
 	app.proposalTxs = newProposalTxs(app.txConfig.TxDecoder())
 	app.SetTxDecoder(app.proposalTxs.Decode)
 	app.SetProcessProposal(app.processProposal)
+	// Proposals keep each account's transactions in sequence (proposal.go).
+	app.SetPrepareProposal(app.prepareProposal)
 
 	// register streaming services (ABCI listeners configured in app.toml)
 	if err := app.RegisterStreamingServices(appOpts, app.kvStoreKeys()); err != nil {

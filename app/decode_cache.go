@@ -60,8 +60,16 @@ func (p *proposalTxs) Decode(bz []byte) (sdk.Tx, error) {
 // decodeAndKeep decodes a proposal's transaction and keeps it for FinalizeBlock.
 func (p *proposalTxs) decodeAndKeep(bz []byte) (sdk.Tx, error) {
 	tx, err := p.Decode(bz)
-	if err != nil || len(bz) == 0 {
-		return tx, err
+	if err == nil {
+		p.keep(bz, tx)
+	}
+	return tx, err
+}
+
+// keep remembers tx as the decoding of bz until forget.
+func (p *proposalTxs) keep(bz []byte, tx sdk.Tx) {
+	if len(bz) == 0 {
+		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -70,7 +78,6 @@ func (p *proposalTxs) decodeAndKeep(bz []byte) (sdk.Tx, error) {
 		p.txs[key] = decodedTx{bz: bz, tail: tailOf(bz), tx: tx}
 		p.size += len(bz)
 	}
-	return tx, nil
 }
 
 // forget drops every kept transaction: a block was finalized.
