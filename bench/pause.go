@@ -6,6 +6,9 @@ import (
 	"time"
 )
 
+// pauseInFlight is the transactions each producer may have in flight in the fault row.
+const pauseInFlight = 64
+
 // measurePause is the fault row: half the measured peak rate for cfg.PauseSeconds with every
 // validator up, then as long again with the last validator paused (SIGSTOP, as a stalled VM
 // or a long GC pause), then resumed. A BFT log must keep committing at the pace it is offered
@@ -19,8 +22,11 @@ func (c *chain) measurePause(cfg Config, wl workload, topic string, rate float64
 		cfg.Log("  %s: %.0f records/s for %s", what, rate, phase)
 		ctx, cancel := context.WithTimeout(context.Background(), phase)
 		defer cancel()
-		// The budget outlasts the phase: the deadline ends it.
-		return load(ctx, cfg, c, producers, build, int(rate*phase.Seconds()*2), cfg.BatchRecords, cfg.InFlight, rate)
+		// The budget outlasts the phase: the deadline ends it. Under a paced load a batch
+		// holds a linger's worth of records, so a producer needs many in flight to offer the
+		// rate while the paused validator stretches heights: with cfg.InFlight (4) the client's
+		// own pipeline, not the chain, capped an all-up phase at 57% of the rate.
+		return load(ctx, cfg, c, producers, build, int(rate*phase.Seconds()*2), cfg.BatchRecords, max(cfg.InFlight, pauseInFlight), rate)
 	}
 	before, beforeElapsed, err := run("all validators up")
 	if err != nil {
