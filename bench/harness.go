@@ -85,6 +85,8 @@ type Result struct {
 	Blocks           int     `json:"blocks,omitempty"`
 	BlockIntervalMs  float64 `json:"block_interval_ms,omitempty"`
 	LaterRoundBlocks int     `json:"later_round_blocks,omitempty"`
+	// EmptyBlocks is those blocks that carried no transaction while submitted ones waited.
+	EmptyBlocks int `json:"empty_blocks,omitempty"`
 	// AbsentPrecommits is validators' precommits missing from those blocks' last commits.
 	AbsentPrecommits int `json:"absent_precommits,omitempty"`
 	// RTTMs is the round-trip time added between validators (RunRegions) and BlockTiming the

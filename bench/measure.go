@@ -63,7 +63,7 @@ func (c *chain) measure(cfg Config, topic string, wl workload, records int, dur 
 		PayloadBytesPerRec: float64(tr.payload.Load()) / float64(committed),
 	}
 	blocks := tr.blockStats()
-	res.Blocks, res.LaterRoundBlocks, res.AbsentPrecommits = blocks.count, blocks.laterRounds, blocks.absent
+	res.Blocks, res.LaterRoundBlocks, res.AbsentPrecommits, res.EmptyBlocks = blocks.count, blocks.laterRounds, blocks.absent, blocks.empty
 	res.BlockIntervalMs = float64(blocks.interval().Microseconds()) / 1000
 	if halfLoad {
 		cfg.Log("  latency at half load (%.0f records/s)", res.RecordsPerSec/2)

@@ -42,6 +42,9 @@ type tracker struct {
 // full they were and how many needed more than one consensus round.
 type blockStats struct {
 	count, txs, maxTxs, laterRounds int
+	// empty counts blocks without a transaction while submitted ones waited: a proposer whose
+	// mempool had none of them (mempool gossip did not reach it).
+	empty int
 	// absent counts validators' precommits missing from the blocks' last commits: a node moved
 	// on before they arrived (slashing counts them as downtime).
 	absent              int
@@ -49,7 +52,7 @@ type blockStats struct {
 	firstTime, lastTime time.Time
 }
 
-func (b *blockStats) add(t time.Time, txs [][]byte, lastCommit *cmtproto.Commit) {
+func (b *blockStats) add(t time.Time, txs [][]byte, lastCommit *cmtproto.Commit, waiting bool) {
 	if b.count == 0 {
 		b.firstTime = t
 	}
@@ -57,6 +60,9 @@ func (b *blockStats) add(t time.Time, txs [][]byte, lastCommit *cmtproto.Commit)
 	b.lastTime = t
 	b.txs += len(txs)
 	b.maxTxs = max(b.maxTxs, len(txs))
+	if len(txs) == 0 && waiting {
+		b.empty++
+	}
 	for _, tx := range txs {
 		b.bytes += int64(len(tx))
 	}
@@ -82,8 +88,8 @@ func (b blockStats) String() string {
 	if b.count < 2 {
 		return fmt.Sprintf("%d block(s)", b.count)
 	}
-	return fmt.Sprintf("%d blocks %d ms apart, %.1f txs (%.1f MB) per block, at most %d; %d commits took more than one round; %d precommits missing from last commits",
-		b.count, b.interval().Milliseconds(), float64(b.txs)/float64(b.count), float64(b.bytes)/float64(b.count)/1e6, b.maxTxs, b.laterRounds, b.absent)
+	return fmt.Sprintf("%d blocks %d ms apart, %.1f txs (%.1f MB) per block, at most %d, %d empty; %d commits took more than one round; %d precommits missing from last commits",
+		b.count, b.interval().Milliseconds(), float64(b.txs)/float64(b.count), float64(b.bytes)/float64(b.count)/1e6, b.maxTxs, b.empty, b.laterRounds, b.absent)
 }
 
 func newTracker() *tracker { return &tracker{byHash: map[string]pending{}, lat: &latencies{}} }
@@ -120,7 +126,7 @@ func (tr *tracker) watch(ctx context.Context, rpc *rpchttp.HTTP, blocks cmtservi
 			now := time.Now()
 			tr.mu.Lock()
 			if len(tr.byHash) > 0 || tr.blocks.count > 0 {
-				tr.blocks.add(block.SdkBlock.Header.Time, block.SdkBlock.Data.Txs, block.SdkBlock.LastCommit)
+				tr.blocks.add(block.SdkBlock.Header.Time, block.SdkBlock.Data.Txs, block.SdkBlock.LastCommit, len(tr.byHash) > 0)
 			}
 			tr.mu.Unlock()
 			for i, raw := range block.SdkBlock.Data.Txs {
