@@ -86,3 +86,39 @@ func (c *chain) consensusTimings() func() string {
 		return "mean per validator: " + strings.Join(parts, ", ")
 	}
 }
+
+// mempoolCounters reads a node's CometBFT mempool counters: transactions its CheckTx refused
+// (failed), that it did not add although CheckTx passed (rejected: full, or there already) and
+// that a recheck after a block removed (evicted). A failed scrape gives zeros.
+func mempoolCounters(url string) (failed, rejected, evicted float64) {
+	cl := &http.Client{Timeout: 10 * time.Second}
+	resp, err := cl.Get(url + "/metrics")
+	if err != nil {
+		return 0, 0, 0
+	}
+	defer resp.Body.Close()
+	var p expfmt.TextParser
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return 0, 0, 0
+	}
+	sum := func(name string) (v float64) {
+		if f := fams[name]; f != nil {
+			for _, m := range f.Metric {
+				v += m.GetCounter().GetValue()
+			}
+		}
+		return v
+	}
+	return sum("cometbft_mempool_failed_txs"), sum("cometbft_mempool_rejected_txs"), sum("cometbft_mempool_evicted_txs")
+}
+
+// mempoolRefusals describes, per validator, the mempool counters since the chain started.
+func (c *chain) mempoolRefusals() string {
+	parts := make([]string, len(c.net.Nodes))
+	for i, n := range c.net.Nodes {
+		f, r, e := mempoolCounters(n.Prometheus)
+		parts[i] = fmt.Sprintf("node %d: %.0f failed CheckTx, %.0f not added, %.0f evicted", i, f, r, e)
+	}
+	return strings.Join(parts, "; ")
+}

@@ -75,6 +75,10 @@ func (c *chain) measure(cfg Config, topic string, wl workload, records int, dur 
 		}
 		res.HalfLoadP99Ms = half.lat.pct(99)
 	}
+	// Producers submit to node 0; the others get their transactions by mempool gossip, and a
+	// transaction CheckTx refuses there (its account's previous one not yet arrived) is not
+	// sent again.
+	cfg.Log("  mempools: %s", c.mempoolRefusals())
 	if res.FetchPerSec, err = c.measureFetch(ctx, cfg, topic); err != nil {
 		return Result{}, err
 	}
