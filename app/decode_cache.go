@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"sync"
 	"unsafe"
 
@@ -27,14 +28,14 @@ type proposalTxs struct {
 
 type decodedTx struct {
 	bz   []byte
-	tail string // a copy of bz's last bytes (the signatures): a check that nobody rewrote bz
+	tail []byte // a copy of bz's last bytes (the signatures): a check that nobody rewrote bz
 	tx   sdk.Tx
 }
 
 // tailBytes is how much of a kept transaction's end is copied for the check.
 const tailBytes = 64
 
-func tailOf(bz []byte) string { return string(bz[max(0, len(bz)-tailBytes):]) }
+func tailOf(bz []byte) []byte { return bz[max(0, len(bz)-tailBytes):] }
 
 // maxProposalTxBytes bounds what is kept between ProcessProposal and FinalizeBlock: a few
 // rounds' blocks (CometBFT's block max_bytes is 21 MiB by default, bftlog's lower).
@@ -50,7 +51,7 @@ func (p *proposalTxs) Decode(bz []byte) (sdk.Tx, error) {
 		p.mu.Lock()
 		d, ok := p.txs[unsafe.SliceData(bz)]
 		p.mu.Unlock()
-		if ok && len(d.bz) == len(bz) && d.tail == tailOf(bz) {
+		if ok && len(d.bz) == len(bz) && bytes.Equal(d.tail, tailOf(bz)) {
 			return d.tx, nil
 		}
 	}
@@ -75,7 +76,7 @@ func (p *proposalTxs) keep(bz []byte, tx sdk.Tx) {
 	defer p.mu.Unlock()
 	key := unsafe.SliceData(bz)
 	if _, ok := p.txs[key]; !ok && p.size+len(bz) <= maxProposalTxBytes {
-		p.txs[key] = decodedTx{bz: bz, tail: tailOf(bz), tx: tx}
+		p.txs[key] = decodedTx{bz: bz, tail: bytes.Clone(tailOf(bz)), tx: tx}
 		p.size += len(bz)
 	}
 }

@@ -15,8 +15,8 @@ import (
 // each consensus step's duration, and FinalizeBlock's processing time.
 type timings map[string][2]float64
 
-// scrapeTimings reads a node's CometBFT Prometheus endpoint; a failed scrape gives nothing.
-func scrapeTimings(url string) timings {
+// scrape reads a node's Prometheus endpoint; a failed scrape gives no families.
+func scrape(url string) map[string]*dto.MetricFamily {
 	cl := &http.Client{Timeout: 10 * time.Second}
 	resp, err := cl.Get(url + "/metrics")
 	if err != nil {
@@ -26,6 +26,15 @@ func scrapeTimings(url string) timings {
 	var p expfmt.TextParser
 	fams, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {
+		return nil
+	}
+	return fams
+}
+
+// scrapeTimings reads a node's CometBFT timings; a failed scrape gives nothing.
+func scrapeTimings(url string) timings {
+	fams := scrape(url)
+	if fams == nil {
 		return nil
 	}
 	out := timings{}
@@ -91,17 +100,7 @@ func (c *chain) consensusTimings() func() string {
 // (failed), that it did not add although CheckTx passed (rejected: full, or there already) and
 // that a recheck after a block removed (evicted). A failed scrape gives zeros.
 func mempoolCounters(url string) (failed, rejected, evicted float64) {
-	cl := &http.Client{Timeout: 10 * time.Second}
-	resp, err := cl.Get(url + "/metrics")
-	if err != nil {
-		return 0, 0, 0
-	}
-	defer resp.Body.Close()
-	var p expfmt.TextParser
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return 0, 0, 0
-	}
+	fams := scrape(url)
 	sum := func(name string) (v float64) {
 		if f := fams[name]; f != nil {
 			for _, m := range f.Metric {

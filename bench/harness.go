@@ -169,14 +169,13 @@ func Run(cfg Config) (*Report, error) {
 	}
 	rep := newReport(cfg, "bench")
 	for _, n := range cfg.Validators {
-		if cfg.Baseline == "" {
-			continue
+		if cfg.Baseline != "" {
+			r, _, err := runChain(cfg, n, cfg.Baseline)
+			if err != nil {
+				return rep, fmt.Errorf("bftlog %s with %d validators: %w", cfg.Baseline, n, err)
+			}
+			rep.Results = append(rep.Results, r)
 		}
-		r, _, err := runChain(cfg, n, cfg.Baseline)
-		if err != nil {
-			return rep, fmt.Errorf("bftlog %s with %d validators: %w", cfg.Baseline, n, err)
-		}
-		rep.Results = append(rep.Results, r)
 	}
 	for _, n := range cfg.Validators {
 		r, extra, err := runChain(cfg, n, "")

@@ -39,22 +39,25 @@ func (c *chain) measurePause(cfg Config, wl workload, topic string, rate float64
 	if err != nil {
 		return Result{}, err
 	}
-	perSec := func(tr *tracker, d time.Duration) float64 {
+	perSec := func(n int64, d time.Duration) float64 {
 		if d <= 0 {
 			return 0
 		}
-		return float64(tr.committed.Load()) / d.Seconds()
+		return float64(n) / d.Seconds()
 	}
+	pausedRate, beforeRate := perSec(paused.committed.Load(), pausedElapsed), perSec(before.committed.Load(), beforeElapsed)
 	res := Result{
-		System: fmt.Sprintf("bftlog, 1 of %d paused", len(c.net.Nodes)), Validators: len(c.net.Nodes),
+		System: pauseSystem(len(c.net.Nodes)), Validators: len(c.net.Nodes),
 		Records: int(paused.committed.Load()), Seconds: pausedElapsed.Seconds(),
-		RecordsPerSec: perSec(paused, pausedElapsed), MBPerSec: float64(paused.payload.Load()) / pausedElapsed.Seconds() / 1e6,
+		RecordsPerSec: pausedRate, MBPerSec: perSec(paused.payload.Load(), pausedElapsed) / 1e6,
 		LatencyP50Ms: paused.lat.pct(50), LatencyP95Ms: paused.lat.pct(95), LatencyP99Ms: paused.lat.pct(99),
 		PayloadBytesPerRec: float64(cfg.RecordBytes),
 		Note: fmt.Sprintf("offered %.0f records/s (half the peak) for %s each: all up %.0f records/s, p99 %.0f ms; one paused %.0f records/s (%.0f%%), p99 %.0f ms",
-			rate, phase, perSec(before, beforeElapsed), before.lat.pct(99), perSec(paused, pausedElapsed),
-			100*perSec(paused, pausedElapsed)/max(1, perSec(before, beforeElapsed)), paused.lat.pct(99)),
+			rate, phase, beforeRate, before.lat.pct(99), pausedRate, 100*pausedRate/max(1, beforeRate), paused.lat.pct(99)),
 	}
 	cfg.Log("  %s", res.Note)
 	return res, nil
 }
+
+// pauseSystem names the fault row of an n-validator network.
+func pauseSystem(n int) string { return fmt.Sprintf("bftlog, 1 of %d paused", n) }

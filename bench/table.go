@@ -44,7 +44,7 @@ func (r *Report) WriteTable(w io.Writer) {
 			fmt.Fprintf(w, "CPU per GB committed, bftlog N=%d / JetStream R3: %.1fx (%.0f / %.0f CPU-seconds)\n",
 				x.Validators, x.CPUSecondsPerGB/js.CPUSecondsPerGB, x.CPUSecondsPerGB, js.CPUSecondsPerGB)
 		}
-		if p := find(fmt.Sprintf("bftlog, 1 of %d paused", x.Validators), x.Validators); p != nil && x.RecordsPerSec > 0 {
+		if p := find(pauseSystem(x.Validators), x.Validators); p != nil && x.RecordsPerSec > 0 {
 			fmt.Fprintf(w, "bftlog N=%d, one validator paused: %s\n", x.Validators, p.Note)
 		}
 		if p := find("one record per tx", x.Validators); p != nil && p.RecordsPerSec > 0 {
