@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	dbm "github.com/cosmos/cosmos-db"
 	"github.com/spf13/cast"
@@ -58,6 +59,8 @@ type App struct {
 
 	recentResults     *recentResults
 	proposalTxs       *proposalTxs                    // ProcessProposal's decoded transactions, for FinalizeBlock
+	pool              *txPool                         // admitted transactions by hash, for blocks that name them (ordering.go)
+	orderByDigest     bool                            // this node's proposals name pooled transactions
 	recordSnapshots   *topicskeeper.RecordSnapshotter // nil without segment files or snapshots
 	legacyAmino       *codec.LegacyAmino
 	appCodec          codec.Codec
@@ -176,6 +179,13 @@ func New(
 	app.SetProcessProposal(app.processProposal)
 	// Proposals keep each account's transactions in sequence (proposal.go).
 	app.SetPrepareProposal(app.prepareProposal)
+	// Blocks may name transactions the validators hold instead of carrying them (ordering.go).
+	pool, err := newOrderingPool(appOpts, logger)
+	if err != nil {
+		panic(err)
+	}
+	app.pool = pool
+	app.orderByDigest = cast.ToBool(appOpts.Get(FlagOrderByDigest))
 
 	// register streaming services (ABCI listeners configured in app.toml)
 	if err := app.RegisterStreamingServices(appOpts, app.kvStoreKeys()); err != nil {
@@ -219,6 +229,52 @@ func newRecordStore(pending *storetypes.TransientStoreKey, db dbm.DB, appOpts se
 		return topicskeeper.NewDBRecordStore(pending, index)
 	}
 	return topicskeeper.NewRecordStore(pending, index, filepath.Join(home, "data", "records"))
+}
+
+// The [ordering] section of app.toml (ordering.go).
+const (
+	FlagOrderByDigest      = "ordering.by-digest"
+	FlagOrderingPeers      = "ordering.peers"
+	FlagOrderingKeepBlocks = "ordering.keep-heights"
+	FlagOrderingKeepBytes  = "ordering.keep-bytes"
+)
+
+// A node keeps the transactions blocks named for as many heights as it keeps blocks
+// (DefaultRetainBlocks), so a validator that was away catches up by block sync as far back
+// as before, but at most DefaultOrderingKeepBytes of them, so the log's bytes are not kept a
+// second time: past that window a node rejoins by state sync (docs/digest-ordering.md).
+const (
+	DefaultOrderingKeepHeights = DefaultRetainBlocks
+	DefaultOrderingKeepBytes   = 4 << 30
+)
+
+// newOrderingPool is the node's pool, under <home>/data/pool (in memory without a home).
+func newOrderingPool(appOpts servertypes.AppOptions, logger log.Logger) (*txPool, error) {
+	var dir string
+	if home := cast.ToString(appOpts.Get(flags.FlagHome)); home != "" {
+		dir = filepath.Join(home, "data", "pool")
+	}
+	keep := cast.ToInt64(appOpts.Get(FlagOrderingKeepBlocks))
+	if keep <= 0 {
+		keep = DefaultOrderingKeepHeights
+	}
+	keepBytes := cast.ToInt64(appOpts.Get(FlagOrderingKeepBytes))
+	if keepBytes <= 0 {
+		keepBytes = DefaultOrderingKeepBytes
+	}
+	return newTxPool(dir, orderingPeers(appOpts.Get(FlagOrderingPeers)), keep, keepBytes, logger)
+}
+
+// orderingPeers reads ordering.peers: a list in app.toml, or one string of URLs separated by
+// commas or spaces (BFTLOGD_ORDERING_PEERS).
+func orderingPeers(v any) []string {
+	var out []string
+	for _, s := range cast.ToStringSlice(v) {
+		for _, u := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // LegacyAmino returns the app's amino codec.
@@ -266,6 +322,7 @@ func (app *App) RegisterAPIRoutes(apiSvr *api.Server, apiConfig config.APIConfig
 	app.App.RegisterAPIRoutes(apiSvr, apiConfig)
 	apiSvr.Router.Handle(RawTxPath, rawTxHandler(apiSvr.ClientCtx)).Methods(http.MethodPost)
 	apiSvr.Router.Handle(RawTxResultPath, rawTxResultHandler(apiSvr.ClientCtx, app.recentResults)).Methods(http.MethodGet)
+	apiSvr.Router.PathPrefix(PoolPath).HandlerFunc(app.pool.serve).Methods(http.MethodGet)
 	// The OpenAPI description of x/topics' REST routes (generated from the protos) and the
 	// read-only topic console; both only read what the REST routes already serve.
 	apiSvr.Router.Handle(topicsdocs.Path, topicsdocs.Handler())

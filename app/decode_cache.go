@@ -5,8 +5,6 @@ import (
 	"sync"
 	"unsafe"
 
-	abci "github.com/cometbft/cometbft/abci/types"
-
 	sdk "github.com/cosmos/cosmos-sdk/types"
 )
 
@@ -87,10 +85,4 @@ func (p *proposalTxs) forget() {
 	defer p.mu.Unlock()
 	clear(p.txs)
 	p.size = 0
-}
-
-// FinalizeBlock runs the block, then drops the transactions its ProcessProposal kept.
-func (app *App) FinalizeBlock(req *abci.RequestFinalizeBlock) (*abci.ResponseFinalizeBlock, error) {
-	defer app.proposalTxs.forget()
-	return app.App.FinalizeBlock(req)
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -29,3 +30,14 @@ func TestJoinAppStateMatchesEncodingJSON(t *testing.T) {
 	_, err = joinAppState(map[string]json.RawMessage{"broken": json.RawMessage(`{"a":`)})
 	require.Error(t, err)
 }
+
+// PoolHandler serves the node's pool as its API server does (PoolPath), for tests of fetching.
+func (app *App) PoolHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc(PoolPath, app.pool.serve)
+	return mux
+}
+
+// NameOnlyAfterACommit makes the proposer's pool ignore how long ago it admitted a
+// transaction, so a test's timing cannot change what its proposals name.
+func (app *App) NameOnlyAfterACommit() { app.pool.minAge = 1 << 62 }

@@ -73,9 +73,28 @@ func (app *App) processProposal(ctx sdk.Context, req *abci.RequestProcessProposa
 	if err != nil {
 		return reject, nil
 	}
+	// Named transactions (ordering.go): a proposal naming one this node does not hold (and
+	// could not fetch in time) is voted down, and what it names is on disk before this node
+	// votes for it.
+	txs, named, missing := app.resolveProposal(req.Height, req.Txs)
+	if missing > 0 {
+		app.Logger().Info("proposal names transactions this node does not hold; voting against it",
+			"height", req.Height, "missing", missing, "named", len(named)+missing)
+		return reject, nil
+	}
 	maxGas := app.GetMaximumBlockGas(ctx)
+	maxBytes := int64(-1)
+	if cp := ctx.ConsensusParams(); cp.Block != nil {
+		maxBytes = cp.Block.MaxBytes
+	}
 	var total uint64
-	for _, bz := range req.Txs {
+	var size int64
+	for _, bz := range txs {
+		// A reference is small, what it names is not: the block's byte limit holds for the
+		// transactions themselves, so naming them makes no block larger than carrying them.
+		if size += int64(len(bz)); maxBytes > 0 && size > maxBytes {
+			return reject, nil
+		}
 		tx, err := app.proposalTxs.decodeAndKeep(bz)
 		if err != nil {
 			return reject, nil
@@ -89,6 +108,10 @@ func (app *App) processProposal(ctx sdk.Context, req *abci.RequestProcessProposa
 			return reject, nil
 		}
 		total += gas
+	}
+	if err := app.pool.persist(req.Height, named); err != nil {
+		app.Logger().Error("pool: cannot store a proposal's named transactions; voting against it", "height", req.Height, "err", err)
+		return reject, nil
 	}
 	return &abci.ResponseProcessProposal{Status: abci.ResponseProcessProposal_ACCEPT}, nil
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	abci "github.com/cometbft/cometbft/abci/types"
+	cmtcrypto "github.com/cometbft/cometbft/crypto"
+	cmted25519 "github.com/cometbft/cometbft/crypto/ed25519"
 	cmtproto "github.com/cometbft/cometbft/proto/tendermint/types"
 	cmttypes "github.com/cometbft/cometbft/types"
 	dbm "github.com/cosmos/cosmos-db"
@@ -58,14 +60,30 @@ func newFeeChainOn(t *testing.T, db dbm.DB, home string, balances ...int64) *fee
 // newChain is newFeeChain on the app a, for tests that build the app with their own options.
 func newChain(t *testing.T, a *app.App, balances ...int64) *feeChain {
 	t.Helper()
-	pk, err := mock.NewPV().GetPubKey()
-	require.NoError(t, err)
+	return newChainFrom(t, a, nil, balances...)
+}
+
+// newChainFrom is newChain with its validator and accounts derived from secret (random when
+// nil): chains from one secret start from the same genesis, so their app hashes compare.
+func newChainFrom(t *testing.T, a *app.App, secret []byte, balances ...int64) *feeChain {
+	t.Helper()
+	var pk cmtcrypto.PubKey
+	var err error
+	if secret == nil {
+		pk, err = mock.NewPV().GetPubKey()
+		require.NoError(t, err)
+	} else {
+		pk = cmted25519.GenPrivKeyFromSecret(secret).PubKey()
+	}
 	valSet := cmttypes.NewValidatorSet([]*cmttypes.Validator{cmttypes.NewValidator(pk, 1)})
 	c := &feeChain{t: t, app: a}
 	var accs []authtypes.GenesisAccount
 	var bals []banktypes.Balance
 	for i, amt := range balances {
 		priv := secp256k1.GenPrivKey()
+		if secret != nil {
+			priv = secp256k1.GenPrivKeyFromSecret(append(bytes.Clone(secret), byte(i)))
+		}
 		acc := authtypes.NewBaseAccount(priv.PubKey().Address().Bytes(), priv.PubKey(), uint64(i), 0)
 		accs = append(accs, acc)
 		bals = append(bals, banktypes.Balance{Address: acc.GetAddress().String(), Coins: sdk.NewCoins(sdk.NewInt64Coin(sdk.DefaultBondDenom, amt))})

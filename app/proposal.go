@@ -15,7 +15,9 @@ import (
 // (sequence n+1) could enter the block without sequence n and fail there, its bytes carried
 // for nothing and the producer told "account sequence mismatch" (seen in the benchmark at half
 // load, where batch sizes vary). The transactions it takes are kept decoded for the proposer's
-// own ProcessProposal and FinalizeBlock (decode_cache.go).
+// own ProcessProposal and FinalizeBlock (decode_cache.go). With ordering.by-digest on, a
+// transaction every validator should hold travels as a reference (ordering.go); the block's
+// bytes and gas are still counted on the transactions themselves, as ProcessProposal counts.
 func (app *App) prepareProposal(ctx sdk.Context, req *abci.RequestPrepareProposal) (*abci.ResponsePrepareProposal, error) {
 	maxBytes := uint64(max(req.MaxTxBytes, 0))
 	maxGas := app.GetMaximumBlockGas(ctx)
@@ -46,10 +48,19 @@ func (app *App) prepareProposal(ctx sdk.Context, req *abci.RequestPrepareProposa
 			hold(held, signers)
 			continue
 		}
+		ref, full := app.namedInProposal(bz, req.Height)
+		if ref == nil && full != nil {
+			continue // named by a block already; the mempool's recheck drops it
+		}
 		bytes += size
 		gas += txGas
-		out = append(out, bz)
-		app.proposalTxs.keep(bz, tx)
+		if ref != nil {
+			out = append(out, ref)
+			app.proposalTxs.keep(full, tx)
+		} else {
+			out = append(out, bz)
+			app.proposalTxs.keep(bz, tx)
+		}
 		if bytes >= maxBytes || (maxGas > 0 && gas >= maxGas) {
 			break
 		}
@@ -70,4 +81,24 @@ func hold(held map[string]bool, signers [][]byte) {
 	for _, s := range signers {
 		held[string(s)] = true
 	}
+}
+
+// namedInProposal is the reference a proposal at height carries for bz and the pool's copy of
+// the bytes it names (ordering.go), or nil, nil to carry bz itself; nil and bz when a block
+// named bz already.
+func (app *App) namedInProposal(bz []byte, height int64) (ref, full []byte) {
+	if !app.orderByDigest {
+		return nil, nil
+	}
+	hash, ok := app.pool.forProposal(bz, height)
+	if app.pool.isOrdered(hash) {
+		return nil, bz
+	}
+	if !ok {
+		return nil, nil
+	}
+	if full, ok = app.pool.get(hash); !ok {
+		return nil, nil
+	}
+	return TxRef(hash), full
 }

@@ -25,6 +25,9 @@ type Config struct {
 	// Baseline is a git commit whose bftlogd is measured first on the same networks, so that
 	// a change's before and after come from one run (rows "bftlog @<commit>").
 	Baseline      string
+	// OrderByDigest runs this tree's validators with ordering.by-digest on (app/ordering.go):
+	// blocks name the record batches the validators hold instead of carrying them.
+	OrderByDigest bool
 	Records       int           // records per bftlog run
 	RecordBytes   int           // value size
 	Partitions    int           // topic partitions

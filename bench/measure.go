@@ -99,6 +99,8 @@ func runChain(cfg Config, n int, baseline string) (res Result, extra []Result, e
 				return fmt.Errorf("-baseline %s: no such commit", baseline)
 			}
 			opts.Binary, cfg.PeerRecords = bin, 0
+		} else {
+			opts.OrderByDigest = cfg.OrderByDigest
 		}
 		c, err := startNetwork(t, cfg, opts, max(cfg.Producers, cfg.PeerProducers))
 		if err != nil {
@@ -114,6 +116,8 @@ func runChain(cfg Config, n int, baseline string) (res Result, extra []Result, e
 		res.System, res.Validators = "bftlog", n
 		if baseline != "" {
 			res.System = "bftlog @" + baseline
+		} else if cfg.OrderByDigest {
+			res.System = "bftlog by digest"
 		}
 		// Disk per record before the peer runs: its one-record transactions cost far more
 		// block store per record and would blur the batched figure.

@@ -34,17 +34,21 @@ func (r *Report) WriteTable(w io.Writer) {
 	}
 	js := find("JetStream R3", 0)
 	for _, x := range r.Results {
-		if x.System != "bftlog" {
+		if x.System != "bftlog" && x.System != "bftlog by digest" && !strings.HasPrefix(x.System, "bftlog @") {
 			continue
 		}
 		if js != nil && js.RecordsPerSec > 0 {
-			fmt.Fprintf(w, "bftlog N=%d / JetStream R3: %.2fx\n", x.Validators, x.RecordsPerSec/js.RecordsPerSec)
+			fmt.Fprintf(w, "%s N=%d / JetStream R3: %.2fx\n", x.System, x.Validators, x.RecordsPerSec/js.RecordsPerSec)
 		}
 		if js != nil && js.CPUSecondsPerGB > 0 && x.CPUSecondsPerGB > 0 {
-			fmt.Fprintf(w, "CPU per GB committed, bftlog N=%d / JetStream R3: %.1fx (%.0f / %.0f CPU-seconds)\n",
-				x.Validators, x.CPUSecondsPerGB/js.CPUSecondsPerGB, x.CPUSecondsPerGB, js.CPUSecondsPerGB)
+			fmt.Fprintf(w, "CPU per GB committed, %s N=%d / JetStream R3: %.1fx (%.0f / %.0f CPU-seconds)\n",
+				x.System, x.Validators, x.CPUSecondsPerGB/js.CPUSecondsPerGB, x.CPUSecondsPerGB, js.CPUSecondsPerGB)
 		}
-		if p := find(pauseSystem(x.Validators), x.Validators); p != nil && x.RecordsPerSec > 0 {
+		if b := baselineOf(r, x); b != nil && b.RecordsPerSec > 0 && b.CPUSecondsPerGB > 0 {
+			fmt.Fprintf(w, "%s N=%d / %s: records/s %.2fx, CPU per GB %.2fx, disk per record %.2fx\n", x.System, x.Validators, b.System,
+				x.RecordsPerSec/b.RecordsPerSec, x.CPUSecondsPerGB/b.CPUSecondsPerGB, x.DiskBytesPerRec/max(b.DiskBytesPerRec, 1))
+		}
+		if p := find(pauseSystem(x.Validators), x.Validators); p != nil && x.RecordsPerSec > 0 && !strings.HasPrefix(x.System, "bftlog @") {
 			fmt.Fprintf(w, "bftlog N=%d, one validator paused: %s\n", x.Validators, p.Note)
 		}
 		if p := find("one record per tx", x.Validators); p != nil && p.RecordsPerSec > 0 {
@@ -162,4 +166,17 @@ func (r *Report) WriteJSON(dir string) (string, error) {
 		return "", err
 	}
 	return name, os.WriteFile(filepath.Join(dir, latest), bz, 0o644)
+}
+
+// baselineOf is the -baseline row measured on x's network size, for a row of this tree.
+func baselineOf(r *Report, x Result) *Result {
+	if strings.HasPrefix(x.System, "bftlog @") {
+		return nil
+	}
+	for i := range r.Results {
+		if b := &r.Results[i]; strings.HasPrefix(b.System, "bftlog @") && b.Validators == x.Validators {
+			return b
+		}
+	}
+	return nil
 }

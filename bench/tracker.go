@@ -14,6 +14,8 @@ import (
 	rpchttp "github.com/cometbft/cometbft/rpc/client/http"
 
 	cmtservice "github.com/cosmos/cosmos-sdk/client/grpc/cmtservice"
+
+	"github.com/bftlog/bftlog/app"
 )
 
 // pending is a submitted transaction waiting for its block.
@@ -130,7 +132,10 @@ func (tr *tracker) watch(ctx context.Context, rpc *rpchttp.HTTP, blocks cmtservi
 			}
 			tr.mu.Unlock()
 			for i, raw := range block.SdkBlock.Data.Txs {
-				sum := sha256.Sum256(raw)
+				sum, named := app.ParseTxRef(raw) // a block may name a transaction by its hash
+				if !named {
+					sum = sha256.Sum256(raw)
+				}
 				hash := strings.ToUpper(hex.EncodeToString(sum[:]))
 				tr.mu.Lock()
 				p, ok := tr.byHash[hash]

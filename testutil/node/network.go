@@ -38,6 +38,8 @@ type NetworkOptions struct {
 	// Binary is the bftlogd the validators run (an earlier release: BinaryAt); empty means
 	// this tree's (Binary).
 	Binary string
+	// OrderByDigest turns on ordering.by-digest on every validator (app/ordering.go).
+	OrderByDigest bool
 }
 
 // StartNetwork creates a chain with opts.Validators validators of equal power ("val0", ...,
@@ -98,6 +100,23 @@ func StartNetwork(t T, opts NetworkOptions) *Network {
 		setAppConfig(t, n.Home, opts.AppConfig...)
 		net.ids = append(net.ids, strings.TrimSpace(n.mustRun("comet", "show-node-id")))
 	}
+	// Each node fetches a named transaction it lacks from the others' API servers
+	// (ordering.peers), so all ports are known before any node starts.
+	for _, n := range net.Nodes {
+		n.assignPorts()
+	}
+	for i, n := range net.Nodes {
+		var apis []string
+		for j, m := range net.Nodes {
+			if j != i {
+				apis = append(apis, m.API)
+			}
+		}
+		n.Env = append(n.Env, "BFTLOGD_ORDERING_PEERS="+strings.Join(apis, ","))
+		if opts.OrderByDigest {
+			n.Env = append(n.Env, "BFTLOGD_ORDERING_BY_DIGEST=true")
+		}
+	}
 	for i, n := range net.Nodes {
 		var peers []string
 		for j, m := range net.Nodes {
@@ -145,6 +164,11 @@ func (net *Network) newFullNode(name string) *Node {
 		peers = append(peers, fmt.Sprintf("%s@127.0.0.1:%d", id, m.P2PPort))
 	}
 	n.Peers = strings.Join(peers, ",")
+	var apis []string
+	for _, m := range net.Nodes {
+		apis = append(apis, m.API)
+	}
+	n.Env = []string{"BFTLOGD_ORDERING_PEERS=" + strings.Join(apis, ",")}
 	return n
 }
 

@@ -165,7 +165,9 @@ type Node struct {
 	Pprof   string
 	P2PPort int
 	// Peers is the persistent_peers list the node starts with (id@127.0.0.1:port,...).
-	Peers   string
+	Peers string
+	// Env is added to the process's environment (BFTLOGD_<SECTION>_<KEY> overrides config).
+	Env     []string
 	rpcPort int
 	cmd     *exec.Cmd
 	logFile *os.File
@@ -196,23 +198,7 @@ func StartSingle(t T, keys ...string) *Node {
 func (n *Node) Start() {
 	t := n.t
 	t.Helper()
-	if n.rpcPort == 0 { // keep ports across restarts so peers find the node again
-		n.rpcPort = FreePort(t)
-		n.RPC = "tcp://127.0.0.1:" + strconv.Itoa(n.rpcPort)
-		n.GRPC = "127.0.0.1:" + strconv.Itoa(FreePort(t))
-		n.API = "http://127.0.0.1:" + strconv.Itoa(FreePort(t))
-		n.Prometheus = "http://127.0.0.1:" + strconv.Itoa(FreePort(t))
-		if n.P2PPort == 0 {
-			n.P2PPort = FreePort(t)
-		}
-		switch laddr := os.Getenv("BFTLOG_PPROF_LADDR"); laddr {
-		case "":
-		case "auto":
-			n.Pprof = "127.0.0.1:" + strconv.Itoa(FreePort(t))
-		default:
-			n.Pprof = laddr
-		}
-	}
+	n.assignPorts()
 	setPrometheusAddr(t, n.Home, strings.TrimPrefix(n.Prometheus, "http://"))
 	logPath := filepath.Join(n.Home, "node.log")
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -230,6 +216,7 @@ func (n *Node) Start() {
 		"--rpc.pprof_laddr", n.Pprof,
 		"--minimum-gas-prices", "0stake",
 	)
+	n.cmd.Env = append(os.Environ(), n.Env...)
 	n.cmd.Stdout, n.cmd.Stderr = f, f
 	if err := n.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -237,6 +224,29 @@ func (n *Node) Start() {
 	n.exited = make(chan error, 1)
 	go func() { n.exited <- n.cmd.Wait() }()
 	t.Cleanup(n.Stop)
+}
+
+// assignPorts picks the node's ports once; restarts keep them so peers find the node again.
+func (n *Node) assignPorts() {
+	t := n.t
+	t.Helper()
+	if n.rpcPort == 0 {
+		n.rpcPort = FreePort(t)
+		n.RPC = "tcp://127.0.0.1:" + strconv.Itoa(n.rpcPort)
+		n.GRPC = "127.0.0.1:" + strconv.Itoa(FreePort(t))
+		n.API = "http://127.0.0.1:" + strconv.Itoa(FreePort(t))
+		n.Prometheus = "http://127.0.0.1:" + strconv.Itoa(FreePort(t))
+		if n.P2PPort == 0 {
+			n.P2PPort = FreePort(t)
+		}
+		switch laddr := os.Getenv("BFTLOG_PPROF_LADDR"); laddr {
+		case "":
+		case "auto":
+			n.Pprof = "127.0.0.1:" + strconv.Itoa(FreePort(t))
+		default:
+			n.Pprof = laddr
+		}
+	}
 }
 
 // setPrometheusAddr gives the node its own instrumentation port: `start` has no flag for it, and

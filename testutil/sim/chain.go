@@ -62,6 +62,8 @@ type chain struct {
 	keys   []*secp256k1.PrivKey
 	addrs  []sdk.AccAddress
 	nums   []uint64
+	// named counts the transactions the main node ran named by digest.
+	named int
 }
 
 // errHalt marks a block-level step that failed: FinalizeBlock returned an error or Commit
@@ -230,13 +232,13 @@ func (c *chain) block(txs [][]byte, t time.Time) (*abci.ResponseFinalizeBlock, e
 	req := &abci.RequestFinalizeBlock{Height: c.height, Time: t, Txs: txs}
 	var first *abci.ResponseFinalizeBlock
 	for i, n := range c.nodes() {
+		req := req
 		if i == 0 && c.twin != nil {
-			// The main node votes on the proposal first, as a validator does, and so runs
-			// the block with the transactions ProcessProposal decoded (app/decode_cache.go);
-			// the twin decodes them afresh: equal app hashes show that reuse changes nothing.
-			if _, err := n.app.ProcessProposal(&abci.RequestProcessProposal{Height: c.height, Time: t, Txs: txs}); err != nil {
-				return nil, fmt.Errorf("%w: ProcessProposal at height %d: %w", errHalt, c.height, err)
+			named, err := c.propose(txs, t)
+			if err != nil {
+				return nil, err
 			}
+			req = &abci.RequestFinalizeBlock{Height: c.height, Time: t, Txs: named}
 		}
 		res, err := finalize(n, req)
 		if err != nil {
@@ -256,6 +258,35 @@ func (c *chain) block(txs [][]byte, t time.Time) (*abci.ResponseFinalizeBlock, e
 	return first, nil
 }
 
+// propose is the block the main node votes on and runs when it has a twin: the transactions
+// its pool admitted at CheckTx named by digest (app/ordering.go), the others carried. The main
+// node votes on it first, as a validator does, so it runs the block with the transactions
+// ProcessProposal decoded (app/decode_cache.go) and read from its pool; the twin is given the
+// transactions themselves and decodes them afresh: equal app hashes show that neither naming
+// nor reuse changes anything. A proposal the node votes against (a hostile transaction breaks
+// the fee rule) is run with its transactions carried, as the twin runs it.
+func (c *chain) propose(txs [][]byte, t time.Time) ([][]byte, error) {
+	for _, tx := range txs {
+		if _, err := c.main.app.CheckTx(&abci.RequestCheckTx{Tx: tx, Type: abci.CheckTxType_New}); err != nil {
+			return nil, fmt.Errorf("%w: CheckTx at height %d: %w", errHalt, c.height, err)
+		}
+	}
+	named := c.main.app.NameHeld(txs)
+	res, err := c.main.app.ProcessProposal(&abci.RequestProcessProposal{Height: c.height, Time: t, Txs: named})
+	if err != nil {
+		return nil, fmt.Errorf("%w: ProcessProposal at height %d: %w", errHalt, c.height, err)
+	}
+	if res.Status != abci.ResponseProcessProposal_ACCEPT {
+		return txs, nil
+	}
+	for i := range named {
+		if _, ok := app.ParseTxRef(named[i]); ok {
+			c.named++
+		}
+	}
+	return named, nil
+}
+
 // Crash points of crashBlock.
 const (
 	crashBeforeCommit    = "before Commit"
@@ -267,7 +298,14 @@ const (
 // committing; a new App over its database and home replays the block (as CometBFT does after a
 // restart) and must reach the same app hash, then commits. The twin runs the block once.
 func (c *chain) crashBlock(txs [][]byte, t time.Time, point string) (*abci.ResponseFinalizeBlock, error) {
-	req := &abci.RequestFinalizeBlock{Height: c.height, Time: t, Txs: txs}
+	mainTxs := txs
+	if c.twin != nil {
+		var err error
+		if mainTxs, err = c.propose(txs, t); err != nil {
+			return nil, err
+		}
+	}
+	req := &abci.RequestFinalizeBlock{Height: c.height, Time: t, Txs: mainTxs}
 	first, err := finalize(c.main, req)
 	if err != nil {
 		return nil, err
@@ -295,7 +333,7 @@ func (c *chain) crashBlock(txs [][]byte, t time.Time, point string) (*abci.Respo
 		return nil, err
 	}
 	if c.twin != nil {
-		res, err := finalize(c.twin, req)
+		res, err := finalize(c.twin, &abci.RequestFinalizeBlock{Height: c.height, Time: t, Txs: txs})
 		if err != nil {
 			return nil, err
 		}

@@ -44,6 +44,9 @@ type Result struct {
 	// Outcomes counts each message type's results: "ok" or "codespace/code".
 	Outcomes map[string]map[string]int
 	Crashes  map[string]int
+	// Named counts the transactions the main node ran named by digest (app/ordering.go)
+	// while its twin ran them carried.
+	Named int
 	// Proposals that passed and were executed by governance.
 	ProposalsPassed int
 	// Events counts the x/topics and x/poa events of the blocks (what the run reached).
@@ -56,8 +59,8 @@ type Result struct {
 // Summary is the result in a few lines.
 func (r Result) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d blocks, %d transactions, %d messages in %s; crashes replayed: %v; proposals passed: %d\n",
-		r.Blocks, r.Txs, r.Msgs, r.Elapsed.Round(time.Millisecond), r.Crashes, r.ProposalsPassed)
+	fmt.Fprintf(&b, "%d blocks, %d transactions (%d named by digest), %d messages in %s; crashes replayed: %v; proposals passed: %d\n",
+		r.Blocks, r.Txs, r.Named, r.Msgs, r.Elapsed.Round(time.Millisecond), r.Crashes, r.ProposalsPassed)
 	var events []string
 	for _, e := range sortedKeys(r.Events) {
 		events = append(events, fmt.Sprintf("%s×%d", e, r.Events[e]))
@@ -203,6 +206,7 @@ func Run(cfg Config) (res Result, err error) {
 		return fail(c.height, fmt.Errorf("export round trip: %w", err))
 	}
 	res.Elapsed = time.Since(start)
+	res.Named = c.named
 	fmt.Fprintf(log, "%s", res.Summary())
 	return res, nil
 }

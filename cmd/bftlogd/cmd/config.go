@@ -90,6 +90,15 @@ type CustomAppConfig struct {
 	serverconfig.Config `mapstructure:",squash"`
 
 	TopicsMetrics TopicsMetricsConfig `mapstructure:"topics-metrics"`
+	Ordering      OrderingConfig      `mapstructure:"ordering"`
+}
+
+// OrderingConfig is the [ordering] section, read by app.New (app/ordering.go).
+type OrderingConfig struct {
+	ByDigest    bool     `mapstructure:"by-digest"`
+	Peers       []string `mapstructure:"peers"`
+	KeepHeights int64    `mapstructure:"keep-heights"`
+	KeepBytes   int64    `mapstructure:"keep-bytes"`
 }
 
 // TopicsMetricsConfig is the [topics-metrics] section, read by app.New.
@@ -131,6 +140,32 @@ lag-groups = [{{ range $i, $g := .TopicsMetrics.LagGroups }}{{ if $i }}, {{ end 
 label-topics = [{{ range $i, $t := .TopicsMetrics.LabelTopics }}{{ if $i }}, {{ end }}"{{ $t }}"{{ end }}]
 `
 
+// orderingTemplate is appended to the SDK's app.toml template.
+const orderingTemplate = `
+###############################################################################
+###                    Ordering by digest (docs/digest-ordering.md)          ###
+###############################################################################
+
+[ordering]
+
+# When true, this node's block proposals name the transactions every validator should already
+# hold (gossiped and admitted at least one block ago) by their SHA-256 instead of carrying
+# them: blocks, the consensus WAL, the block store and the tx index then hold ~44 bytes per
+# record batch. Every node executes such blocks whatever this says; turn it on once every
+# validator runs a release that understands them.
+by-digest = {{ .Ordering.ByDigest }}
+
+# Other nodes' API servers (e.g. ["http://10.0.0.2:1317"]), asked for a transaction a block
+# names that this node does not hold (it was away, or gossip had not reached it).
+peers = [{{ range $i, $p := .Ordering.Peers }}{{ if $i }}, {{ end }}"{{ $p }}"{{ end }}]
+
+# Named transactions are kept on disk (data/pool), to replay after a crash and to serve peers
+# that were away, for keep-heights heights but at most keep-bytes bytes, oldest deleted first.
+# A node away for longer than the window its peers keep rejoins by state sync.
+keep-heights = {{ .Ordering.KeepHeights }}
+keep-bytes = {{ .Ordering.KeepBytes }}
+`
+
 // initAppConfig returns the app.toml template and default values of bftlogd.
 func initAppConfig() (string, interface{}) {
 	srvCfg := serverconfig.DefaultConfig()
@@ -162,6 +197,7 @@ func initAppConfig() (string, interface{}) {
 	customAppConfig := CustomAppConfig{
 		Config:        *srvCfg,
 		TopicsMetrics: TopicsMetricsConfig{Enabled: true, Config: metrics.DefaultConfig()},
+		Ordering:      OrderingConfig{KeepHeights: app.DefaultOrderingKeepHeights, KeepBytes: app.DefaultOrderingKeepBytes},
 	}
-	return serverconfig.DefaultConfigTemplate + topicsMetricsTemplate, customAppConfig
+	return serverconfig.DefaultConfigTemplate + topicsMetricsTemplate + orderingTemplate, customAppConfig
 }

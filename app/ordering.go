@@ -1,0 +1,223 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"strconv"
+	"time"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+
+	errorsmod "cosmossdk.io/errors"
+)
+
+// Ordering by digest (docs/digest-ordering.md): a block names a transaction that the
+// validators already hold — the mempool gossiped it and CheckTx admitted it into each node's
+// pool (pool.go) — by a reference of 44 bytes instead of carrying it. CometBFT then moves,
+// writes to its WAL and block store and indexes the reference, not the record batch.
+//
+//   - PrepareProposal names a transaction when this node holds it and admitted it before the
+//     last commit (ordering.by-digest in app.toml; off by default). Newer ones travel whole.
+//   - ProcessProposal votes against a proposal naming anything this node does not hold, and
+//     syncs what it names to disk before voting for it. A block is therefore committed only
+//     when more than 2/3 of the voting power hold its transactions, so at least one honest
+//     validator can serve each.
+//   - FinalizeBlock runs the named transactions' bytes, fetched from a peer if this node voted
+//     against the block or was away. The app hash commits the same state as if the block had
+//     carried the bytes; results are told under the transactions' own hashes (results.go).
+//
+// Every node understands references, whatever its own setting, so validators may turn it on
+// one by one once all run a binary that has this file.
+
+// txRefMagic starts a reference. 0xff is no protobuf field tag, so the SDK's decoder refuses a
+// reference that reached it without being resolved.
+var txRefMagic = []byte("\xffbftlog-ref\x01")
+
+// TxRefLen is a reference's size: the magic and the transaction's SHA-256.
+var TxRefLen = len(txRefMagic) + 32
+
+// ErrTxOrdered answers CheckTx's recheck of a transaction a block named: CometBFT's mempool
+// keeps it (the block carried its reference, not it), and this removes it.
+var ErrTxOrdered = errorsmod.Register("bftlog", 2, "transaction already ordered by a block that named its digest")
+
+// TxRef is the reference naming a transaction by its SHA-256.
+func TxRef(hash [32]byte) []byte {
+	return append(bytes.Clone(txRefMagic), hash[:]...)
+}
+
+// ParseTxRef returns the hash a block transaction names, if it is a reference.
+func ParseTxRef(bz []byte) ([32]byte, bool) {
+	if len(bz) != TxRefLen || !bytes.HasPrefix(bz, txRefMagic) {
+		return [32]byte{}, false
+	}
+	return [32]byte(bz[len(txRefMagic):]), true
+}
+
+// resolveHeld replaces the references of a proposal by the transactions this node holds; held
+// maps what was named to its bytes and missing counts the rest.
+func (app *App) resolveHeld(txs [][]byte) (out [][]byte, held map[[32]byte][]byte, missing int) {
+	out = make([][]byte, len(txs))
+	for i, bz := range txs {
+		hash, ok := ParseTxRef(bz)
+		if !ok {
+			out[i] = bz
+			continue
+		}
+		if held == nil {
+			held = map[[32]byte][]byte{}
+		}
+		full, ok := app.pool.get(hash)
+		if !ok {
+			missing++
+			continue
+		}
+		out[i] = full
+		held[hash] = full
+	}
+	return out, held, missing
+}
+
+// proposalFetchWait bounds how long a validator asks its peers for what a proposal names and
+// it lacks (gossip had not reached it, or reached it only through a peer that is down) before
+// it votes against the proposal. The ABCI lock is held meanwhile, so CheckTx waits too.
+const proposalFetchWait = 500 * time.Millisecond
+
+// resolveProposal is resolveHeld for a proposal, fetching what this node lacks from its peers
+// within proposalFetchWait; missing counts what none of them answered in time.
+func (app *App) resolveProposal(height int64, txs [][]byte) (out [][]byte, held map[[32]byte][]byte, missing int) {
+	out, held, missing = app.resolveHeld(txs)
+	if missing == 0 || len(app.pool.peers) == 0 {
+		return out, held, missing
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), proposalFetchWait)
+	defer cancel()
+	began, fetched := time.Now(), 0
+	for i, bz := range txs {
+		if out[i] != nil {
+			continue
+		}
+		hash, _ := ParseTxRef(bz)
+		full, ok := app.pool.askPeers(ctx, PoolPath+fmt.Sprintf("%X", hash), hash)
+		if !ok {
+			continue
+		}
+		app.pool.keep(hash, full, height-1)
+		out[i], held[hash] = full, full
+		missing--
+		fetched++
+	}
+	app.Logger().Info("proposal names transactions this node did not hold; fetched from peers",
+		"height", height, "fetched", fetched, "missing", missing, "took", time.Since(began))
+	return out, held, missing
+}
+
+// resolveBlock is resolveHeld for a finalized block: whatever this node lacks is fetched, and
+// it waits until it has it; skipping a transaction would fork it from the others.
+// Without ordering.peers there is nobody to ask: the node stops with that error rather than
+// wait for ever.
+func (app *App) resolveBlock(height int64, txs [][]byte) ([][]byte, map[[32]byte][]byte, error) {
+	out, held, missing := app.resolveHeld(txs)
+	if missing > 0 && len(app.pool.peers) == 0 {
+		return nil, nil, fmt.Errorf("block %d names %d transactions this node does not hold, and ordering.peers in app.toml lists no node to fetch them from", height, missing)
+	}
+	for i, bz := range txs {
+		if out[i] != nil {
+			continue
+		}
+		hash, _ := ParseTxRef(bz)
+		full, err := app.pool.fetch(context.Background(), hash)
+		if err != nil { // only on a cancelled context, which Background never is
+			return nil, nil, fmt.Errorf("block %d: transaction %X: %w", height, hash, err)
+		}
+		out[i] = full
+		held[hash] = full
+	}
+	// On disk already when this node voted for the block; not when it got it by block sync or
+	// fetched it. A replay after a crash should not have to ask again, and peers may ask.
+	if err := app.pool.persist(height, held); err != nil {
+		app.Logger().Error("pool: writing named transactions", "height", height, "err", err)
+	}
+	return out, held, nil
+}
+
+// CheckTx keeps a copy of each admitted transaction for proposals that name it, and refuses a
+// transaction a block has named.
+func (app *App) CheckTx(req *abci.RequestCheckTx) (*abci.ResponseCheckTx, error) {
+	// Recheck, or a peer gossiping it again after recheck dropped it from the mempool's cache:
+	// answered before decoding a record batch that can only fail its sequence check.
+	if app.pool.orderedBytes(req.Tx) {
+		return &abci.ResponseCheckTx{Codespace: "bftlog", Code: ErrTxOrdered.ABCICode(), Log: ErrTxOrdered.Error()}, nil
+	}
+	res, err := app.App.CheckTx(req)
+	switch {
+	case err != nil:
+	case res.Code == abci.CodeTypeOK && req.Type == abci.CheckTxType_New:
+		app.pool.admit(req.Tx, app.LastBlockHeight())
+	case res.Code != abci.CodeTypeOK && req.Type == abci.CheckTxType_Recheck:
+		// The mempool lets it go; so does the pool, which holds no more than the mempool and
+		// the blocks' window: an account whose transactions turn invalid cannot fill it.
+		app.pool.drop(req.Tx)
+	}
+	return res, err
+}
+
+// FinalizeBlock runs the block with its references resolved, then drops the transactions its
+// ProcessProposal kept decoded (decode_cache.go).
+func (app *App) FinalizeBlock(req *abci.RequestFinalizeBlock) (*abci.ResponseFinalizeBlock, error) {
+	defer app.proposalTxs.forget()
+	txs, named, err := app.resolveBlock(req.Height, req.Txs)
+	if err != nil {
+		return nil, err
+	}
+	if named == nil {
+		return app.App.FinalizeBlock(req)
+	}
+	resolved := *req
+	resolved.Txs = txs
+	res, err := app.App.FinalizeBlock(&resolved)
+	if err != nil {
+		return res, err
+	}
+	app.pool.markOrdered(req.Height, named)
+	// CometBFT indexes a result under its block transaction's hash, the reference's; this
+	// event names the transaction itself, so tx_search "ordered.tx_hash='<hash>'" and
+	// explorers find it. Events are not part of the results hash, so this is node-local.
+	for i, bz := range req.Txs {
+		if hash, ok := ParseTxRef(bz); ok && i < len(res.TxResults) {
+			res.TxResults[i].Events = append(res.TxResults[i].Events, abci.Event{Type: "ordered", Attributes: []abci.EventAttribute{
+				{Key: "tx_hash", Value: fmt.Sprintf("%X", hash), Index: true},
+				{Key: "tx_bytes", Value: strconv.Itoa(len(txs[i])), Index: false},
+			}})
+		}
+	}
+	return res, nil
+}
+
+// Commit commits the block and lets the pool forget what is older than its window.
+func (app *App) Commit() (*abci.ResponseCommit, error) {
+	res, err := app.App.Commit()
+	if err == nil {
+		app.pool.committed(app.LastBlockHeight())
+	}
+	return res, err
+}
+
+// NameHeld is txs with each transaction this node's pool holds replaced by its reference,
+// whatever its age: a proposal as a proposer with ordering.by-digest on could make it, for the
+// simulation, which runs such blocks beside a twin given the transactions themselves.
+func (app *App) NameHeld(txs [][]byte) [][]byte {
+	out := make([][]byte, len(txs))
+	for i, bz := range txs {
+		out[i] = bz
+		if len(bz) < minRefBytes {
+			continue
+		}
+		hash := sha256.Sum256(bz)
+		if _, ok := app.pool.get(hash); ok {
+			out[i] = TxRef(hash)
+		}
+	}
+	return out
+}

@@ -1,0 +1,486 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"cosmossdk.io/log"
+)
+
+// txPool holds this node's copies of the transactions it admitted, by SHA-256 (CometBFT's tx
+// hash), so that a block can name a transaction instead of carrying it (ordering.go). It is
+// node-local and never enters the app hash.
+//
+// Admitted copies live in memory, bounded in bytes, oldest dropped first. A transaction a
+// proposal names is written to <home>/data/pool/<height> and synced before this node votes
+// for the proposal (ProcessProposal), so every validator that voted for a block can execute
+// it again after a crash, and serve it to a peer that lacks it; those files are deleted
+// keepHeights heights later.
+type txPool struct {
+	dir         string   // "" keeps nothing on disk (an in-memory test chain)
+	peers       []string // other nodes' API servers, asked for a transaction this node lacks
+	keepHeights int64
+	keepBytes   int64
+	minAge      time.Duration // minNameAge
+	client      *http.Client
+	logger      log.Logger
+
+	mu       sync.Mutex
+	mem      map[[32]byte]*poolTx
+	fifo     [][32]byte // admission order, for eviction (may name dropped entries)
+	memBytes int
+	// ordered are the transactions blocks named, by hash and by their last bytes (the
+	// signatures: what CheckTx's recheck is given, without hashing it again).
+	ordered     map[[32]byte]int64
+	orderedTail map[string]int64
+	orderedAt   map[int64][]orderedKeys // by height, to forget them without a scan
+	// disk indexes the height files: where each written transaction is.
+	disk      map[[32]byte]diskTx
+	byHeight  map[int64][][32]byte
+	diskBytes map[int64]int64 // what each height file holds
+	onDisk    int64
+}
+
+type poolTx struct {
+	bz []byte
+	// seenAt is the last committed height when it was admitted, and at the node's clock: a
+	// proposer names only transactions admitted before the last commit or minNameAge ago,
+	// which gossip had time to carry to the other validators (a validator that lacks one votes
+	// against the proposal). Only the proposer's choice depends on them, never a vote.
+	seenAt   int64
+	admitted time.Time
+}
+
+// minNameAge: gossip between validators takes milliseconds; CheckTx of a gossiped batch waits
+// for the node's ABCI lock, which FinalizeBlock holds for tens of milliseconds under load.
+const minNameAge = 150 * time.Millisecond
+
+type orderedKeys struct {
+	hash [32]byte
+	tail string
+}
+
+// orderedWindow is how long a named transaction is remembered as ordered: long enough for the
+// mempools' recheck to drop it and for gossip still carrying it to die out; after that, its
+// sequence refuses it anyway.
+const orderedWindow = 100
+
+type diskTx struct {
+	height int64
+	off    int64
+	size   int
+}
+
+// maxPoolMemBytes bounds the admitted copies in memory: twice the mempool's default
+// max_txs_bytes (128 MiB), so a transaction the mempool still holds is rarely dropped here.
+const maxPoolMemBytes = 256 << 20
+
+// minRefBytes: smaller transactions travel in the block; a reference costs ~50 bytes.
+const minRefBytes = 1024
+
+// PoolPath serves this node's copy of a transaction by hash: GET /bftlog/pool/<hex sha256>.
+// Content-addressed, so it needs no authentication: the receiver checks the hash.
+const PoolPath = "/bftlog/pool/"
+
+const diskEntryHeader = 32 + 4 // sha256, big-endian length
+
+func newTxPool(dir string, peers []string, keepHeights, keepBytes int64, logger log.Logger) (*txPool, error) {
+	p := &txPool{
+		dir: dir, peers: peers, keepHeights: max(keepHeights, 2), keepBytes: keepBytes, minAge: minNameAge, logger: logger,
+		client:      &http.Client{Timeout: 30 * time.Second},
+		mem:         map[[32]byte]*poolTx{},
+		ordered:     map[[32]byte]int64{},
+		orderedTail: map[string]int64{},
+		orderedAt:   map[int64][]orderedKeys{},
+		disk:        map[[32]byte]diskTx{},
+		byHeight:    map[int64][][32]byte{},
+		diskBytes:   map[int64]int64{},
+	}
+	if dir == "" {
+		return p, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return p, p.loadIndex()
+}
+
+// loadIndex reads the height files' entry headers; a torn last entry (a crash while writing,
+// before the sync that precedes any vote) is cut off.
+func (p *txPool) loadIndex() error {
+	names, err := os.ReadDir(p.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range names {
+		h, err := strconv.ParseInt(e.Name(), 10, 64)
+		if err != nil {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(p.dir, e.Name()), os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		var off int64
+		var hdr [diskEntryHeader]byte
+		for {
+			if _, err := f.ReadAt(hdr[:], off); err != nil {
+				break
+			}
+			size := int(binary.BigEndian.Uint32(hdr[32:]))
+			if st, err := f.Stat(); err != nil || off+diskEntryHeader+int64(size) > st.Size() {
+				break
+			}
+			hash := [32]byte(hdr[:32])
+			p.disk[hash] = diskTx{height: h, off: off + diskEntryHeader, size: size}
+			p.byHeight[h] = append(p.byHeight[h], hash)
+			off += diskEntryHeader + int64(size)
+		}
+		p.diskBytes[h] = off
+		p.onDisk += off
+		err = f.Truncate(off)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// admit keeps a copy of a transaction CheckTx accepted.
+func (p *txPool) admit(bz []byte, lastHeight int64) {
+	if len(bz) < minRefBytes || len(bz) > maxPoolMemBytes/4 {
+		return
+	}
+	hash := sha256.Sum256(bz)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.mem[hash]; ok {
+		return
+	}
+	if _, ok := p.ordered[hash]; ok {
+		return
+	}
+	p.mem[hash] = &poolTx{bz: bytes.Clone(bz), seenAt: lastHeight, admitted: time.Now()}
+	p.fifo = append(p.fifo, hash)
+	p.memBytes += len(bz)
+	for p.memBytes > maxPoolMemBytes && len(p.fifo) > 0 {
+		old := p.fifo[0]
+		p.fifo = p.fifo[1:]
+		if e, ok := p.mem[old]; ok {
+			p.memBytes -= len(e.bz)
+			delete(p.mem, old)
+		}
+	}
+}
+
+// forProposal is a transaction's hash if a proposal at height may name it instead of
+// carrying it: held in memory, admitted before the last commit or minNameAge ago.
+func (p *txPool) forProposal(bz []byte, height int64) ([32]byte, bool) {
+	if len(bz) < minRefBytes {
+		return [32]byte{}, false
+	}
+	hash := sha256.Sum256(bz)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.mem[hash]
+	if !ok || (e.seenAt >= height-1 && time.Since(e.admitted) < p.minAge) {
+		return hash, false
+	}
+	return hash, true
+}
+
+// isOrdered tells whether a block named this transaction (by hash) lately.
+func (p *txPool) isOrdered(hash [32]byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.ordered[hash]
+	return ok
+}
+
+// orderedBytes tells CheckTx's recheck, without hashing, that a block named these bytes.
+func (p *txPool) orderedBytes(bz []byte) bool {
+	if len(bz) < minRefBytes {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.orderedTail[tailKey(bz)]
+	return ok
+}
+
+func tailKey(bz []byte) string { return strconv.Itoa(len(bz)) + string(tailOf(bz)) }
+
+// get returns a held transaction: from memory, else from the height files.
+func (p *txPool) get(hash [32]byte) ([]byte, bool) {
+	p.mu.Lock()
+	e, ok := p.mem[hash]
+	d, onDisk := p.disk[hash]
+	p.mu.Unlock()
+	if ok {
+		return e.bz, true
+	}
+	if !onDisk {
+		return nil, false
+	}
+	bz, err := p.readDisk(d)
+	if err != nil || sha256.Sum256(bz) != hash {
+		p.logger.Error("pool: a written transaction cannot be read back", "hash", fmt.Sprintf("%X", hash), "err", err)
+		return nil, false
+	}
+	return bz, true
+}
+
+func (p *txPool) readDisk(d diskTx) ([]byte, error) {
+	f, err := os.Open(filepath.Join(p.dir, strconv.FormatInt(d.height, 10)))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	bz := make([]byte, d.size)
+	_, err = f.ReadAt(bz, d.off)
+	return bz, err
+}
+
+// persist writes the named transactions not on disk yet to height's file and syncs it: done
+// before this node votes for a proposal that names them.
+func (p *txPool) persist(height int64, txs map[[32]byte][]byte) error {
+	if p.dir == "" || len(txs) == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	hashes := make([][32]byte, 0, len(txs))
+	for h := range txs {
+		if _, ok := p.disk[h]; !ok {
+			hashes = append(hashes, h)
+		}
+	}
+	if len(hashes) == 0 {
+		return nil
+	}
+	slices.SortFunc(hashes, func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
+	f, err := os.OpenFile(filepath.Join(p.dir, strconv.FormatInt(height, 10)), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	off, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return err
+	}
+	var hdr [diskEntryHeader]byte
+	placed := make([]diskTx, len(hashes))
+	w := off
+	for i, h := range hashes {
+		bz := txs[h]
+		copy(hdr[:32], h[:])
+		binary.BigEndian.PutUint32(hdr[32:], uint32(len(bz)))
+		if _, err := f.WriteAt(hdr[:], w); err != nil {
+			return err
+		}
+		if _, err := f.WriteAt(bz, w+diskEntryHeader); err != nil {
+			return err
+		}
+		placed[i] = diskTx{height: height, off: w + diskEntryHeader, size: len(bz)}
+		w += diskEntryHeader + int64(len(bz))
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	for i, h := range hashes {
+		p.disk[h] = placed[i]
+		p.byHeight[height] = append(p.byHeight[height], h)
+	}
+	p.diskBytes[height] += w - off
+	p.onDisk += w - off
+	return nil
+}
+
+// markOrdered records that a finalized block at height named these transactions.
+func (p *txPool) markOrdered(height int64, txs map[[32]byte][]byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for h, bz := range txs {
+		k := orderedKeys{hash: h, tail: tailKey(bz)}
+		p.ordered[h] = height
+		p.orderedTail[k.tail] = height
+		p.orderedAt[height] = append(p.orderedAt[height], k)
+	}
+}
+
+// committed forgets what is older than the kept windows: ordered copies leave memory a few
+// heights after their block (they are on disk), height files after keepHeights heights or
+// when they hold more than keepBytes, oldest first; an admitted copy no block named within
+// orderedWindow heights is dropped (recheck normally drops it first: drop).
+func (p *txPool) committed(height int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for h, e := range p.mem {
+		at, ordered := p.ordered[h]
+		switch {
+		case ordered && at < height-2 && p.dir != "",
+			!ordered && e.seenAt < height-orderedWindow:
+			p.memBytes -= len(e.bz)
+			delete(p.mem, h)
+		}
+	}
+	for at, keys := range p.orderedAt {
+		if at >= height-orderedWindow {
+			continue
+		}
+		for _, k := range keys {
+			if p.ordered[k.hash] == at {
+				delete(p.ordered, k.hash)
+				if e, ok := p.mem[k.hash]; ok { // no height files: memory was their only copy
+					p.memBytes -= len(e.bz)
+					delete(p.mem, k.hash)
+				}
+			}
+			if p.orderedTail[k.tail] == at {
+				delete(p.orderedTail, k.tail)
+			}
+		}
+		delete(p.orderedAt, at)
+	}
+	heights := make([]int64, 0, len(p.byHeight))
+	for h := range p.diskBytes {
+		heights = append(heights, h)
+	}
+	slices.Sort(heights)
+	for _, h := range heights {
+		if h >= height-p.keepHeights && (p.keepBytes <= 0 || p.onDisk <= p.keepBytes) {
+			break
+		}
+		for _, x := range p.byHeight[h] {
+			if p.disk[x].height == h {
+				delete(p.disk, x)
+			}
+		}
+		delete(p.byHeight, h)
+		p.onDisk -= p.diskBytes[h]
+		delete(p.diskBytes, h)
+		if err := os.Remove(filepath.Join(p.dir, strconv.FormatInt(h, 10))); err != nil && !errors.Is(err, os.ErrNotExist) {
+			p.logger.Error("pool: removing an old height file", "height", h, "err", err)
+		}
+	}
+}
+
+// drop forgets an admitted copy the mempool let go (its recheck failed).
+func (p *txPool) drop(bz []byte) {
+	if len(bz) < minRefBytes {
+		return
+	}
+	hash := sha256.Sum256(bz)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.mem[hash]; ok {
+		if _, ordered := p.ordered[hash]; !ordered {
+			p.memBytes -= len(e.bz)
+			delete(p.mem, hash)
+		}
+	}
+}
+
+// fetch asks the peers for a transaction, all at once, each attempt bounded by
+// fetchAttemptTimeout (a paused peer accepts the connection and never answers), until one
+// answers bytes with its hash or ctx ends.
+func (p *txPool) fetch(ctx context.Context, hash [32]byte) ([]byte, error) {
+	path := PoolPath + strings.ToUpper(hex.EncodeToString(hash[:]))
+	for attempt := 0; ; attempt++ {
+		if bz, ok := p.askPeers(ctx, path, hash); ok {
+			return bz, nil
+		}
+		if attempt%20 == 19 {
+			p.logger.Error("pool: a block names a transaction this node does not hold and no peer answered it (ordering.peers in app.toml)",
+				"hash", fmt.Sprintf("%X", hash), "peers", len(p.peers), "attempts", attempt+1)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+const fetchAttemptTimeout = 5 * time.Second
+
+func (p *txPool) askPeers(ctx context.Context, path string, hash [32]byte) ([]byte, bool) {
+	ctx, cancel := context.WithTimeout(ctx, fetchAttemptTimeout)
+	defer cancel()
+	found := make(chan []byte, len(p.peers))
+	for _, peer := range p.peers {
+		go func() {
+			bz, err := p.get1(ctx, strings.TrimSuffix(peer, "/")+path)
+			if err != nil || sha256.Sum256(bz) != hash {
+				bz = nil
+			}
+			found <- bz
+		}()
+	}
+	for range p.peers {
+		if bz := <-found; bz != nil {
+			return bz, true
+		}
+	}
+	return nil, false
+}
+
+func (p *txPool) get1(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, res.Status)
+	}
+	return io.ReadAll(io.LimitReader(res.Body, maxRawTxBytes+1))
+}
+
+// keep holds a transaction fetched for a proposal, for the block's execution.
+func (p *txPool) keep(hash [32]byte, bz []byte, lastHeight int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.mem[hash]; !ok {
+		p.mem[hash] = &poolTx{bz: bz, seenAt: lastHeight, admitted: time.Now()}
+		p.fifo = append(p.fifo, hash)
+		p.memBytes += len(bz)
+	}
+}
+
+// serve answers PoolPath requests.
+func (p *txPool) serve(w http.ResponseWriter, r *http.Request) {
+	raw, err := hex.DecodeString(strings.TrimPrefix(r.URL.Path, PoolPath))
+	if err != nil || len(raw) != 32 {
+		http.Error(w, "want "+PoolPath+"<the transaction's SHA-256 in hex>", http.StatusBadRequest)
+		return
+	}
+	bz, ok := p.get([32]byte(raw))
+	if !ok {
+		http.Error(w, "not held by this node", http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	_, _ = w.Write(bz)
+}

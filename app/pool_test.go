@@ -1,0 +1,66 @@
+package app
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"cosmossdk.io/log"
+)
+
+func poolTxOf(b byte) ([32]byte, []byte) {
+	bz := bytes.Repeat([]byte{b}, 1100)
+	return sha256.Sum256(bz), bz
+}
+
+// Height files are cut back to their last whole entry after a crash while writing, and
+// deleted oldest first once they hold more than keep-bytes or fall out of keep-heights.
+func TestPoolFilesSurviveATornWriteAndStayBounded(t *testing.T) {
+	dir := t.TempDir()
+	p, err := newTxPool(dir, nil, 5, 2500, log.NewNopLogger())
+	require.NoError(t, err)
+	ha, a := poolTxOf('a')
+	hb, b := poolTxOf('b')
+	hc, c := poolTxOf('c')
+	require.NoError(t, p.persist(1, map[[32]byte][]byte{ha: a}))
+	require.NoError(t, p.persist(2, map[[32]byte][]byte{hb: b}))
+	// A torn entry after b: its header promises more bytes than were written.
+	f, err := os.OpenFile(filepath.Join(dir, "2"), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.Write(append(hc[:], 0, 0, 4, 0x4c, 'c', 'c'))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	p, err = newTxPool(dir, nil, 5, 2500, log.NewNopLogger())
+	require.NoError(t, err)
+	for h, want := range map[[32]byte][]byte{ha: a, hb: b} {
+		got, ok := p.get(h)
+		require.True(t, ok)
+		require.Equal(t, want, got)
+	}
+	_, ok := p.get(hc)
+	require.False(t, ok, "a torn entry is not served")
+	st, err := os.Stat(filepath.Join(dir, "2"))
+	require.NoError(t, err)
+	require.Equal(t, int64(diskEntryHeader+len(b)), st.Size(), "the torn entry was cut off")
+
+	// Over keep-bytes (3 x 1,136 > 2,500): the oldest height goes.
+	require.NoError(t, p.persist(3, map[[32]byte][]byte{hc: c}))
+	p.committed(3)
+	_, err = os.Stat(filepath.Join(dir, "1"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+	_, ok = p.get(ha)
+	require.False(t, ok)
+	_, ok = p.get(hb)
+	require.True(t, ok)
+	// Past keep-heights: all of them.
+	p.committed(20)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries)
+	require.Zero(t, p.onDisk)
+}

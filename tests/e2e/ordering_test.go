@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/bftlog/bftlog/app"
+	"github.com/bftlog/bftlog/testutil/node"
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// Four validators with ordering.by-digest on (app/ordering.go): blocks name the record batches
+// the validators already hold. One validator is down while they are produced; it comes back,
+// gets blocks that name batches it never received, fetches them from its peers and serves the
+// same log. Every acknowledged record is readable on every node, in order, and a named
+// transaction is found by its own hash through the "ordered" event.
+func TestOrderingByDigestAcrossValidators(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four validators")
+	}
+	net := node.StartNetwork(t, node.NetworkOptions{Validators: 4, Accounts: []string{"alice"}, OrderByDigest: true})
+	n0, away := net.Nodes[0], net.Nodes[3]
+	createTopic(n0, "alice", "digest", 1)
+	_, signer := n0.ClientContext(n0.Home, "alice")
+	signer.SetFixedGas()
+	signer.UseRawIngress(n0.API + app.RawTxPath)
+	away.Stop()
+
+	const batches, perBatch = 24, 100
+	var hashes []string
+	for b := 0; b < batches; b++ {
+		recs := make([]types.BatchRecord, perBatch)
+		for i := range recs {
+			recs[i] = types.BatchRecord{Value: types.NewBytes([]byte(fmt.Sprintf("batch %03d record %03d %s", b, i, strings.Repeat("x", 60))))}
+		}
+		batch, err := types.NewProduceBatch("digest", 0, recs, types.CompressionNone)
+		require.NoError(t, err)
+		hash, err := signer.Submit(&types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{batch}})
+		require.NoError(t, err)
+		hashes = append(hashes, hash)
+		if b%6 == 5 {
+			time.Sleep(400 * time.Millisecond) // let some wait a commit in the mempool: those are named
+		}
+	}
+	var last int64
+	for _, h := range hashes {
+		res := waitResult(t, n0, h)
+		require.Zero(t, res.Code, res.RawLog)
+		last = max(last, res.Height)
+	}
+
+	// Which blocks named their batches, read from node 0's block store.
+	var named []string
+	rpc := strings.Replace(n0.RPC, "tcp://", "http://", 1)
+	for h := int64(1); h <= last; h++ {
+		var block struct {
+			Result struct {
+				Block struct {
+					Data struct {
+						Txs [][]byte `json:"txs"`
+					} `json:"data"`
+				} `json:"block"`
+			} `json:"result"`
+		}
+		getJSON(t, fmt.Sprintf("%s/block?height=%d", rpc, h), &block)
+		for _, tx := range block.Result.Block.Data.Txs {
+			if hash, ok := app.ParseTxRef(tx); ok {
+				named = append(named, fmt.Sprintf("%X", hash))
+			}
+		}
+	}
+	require.NotEmpty(t, named, "no block named a batch")
+	for _, h := range named {
+		require.Contains(t, hashes, h)
+	}
+	// Found by its own hash, though CometBFT indexed the reference.
+	var search struct {
+		Result struct {
+			TotalCount string `json:"total_count"`
+		} `json:"result"`
+	}
+	eventually(t, "tx_search finds a named transaction", 10*time.Second, func() bool {
+		getJSON(t, fmt.Sprintf(`%s/tx_search?query="ordered.tx_hash='%s'"`, rpc, named[0]), &search)
+		return search.Result.TotalCount == "1"
+	})
+
+	// The validator that was away catches up through blocks that name batches it never
+	// received, fetching them from the others' API servers.
+	began := time.Now()
+	away.Start()
+	require.NoError(t, away.WaitForHeight(last+2, 2*time.Minute), away.LogTail(30))
+	t.Logf("%d of %d batches named by digest; the validator that was away caught up %d blocks in %v",
+		len(named), batches, last, time.Since(began).Round(time.Millisecond))
+	for _, n := range []*node.Node{n0, away} {
+		cctx, _ := n.ClientContext(n0.Home, "alice")
+		got, err := types.NewQueryClient(cctx).Fetch(t.Context(), &types.QueryFetchRequest{Topic: "digest", Partition: 0, MaxRecords: batches * perBatch})
+		require.NoError(t, err)
+		require.Len(t, got.Records, batches*perBatch, n.Home)
+		for i, r := range got.Records {
+			require.Equal(t, uint64(i), r.Offset)
+			require.True(t, strings.HasPrefix(string(r.Value.Data), fmt.Sprintf("batch %03d record %03d ", i/perBatch, i%perBatch)), "offset %d on %s", i, n.Home)
+		}
+	}
+}
+
+func waitResult(t *testing.T, n *node.Node, hash string) app.RawTxResult {
+	t.Helper()
+	var res app.RawTxResult
+	eventually(t, "transaction "+hash+" committed", 60*time.Second, func() bool {
+		resp, err := http.Get(n.API + app.RawTxResultPath + "?wait=5s&hash=" + hash)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&res) == nil
+	})
+	return res
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.NoError(t, json.Unmarshal(body, v), string(body))
+}
