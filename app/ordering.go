@@ -20,8 +20,9 @@ import (
 //
 //   - PrepareProposal names a transaction when this node holds it and admitted it before the
 //     last commit (ordering.by-digest in app.toml; off by default). Newer ones travel whole.
-//   - ProcessProposal votes against a proposal naming anything this node does not hold, and
-//     syncs what it names to disk before voting for it. A block is therefore committed only
+//   - ProcessProposal fetches what a proposal names and this node lacks from its peers (at most
+//     500 ms), votes against a proposal naming anything it still lacks, and syncs what it names
+//     to disk before voting for it. A block is therefore committed only
 //     when more than 2/3 of the voting power hold its transactions, so at least one honest
 //     validator can serve each.
 //   - FinalizeBlock runs the named transactions' bytes, fetched from a peer if this node voted
