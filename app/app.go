@@ -270,9 +270,7 @@ func newOrderingPool(appOpts servertypes.AppOptions, logger log.Logger) (*txPool
 func orderingPeers(v any) []string {
 	var out []string
 	for _, s := range cast.ToStringSlice(v) {
-		for _, u := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
-			out = append(out, u)
-		}
+		out = append(out, strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })...)
 	}
 	return out
 }

@@ -20,6 +20,7 @@ import (
 	evidencetypes "cosmossdk.io/x/evidence/types"
 	_ "cosmossdk.io/x/upgrade" // registers the upgrade module with depinject
 	upgradetypes "cosmossdk.io/x/upgrade/types"
+	"github.com/bftlog/bftlog/app/ordering"
 
 	"github.com/cosmos/cosmos-sdk/runtime"
 	"github.com/cosmos/cosmos-sdk/types/module"
@@ -236,6 +237,9 @@ var (
 				govtypes.ModuleName:     gov.NewAppModuleBasic([]govclient.ProposalHandler{}),
 			},
 		),
+		// Blocks may carry MsgOrderedTx in place of transactions (ordering.go): the app's
+		// decoder, the REST API's and the CLI's read it, so explorers show such blocks.
+		depinject.Invoke(ordering.RegisterInterfaces),
 	)
 )
 

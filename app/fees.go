@@ -76,7 +76,7 @@ func (app *App) processProposal(ctx sdk.Context, req *abci.RequestProcessProposa
 	// Named transactions (ordering.go): a proposal naming one this node does not hold (and
 	// could not fetch in time) is voted down, and what it names is on disk before this node
 	// votes for it.
-	txs, named, missing := app.resolveProposal(req.Height, req.Txs)
+	txs, refs, named, missing := app.resolveProposal(req.Height, req.Txs)
 	if missing > 0 {
 		app.Logger().Info("proposal names transactions this node does not hold; voting against it",
 			"height", req.Height, "missing", missing, "named", len(named)+missing)
@@ -89,7 +89,7 @@ func (app *App) processProposal(ctx sdk.Context, req *abci.RequestProcessProposa
 	}
 	var total uint64
 	var size int64
-	for _, bz := range txs {
+	for i, bz := range txs {
 		// A reference is small, what it names is not: the block's byte limit holds for the
 		// transactions themselves, so naming them makes no block larger than carrying them.
 		if size += int64(len(bz)); maxBytes > 0 && size > maxBytes {
@@ -98,6 +98,12 @@ func (app *App) processProposal(ctx sdk.Context, req *abci.RequestProcessProposa
 		tx, err := app.proposalTxs.decodeAndKeep(bz)
 		if err != nil {
 			return reject, nil
+		}
+		// What a reference says of the transaction it names is what explorers show.
+		if refs != nil && refs[i] != nil {
+			if signer, ok := firstSigner(tx); !ok || signer != refs[i].Signer || uint64(len(bz)) != refs[i].TxBytes {
+				return reject, nil
+			}
 		}
 		feeTx, ok := tx.(sdk.FeeTx)
 		if !ok || CheckFee(params, feeTx.GetGas(), feeTx.GetFee()) != nil {

@@ -35,7 +35,9 @@ func TestEveryMessageEncodes(t *testing.T) {
 
 	var registered []string
 	for _, url := range a.InterfaceRegistry().ListImplementations(sdk.MsgInterfaceProtoName) {
-		if strings.HasPrefix(url, "/bftlog.") {
+		// MsgOrderedTx stands in blocks for transactions (app/ordering.go); nobody signs it, so
+		// it has no amino name (TestAttackProposalNamingTransactionsNobodyHolds decodes it).
+		if strings.HasPrefix(url, "/bftlog.") && url != "/bftlog.ordering.v1.MsgOrderedTx" {
 			registered = append(registered, url)
 		}
 	}

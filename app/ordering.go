@@ -11,15 +11,24 @@ import (
 	abci "github.com/cometbft/cometbft/abci/types"
 
 	errorsmod "cosmossdk.io/errors"
+
+	codectypes "github.com/cosmos/cosmos-sdk/codec/types"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+	txtypes "github.com/cosmos/cosmos-sdk/types/tx"
+	authsigning "github.com/cosmos/cosmos-sdk/x/auth/signing"
+
+	"github.com/bftlog/bftlog/app/ordering"
 )
 
 // Ordering by digest (docs/digest-ordering.md): a block names a transaction that the
 // validators already hold — the mempool gossiped it and CheckTx admitted it into each node's
-// pool (pool.go) — by a reference of 44 bytes instead of carrying it. CometBFT then moves,
-// writes to its WAL and block store and indexes the reference, not the record batch.
+// pool (pool.go) — by a reference of ~130 bytes (MsgOrderedTx) instead of carrying it.
+// CometBFT then moves, writes to its WAL and block store and indexes the reference, not the
+// record batch.
 //
 //   - PrepareProposal names a transaction when this node holds it and admitted it before the
-//     last commit (ordering.by-digest in app.toml; off by default). Newer ones travel whole.
+//     last commit or minNameAge ago (ordering.by-digest in app.toml; off by default). Newer
+//     ones travel whole.
 //   - ProcessProposal fetches what a proposal names and this node lacks from its peers (at most
 //     500 ms), votes against a proposal naming anything it still lacks, and syncs what it names
 //     to disk before voting for it. A block is therefore committed only
@@ -32,43 +41,80 @@ import (
 // Every node understands references, whatever its own setting, so validators may turn it on
 // one by one once all run a binary that has this file.
 
-// txRefMagic starts a reference. 0xff is no protobuf field tag, so the SDK's decoder refuses a
-// reference that reached it without being resolved.
-var txRefMagic = []byte("\xffbftlog-ref\x01")
-
-// TxRefLen is a reference's size: the magic and the transaction's SHA-256.
-var TxRefLen = len(txRefMagic) + 32
+// maxTxRefBytes bounds what is parsed as a reference: a reference is ~130 bytes.
+const maxTxRefBytes = 512
 
 // ErrTxOrdered answers CheckTx's recheck of a transaction a block named: CometBFT's mempool
 // keeps it (the block carried its reference, not it), and this removes it.
 var ErrTxOrdered = errorsmod.Register("bftlog", 2, "transaction already ordered by a block that named its digest")
 
-// TxRef is the reference naming a transaction by its SHA-256.
-func TxRef(hash [32]byte) []byte {
-	return append(bytes.Clone(txRefMagic), hash[:]...)
+// TxRef is the block transaction naming a transaction by its SHA-256: an unsigned SDK
+// transaction whose one message is a MsgOrderedTx, so that explorers decode it. It is never
+// executed: FinalizeBlock runs the named transaction in its place, and alone it would fail
+// for want of a signature.
+func TxRef(hash [32]byte, size int, signer string) []byte {
+	msg, err := (&ordering.MsgOrderedTx{TxHash: hash[:], TxBytes: uint64(size), Signer: signer}).Marshal()
+	if err != nil {
+		panic(err) // a message of fixed fields always marshals
+	}
+	body, err := (&txtypes.TxBody{Messages: []*codectypes.Any{{TypeUrl: ordering.TypeURL, Value: msg}}}).Marshal()
+	if err != nil {
+		panic(err)
+	}
+	raw, err := (&txtypes.TxRaw{BodyBytes: body}).Marshal()
+	if err != nil {
+		panic(err)
+	}
+	return raw
 }
 
 // ParseTxRef returns the hash a block transaction names, if it is a reference.
 func ParseTxRef(bz []byte) ([32]byte, bool) {
-	if len(bz) != TxRefLen || !bytes.HasPrefix(bz, txRefMagic) {
+	ref, ok := parseTxRef(bz)
+	if !ok {
 		return [32]byte{}, false
 	}
-	return [32]byte(bz[len(txRefMagic):]), true
+	return [32]byte(ref.TxHash), true
+}
+
+// parseTxRef reads a reference: a transaction of one MsgOrderedTx and nothing else.
+func parseTxRef(bz []byte) (*ordering.MsgOrderedTx, bool) {
+	if len(bz) > maxTxRefBytes || !bytes.Contains(bz, []byte(ordering.TypeURL)) {
+		return nil, false
+	}
+	var raw txtypes.TxRaw
+	if raw.Unmarshal(bz) != nil || len(raw.AuthInfoBytes) != 0 || len(raw.Signatures) != 0 {
+		return nil, false
+	}
+	var body txtypes.TxBody
+	if body.Unmarshal(raw.BodyBytes) != nil || len(body.Messages) != 1 || body.Messages[0].TypeUrl != ordering.TypeURL ||
+		body.Memo != "" || body.TimeoutHeight != 0 || len(body.ExtensionOptions) != 0 || len(body.NonCriticalExtensionOptions) != 0 {
+		return nil, false
+	}
+	var ref ordering.MsgOrderedTx
+	if ref.Unmarshal(body.Messages[0].Value) != nil || len(ref.TxHash) != 32 {
+		return nil, false
+	}
+	return &ref, true
 }
 
 // resolveHeld replaces the references of a proposal by the transactions this node holds; held
-// maps what was named to its bytes and missing counts the rest.
-func (app *App) resolveHeld(txs [][]byte) (out [][]byte, held map[[32]byte][]byte, missing int) {
+// maps what was named to its bytes, refs[i] is the reference txs[i] was (nil if none) and
+// missing counts the references left unresolved (nil in out).
+func (app *App) resolveHeld(txs [][]byte) (out [][]byte, refs []*ordering.MsgOrderedTx, held map[[32]byte][]byte, missing int) {
 	out = make([][]byte, len(txs))
 	for i, bz := range txs {
-		hash, ok := ParseTxRef(bz)
+		ref, ok := parseTxRef(bz)
 		if !ok {
 			out[i] = bz
 			continue
 		}
 		if held == nil {
 			held = map[[32]byte][]byte{}
+			refs = make([]*ordering.MsgOrderedTx, len(txs))
 		}
+		refs[i] = ref
+		hash := [32]byte(ref.TxHash)
 		full, ok := app.pool.get(hash)
 		if !ok {
 			missing++
@@ -77,7 +123,7 @@ func (app *App) resolveHeld(txs [][]byte) (out [][]byte, held map[[32]byte][]byt
 		out[i] = full
 		held[hash] = full
 	}
-	return out, held, missing
+	return out, refs, held, missing
 }
 
 // proposalFetchWait bounds how long a validator asks its peers for what a proposal names and
@@ -87,19 +133,19 @@ const proposalFetchWait = 500 * time.Millisecond
 
 // resolveProposal is resolveHeld for a proposal, fetching what this node lacks from its peers
 // within proposalFetchWait; missing counts what none of them answered in time.
-func (app *App) resolveProposal(height int64, txs [][]byte) (out [][]byte, held map[[32]byte][]byte, missing int) {
-	out, held, missing = app.resolveHeld(txs)
+func (app *App) resolveProposal(height int64, txs [][]byte) (out [][]byte, refs []*ordering.MsgOrderedTx, held map[[32]byte][]byte, missing int) {
+	out, refs, held, missing = app.resolveHeld(txs)
 	if missing == 0 || len(app.pool.peers) == 0 {
-		return out, held, missing
+		return out, refs, held, missing
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), proposalFetchWait)
 	defer cancel()
 	began, fetched := time.Now(), 0
-	for i, bz := range txs {
+	for i := range txs {
 		if out[i] != nil {
 			continue
 		}
-		hash, _ := ParseTxRef(bz)
+		hash := [32]byte(refs[i].TxHash)
 		full, ok := app.pool.askPeers(ctx, PoolPath+fmt.Sprintf("%X", hash), hash)
 		if !ok {
 			continue
@@ -111,7 +157,7 @@ func (app *App) resolveProposal(height int64, txs [][]byte) (out [][]byte, held 
 	}
 	app.Logger().Info("proposal names transactions this node did not hold; fetched from peers",
 		"height", height, "fetched", fetched, "missing", missing, "took", time.Since(began))
-	return out, held, missing
+	return out, refs, held, missing
 }
 
 // resolveBlock is resolveHeld for a finalized block: whatever this node lacks is fetched, and
@@ -119,15 +165,15 @@ func (app *App) resolveProposal(height int64, txs [][]byte) (out [][]byte, held 
 // Without ordering.peers there is nobody to ask: the node stops with that error rather than
 // wait for ever.
 func (app *App) resolveBlock(height int64, txs [][]byte) ([][]byte, map[[32]byte][]byte, error) {
-	out, held, missing := app.resolveHeld(txs)
+	out, refs, held, missing := app.resolveHeld(txs)
 	if missing > 0 && len(app.pool.peers) == 0 {
 		return nil, nil, fmt.Errorf("block %d names %d transactions this node does not hold, and ordering.peers in app.toml lists no node to fetch them from", height, missing)
 	}
-	for i, bz := range txs {
+	for i := range txs {
 		if out[i] != nil {
 			continue
 		}
-		hash, _ := ParseTxRef(bz)
+		hash := [32]byte(refs[i].TxHash)
 		full, err := app.pool.fetch(context.Background(), hash)
 		if err != nil { // only on a cancelled context, which Background never is
 			return nil, nil, fmt.Errorf("block %d: transaction %X: %w", height, hash, err)
@@ -216,9 +262,27 @@ func (app *App) NameHeld(txs [][]byte) [][]byte {
 			continue
 		}
 		hash := sha256.Sum256(bz)
-		if _, ok := app.pool.get(hash); ok {
-			out[i] = TxRef(hash)
+		if _, ok := app.pool.get(hash); !ok {
+			continue
+		}
+		if tx, err := app.txConfig.TxDecoder()(bz); err == nil {
+			if signer, ok := firstSigner(tx); ok {
+				out[i] = TxRef(hash, len(bz), signer)
+			}
 		}
 	}
 	return out
+}
+
+// firstSigner is a transaction's first signer, as a reference names it.
+func firstSigner(tx sdk.Tx) (string, bool) {
+	sigTx, ok := tx.(authsigning.SigVerifiableTx)
+	if !ok {
+		return "", false
+	}
+	signers, err := sigTx.GetSigners()
+	if err != nil || len(signers) == 0 {
+		return "", false
+	}
+	return sdk.AccAddress(signers[0]).String(), true
 }

@@ -16,8 +16,10 @@ import (
 	"github.com/cosmos/cosmos-sdk/baseapp"
 	"github.com/cosmos/cosmos-sdk/client/flags"
 	simtestutil "github.com/cosmos/cosmos-sdk/testutil/sims"
+	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
 
 	"github.com/bftlog/bftlog/app"
+	"github.com/bftlog/bftlog/app/ordering"
 )
 
 var orderingSecret = []byte("ordering-by-digest")
@@ -118,15 +120,20 @@ func TestAttackProposalNamingTransactionsNobodyHolds(t *testing.T) {
 
 	var unknown [32]byte
 	_, _ = rand.Read(unknown[:])
+	alice, bob := c.addr(0).String(), c.addr(1).String()
 	never := sha256.Sum256(txs[1]) // signed and valid, but never admitted here
+	held := sha256.Sum256(txs[0])
+	truncated := app.TxRef(unknown, 4000, alice)
 	// A validator with a peer to ask asks it, then votes against the proposal all the same.
 	srv := httptest.NewServer(c.app.PoolHandler())
 	defer srv.Close()
 	asking := newChainFrom(t, newOrderingApp(dbm.NewMemDB(), t.TempDir(), true, srv.URL), orderingSecret, 1e15, 1e15)
 	for name, block := range map[string][][]byte{
-		"made-up digest":        {app.TxRef(unknown)},
-		"valid, never gossiped": {app.TxRef(sha256.Sum256(txs[0])), app.TxRef(never)},
-		"truncated reference":   {app.TxRef(unknown)[:app.TxRefLen-1]},
+		"made-up digest":        {app.TxRef(unknown, 4000, alice)},
+		"valid, never gossiped": {app.TxRef(held, len(txs[0]), alice), app.TxRef(never, len(txs[1]), bob)},
+		"truncated reference":   {truncated[:len(truncated)-1]},
+		"another signer named":  {app.TxRef(held, len(txs[0]), bob)},
+		"another size named":    {app.TxRef(held, len(txs[0])+1, alice)},
 	} {
 		start := time.Now()
 		res, err := c.app.ProcessProposal(&abci.RequestProcessProposal{Height: c.height, Txs: block})
@@ -140,9 +147,33 @@ func TestAttackProposalNamingTransactionsNobodyHolds(t *testing.T) {
 		t.Logf("%s: rejected in %v, after asking a peer in %v", name, took, time.Since(start))
 	}
 	// The held one alone is accepted.
-	res, err := c.app.ProcessProposal(&abci.RequestProcessProposal{Height: c.height, Txs: [][]byte{app.TxRef(sha256.Sum256(txs[0]))}})
+	res, err := c.app.ProcessProposal(&abci.RequestProcessProposal{Height: c.height, Txs: [][]byte{app.TxRef(held, len(txs[0]), alice)}})
 	require.NoError(t, err)
 	require.Equal(t, abci.ResponseProcessProposal_ACCEPT, res.Status)
+
+	// A reference is a transaction explorers decode, but nobody can get one executed: no
+	// handler takes MsgOrderedTx, so CheckTx refuses it and a block fails it before any fee.
+	ref := app.TxRef(held, len(txs[0]), alice)
+	decoded, err := c.app.TxConfig().TxDecoder()(ref)
+	require.NoError(t, err)
+	require.Len(t, decoded.GetMsgs(), 1)
+	msg, ok := decoded.GetMsgs()[0].(*ordering.MsgOrderedTx)
+	require.True(t, ok)
+	require.Equal(t, held[:], msg.TxHash)
+	js, err := c.app.AppCodec().MarshalInterfaceJSON(msg) // what the REST API and explorers show
+	require.NoError(t, err)
+	require.Contains(t, string(js), `"@type":"/bftlog.ordering.v1.MsgOrderedTx"`)
+	require.Contains(t, string(js), `"signer":"`+alice+`"`)
+	require.NotZero(t, checkTx(t, c.app, abci.CheckTxType_New, ref).Code)
+	// Executed as it is (what a release without ordering.go would do with it):
+	fin, err := c.app.App.FinalizeBlock(&abci.RequestFinalizeBlock{Height: c.height, Txs: [][]byte{ref}})
+	require.NoError(t, err)
+	_, err = c.app.Commit()
+	require.NoError(t, err)
+	c.height++
+	carried := fin.TxResults[0]
+	require.Equal(t, sdkerrors.ErrUnknownRequest.ABCICode(), carried.Code, carried.Log)
+	t.Logf("a reference is %d bytes; alone it fails with %s", len(ref), carried.Log)
 }
 
 // A validator that does not hold what a proposal names fetches it from a peer before it votes;

@@ -89,7 +89,7 @@ type diskTx struct {
 // max_txs_bytes (128 MiB), so a transaction the mempool still holds is rarely dropped here.
 const maxPoolMemBytes = 256 << 20
 
-// minRefBytes: smaller transactions travel in the block; a reference costs ~50 bytes.
+// minRefBytes: smaller transactions travel in the block; a reference costs ~130 bytes.
 const minRefBytes = 1024
 
 // PoolPath serves this node's copy of a transaction by hash: GET /bftlog/pool/<hex sha256>.

@@ -48,7 +48,7 @@ func (app *App) prepareProposal(ctx sdk.Context, req *abci.RequestPrepareProposa
 			hold(held, signers)
 			continue
 		}
-		ref, full := app.namedInProposal(bz, req.Height)
+		ref, full := app.namedInProposal(bz, tx, req.Height)
 		if ref == nil && full != nil {
 			continue // named by a block already; the mempool's recheck drops it
 		}
@@ -86,7 +86,7 @@ func hold(held map[string]bool, signers [][]byte) {
 // namedInProposal is the reference a proposal at height carries for bz and the pool's copy of
 // the bytes it names (ordering.go), or nil, nil to carry bz itself; nil and bz when a block
 // named bz already.
-func (app *App) namedInProposal(bz []byte, height int64) (ref, full []byte) {
+func (app *App) namedInProposal(bz []byte, tx sdk.Tx, height int64) (ref, full []byte) {
 	if !app.orderByDigest {
 		return nil, nil
 	}
@@ -97,8 +97,12 @@ func (app *App) namedInProposal(bz []byte, height int64) (ref, full []byte) {
 	if !ok {
 		return nil, nil
 	}
+	signer, ok := firstSigner(tx)
+	if !ok {
+		return nil, nil
+	}
 	if full, ok = app.pool.get(hash); !ok {
 		return nil, nil
 	}
-	return TxRef(hash), full
+	return TxRef(hash, len(bz), signer), full
 }

@@ -24,7 +24,7 @@ type Config struct {
 	PauseSeconds int
 	// Baseline is a git commit whose bftlogd is measured first on the same networks, so that
 	// a change's before and after come from one run (rows "bftlog @<commit>").
-	Baseline      string
+	Baseline string
 	// OrderByDigest runs this tree's validators with ordering.by-digest on (app/ordering.go):
 	// blocks name the record batches the validators hold instead of carrying them.
 	OrderByDigest bool

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -58,6 +59,8 @@ func TestOrderingByDigestAcrossValidators(t *testing.T) {
 
 	// Which blocks named their batches, read from node 0's block store.
 	var named []string
+	var refTx []byte
+	var refHeight int64
 	rpc := strings.Replace(n0.RPC, "tcp://", "http://", 1)
 	for h := int64(1); h <= last; h++ {
 		var block struct {
@@ -73,6 +76,7 @@ func TestOrderingByDigestAcrossValidators(t *testing.T) {
 		for _, tx := range block.Result.Block.Data.Txs {
 			if hash, ok := app.ParseTxRef(tx); ok {
 				named = append(named, fmt.Sprintf("%X", hash))
+				refTx, refHeight = tx, h
 			}
 		}
 	}
@@ -90,6 +94,36 @@ func TestOrderingByDigestAcrossValidators(t *testing.T) {
 		getJSON(t, fmt.Sprintf(`%s/tx_search?query="ordered.tx_hash='%s'"`, rpc, named[0]), &search)
 		return search.Result.TotalCount == "1"
 	})
+
+	// Explorers read the block through the SDK's REST API: the reference decodes as
+	// MsgOrderedTx naming the producer, and its result carries the produce's events.
+	var byHash struct {
+		Tx struct {
+			Body struct {
+				Messages []map[string]any `json:"messages"`
+			} `json:"body"`
+		} `json:"tx"`
+		TxResponse struct {
+			Events []struct {
+				Type string `json:"type"`
+			} `json:"events"`
+		} `json:"tx_response"`
+	}
+	getJSON(t, fmt.Sprintf("%s/cosmos/tx/v1beta1/txs/%X", n0.API, sha256.Sum256(refTx)), &byHash)
+	require.Len(t, byHash.Tx.Body.Messages, 1)
+	require.Equal(t, "/bftlog.ordering.v1.MsgOrderedTx", byHash.Tx.Body.Messages[0]["@type"])
+	require.Equal(t, signer.Address(), byHash.Tx.Body.Messages[0]["signer"])
+	var types_ []string
+	for _, e := range byHash.TxResponse.Events {
+		types_ = append(types_, e.Type)
+	}
+	require.Contains(t, types_, "bftlog.topics.v1.EventBatchAppended")
+	require.Contains(t, types_, "ordered")
+	var blockTxs struct {
+		Txs []json.RawMessage `json:"txs"`
+	}
+	getJSON(t, fmt.Sprintf("%s/cosmos/tx/v1beta1/txs/block/%d", n0.API, refHeight), &blockTxs)
+	require.NotEmpty(t, blockTxs.Txs)
 
 	// The validator that was away catches up through blocks that name batches it never
 	// received, fetching them from the others' API servers.

@@ -150,7 +150,7 @@ const orderingTemplate = `
 
 # When true, this node's block proposals name the transactions every validator should already
 # hold (gossiped and admitted at least one block ago) by their SHA-256 instead of carrying
-# them: blocks, the consensus WAL, the block store and the tx index then hold ~44 bytes per
+# them: blocks, the consensus WAL, the block store and the tx index then hold ~130 bytes per
 # record batch. Every node executes such blocks whatever this says; turn it on once every
 # validator runs a release that understands them.
 by-digest = {{ .Ordering.ByDigest }}
