@@ -4,7 +4,9 @@ package app
 
 import (
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -262,7 +264,32 @@ func newOrderingPool(appOpts servertypes.AppOptions, logger log.Logger) (*txPool
 	if keepBytes <= 0 {
 		keepBytes = DefaultOrderingKeepBytes
 	}
-	return newTxPool(dir, orderingPeers(appOpts.Get(FlagOrderingPeers)), keep, keepBytes, logger)
+	peers := orderingPeers(appOpts.Get(FlagOrderingPeers))
+	if len(peers) == 0 {
+		peers = peersFromPersistentPeers(cast.ToString(appOpts.Get("p2p.persistent_peers")), cast.ToString(appOpts.Get("api.address")))
+	}
+	return newTxPool(dir, peers, keep, keepBytes, logger)
+}
+
+// peersFromPersistentPeers is ordering.peers when app.toml leaves it empty: the persistent
+// peers' hosts (id@host:port,...) at this node's own API port, as a network whose nodes serve
+// their API on one port needs nothing more.
+func peersFromPersistentPeers(persistent, apiAddress string) []string {
+	u, err := url.Parse(apiAddress)
+	if err != nil || u.Port() == "" {
+		return nil
+	}
+	var out []string
+	for _, p := range strings.Split(persistent, ",") {
+		p = strings.TrimSpace(p)
+		if i := strings.LastIndex(p, "@"); i >= 0 {
+			p = p[i+1:]
+		}
+		if host, _, err := net.SplitHostPort(p); err == nil && host != "" {
+			out = append(out, "http://"+net.JoinHostPort(host, u.Port()))
+		}
+	}
+	return out
 }
 
 // orderingPeers reads ordering.peers: a list in app.toml, or one string of URLs separated by

@@ -64,3 +64,12 @@ func TestPoolFilesSurviveATornWriteAndStayBounded(t *testing.T) {
 	require.Empty(t, entries)
 	require.Zero(t, p.onDisk)
 }
+
+// Without ordering.peers a node asks its persistent peers' hosts at its own API port.
+func TestOrderingPeersFromPersistentPeers(t *testing.T) {
+	require.Equal(t, []string{"http://10.0.0.2:1317", "http://[fd00::3]:1317"},
+		peersFromPersistentPeers("abc@10.0.0.2:26656, def@[fd00::3]:26656,,bad", "tcp://0.0.0.0:1317"))
+	require.Nil(t, peersFromPersistentPeers("abc@10.0.0.2:26656", ""))
+	require.Equal(t, []string{"http://a.example:9", "http://b.example:9"}, orderingPeers([]any{"http://a.example:9", "http://b.example:9"}))
+	require.Equal(t, []string{"http://a.example:9", "http://b.example:9"}, orderingPeers("http://a.example:9, http://b.example:9"))
+}

@@ -156,7 +156,8 @@ const orderingTemplate = `
 by-digest = {{ .Ordering.ByDigest }}
 
 # Other nodes' API servers (e.g. ["http://10.0.0.2:1317"]), asked for a transaction a block
-# names that this node does not hold (it was away, or gossip had not reached it).
+# names that this node does not hold (it was away, or gossip had not reached it). Empty: the
+# hosts of p2p.persistent_peers at this node's own API port.
 peers = [{{ range $i, $p := .Ordering.Peers }}{{ if $i }}, {{ end }}"{{ $p }}"{{ end }}]
 
 # Named transactions are kept on disk (data/pool), to replay after a crash and to serve peers
