@@ -348,6 +348,7 @@ func (app *App) RegisterAPIRoutes(apiSvr *api.Server, apiConfig config.APIConfig
 	apiSvr.Router.Handle(RawTxPath, rawTxHandler(apiSvr.ClientCtx)).Methods(http.MethodPost)
 	apiSvr.Router.Handle(RawTxResultPath, rawTxResultHandler(apiSvr.ClientCtx, app.recentResults)).Methods(http.MethodGet)
 	apiSvr.Router.PathPrefix(PoolPath).HandlerFunc(app.pool.serve).Methods(http.MethodGet)
+	apiSvr.Router.Handle(NamedTxPath, namedTxHandler(apiSvr.ClientCtx, apiSvr.GRPCGatewayRouter, app.pool)).Methods(http.MethodGet)
 	// The OpenAPI description of x/topics' REST routes (generated from the protos) and the
 	// read-only topic console; both only read what the REST routes already serve.
 	apiSvr.Router.Handle(topicsdocs.Path, topicsdocs.Handler())

@@ -97,18 +97,7 @@ func TestOrderingByDigestAcrossValidators(t *testing.T) {
 
 	// Explorers read the block through the SDK's REST API: the reference decodes as
 	// MsgOrderedTx naming the producer, and its result carries the produce's events.
-	var byHash struct {
-		Tx struct {
-			Body struct {
-				Messages []map[string]any `json:"messages"`
-			} `json:"body"`
-		} `json:"tx"`
-		TxResponse struct {
-			Events []struct {
-				Type string `json:"type"`
-			} `json:"events"`
-		} `json:"tx_response"`
-	}
+	var byHash restTxJSON
 	getJSON(t, fmt.Sprintf("%s/cosmos/tx/v1beta1/txs/%X", n0.API, sha256.Sum256(refTx)), &byHash)
 	require.Len(t, byHash.Tx.Body.Messages, 1)
 	require.Equal(t, "/bftlog.ordering.v1.MsgOrderedTx", byHash.Tx.Body.Messages[0]["@type"])
@@ -119,6 +108,17 @@ func TestOrderingByDigestAcrossValidators(t *testing.T) {
 	}
 	require.Contains(t, types_, "bftlog.topics.v1.EventBatchAppended")
 	require.Contains(t, types_, "ordered")
+	// By the hash its producer was given, as the SDK would answer for a carried transaction.
+	var own restTxJSON
+	getJSON(t, n0.API+"/cosmos/tx/v1beta1/txs/"+named[0], &own)
+	require.Equal(t, named[0], own.TxResponse.TxHash)
+	require.Zero(t, own.TxResponse.Code)
+	require.Len(t, own.Tx.Body.Messages, 1)
+	require.Equal(t, "/bftlog.topics.v1.MsgProduce", own.Tx.Body.Messages[0]["@type"])
+	resp, err := http.Get(n0.API + "/cosmos/tx/v1beta1/txs/" + strings.Repeat("AB", 32))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "an unknown hash is still not found")
 	var blockTxs struct {
 		Txs []json.RawMessage `json:"txs"`
 	}
@@ -142,6 +142,22 @@ func TestOrderingByDigestAcrossValidators(t *testing.T) {
 			require.True(t, strings.HasPrefix(string(r.Value.Data), fmt.Sprintf("batch %03d record %03d ", i/perBatch, i%perBatch)), "offset %d on %s", i, n.Home)
 		}
 	}
+}
+
+// restTxJSON is what the SDK's REST API answers for one transaction, as explorers read it.
+type restTxJSON struct {
+	Tx struct {
+		Body struct {
+			Messages []map[string]any `json:"messages"`
+		} `json:"body"`
+	} `json:"tx"`
+	TxResponse struct {
+		TxHash string `json:"txhash"`
+		Code   uint32 `json:"code"`
+		Events []struct {
+			Type string `json:"type"`
+		} `json:"events"`
+	} `json:"tx_response"`
 }
 
 func waitResult(t *testing.T, n *node.Node, hash string) app.RawTxResult {
