@@ -59,6 +59,7 @@ func TestOrderingByDigestAcrossValidators(t *testing.T) {
 
 	// Which blocks named their batches, read from node 0's block store.
 	var named []string
+	refs := map[string][]byte{} // named hash -> the reference that named it
 	var refTx []byte
 	var refHeight int64
 	rpc := strings.Replace(n0.RPC, "tcp://", "http://", 1)
@@ -76,6 +77,7 @@ func TestOrderingByDigestAcrossValidators(t *testing.T) {
 		for _, tx := range block.Result.Block.Data.Txs {
 			if hash, ok := app.ParseTxRef(tx); ok {
 				named = append(named, fmt.Sprintf("%X", hash))
+				refs[named[len(named)-1]] = tx
 				refTx, refHeight = tx, h
 			}
 		}
@@ -115,6 +117,17 @@ func TestOrderingByDigestAcrossValidators(t *testing.T) {
 	require.Zero(t, own.TxResponse.Code)
 	require.Len(t, own.Tx.Body.Messages, 1)
 	require.Equal(t, "/bftlog.topics.v1.MsgProduce", own.Tx.Body.Messages[0]["@type"])
+	// The CLI finds it by its own hash too, as the result of the reference that named it.
+	var cli struct {
+		TxHash string `json:"txhash"`
+		Code   uint32 `json:"code"`
+		Events []struct {
+			Type string `json:"type"`
+		} `json:"events"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(n0.MustCLI("", "query", "tx", named[0], "-o", "json")), &cli))
+	require.Zero(t, cli.Code)
+	require.Equal(t, fmt.Sprintf("%X", sha256.Sum256(refs[named[0]])), cli.TxHash)
 	resp, err := http.Get(n0.API + "/cosmos/tx/v1beta1/txs/" + strings.Repeat("AB", 32))
 	require.NoError(t, err)
 	resp.Body.Close()

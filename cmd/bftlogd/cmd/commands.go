@@ -2,7 +2,9 @@ package cmd
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 
 	dbm "github.com/cosmos/cosmos-db"
 	"github.com/spf13/cobra"
@@ -22,6 +24,7 @@ import (
 	servertypes "github.com/cosmos/cosmos-sdk/server/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
 	authcmd "github.com/cosmos/cosmos-sdk/x/auth/client/cli"
+	authtx "github.com/cosmos/cosmos-sdk/x/auth/tx"
 	genutilcli "github.com/cosmos/cosmos-sdk/x/genutil/client/cli"
 
 	"github.com/bftlog/bftlog/app"
@@ -80,10 +83,35 @@ func queryCommand() *cobra.Command {
 		server.QueryBlockCmd(),
 		authcmd.QueryTxsByEventsCmd(),
 		server.QueryBlocksCmd(),
-		authcmd.QueryTxCmd(),
+		queryTxCmd(),
 		server.QueryBlockResultsCmd(),
 	)
 
+	return cmd
+}
+
+// queryTxCmd is the SDK's `query tx`, which also finds, by its own hash, a transaction a block
+// named by digest (app/ordering.go): CometBFT indexed its result under the reference's hash,
+// so it is found by the ordered.tx_hash event and printed as that result (the transaction's
+// code and events; its body is the MsgOrderedTx that named it).
+func queryTxCmd() *cobra.Command {
+	cmd := authcmd.QueryTxCmd()
+	run := cmd.RunE
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		err := run(c, args)
+		if typ, _ := c.Flags().GetString(authcmd.FlagType); err == nil || len(args) != 1 || typ != authcmd.TypeHash {
+			return err
+		}
+		clientCtx, cerr := client.GetClientQueryContext(c)
+		if cerr != nil {
+			return err
+		}
+		found, serr := authtx.QueryTxsByEvents(clientCtx, 1, 1, fmt.Sprintf("ordered.tx_hash='%s'", strings.ToUpper(args[0])), "")
+		if serr != nil || len(found.Txs) == 0 {
+			return err
+		}
+		return clientCtx.PrintProto(found.Txs[0])
+	}
 	return cmd
 }
 
