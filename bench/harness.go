@@ -26,7 +26,8 @@ type Config struct {
 	// a change's before and after come from one run (rows "bftlog @<commit>").
 	Baseline string
 	// OrderByDigest runs this tree's validators with ordering.by-digest on (app/ordering.go):
-	// blocks name the record batches the validators hold instead of carrying them.
+	// blocks name the record batches the validators hold instead of carrying them. It holds
+	// for every chain of the run but -baseline's (the Kafka, events and large-log runs too).
 	OrderByDigest bool
 	Records       int           // records per bftlog run
 	RecordBytes   int           // value size
