@@ -218,6 +218,7 @@ func (app *App) FinalizeBlock(req *abci.RequestFinalizeBlock) (*abci.ResponseFin
 	if err != nil {
 		return nil, err
 	}
+	defer app.pool.dropCarried(req.Txs)
 	if named == nil {
 		return app.App.FinalizeBlock(req)
 	}

@@ -41,7 +41,8 @@ type txPool struct {
 
 	mu       sync.Mutex
 	mem      map[[32]byte]*poolTx
-	fifo     [][32]byte // admission order, for eviction (may name dropped entries)
+	byTail   map[string][32]byte // mem by tailKey: found again from the bytes alone, unhashed
+	fifo     [][32]byte          // admission order, for eviction (may name dropped entries)
 	memBytes int
 	// ordered are the transactions blocks named, by hash and by their last bytes (the
 	// signatures: what CheckTx's recheck is given, without hashing it again).
@@ -103,6 +104,7 @@ func newTxPool(dir string, peers []string, keepHeights, keepBytes int64, logger 
 		dir: dir, peers: peers, keepHeights: max(keepHeights, 2), keepBytes: keepBytes, minAge: minNameAge, logger: logger,
 		client:      &http.Client{Timeout: 30 * time.Second},
 		mem:         map[[32]byte]*poolTx{},
+		byTail:      map[string][32]byte{},
 		ordered:     map[[32]byte]int64{},
 		orderedTail: map[string]int64{},
 		orderedAt:   map[int64][]orderedKeys{},
@@ -178,14 +180,52 @@ func (p *txPool) admit(bz []byte, lastHeight int64) {
 		return
 	}
 	p.mem[hash] = &poolTx{bz: bytes.Clone(bz), seenAt: lastHeight, admitted: time.Now()}
+	p.byTail[tailKey(bz)] = hash
 	p.fifo = append(p.fifo, hash)
 	p.memBytes += len(bz)
 	for p.memBytes > maxPoolMemBytes && len(p.fifo) > 0 {
-		old := p.fifo[0]
+		p.forgetLocked(p.fifo[0])
 		p.fifo = p.fifo[1:]
-		if e, ok := p.mem[old]; ok {
-			p.memBytes -= len(e.bz)
-			delete(p.mem, old)
+	}
+}
+
+// forgetLocked drops a copy from memory.
+func (p *txPool) forgetLocked(hash [32]byte) {
+	e, ok := p.mem[hash]
+	if !ok {
+		return
+	}
+	p.memBytes -= len(e.bz)
+	delete(p.mem, hash)
+	if k := tailKey(e.bz); p.byTail[k] == hash {
+		delete(p.byTail, k)
+	}
+}
+
+// heldByTail is the hash of a copy of bz in memory, found without hashing bz.
+func (p *txPool) heldByTail(bz []byte) ([32]byte, bool) {
+	h, ok := p.byTail[tailKey(bz)]
+	if !ok {
+		return h, false
+	}
+	e, ok := p.mem[h]
+	return h, ok && bytes.Equal(e.bz, bz)
+}
+
+// dropCarried forgets the copies of transactions a block carried whole: executed, they are
+// never named, and a node whose proposals carry everything (by-digest off) would otherwise
+// hold them until orderedWindow passed.
+func (p *txPool) dropCarried(txs [][]byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, bz := range txs {
+		if len(bz) < minRefBytes {
+			continue
+		}
+		if h, ok := p.heldByTail(bz); ok {
+			if _, ordered := p.ordered[h]; !ordered {
+				p.forgetLocked(h)
+			}
 		}
 	}
 }
@@ -337,9 +377,17 @@ func (p *txPool) committed(height int64) {
 		switch {
 		case ordered && at < height-2 && p.dir != "",
 			!ordered && e.seenAt < height-orderedWindow:
-			p.memBytes -= len(e.bz)
-			delete(p.mem, h)
+			p.forgetLocked(h)
 		}
+	}
+	if len(p.fifo) > 2*len(p.mem)+1024 { // forgotten entries' hashes, dropped now and then
+		live := make([][32]byte, 0, len(p.mem))
+		for _, h := range p.fifo {
+			if _, ok := p.mem[h]; ok {
+				live = append(live, h)
+			}
+		}
+		p.fifo = live
 	}
 	for at, keys := range p.orderedAt {
 		if at >= height-orderedWindow {
@@ -348,10 +396,7 @@ func (p *txPool) committed(height int64) {
 		for _, k := range keys {
 			if p.ordered[k.hash] == at {
 				delete(p.ordered, k.hash)
-				if e, ok := p.mem[k.hash]; ok { // no height files: memory was their only copy
-					p.memBytes -= len(e.bz)
-					delete(p.mem, k.hash)
-				}
+				p.forgetLocked(k.hash) // without height files memory was their only copy
 			}
 			if p.orderedTail[k.tail] == at {
 				delete(p.orderedTail, k.tail)
@@ -387,13 +432,11 @@ func (p *txPool) drop(bz []byte) {
 	if len(bz) < minRefBytes {
 		return
 	}
-	hash := sha256.Sum256(bz)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if e, ok := p.mem[hash]; ok {
+	if hash, ok := p.heldByTail(bz); ok {
 		if _, ordered := p.ordered[hash]; !ordered {
-			p.memBytes -= len(e.bz)
-			delete(p.mem, hash)
+			p.forgetLocked(hash)
 		}
 	}
 }
@@ -464,6 +507,7 @@ func (p *txPool) keep(hash [32]byte, bz []byte, lastHeight int64) {
 	defer p.mu.Unlock()
 	if _, ok := p.mem[hash]; !ok {
 		p.mem[hash] = &poolTx{bz: bz, seenAt: lastHeight, admitted: time.Now()}
+		p.byTail[tailKey(bz)] = hash
 		p.fifo = append(p.fifo, hash)
 		p.memBytes += len(bz)
 	}

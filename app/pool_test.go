@@ -73,3 +73,36 @@ func TestOrderingPeersFromPersistentPeers(t *testing.T) {
 	require.Equal(t, []string{"http://a.example:9", "http://b.example:9"}, orderingPeers([]any{"http://a.example:9", "http://b.example:9"}))
 	require.Equal(t, []string{"http://a.example:9", "http://b.example:9"}, orderingPeers("http://a.example:9, http://b.example:9"))
 }
+
+// Copies of transactions a block carried whole leave the pool with the block (a node with
+// by-digest off holds nothing for long), and so do those recheck dropped; hashes of forgotten
+// copies do not pile up in the eviction order.
+func TestPoolForgetsCarriedAndDroppedTransactions(t *testing.T) {
+	p, err := newTxPool("", nil, 5, 0, log.NewNopLogger())
+	require.NoError(t, err)
+	_, a := poolTxOf('a')
+	hb, b := poolTxOf('b')
+	_, c := poolTxOf('c')
+	for _, bz := range [][]byte{a, b, c} {
+		p.admit(bz, 1)
+	}
+	require.Equal(t, 3*len(a), p.memBytes)
+	p.dropCarried([][]byte{a, bytes.Repeat([]byte{'z'}, 1100), c})
+	p.drop(bytes.Clone(b[:len(b)-1])) // other bytes, not held
+	require.Equal(t, len(b), p.memBytes)
+	got, ok := p.get(hb)
+	require.True(t, ok)
+	require.Equal(t, b, got)
+	p.drop(bytes.Clone(b))
+	require.Zero(t, p.memBytes)
+	require.Empty(t, p.byTail)
+
+	for i := 0; i < 3000; i++ {
+		bz := bytes.Repeat([]byte{byte(i), byte(i >> 8)}, 600)
+		p.admit(bz, 2)
+		p.dropCarried([][]byte{bz})
+	}
+	p.committed(3)
+	require.Zero(t, p.memBytes)
+	require.Empty(t, p.fifo)
+}
