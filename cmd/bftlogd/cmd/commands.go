@@ -2,9 +2,7 @@ package cmd
 
 import (
 	"errors"
-	"fmt"
 	"io"
-	"strings"
 
 	dbm "github.com/cosmos/cosmos-db"
 	"github.com/spf13/cobra"
@@ -28,6 +26,7 @@ import (
 	genutilcli "github.com/cosmos/cosmos-sdk/x/genutil/client/cli"
 
 	"github.com/bftlog/bftlog/app"
+	"github.com/bftlog/bftlog/x/topics/client/txclient"
 )
 
 func initRootCmd(rootCmd *cobra.Command, txConfig client.TxConfig, basicManager module.BasicManager) {
@@ -106,8 +105,8 @@ func queryTxCmd() *cobra.Command {
 		if cerr != nil {
 			return err
 		}
-		found, serr := authtx.QueryTxsByEvents(clientCtx, 1, 1, fmt.Sprintf("ordered.tx_hash='%s'", strings.ToUpper(args[0])), "")
-		if serr != nil || len(found.Txs) == 0 {
+		found, serr := authtx.QueryTxsByEvents(clientCtx, 1, 1, txclient.OrderedQuery(args[0]), "")
+		if serr != nil || found == nil || len(found.Txs) == 0 {
 			return err
 		}
 		return clientCtx.PrintProto(found.Txs[0])

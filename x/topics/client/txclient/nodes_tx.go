@@ -113,6 +113,12 @@ func (ep *endpoint) result(ctx context.Context, hash string, wait time.Duration)
 	deadline := time.Now().Add(wait)
 	for {
 		res, err := ep.rpc.Tx(ctx, bz, false)
+		if err != nil && !nodeFailed(err) {
+			// A block that named it by digest: CometBFT indexed the reference.
+			if found, serr := ep.rpc.TxSearch(ctx, OrderedQuery(hash), false, nil, nil, ""); serr == nil && found != nil && len(found.Txs) > 0 {
+				res, err = found.Txs[0], nil
+			}
+		}
 		if err == nil {
 			return &sdk.TxResponse{TxHash: strings.ToUpper(hash), Height: res.Height, Code: res.TxResult.Code,
 				Codespace: res.TxResult.Codespace, RawLog: res.TxResult.Log, Data: strings.ToUpper(hex.EncodeToString(res.TxResult.Data)),

@@ -62,6 +62,11 @@ func (notFound) Tx(context.Context, []byte, bool) (*coretypes.ResultTx, error) {
 	return nil, errors.New("tx not found")
 }
 
+// TxSearch finds no block that named it by digest either (OrderedQuery).
+func (notFound) TxSearch(context.Context, string, bool, *int, *int, string) (*coretypes.ResultTxSearch, error) {
+	return &coretypes.ResultTxSearch{}, nil
+}
+
 // A transaction not in a block in time has an unknown outcome: ErrNotCommitted, with the same
 // message as ever.
 func TestWaitNotCommitted(t *testing.T) {
