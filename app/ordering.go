@@ -31,9 +31,8 @@ import (
 //     ones travel whole.
 //   - ProcessProposal fetches what a proposal names and this node lacks from its peers (at most
 //     500 ms), votes against a proposal naming anything it still lacks, and syncs what it names
-//     to disk before voting for it. A block is therefore committed only
-//     when more than 2/3 of the voting power hold its transactions, so at least one honest
-//     validator can serve each.
+//     to disk before voting for it. A block is therefore committed only when more than 2/3 of
+//     the voting power hold its transactions, so at least one honest validator can serve each.
 //   - FinalizeBlock runs the named transactions' bytes, fetched from a peer if this node voted
 //     against the block or was away. The app hash commits the same state as if the block had
 //     carried the bytes; results are told under the transactions' own hashes (results.go).
@@ -51,7 +50,7 @@ var ErrTxOrdered = errorsmod.Register("bftlog", 2, "transaction already ordered 
 // TxRef is the block transaction naming a transaction by its SHA-256: an unsigned SDK
 // transaction whose one message is a MsgOrderedTx, so that explorers decode it. It is never
 // executed: FinalizeBlock runs the named transaction in its place, and alone it would fail
-// for want of a signature.
+// before any fee, as no handler takes MsgOrderedTx.
 func TxRef(hash [32]byte, size int, signer string) []byte {
 	msg, err := (&ordering.MsgOrderedTx{TxHash: hash[:], TxBytes: uint64(size), Signer: signer}).Marshal()
 	if err != nil {
