@@ -230,28 +230,24 @@ func (p *txPool) dropCarried(txs [][]byte) {
 	}
 }
 
-// forProposal is a transaction's hash if a proposal at height may name it instead of
-// carrying it: held in memory, admitted before the last commit or minNameAge ago.
-func (p *txPool) forProposal(bz []byte, height int64) ([32]byte, bool) {
+// forProposal is a transaction's hash and the pool's copy if a proposal at height may name it
+// instead of carrying it: held in memory, admitted before the last commit or minNameAge ago.
+// It is found by its signature bytes, so the proposer does not hash every transaction again.
+func (p *txPool) forProposal(bz []byte, height int64) ([32]byte, []byte, bool) {
 	if len(bz) < minRefBytes {
-		return [32]byte{}, false
+		return [32]byte{}, nil, false
 	}
-	hash := sha256.Sum256(bz)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	e, ok := p.mem[hash]
-	if !ok || (e.seenAt >= height-1 && time.Since(e.admitted) < p.minAge) {
-		return hash, false
+	hash, ok := p.heldByTail(bz)
+	if !ok {
+		return hash, nil, false
 	}
-	return hash, true
-}
-
-// isOrdered tells whether a block named this transaction (by hash) lately.
-func (p *txPool) isOrdered(hash [32]byte) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_, ok := p.ordered[hash]
-	return ok
+	e := p.mem[hash]
+	if e.seenAt >= height-1 && time.Since(e.admitted) < p.minAge {
+		return hash, nil, false
+	}
+	return hash, e.bz, true
 }
 
 // orderedBytes tells CheckTx's recheck, without hashing, that a block named these bytes.

@@ -48,7 +48,7 @@ func (app *App) prepareProposal(ctx sdk.Context, req *abci.RequestPrepareProposa
 			hold(held, signers)
 			continue
 		}
-		ref, full := app.namedInProposal(bz, tx, req.Height)
+		ref, full := app.namedInProposal(bz, signers, req.Height)
 		if ref == nil && full != nil {
 			continue // named by a block already; the mempool's recheck drops it
 		}
@@ -86,23 +86,16 @@ func hold(held map[string]bool, signers [][]byte) {
 // namedInProposal is the reference a proposal at height carries for bz and the pool's copy of
 // the bytes it names (ordering.go), or nil, nil to carry bz itself; nil and bz when a block
 // named bz already.
-func (app *App) namedInProposal(bz []byte, tx sdk.Tx, height int64) (ref, full []byte) {
+func (app *App) namedInProposal(bz []byte, signers [][]byte, height int64) (ref, full []byte) {
 	if !app.orderByDigest {
 		return nil, nil
 	}
-	hash, ok := app.pool.forProposal(bz, height)
-	if app.pool.isOrdered(hash) {
+	if app.pool.orderedBytes(bz) {
 		return nil, bz
 	}
-	if !ok {
+	hash, full, ok := app.pool.forProposal(bz, height)
+	if !ok || len(signers) == 0 {
 		return nil, nil
 	}
-	signer, ok := firstSigner(tx)
-	if !ok {
-		return nil, nil
-	}
-	if full, ok = app.pool.get(hash); !ok {
-		return nil, nil
-	}
-	return TxRef(hash, len(bz), signer), full
+	return TxRef(hash, len(bz), sdk.AccAddress(signers[0]).String()), full
 }
