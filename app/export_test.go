@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/cosmos/cosmos-sdk/client"
 )
 
 // The joined app state is what encoding/json makes of the same modules (compact), so a genesis
@@ -41,3 +43,11 @@ func (app *App) PoolHandler() http.Handler {
 // NameOnlyAfterACommit makes the proposer's pool ignore how long ago it admitted a
 // transaction, so a test's timing cannot change what its proposals name.
 func (app *App) NameOnlyAfterACommit() { app.pool.minAge = 1 << 62 }
+
+// PushHandler serves the node's push endpoint (PushPath) over node, which stands for its
+// CometBFT mempool.
+func (app *App) PushHandler(node client.CometRPC) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(PushPath, app.push.handler(client.Context{}.WithClient(node)))
+	return mux
+}

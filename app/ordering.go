@@ -201,6 +201,9 @@ func (app *App) CheckTx(req *abci.RequestCheckTx) (*abci.ResponseCheckTx, error)
 	case err != nil:
 	case res.Code == abci.CodeTypeOK && req.Type == abci.CheckTxType_New:
 		app.pool.admit(req.Tx, app.LastBlockHeight())
+		if app.orderByDigest {
+			app.push.admitted(req.Tx)
+		}
 	case res.Code != abci.CodeTypeOK && req.Type == abci.CheckTxType_Recheck:
 		// The mempool lets it go; so does the pool, which holds no more than the mempool and
 		// the blocks' window: an account whose transactions turn invalid cannot fill it.

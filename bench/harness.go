@@ -25,6 +25,9 @@ type Config struct {
 	// Baseline is a git commit whose bftlogd is measured first on the same networks, so that
 	// a change's before and after come from one run (rows "bftlog @<commit>").
 	Baseline string
+	// BaselineByDigest runs the baseline's validators with ordering.by-digest on too (a commit
+	// that has it), so a change to ordering by digest has its before in the same run.
+	BaselineByDigest bool
 	// OrderByDigest runs this tree's validators with ordering.by-digest on (app/ordering.go):
 	// blocks name the record batches the validators hold instead of carrying them. It holds
 	// for every chain of the run but -baseline's (the Kafka, events and large-log runs too).

@@ -99,6 +99,7 @@ func runChain(cfg Config, n int, baseline string) (res Result, extra []Result, e
 				return fmt.Errorf("-baseline %s: no such commit", baseline)
 			}
 			opts.Binary, cfg.PeerRecords = bin, 0
+			opts.OrderByDigest = cfg.BaselineByDigest
 		} else {
 			opts.OrderByDigest = cfg.OrderByDigest
 		}
@@ -116,6 +117,9 @@ func runChain(cfg Config, n int, baseline string) (res Result, extra []Result, e
 		res.System, res.Validators = "bftlog", n
 		if baseline != "" {
 			res.System = "bftlog @" + baseline
+			if cfg.BaselineByDigest {
+				res.System += " by digest"
+			}
 		} else if cfg.OrderByDigest {
 			res.System = "bftlog by digest"
 		}

@@ -34,7 +34,9 @@ func BinaryAt(t T, commit, version string) (path string, ok bool) {
 	if err != nil {
 		t.Fatalf("scripts/ldflags.sh: %v", err)
 	}
-	path = filepath.Join(t.TempDir(), "bftlogd-"+version)
+	// Named bftlogd, in a directory of its own: the SDK reads BFTLOGD_* environment overrides
+	// by the executable's name.
+	path = filepath.Join(t.TempDir(), version, "bftlogd")
 	build := exec.Command("go", "build", "-ldflags", strings.TrimSpace(string(flags)), "-o", path, "./cmd/bftlogd")
 	build.Dir = src
 	if out, err := build.CombinedOutput(); err != nil {

@@ -99,7 +99,15 @@ func NewRootCmd() *cobra.Command {
 			customAppTemplate, customAppConfig := initAppConfig()
 			customCMTConfig := initCometBFTConfig()
 
-			return server.InterceptConfigsPreRunHandler(cmd, customAppTemplate, customAppConfig, customCMTConfig)
+			if err := server.InterceptConfigsPreRunHandler(cmd, customAppTemplate, customAppConfig, customCMTConfig); err != nil {
+				return err
+			}
+			// Ordering by digest sends each transaction once to each peer itself (app/push.go):
+			// the mempool's gossip would send it again, once per relaying peer.
+			if svrCtx := server.GetServerContextFromCmd(cmd); svrCtx.Viper.GetBool(app.FlagOrderByDigest) {
+				svrCtx.Config.Mempool.Broadcast = false
+			}
+			return nil
 		},
 	}
 
