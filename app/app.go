@@ -190,11 +190,7 @@ func New(
 	app.pool = pool
 	app.orderByDigest = cast.ToBool(appOpts.Get(FlagOrderByDigest))
 	// Ordering by digest sends what this node's clients give it to the peers itself (push.go).
-	var pushTo []string
-	if app.orderByDigest {
-		pushTo = pool.peers
-	}
-	app.push = newTxPush(pushTo, logger)
+	app.push = newTxPush(PushPeers(appOpts), pool, logger)
 
 	// register streaming services (ABCI listeners configured in app.toml)
 	if err := app.RegisterStreamingServices(appOpts, app.kvStoreKeys()); err != nil {
@@ -276,6 +272,17 @@ func newOrderingPool(appOpts servertypes.AppOptions, logger log.Logger) (*txPool
 		peers = peersFromPersistentPeers(cast.ToString(appOpts.Get("p2p.persistent_peers")), cast.ToString(appOpts.Get("api.address")))
 	}
 	return newTxPool(dir, peers, keep, keepBytes, logger)
+}
+
+// PushPeers are the API servers a node with ordering.by-digest on sends its clients'
+// transactions to (push.go): ordering.peers as configured, never guessed from the persistent
+// peers, since a node that pushes stops its mempool's gossip (cmd/bftlogd). A node that has none
+// gossips, and its proposals name only what no peer needs (a single validator).
+func PushPeers(appOpts servertypes.AppOptions) []string {
+	if !cast.ToBool(appOpts.Get(FlagOrderByDigest)) {
+		return nil
+	}
+	return orderingPeers(appOpts.Get(FlagOrderingPeers))
 }
 
 // peersFromPersistentPeers is ordering.peers when app.toml leaves it empty: the persistent

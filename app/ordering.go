@@ -200,8 +200,9 @@ func (app *App) CheckTx(req *abci.RequestCheckTx) (*abci.ResponseCheckTx, error)
 	switch {
 	case err != nil:
 	case res.Code == abci.CodeTypeOK && req.Type == abci.CheckTxType_New:
-		app.pool.admit(req.Tx, app.LastBlockHeight())
-		if app.orderByDigest {
+		fromPeer := app.push.fromPeer(req.Tx)
+		app.pool.admit(req.Tx, app.LastBlockHeight(), fromPeer)
+		if !fromPeer {
 			app.push.admitted(req.Tx)
 		}
 	case res.Code != abci.CodeTypeOK && req.Type == abci.CheckTxType_Recheck:

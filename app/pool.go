@@ -59,14 +59,19 @@ type txPool struct {
 type poolTx struct {
 	bz []byte
 	// seenAt is the last committed height when it was admitted, and at the node's clock: a
-	// proposer names only transactions admitted before the last commit or minNameAge ago,
-	// which gossip had time to carry to the other validators (a validator that lacks one votes
-	// against the proposal). Only the proposer's choice depends on them, never a vote.
+	// proposer names a transaction a peer pushed here only once it was admitted before the last
+	// commit or minNameAge ago, which gave the push time to reach the other validators (one
+	// that lacks it fetches it or votes against the proposal). Only the proposer's choice
+	// depends on them, never a vote.
 	seenAt   int64
 	admitted time.Time
+	// fromPeer: a peer pushed it here, sending it to every validator (push.go). acks: how many
+	// peers this node pushed it to said they hold it.
+	fromPeer bool
+	acks     int
 }
 
-// minNameAge: gossip between validators takes milliseconds; CheckTx of a gossiped batch waits
+// minNameAge: a push between validators takes milliseconds; CheckTx of a pushed batch waits
 // for the node's ABCI lock, which FinalizeBlock holds for tens of milliseconds under load.
 const minNameAge = 150 * time.Millisecond
 
@@ -165,8 +170,8 @@ func (p *txPool) loadIndex() error {
 	return nil
 }
 
-// admit keeps a copy of a transaction CheckTx accepted.
-func (p *txPool) admit(bz []byte, lastHeight int64) {
+// admit keeps a copy of a transaction CheckTx accepted; fromPeer says a peer's push brought it.
+func (p *txPool) admit(bz []byte, lastHeight int64, fromPeer bool) {
 	if len(bz) < minRefBytes || len(bz) > maxPoolMemBytes/4 {
 		return
 	}
@@ -179,7 +184,7 @@ func (p *txPool) admit(bz []byte, lastHeight int64) {
 	if _, ok := p.ordered[hash]; ok {
 		return
 	}
-	p.mem[hash] = &poolTx{bz: bytes.Clone(bz), seenAt: lastHeight, admitted: time.Now()}
+	p.mem[hash] = &poolTx{bz: bytes.Clone(bz), seenAt: lastHeight, admitted: time.Now(), fromPeer: fromPeer}
 	p.byTail[tailKey(bz)] = hash
 	p.fifo = append(p.fifo, hash)
 	p.memBytes += len(bz)
@@ -230,8 +235,24 @@ func (p *txPool) dropCarried(txs [][]byte) {
 	}
 }
 
+// acked counts a peer's answer that it holds bz, after this node pushed it there.
+func (p *txPool) acked(bz []byte) {
+	if len(bz) < minRefBytes {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if hash, ok := p.heldByTail(bz); ok {
+		p.mem[hash].acks++
+	}
+}
+
 // forProposal is a transaction's hash and the pool's copy if a proposal at height may name it
-// instead of carrying it: held in memory, admitted before the last commit or minNameAge ago.
+// instead of carrying it: held in memory, and either held by more than two thirds of this node
+// and its peers by their own answers (push.go), or pushed here by the node that took it, which
+// sent it to every peer, and admitted before the last commit or minNameAge ago. Otherwise (no
+// push configured, peers unreachable) it is carried whole, as without ordering by digest: a
+// validator that cannot fetch what a proposal names votes against it.
 // It is found by its signature bytes, so the proposer does not hash every transaction again.
 func (p *txPool) forProposal(bz []byte, height int64) ([32]byte, []byte, bool) {
 	if len(bz) < minRefBytes {
@@ -244,7 +265,10 @@ func (p *txPool) forProposal(bz []byte, height int64) ([32]byte, []byte, bool) {
 		return hash, nil, false
 	}
 	e := p.mem[hash]
-	if e.seenAt >= height-1 && time.Since(e.admitted) < p.minAge {
+	switch {
+	case 3*(e.acks+1) > 2*(len(p.peers)+1):
+	case e.fromPeer && (e.seenAt < height-1 || time.Since(e.admitted) >= p.minAge):
+	default:
 		return hash, nil, false
 	}
 	return hash, e.bz, true

@@ -15,19 +15,25 @@ import (
 	"time"
 
 	"cosmossdk.io/log"
+	"github.com/cometbft/cometbft/mempool"
+
 	"github.com/cosmos/cosmos-sdk/client"
 )
 
 // PushPath takes transactions another node admitted from its clients: POST a body of frames, each
 // a big-endian uint32 length and a transaction. Each goes to this node's mempool as if a client
-// had sent it (CheckTx decides), so the endpoint needs no more trust than broadcast_tx.
+// had sent it (CheckTx decides), so the endpoint needs no more trust than broadcast_tx. The answer
+// is one byte per frame: '1' this node holds it (admitted now, or already in its mempool's
+// cache), '0' refused.
 //
 // With ordering.by-digest on, a node sends each transaction its own clients gave it once to each
 // of its ordering.peers, and the mempool does not gossip (mempool.broadcast = false): gossip
 // delivers a batch once per peer that relays it, through 1 KB encrypted frames, and CometBFT 0.38
 // formats every duplicate as hex for a debug line. A transaction that came by push is not sent
-// on, so each validator receives each batch once. Blocks name the batches; a validator the push
-// missed (paused, queue full) fetches what a proposal names before its vote (pool.go).
+// on, so each validator receives each batch once. A proposer names a batch once more than two
+// thirds of it and its peers hold it by their answers, or when the node that took it pushed it
+// here (pool.go forProposal); a validator the push missed (paused, queue full) fetches what a
+// proposal names before its vote.
 const PushPath = "/bftlog/pool"
 
 const (
@@ -45,6 +51,7 @@ type txPush struct {
 	logger log.Logger
 	client *http.Client
 	queues []*pushQueue
+	pool   *txPool // counts the peers' answers
 
 	mu sync.Mutex
 	// incoming are the transactions a push handler is giving to CheckTx right now, by tailKey:
@@ -62,9 +69,10 @@ type pushQueue struct {
 	wake    chan struct{}
 }
 
-func newTxPush(peers []string, logger log.Logger) *txPush {
+func newTxPush(peers []string, pool *txPool, logger log.Logger) *txPush {
 	p := &txPush{
 		logger:   logger,
+		pool:     pool,
 		client:   &http.Client{Timeout: pushTimeout},
 		incoming: map[string]int{},
 	}
@@ -76,17 +84,19 @@ func newTxPush(peers []string, logger log.Logger) *txPush {
 	return p
 }
 
-// admitted is called by CheckTx for a transaction it admitted; one a push brought is not sent on.
-func (p *txPush) admitted(bz []byte) {
-	if p == nil || len(p.queues) == 0 {
-		return
-	}
+// fromPeer tells CheckTx that a push handler is giving it bz: a peer pushed it.
+func (p *txPush) fromPeer(bz []byte) bool {
 	p.mu.Lock()
-	_, pushed := p.incoming[tailKey(bz)]
-	p.mu.Unlock()
-	if pushed {
-		return
+	defer p.mu.Unlock()
+	if len(p.incoming) == 0 {
+		return false
 	}
+	_, ok := p.incoming[tailKey(bz)]
+	return ok
+}
+
+// admitted queues a transaction this node's own client gave it for every peer.
+func (p *txPush) admitted(bz []byte) {
 	for _, q := range p.queues {
 		q.add(bz)
 	}
@@ -144,35 +154,43 @@ func (p *txPush) run(q *pushQueue) {
 				buf.Write(hdr[:])
 				buf.Write(tx)
 			}
-			if err := p.send(q.peer, buf.Bytes()); err != nil {
-				p.logger.Debug("pool: push to a peer failed", "peer", q.peer, "txs", len(txs), "err", err)
+			held, err := p.send(q.peer, buf.Bytes())
+			if err != nil || len(held) != len(txs) {
+				p.logger.Error("pool: push to a peer failed; a proposal carries these transactions whole unless enough other peers hold them",
+					"peer", q.peer, "txs", len(txs), "err", err)
+				continue
+			}
+			for i, tx := range txs {
+				if held[i] == '1' {
+					p.pool.acked(tx)
+				}
 			}
 		}
 	}
 }
 
-func (p *txPush) send(peer string, body []byte) error {
+// send posts one request and returns the peer's answer, a byte per transaction.
+func (p *txPush) send(peer string, body []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), pushTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, peer+PushPath, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
 	res, err := p.client.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer res.Body.Close()
-	_, _ = io.Copy(io.Discard, res.Body)
 	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", peer, res.Status)
+		return nil, fmt.Errorf("%s: %s", peer, res.Status)
 	}
-	return nil
+	return io.ReadAll(io.LimitReader(res.Body, maxPushRequestBytes))
 }
 
 // handler serves PushPath: each transaction goes to the node's mempool through CometBFT (its
-// cache turns away one already held, before CheckTx). It answers how many were admitted.
+// cache turns away one already held, before CheckTx).
 func (p *txPush) handler(clientCtx client.Context) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if clientCtx.Client == nil {
@@ -180,7 +198,7 @@ func (p *txPush) handler(clientCtx client.Context) http.HandlerFunc {
 			return
 		}
 		body := bufio.NewReader(http.MaxBytesReader(w, r.Body, maxPushRequestBytes+maxRawTxBytes+4<<10))
-		admitted, refused := 0, 0
+		var held []byte
 		for {
 			var hdr [4]byte
 			if _, err := io.ReadFull(body, hdr[:]); errors.Is(err, io.EOF) {
@@ -200,13 +218,13 @@ func (p *txPush) handler(clientCtx client.Context) http.HandlerFunc {
 				return
 			}
 			if p.deliver(r.Context(), clientCtx.Client, tx) {
-				admitted++
+				held = append(held, '1')
 			} else {
-				refused++
+				held = append(held, '0')
 			}
 		}
-		w.Header().Set("Content-Type", "text/plain")
-		_, _ = fmt.Fprintf(w, "admitted %d refused %d\n", admitted, refused)
+		w.Header().Set("Content-Type", "application/octet-stream")
+		_, _ = w.Write(held)
 	}
 }
 
@@ -224,5 +242,8 @@ func (p *txPush) deliver(ctx context.Context, node client.CometRPC, tx []byte) b
 	}()
 	// Sync: CheckTx has run when it returns, so the mark above is still there when it looks.
 	res, err := node.BroadcastTxSync(ctx, tx)
+	if errors.Is(err, mempool.ErrTxInCache) {
+		return true
+	}
 	return err == nil && res.Code == 0
 }

@@ -7,13 +7,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
+	"github.com/cometbft/cometbft/mempool"
 	coretypes "github.com/cometbft/cometbft/rpc/core/types"
 	cmttypes "github.com/cometbft/cometbft/types"
 	dbm "github.com/cosmos/cosmos-db"
@@ -39,7 +40,7 @@ func (m *mempoolOf) BroadcastTxSync(_ context.Context, tx cmttypes.Tx) (*coretyp
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.seen[string(tx)] {
-		return nil, io.ErrUnexpectedEOF
+		return nil, mempool.ErrTxInCache
 	}
 	m.seen[string(tx)] = true
 	m.got = append(m.got, tx)
@@ -65,52 +66,75 @@ func frames(txs ...[]byte) []byte {
 	return b.Bytes()
 }
 
+func named(t *testing.T, c *feeChain, txs [][]byte) []bool {
+	t.Helper()
+	prep, err := c.app.PrepareProposal(&abci.RequestPrepareProposal{Height: c.height, MaxTxBytes: 1 << 30, Txs: txs})
+	require.NoError(t, err)
+	require.Len(t, prep.Txs, len(txs))
+	out := make([]bool, len(txs))
+	for i, bz := range prep.Txs {
+		_, out[i] = app.ParseTxRef(bz)
+	}
+	return out
+}
+
 // With ordering by digest, a transaction a node's client gave it is sent once to each peer,
 // which admits it through its own CheckTx and does not send it on: each validator receives each
-// batch once. A recheck sends nothing. The endpoint takes only what CheckTx admits and refuses
-// malformed bodies.
+// batch once. The sender names it once its peers said they hold it; one whose peers refused it
+// is carried whole, even after a commit; the receiver names it after a commit (the sender sent
+// it to everyone). A recheck sends nothing. The endpoint takes only what CheckTx admits and
+// refuses malformed bodies.
 func TestAdmittedTransactionsPushedOnceToEachPeer(t *testing.T) {
-	// What the receiver sends on, if anything.
+	// The bytes pushed to a node that refuses everything: the receiver must send it nothing.
 	var onward atomic.Int64
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		onward.Add(1)
+		n, _ := io.Copy(io.Discard, r.Body)
+		onward.Add(n)
+		http.Error(w, "not taking any", http.StatusServiceUnavailable)
 	}))
 	defer sink.Close()
 	receiver := newChainFrom(t, newOrderingApp(dbm.NewMemDB(), t.TempDir(), true, sink.URL), orderingSecret, 1e15, 1e15)
+	receiver.app.NameOnlyAfterACommit()
 	mempool := &mempoolOf{app: receiver.app, seen: map[string]bool{}}
 	srv := httptest.NewServer(receiver.app.PushHandler(mempool))
 	defer srv.Close()
 	sender := newChainFrom(t, newOrderingApp(dbm.NewMemDB(), t.TempDir(), true, srv.URL), orderingSecret, 1e15, 1e15)
+	unheard := newChainFrom(t, newOrderingApp(dbm.NewMemDB(), t.TempDir(), true, sink.URL), orderingSecret, 1e15, 1e15)
 
 	txs := orderingLoad(t, sender)
 	orderingLoad(t, receiver)
+	orderingLoad(t, unheard)
 	start := time.Now()
 	for _, tx := range txs {
 		require.Zero(t, checkTx(t, sender.app, abci.CheckTxType_New, tx).Code)
+		require.Zero(t, checkTx(t, unheard.app, abci.CheckTxType_New, tx).Code)
 	}
 	require.Eventually(t, func() bool { return len(mempool.received()) == len(txs) }, 5*time.Second, time.Millisecond)
-	t.Logf("%d transactions of %d bytes pushed and admitted by the peer in %v", len(txs), len(txs[0]), time.Since(start))
+	pushed := time.Since(start)
 	require.ElementsMatch(t, txs, mempool.received())
+	require.Eventually(t, func() bool { return !slices.Contains(named(t, sender, txs), false) }, 5*time.Second, time.Millisecond,
+		"the sender names what its peer said it holds")
+	t.Logf("%d transactions of %d bytes pushed, admitted by the peer in %v, named by the sender %v after CheckTx", len(txs), len(txs[0]), pushed, time.Since(start))
+	require.Equal(t, []bool{false, false}, named(t, receiver, txs), "pushed since the last commit: the receiver waits")
+	require.Equal(t, []bool{false, false}, named(t, unheard, txs), "no peer holds it")
 
-	// The receiver holds them: a proposal of its own names them (after a commit).
 	receiver.block()
-	prep, err := receiver.app.PrepareProposal(&abci.RequestPrepareProposal{Height: receiver.height, MaxTxBytes: 1 << 30, Txs: txs})
-	require.NoError(t, err)
-	for _, bz := range prep.Txs {
-		_, named := app.ParseTxRef(bz)
-		require.True(t, named, "the receiver names what the push brought")
-	}
+	unheard.block()
+	require.Equal(t, []bool{true, true}, named(t, receiver, txs), "after a commit the receiver names what the push brought")
+	require.Equal(t, []bool{false, false}, named(t, unheard, txs), "no peer holds it: carried whole after a commit too")
 
 	// A recheck at the sender sends nothing again; the receiver sent nothing on.
+	before := onward.Load()
 	for _, tx := range txs {
 		checkTx(t, sender.app, abci.CheckTxType_Recheck, tx)
 	}
 	time.Sleep(200 * time.Millisecond)
 	require.Len(t, mempool.received(), len(txs), "a recheck is not pushed")
-	require.Zero(t, onward.Load(), "a pushed transaction is not sent on")
+	require.Equal(t, int64(len(frames(txs...))), before, "the sink got only the unheard node's pushes")
+	require.Equal(t, before, onward.Load())
 
 	// Hostile bodies: garbage, a length past the limit, a truncated frame; a well-framed
-	// transaction CheckTx refuses is counted refused and held nowhere.
+	// transaction CheckTx refuses is answered '0' and held nowhere; one already held '1'.
 	for name, body := range map[string][]byte{
 		"a short header":  {0, 1},
 		"too long":        binary.BigEndian.AppendUint32(nil, 1<<30),
@@ -123,11 +147,11 @@ func TestAdmittedTransactionsPushedOnceToEachPeer(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, res.StatusCode, name)
 	}
 	junk := bytes.Repeat([]byte{7}, 2048)
-	res, err := http.Post(srv.URL+app.PushPath, "application/octet-stream", bytes.NewReader(frames(junk)))
+	res, err := http.Post(srv.URL+app.PushPath, "application/octet-stream", bytes.NewReader(frames(junk, txs[0])))
 	require.NoError(t, err)
 	out, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	require.Equal(t, http.StatusOK, res.StatusCode)
-	require.Equal(t, "admitted 0 refused 1", strings.TrimSpace(string(out)))
-	require.Zero(t, onward.Load())
+	require.Equal(t, "01", string(out))
+	require.Equal(t, before, onward.Load())
 }

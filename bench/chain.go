@@ -30,7 +30,7 @@ type chain struct {
 // startChain starts n validators with `accounts` producer accounts prod0, prod1, ...
 // (ordering by digest on with -order-by-digest).
 func startChain(t *runT, cfg Config, n, accounts int) (*chain, error) {
-	return startNetwork(t, cfg, node.NetworkOptions{Validators: n, OrderByDigest: cfg.OrderByDigest}, accounts)
+	return startNetwork(t, cfg, node.NetworkOptions{Validators: n, Ordering: cfg.ordering()}, accounts)
 }
 
 // startNetwork is startChain for a network shaped by opts (its Accounts are the producers').

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -28,9 +29,10 @@ type Config struct {
 	// BaselineByDigest runs the baseline's validators with ordering.by-digest on too (a commit
 	// that has it), so a change to ordering by digest has its before in the same run.
 	BaselineByDigest bool
-	// OrderByDigest runs this tree's validators with ordering.by-digest on (app/ordering.go):
-	// blocks name the record batches the validators hold instead of carrying them. It holds
-	// for every chain of the run but -baseline's (the Kafka, events and large-log runs too).
+	// OrderByDigest runs this tree's validators with ordering.by-digest on (app/ordering.go),
+	// bftlogd's default: blocks name the record batches the validators hold instead of
+	// carrying them. Off, they carry them. It holds for every chain of the run but -baseline's
+	// (the Kafka, events and large-log runs too).
 	OrderByDigest bool
 	Records       int           // records per bftlog run
 	RecordBytes   int           // value size
@@ -223,4 +225,13 @@ func Run(cfg Config) (*Report, error) {
 func newReport(cfg Config, mode string) *Report {
 	host, _ := os.Hostname()
 	return &Report{Mode: mode, Time: time.Now().UTC().Format(time.RFC3339), Machine: fmt.Sprintf("%s, %d CPUs", host, numCPU()), Config: cfg}
+}
+
+// ordering is the validators' ordering.by-digest, set either way: the bench measures what it
+// says whatever bftlogd's default.
+func (c Config) ordering() node.Ordering {
+	if c.OrderByDigest {
+		return node.OrderingByDigest
+	}
+	return node.OrderingCarry
 }

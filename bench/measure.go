@@ -99,9 +99,11 @@ func runChain(cfg Config, n int, baseline string) (res Result, extra []Result, e
 				return fmt.Errorf("-baseline %s: no such commit", baseline)
 			}
 			opts.Binary, cfg.PeerRecords = bin, 0
-			opts.OrderByDigest = cfg.BaselineByDigest
+			if cfg.BaselineByDigest {
+				opts.Ordering = node.OrderingByDigest
+			}
 		} else {
-			opts.OrderByDigest = cfg.OrderByDigest
+			opts.Ordering = cfg.ordering()
 		}
 		c, err := startNetwork(t, cfg, opts, max(cfg.Producers, cfg.PeerProducers))
 		if err != nil {

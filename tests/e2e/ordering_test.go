@@ -26,7 +26,7 @@ func TestOrderingByDigestAcrossValidators(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four validators")
 	}
-	net := node.StartNetwork(t, node.NetworkOptions{Validators: 4, Accounts: []string{"alice"}, OrderByDigest: true})
+	net := node.StartNetwork(t, node.NetworkOptions{Validators: 4, Accounts: []string{"alice"}, Ordering: node.OrderingByDigest})
 	n0, away := net.Nodes[0], net.Nodes[3]
 	createTopic(n0, "alice", "digest", 1)
 	_, signer := n0.ClientContext(n0.Home, "alice")

@@ -21,6 +21,14 @@ type Network struct {
 	ids   []string
 }
 
+// Ordering is how a network's blocks hold record batches (app/ordering.go).
+type Ordering string
+
+const (
+	OrderingByDigest Ordering = "by-digest" // blocks name the batches the validators hold
+	OrderingCarry    Ordering = "carry"     // blocks carry every transaction whole
+)
+
 // NetworkOptions shape a test network.
 type NetworkOptions struct {
 	Validators int
@@ -38,8 +46,9 @@ type NetworkOptions struct {
 	// Binary is the bftlogd the validators run (an earlier release: BinaryAt); empty means
 	// this tree's (Binary).
 	Binary string
-	// OrderByDigest turns on ordering.by-digest on every validator (app/ordering.go).
-	OrderByDigest bool
+	// Ordering sets ordering.by-digest on every validator (app/ordering.go); empty leaves the
+	// binary's default.
+	Ordering Ordering
 }
 
 // StartNetwork creates a chain with opts.Validators validators of equal power ("val0", ...,
@@ -113,8 +122,11 @@ func StartNetwork(t T, opts NetworkOptions) *Network {
 			}
 		}
 		n.Env = append(n.Env, "BFTLOGD_ORDERING_PEERS="+strings.Join(apis, ","))
-		if opts.OrderByDigest {
+		switch opts.Ordering {
+		case OrderingByDigest:
 			n.Env = append(n.Env, "BFTLOGD_ORDERING_BY_DIGEST=true")
+		case OrderingCarry:
+			n.Env = append(n.Env, "BFTLOGD_ORDERING_BY_DIGEST=false")
 		}
 	}
 	for i, n := range net.Nodes {

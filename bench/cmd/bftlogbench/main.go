@@ -50,7 +50,7 @@ func main() {
 	flag.StringVar(&cfg.ProfileDir, "profile-dir", "", "write validators' CPU and heap profiles here (run with BFTLOG_PPROF_LADDR=auto)")
 	flag.IntVar(&cfg.ProfileSeconds, "profile-seconds", 5, "length of each CPU profile")
 	flag.IntVar(&cfg.PauseSeconds, "pause-seconds", 20, "the fault row on networks of 4 or more: seconds of half load with all validators up, then as long with one paused (0: skip)")
-	flag.BoolVar(&cfg.OrderByDigest, "order-by-digest", false, "run this tree's validators with ordering.by-digest on (blocks name record batches instead of carrying them)")
+	flag.BoolVar(&cfg.OrderByDigest, "order-by-digest", true, "run this tree's validators with ordering.by-digest (blocks name record batches instead of carrying them); false: blocks carry them")
 	flag.StringVar(&cfg.Baseline, "baseline", "", "a git commit to measure first on the same validator counts (the before of a change)")
 	flag.BoolVar(&cfg.BaselineByDigest, "baseline-order-by-digest", false, "run the -baseline commit's validators with ordering.by-digest on too (a commit that has it)")
 	flag.StringVar(&cfg.OutDir, "out", "bench/results", "where to write the JSON report")

@@ -148,16 +148,20 @@ const orderingTemplate = `
 
 [ordering]
 
-# When true, this node's block proposals name the transactions every validator should already
-# hold (gossiped and admitted at least one block ago) by their SHA-256 instead of carrying
-# them: blocks, the consensus WAL, the block store and the tx index then hold ~130 bytes per
-# record batch. Every node executes such blocks whatever this says; turn it on once every
-# validator runs a release that understands them.
+# When true, this node sends each transaction its clients give it once to each of the peers
+# below (instead of the mempool's gossip), and its block proposals name, by SHA-256, the
+# transactions more than two thirds of the validators hold instead of carrying them: blocks,
+# the consensus WAL, the block store and the tx index then hold ~130 bytes per record batch.
+# With no peers listed, a node gossips and its proposals carry every transaction, unless it is
+# the only validator. Every node executes such blocks whatever this says; on a chain that
+# started on an older release, turn it on once every validator runs one that understands them.
 by-digest = {{ .Ordering.ByDigest }}
 
-# Other nodes' API servers (e.g. ["http://10.0.0.2:1317"]), asked for a transaction a block
-# names that this node does not hold (it was away, or gossip had not reached it). Empty: the
-# hosts of p2p.persistent_peers at this node's own API port.
+# The other validators' API servers (e.g. ["http://10.0.0.2:1317"]; [api] enable = true and
+# reachable from the peers). With by-digest, this node pushes its clients' transactions to
+# them; any node asks them for a transaction a block names that it does not hold (it was away).
+# Empty: nothing is pushed, and transactions are fetched from the hosts of
+# p2p.persistent_peers at this node's own API port.
 peers = [{{ range $i, $p := .Ordering.Peers }}{{ if $i }}, {{ end }}"{{ $p }}"{{ end }}]
 
 # Named transactions are kept on disk (data/pool), to replay after a crash and to serve peers
@@ -198,7 +202,7 @@ func initAppConfig() (string, interface{}) {
 	customAppConfig := CustomAppConfig{
 		Config:        *srvCfg,
 		TopicsMetrics: TopicsMetricsConfig{Enabled: true, Config: metrics.DefaultConfig()},
-		Ordering:      OrderingConfig{KeepHeights: app.DefaultOrderingKeepHeights, KeepBytes: app.DefaultOrderingKeepBytes},
+		Ordering:      OrderingConfig{ByDigest: true, KeepHeights: app.DefaultOrderingKeepHeights, KeepBytes: app.DefaultOrderingKeepBytes},
 	}
 	return serverconfig.DefaultConfigTemplate + topicsMetricsTemplate + orderingTemplate, customAppConfig
 }

@@ -102,9 +102,9 @@ func NewRootCmd() *cobra.Command {
 			if err := server.InterceptConfigsPreRunHandler(cmd, customAppTemplate, customAppConfig, customCMTConfig); err != nil {
 				return err
 			}
-			// Ordering by digest sends each transaction once to each peer itself (app/push.go):
-			// the mempool's gossip would send it again, once per relaying peer.
-			if svrCtx := server.GetServerContextFromCmd(cmd); svrCtx.Viper.GetBool(app.FlagOrderByDigest) {
+			// A node that pushes its clients' transactions to each peer once (app/push.go) does
+			// not also gossip them: gossip sends each again, once per relaying peer.
+			if svrCtx := server.GetServerContextFromCmd(cmd); len(app.PushPeers(svrCtx.Viper)) > 0 {
 				svrCtx.Config.Mempool.Broadcast = false
 			}
 			return nil
