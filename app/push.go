@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +59,10 @@ type txPush struct {
 	// incoming are the transactions a push handler is giving to CheckTx right now, by tailKey:
 	// CheckTx does not send those on.
 	incoming map[string]int
+	// peerHosts are the hosts of the ordering peers. A push from any other address is taken as
+	// a client's: sent on to the peers, and named only once they hold it. Otherwise a client
+	// could give a batch to one validator alone and have its proposal name what no other holds.
+	peerHosts map[string]bool
 }
 
 type pushQueue struct {
@@ -71,10 +77,16 @@ type pushQueue struct {
 
 func newTxPush(peers []string, pool *txPool, logger log.Logger) *txPush {
 	p := &txPush{
-		logger:   logger,
-		pool:     pool,
-		client:   &http.Client{Timeout: pushTimeout},
-		incoming: map[string]int{},
+		logger:    logger,
+		pool:      pool,
+		client:    &http.Client{Timeout: pushTimeout},
+		incoming:  map[string]int{},
+		peerHosts: map[string]bool{},
+	}
+	for _, peer := range pool.peers {
+		if u, err := url.Parse(peer); err == nil && u.Hostname() != "" {
+			p.peerHosts[u.Hostname()] = true
+		}
 	}
 	for _, peer := range peers {
 		q := &pushQueue{peer: strings.TrimSuffix(peer, "/"), wake: make(chan struct{}, 1)}
@@ -198,6 +210,8 @@ func (p *txPush) handler(clientCtx client.Context) http.HandlerFunc {
 			return
 		}
 		body := bufio.NewReader(http.MaxBytesReader(w, r.Body, maxPushRequestBytes+maxRawTxBytes+4<<10))
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		fromPeer := p.peerHosts[host]
 		var held []byte
 		for {
 			var hdr [4]byte
@@ -217,7 +231,7 @@ func (p *txPush) handler(clientCtx client.Context) http.HandlerFunc {
 				http.Error(w, "a truncated transaction: "+err.Error(), http.StatusBadRequest)
 				return
 			}
-			if p.deliver(r.Context(), clientCtx.Client, tx) {
+			if p.deliver(r.Context(), clientCtx.Client, tx, fromPeer) {
 				held = append(held, '1')
 			} else {
 				held = append(held, '0')
@@ -228,18 +242,20 @@ func (p *txPush) handler(clientCtx client.Context) http.HandlerFunc {
 	}
 }
 
-func (p *txPush) deliver(ctx context.Context, node client.CometRPC, tx []byte) bool {
-	key := tailKey(tx)
-	p.mu.Lock()
-	p.incoming[key]++
-	p.mu.Unlock()
-	defer func() {
+func (p *txPush) deliver(ctx context.Context, node client.CometRPC, tx []byte, fromPeer bool) bool {
+	if fromPeer {
+		key := tailKey(tx)
 		p.mu.Lock()
-		if p.incoming[key]--; p.incoming[key] <= 0 {
-			delete(p.incoming, key)
-		}
+		p.incoming[key]++
 		p.mu.Unlock()
-	}()
+		defer func() {
+			p.mu.Lock()
+			if p.incoming[key]--; p.incoming[key] <= 0 {
+				delete(p.incoming, key)
+			}
+			p.mu.Unlock()
+		}()
+	}
 	// Sync: CheckTx has run when it returns, so the mark above is still there when it looks.
 	res, err := node.BroadcastTxSync(ctx, tx)
 	if errors.Is(err, mempool.ErrTxInCache) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -116,22 +117,37 @@ func TestAdmittedTransactionsPushedOnceToEachPeer(t *testing.T) {
 		"the sender names what its peer said it holds")
 	t.Logf("%d transactions of %d bytes pushed, admitted by the peer in %v, named by the sender %v after CheckTx", len(txs), len(txs[0]), pushed, time.Since(start))
 	require.Equal(t, []bool{false, false}, named(t, receiver, txs), "pushed since the last commit: the receiver waits")
+
+	// A client pushing to the endpoint itself, from an address that is no ordering peer's:
+	// the receiver takes it as its own client's transaction and sends it on to its peers.
+	msg := produceMsg(sender.addr(0), "digest", 20, 200)
+	gas := uint64(300_000 + 60*msg.Size())
+	sender.seqs[0]++ // after txs[0], which the receiver admitted
+	direct := sender.tx(0, sender.fee(gas), gas, msg)
+	fromElsewhere := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).DialContext}}
+	res, err := fromElsewhere.Post(srv.URL+app.PushPath, "application/octet-stream", bytes.NewReader(frames(direct)))
+	require.NoError(t, err)
+	out, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, "1", string(out))
+	sentOn := int64(len(frames(txs...)) + len(frames(direct)))
+	require.Eventually(t, func() bool { return onward.Load() == sentOn }, 5*time.Second, time.Millisecond,
+		"sent on to the receiver's peer (the sink), beside the unheard node's two: %d of %d", onward.Load(), sentOn)
 	require.Equal(t, []bool{false, false}, named(t, unheard, txs), "no peer holds it")
 
 	receiver.block()
 	unheard.block()
-	require.Equal(t, []bool{true, true}, named(t, receiver, txs), "after a commit the receiver names what the push brought")
+	require.Equal(t, []bool{true, true, false}, named(t, receiver, append(txs, direct)),
+		"after a commit the receiver names what a peer's push brought, not what a client pushed that no peer holds")
 	require.Equal(t, []bool{false, false}, named(t, unheard, txs), "no peer holds it: carried whole after a commit too")
 
 	// A recheck at the sender sends nothing again; the receiver sent nothing on.
-	before := onward.Load()
 	for _, tx := range txs {
 		checkTx(t, sender.app, abci.CheckTxType_Recheck, tx)
 	}
 	time.Sleep(200 * time.Millisecond)
-	require.Len(t, mempool.received(), len(txs), "a recheck is not pushed")
-	require.Equal(t, int64(len(frames(txs...))), before, "the sink got only the unheard node's pushes")
-	require.Equal(t, before, onward.Load())
+	require.Len(t, mempool.received(), len(txs)+1, "a recheck is not pushed")
+	require.Equal(t, sentOn, onward.Load(), "the receiver sent on nothing a peer pushed")
 
 	// Hostile bodies: garbage, a length past the limit, a truncated frame; a well-framed
 	// transaction CheckTx refuses is answered '0' and held nowhere; one already held '1'.
@@ -147,11 +163,11 @@ func TestAdmittedTransactionsPushedOnceToEachPeer(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, res.StatusCode, name)
 	}
 	junk := bytes.Repeat([]byte{7}, 2048)
-	res, err := http.Post(srv.URL+app.PushPath, "application/octet-stream", bytes.NewReader(frames(junk, txs[0])))
+	res, err = http.Post(srv.URL+app.PushPath, "application/octet-stream", bytes.NewReader(frames(junk, txs[0])))
 	require.NoError(t, err)
-	out, _ := io.ReadAll(res.Body)
+	out, _ = io.ReadAll(res.Body)
 	res.Body.Close()
 	require.Equal(t, http.StatusOK, res.StatusCode)
 	require.Equal(t, "01", string(out))
-	require.Equal(t, before, onward.Load())
+	require.Equal(t, sentOn, onward.Load())
 }
