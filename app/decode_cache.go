@@ -22,6 +22,10 @@ type proposalTxs struct {
 	mu   sync.Mutex
 	txs  map[*byte]decodedTx
 	size int // bytes of the kept transactions
+	// checking is the transaction CheckTx is running, whose decoding is kept in checked for
+	// the pool (pool.go), so that a block naming it does not decode it again.
+	checking *byte
+	checked  sdk.Tx
 }
 
 type decodedTx struct {
@@ -53,7 +57,28 @@ func (p *proposalTxs) Decode(bz []byte) (sdk.Tx, error) {
 			return d.tx, nil
 		}
 	}
-	return p.decode(bz)
+	tx, err := p.decode(bz)
+	if err == nil && len(bz) > 0 {
+		p.mu.Lock()
+		if p.checking == unsafe.SliceData(bz) {
+			p.checked = tx
+		}
+		p.mu.Unlock()
+	}
+	return tx, err
+}
+
+// check runs checkTx on bz and returns what it decoded bz to along with its result.
+func (p *proposalTxs) check(bz []byte, checkTx func() error) (sdk.Tx, error) {
+	p.mu.Lock()
+	p.checking, p.checked = unsafe.SliceData(bz), nil
+	p.mu.Unlock()
+	err := checkTx()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	tx := p.checked
+	p.checking, p.checked = nil, nil
+	return tx, err
 }
 
 // decodeAndKeep decodes a proposal's transaction and keeps it for FinalizeBlock.

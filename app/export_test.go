@@ -3,11 +3,13 @@ package app
 import (
 	"encoding/json"
 	"net/http"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/cosmos/cosmos-sdk/client"
+	sdk "github.com/cosmos/cosmos-sdk/types"
 )
 
 // The joined app state is what encoding/json makes of the same modules (compact), so a genesis
@@ -50,4 +52,15 @@ func (app *App) PushHandler(node client.CometRPC) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(PushPath, app.push.handler(client.Context{}.WithClient(node)))
 	return mux
+}
+
+// CountDecodes counts, from now on, the app's decodings of transaction bytes (cache misses).
+func (app *App) CountDecodes() *atomic.Int64 {
+	n := new(atomic.Int64)
+	inner := app.proposalTxs.decode
+	app.proposalTxs.decode = func(bz []byte) (sdk.Tx, error) {
+		n.Add(1)
+		return inner(bz)
+	}
+	return n
 }

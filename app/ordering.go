@@ -114,10 +114,13 @@ func (app *App) resolveHeld(txs [][]byte) (out [][]byte, refs []*ordering.MsgOrd
 		}
 		refs[i] = ref
 		hash := [32]byte(ref.TxHash)
-		full, ok := app.pool.get(hash)
+		full, decoded, ok := app.pool.getDecoded(hash)
 		if !ok {
 			missing++
 			continue
+		}
+		if decoded != nil {
+			app.proposalTxs.keep(full, decoded)
 		}
 		out[i] = full
 		held[hash] = full
@@ -196,12 +199,16 @@ func (app *App) CheckTx(req *abci.RequestCheckTx) (*abci.ResponseCheckTx, error)
 	if app.pool.orderedBytes(req.Tx) {
 		return &abci.ResponseCheckTx{Codespace: "bftlog", Code: ErrTxOrdered.ABCICode(), Log: ErrTxOrdered.Error()}, nil
 	}
-	res, err := app.App.CheckTx(req)
+	var res *abci.ResponseCheckTx
+	decoded, err := app.proposalTxs.check(req.Tx, func() (err error) {
+		res, err = app.App.CheckTx(req)
+		return err
+	})
 	switch {
 	case err != nil:
 	case res.Code == abci.CodeTypeOK && req.Type == abci.CheckTxType_New:
 		fromPeer := app.push.fromPeer(req.Tx)
-		app.pool.admit(req.Tx, app.LastBlockHeight(), fromPeer)
+		app.pool.admit(req.Tx, app.LastBlockHeight(), fromPeer, decoded)
 		if !fromPeer {
 			app.push.admitted(req.Tx)
 		}

@@ -60,9 +60,11 @@ func TestBlockNamingTransactionsMatchesCarryingThem(t *testing.T) {
 	txs := orderingLoad(t, named)
 	require.Equal(t, txs, orderingLoad(t, carried), "one genesis, one set of signed transactions")
 
+	decodes := named.app.CountDecodes()
 	for _, tx := range txs {
 		require.Zero(t, checkTx(t, named.app, abci.CheckTxType_New, tx).Code)
 	}
+	require.EqualValues(t, len(txs), decodes.Load())
 	// A single validator holds all there is to hold: it names what it admitted at once
 	// (push_test.go: when peers must hold it first).
 	named.block()
@@ -84,6 +86,7 @@ func TestBlockNamingTransactionsMatchesCarryingThem(t *testing.T) {
 	require.Equal(t, abci.ResponseProcessProposal_ACCEPT, pp.Status)
 
 	a := named.finalize(prep.Txs...)
+	require.EqualValues(t, len(txs), decodes.Load(), "proposal, vote and execution decode no named transaction again")
 	b := carried.finalize(txs...)
 	require.Equal(t, b.AppHash, a.AppHash, "naming changed the state")
 	for i := range txs {

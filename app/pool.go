@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"cosmossdk.io/log"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
 )
 
 // txPool holds this node's copies of the transactions it admitted, by SHA-256 (CometBFT's tx
@@ -44,6 +46,7 @@ type txPool struct {
 	byTail   map[string][32]byte // mem by tailKey: found again from the bytes alone, unhashed
 	fifo     [][32]byte          // admission order, for eviction (may name dropped entries)
 	memBytes int
+	decBytes int // the bytes of the entries that keep their decoding
 	// ordered are the transactions blocks named, by hash and by their last bytes (the
 	// signatures: what CheckTx's recheck is given, without hashing it again).
 	ordered     map[[32]byte]int64
@@ -69,7 +72,14 @@ type poolTx struct {
 	// peers this node pushed it to said they hold it.
 	fromPeer bool
 	acks     int
+	// decoded is what CheckTx decoded, reused by ProcessProposal and FinalizeBlock when a
+	// block names the transaction (decode_cache.go): each validator decodes each batch once.
+	decoded sdk.Tx
 }
+
+// maxDecodedBytes bounds the transactions whose decoding the pool keeps (a decoded batch holds
+// copies of its bytes): the mempool's max_txs_bytes. Past it a block's execution decodes again.
+const maxDecodedBytes = 128 << 20
 
 // minNameAge: a push between validators takes milliseconds; CheckTx of a pushed batch waits
 // for the node's ABCI lock, which FinalizeBlock holds for tens of milliseconds under load.
@@ -170,8 +180,10 @@ func (p *txPool) loadIndex() error {
 	return nil
 }
 
-// admit keeps a copy of a transaction CheckTx accepted; fromPeer says a peer's push brought it.
-func (p *txPool) admit(bz []byte, lastHeight int64, fromPeer bool) {
+// admit keeps a transaction CheckTx accepted, and its decoding; fromPeer says a peer's push
+// brought it. It keeps CometBFT's slice, not a copy: the mempool never writes into it, and
+// holding it keeps that memory from being reused for other bytes.
+func (p *txPool) admit(bz []byte, lastHeight int64, fromPeer bool, decoded sdk.Tx) {
 	if len(bz) < minRefBytes || len(bz) > maxPoolMemBytes/4 {
 		return
 	}
@@ -184,7 +196,12 @@ func (p *txPool) admit(bz []byte, lastHeight int64, fromPeer bool) {
 	if _, ok := p.ordered[hash]; ok {
 		return
 	}
-	p.mem[hash] = &poolTx{bz: bytes.Clone(bz), seenAt: lastHeight, admitted: time.Now(), fromPeer: fromPeer}
+	e := &poolTx{bz: bz, seenAt: lastHeight, admitted: time.Now(), fromPeer: fromPeer}
+	if decoded != nil && p.decBytes+len(bz) <= maxDecodedBytes {
+		e.decoded = decoded
+		p.decBytes += len(bz)
+	}
+	p.mem[hash] = e
 	p.byTail[tailKey(bz)] = hash
 	p.fifo = append(p.fifo, hash)
 	p.memBytes += len(bz)
@@ -201,10 +218,31 @@ func (p *txPool) forgetLocked(hash [32]byte) {
 		return
 	}
 	p.memBytes -= len(e.bz)
+	p.dropDecodedLocked(e)
 	delete(p.mem, hash)
 	if k := tailKey(e.bz); p.byTail[k] == hash {
 		delete(p.byTail, k)
 	}
+}
+
+func (p *txPool) dropDecodedLocked(e *poolTx) {
+	if e.decoded != nil {
+		e.decoded = nil
+		p.decBytes -= len(e.bz)
+	}
+}
+
+// decodedOf is CheckTx's decoding of bz, if the pool kept it: found by its signature bytes.
+func (p *txPool) decodedOf(bz []byte) sdk.Tx {
+	if len(bz) < minRefBytes {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if hash, ok := p.heldByTail(bz); ok {
+		return p.mem[hash].decoded
+	}
+	return nil
 }
 
 // heldByTail is the hash of a copy of bz in memory, found without hashing bz.
@@ -289,22 +327,32 @@ func tailKey(bz []byte) string { return strconv.Itoa(len(bz)) + string(tailOf(bz
 
 // get returns a held transaction: from memory, else from the height files.
 func (p *txPool) get(hash [32]byte) ([]byte, bool) {
+	bz, _, ok := p.getDecoded(hash)
+	return bz, ok
+}
+
+// getDecoded is get with CheckTx's decoding of the transaction, if the pool kept it.
+func (p *txPool) getDecoded(hash [32]byte) ([]byte, sdk.Tx, bool) {
 	p.mu.Lock()
 	e, ok := p.mem[hash]
+	var decoded sdk.Tx
+	if ok {
+		decoded = e.decoded
+	}
 	d, onDisk := p.disk[hash]
 	p.mu.Unlock()
 	if ok {
-		return e.bz, true
+		return e.bz, decoded, true
 	}
 	if !onDisk {
-		return nil, false
+		return nil, nil, false
 	}
 	bz, err := p.readDisk(d)
 	if err != nil || sha256.Sum256(bz) != hash {
 		p.logger.Error("pool: a written transaction cannot be read back", "hash", fmt.Sprintf("%X", hash), "err", err)
-		return nil, false
+		return nil, nil, false
 	}
-	return bz, true
+	return bz, nil, true
 }
 
 func (p *txPool) readDisk(d diskTx) ([]byte, error) {
@@ -378,6 +426,9 @@ func (p *txPool) markOrdered(height int64, txs map[[32]byte][]byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for h, bz := range txs {
+		if e, ok := p.mem[h]; ok {
+			p.dropDecodedLocked(e) // executed
+		}
 		k := orderedKeys{hash: h, tail: tailKey(bz)}
 		p.ordered[h] = height
 		p.orderedTail[k.tail] = height

@@ -84,7 +84,7 @@ func TestPoolForgetsCarriedAndDroppedTransactions(t *testing.T) {
 	hb, b := poolTxOf('b')
 	_, c := poolTxOf('c')
 	for _, bz := range [][]byte{a, b, c} {
-		p.admit(bz, 1, false)
+		p.admit(bz, 1, false, nil)
 	}
 	require.Equal(t, 3*len(a), p.memBytes)
 	p.dropCarried([][]byte{a, bytes.Repeat([]byte{'z'}, 1100), c})
@@ -99,7 +99,7 @@ func TestPoolForgetsCarriedAndDroppedTransactions(t *testing.T) {
 
 	for i := 0; i < 3000; i++ {
 		bz := bytes.Repeat([]byte{byte(i), byte(i >> 8)}, 600)
-		p.admit(bz, 2, false)
+		p.admit(bz, 2, false, nil)
 		p.dropCarried([][]byte{bz})
 	}
 	p.committed(3)
