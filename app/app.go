@@ -188,6 +188,7 @@ func New(
 		panic(err)
 	}
 	app.pool = pool
+	app.proposalTxs.held = pool.decodedOf
 	app.orderByDigest = cast.ToBool(appOpts.Get(FlagOrderByDigest))
 	// Ordering by digest sends what this node's clients give it to the peers itself (push.go).
 	app.push = newTxPush(PushPeers(appOpts), pool, logger)

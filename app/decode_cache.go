@@ -26,6 +26,9 @@ type proposalTxs struct {
 	// the pool (pool.go), so that a block naming it does not decode it again.
 	checking *byte
 	checked  sdk.Tx
+	// held is the pool's kept decoding of bytes it holds (pool.go decodedOf): the proposer's
+	// selection, recheck and a block carrying a transaction this node admitted reuse it.
+	held func([]byte) sdk.Tx
 }
 
 type decodedTx struct {
@@ -55,6 +58,11 @@ func (p *proposalTxs) Decode(bz []byte) (sdk.Tx, error) {
 		p.mu.Unlock()
 		if ok && len(d.bz) == len(bz) && bytes.Equal(d.tail, tailOf(bz)) {
 			return d.tx, nil
+		}
+		if p.held != nil {
+			if tx := p.held(bz); tx != nil {
+				return tx, nil
+			}
 		}
 	}
 	tx, err := p.decode(bz)

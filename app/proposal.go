@@ -25,11 +25,7 @@ func (app *App) prepareProposal(ctx sdk.Context, req *abci.RequestPrepareProposa
 	held := map[string]bool{} // signers with a transaction left out of this block
 	out := make([][]byte, 0, len(req.Txs))
 	for _, bz := range req.Txs {
-		tx := app.pool.decodedOf(bz)
-		var err error
-		if tx == nil {
-			tx, err = app.proposalTxs.Decode(bz)
-		}
+		tx, err := app.proposalTxs.Decode(bz)
 		if err != nil {
 			continue // CheckTx decoded it; a mempool does not change bytes
 		}
