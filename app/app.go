@@ -192,6 +192,7 @@ func New(
 	app.orderByDigest = cast.ToBool(appOpts.Get(FlagOrderByDigest))
 	// Ordering by digest sends what this node's clients give it to the peers itself (push.go).
 	app.push = newTxPush(PushPeers(appOpts), pool, logger)
+	app.push.lastHeight = app.LastBlockHeight
 
 	// register streaming services (ABCI listeners configured in app.toml)
 	if err := app.RegisterStreamingServices(appOpts, app.kvStoreKeys()); err != nil {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"net/http"
 	"sync/atomic"
@@ -63,4 +64,11 @@ func (app *App) CountDecodes() *atomic.Int64 {
 		return inner(bz)
 	}
 	return n
+}
+
+// PoolHolds is bz's hash and whether the node's pool holds it.
+func (app *App) PoolHolds(bz []byte) ([32]byte, bool) {
+	hash := sha256.Sum256(bz)
+	_, ok := app.pool.get(hash)
+	return hash, ok
 }

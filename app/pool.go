@@ -187,6 +187,17 @@ func (p *txPool) admit(bz []byte, lastHeight int64, fromPeer bool, decoded sdk.T
 	if len(bz) < minRefBytes || len(bz) > maxPoolMemBytes/4 {
 		return
 	}
+	p.mu.Lock()
+	if h, ok := p.heldByTail(bz); ok {
+		// A peer's push put it here (push.go), unhashed again; CheckTx has decoded it since.
+		if e := p.mem[h]; e.decoded == nil && decoded != nil && p.decBytes+len(bz) <= maxDecodedBytes {
+			e.decoded = decoded
+			p.decBytes += len(bz)
+		}
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
 	hash := sha256.Sum256(bz)
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -59,6 +59,12 @@ type txPush struct {
 	// incoming are the transactions a push handler is giving to CheckTx right now, by tailKey:
 	// CheckTx does not send those on.
 	incoming map[string]int
+	// mempoolQueue is what peers pushed, waiting for this node's mempool (toMempool).
+	mempoolQueue [][]byte
+	mempoolBytes int
+	mempoolNode  client.CometRPC
+	mempoolWake  chan struct{}
+	lastHeight   func() int64
 	// peerHosts are the hosts of the ordering peers. A push from any other address is taken as
 	// a client's: sent on to the peers, and named only once they hold it. Otherwise a client
 	// could give a batch to one validator alone and have its proposal name what no other holds.
@@ -77,11 +83,13 @@ type pushQueue struct {
 
 func newTxPush(peers []string, pool *txPool, logger log.Logger) *txPush {
 	p := &txPush{
-		logger:    logger,
-		pool:      pool,
-		client:    &http.Client{Timeout: pushTimeout},
-		incoming:  map[string]int{},
-		peerHosts: map[string]bool{},
+		logger:      logger,
+		pool:        pool,
+		client:      &http.Client{Timeout: pushTimeout},
+		incoming:    map[string]int{},
+		peerHosts:   map[string]bool{},
+		mempoolWake: make(chan struct{}, 1),
+		lastHeight:  func() int64 { return 0 },
 	}
 	for _, peer := range pool.peers {
 		if u, err := url.Parse(peer); err == nil && u.Hostname() != "" {
@@ -212,7 +220,7 @@ func (p *txPush) handler(clientCtx client.Context) http.HandlerFunc {
 		body := bufio.NewReader(http.MaxBytesReader(w, r.Body, maxPushRequestBytes+maxRawTxBytes+4<<10))
 		host, _, _ := net.SplitHostPort(r.RemoteAddr)
 		fromPeer := p.peerHosts[host]
-		var held []byte
+		var txs [][]byte
 		for {
 			var hdr [4]byte
 			if _, err := io.ReadFull(body, hdr[:]); errors.Is(err, io.EOF) {
@@ -231,14 +239,63 @@ func (p *txPush) handler(clientCtx client.Context) http.HandlerFunc {
 				http.Error(w, "a truncated transaction: "+err.Error(), http.StatusBadRequest)
 				return
 			}
-			if p.deliver(r.Context(), clientCtx.Client, tx, fromPeer) {
-				held = append(held, '1')
-			} else {
-				held = append(held, '0')
+			txs = append(txs, tx)
+		}
+		held := make([]byte, len(txs))
+		for i, tx := range txs {
+			held[i] = '0'
+			switch {
+			case fromPeer:
+				// A peer's push: held once in the pool, answered at once. Its mempool entry
+				// follows (CheckTx waits while the node executes a block), in arrival order,
+				// so that an account's sequence stays in order.
+				p.pool.admit(tx, p.lastHeight(), true, nil)
+				held[i] = '1'
+				p.toMempool(clientCtx.Client, tx)
+			case p.deliver(r.Context(), clientCtx.Client, tx, false):
+				held[i] = '1'
 			}
 		}
 		w.Header().Set("Content-Type", "application/octet-stream")
 		_, _ = w.Write(held)
+	}
+}
+
+// toMempool queues a peer's transaction for this node's mempool; past maxPushQueueBytes it is
+// only in the pool (this node votes for and executes a block naming it, but does not propose it).
+func (p *txPush) toMempool(node client.CometRPC, tx []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mempoolBytes+len(tx) > maxPushQueueBytes {
+		return
+	}
+	p.mempoolBytes += len(tx)
+	p.mempoolQueue = append(p.mempoolQueue, tx)
+	if p.mempoolNode == nil {
+		p.mempoolNode = node
+		go p.runMempool()
+	}
+	select {
+	case p.mempoolWake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *txPush) runMempool() {
+	for range p.mempoolWake {
+		for {
+			p.mu.Lock()
+			if len(p.mempoolQueue) == 0 {
+				p.mu.Unlock()
+				break
+			}
+			tx := p.mempoolQueue[0]
+			p.mempoolQueue = p.mempoolQueue[1:]
+			p.mempoolBytes -= len(tx)
+			node := p.mempoolNode
+			p.mu.Unlock()
+			p.deliver(context.Background(), node, tx, true)
+		}
 	}
 }
 

@@ -112,6 +112,10 @@ func TestAdmittedTransactionsPushedOnceToEachPeer(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return len(mempool.received()) == len(txs) }, 5*time.Second, time.Millisecond)
 	pushed := time.Since(start)
+	for _, tx := range txs {
+		_, held := receiver.app.PoolHolds(tx)
+		require.True(t, held, "the receiver holds what a peer pushed")
+	}
 	require.ElementsMatch(t, txs, mempool.received())
 	require.Eventually(t, func() bool { return !slices.Contains(named(t, sender, txs), false) }, 5*time.Second, time.Millisecond,
 		"the sender names what its peer said it holds")
@@ -149,8 +153,9 @@ func TestAdmittedTransactionsPushedOnceToEachPeer(t *testing.T) {
 	require.Len(t, mempool.received(), len(txs)+1, "a recheck is not pushed")
 	require.Equal(t, sentOn, onward.Load(), "the receiver sent on nothing a peer pushed")
 
-	// Hostile bodies: garbage, a length past the limit, a truncated frame; a well-framed
-	// transaction CheckTx refuses is answered '0' and held nowhere; one already held '1'.
+	// Hostile bodies: garbage, a length past the limit, a truncated frame, each refusing the
+	// whole request; from a client, a well-framed transaction CheckTx refuses is answered '0'
+	// and held nowhere, one already held '1'.
 	for name, body := range map[string][]byte{
 		"a short header":  {0, 1},
 		"too long":        binary.BigEndian.AppendUint32(nil, 1<<30),
@@ -163,11 +168,13 @@ func TestAdmittedTransactionsPushedOnceToEachPeer(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, res.StatusCode, name)
 	}
 	junk := bytes.Repeat([]byte{7}, 2048)
-	res, err = http.Post(srv.URL+app.PushPath, "application/octet-stream", bytes.NewReader(frames(junk, txs[0])))
+	res, err = fromElsewhere.Post(srv.URL+app.PushPath, "application/octet-stream", bytes.NewReader(frames(junk, txs[0])))
 	require.NoError(t, err)
 	out, _ = io.ReadAll(res.Body)
 	res.Body.Close()
 	require.Equal(t, http.StatusOK, res.StatusCode)
 	require.Equal(t, "01", string(out))
 	require.Equal(t, sentOn, onward.Load())
+	_, held := receiver.app.PoolHolds(junk)
+	require.False(t, held, "what CheckTx refused from a client is held nowhere")
 }
