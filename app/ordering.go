@@ -21,14 +21,15 @@ import (
 )
 
 // Ordering by digest (docs/digest-ordering.md): a block names a transaction that the
-// validators already hold — the mempool gossiped it and CheckTx admitted it into each node's
-// pool (pool.go) — by a reference of ~130 bytes (MsgOrderedTx) instead of carrying it.
+// validators already hold — the node that took it pushed it to each of them (push.go) and each
+// keeps it in its pool (pool.go) — by a reference of ~130 bytes (MsgOrderedTx) instead of
+// carrying it.
 // CometBFT then moves, writes to its WAL and block store and indexes the reference, not the
 // record batch.
 //
-//   - PrepareProposal names a transaction when this node holds it and admitted it before the
-//     last commit or minNameAge ago (ordering.by-digest in app.toml; off by default). Newer
-//     ones travel whole.
+//   - PrepareProposal names a transaction when more than two thirds of this node and its peers
+//     answered that they hold it, or when a peer pushed it here before the last commit or
+//     minNameAge ago (ordering.by-digest in app.toml, on for new nodes). Others travel whole.
 //   - ProcessProposal fetches what a proposal names and this node lacks from its peers (at most
 //     500 ms), votes against a proposal naming anything it still lacks, and syncs what it names
 //     to disk before voting for it. A block is therefore committed only when more than 2/3 of
