@@ -82,10 +82,12 @@ type poolTx struct {
 const maxDecodedBytes = 128 << 20
 
 // minNameAge: the node that took a transaction pushes it to every peer at once, and a peer
-// holds it on arrival, so the others hold it a few milliseconds after this node does; one that
-// lacks it fetches it before its vote. At 150 ms about a sixth of the batches at N=4 still
-// travelled whole in blocks (bench, 2026-12-03).
-const minNameAge = 25 * time.Millisecond
+// holds it on arrival, so the others hold it milliseconds after this node does; one that lacks
+// it fetches it before its vote, holding its ABCI lock meanwhile. At 150 ms about a sixth of
+// the batches at N=4 travel whole; at 25 ms none did, but validators fetched before their
+// votes and the same run measured 0.76x the records/s and 1.21x the CPU per GB (bench,
+// 2026-12-03, bench-20261203T133050Z.json).
+const minNameAge = 150 * time.Millisecond
 
 type orderedKeys struct {
 	hash [32]byte
