@@ -201,6 +201,7 @@ func New(
 	app.registerTopicsMetrics(appOpts)
 	// Committed transactions' results for the ingress (results.go).
 	app.recentResults = newRecentResults()
+	app.recentResults.hash = app.pool.hashOf
 	sm := app.StreamingManager()
 	sm.ABCIListeners = append(slices.Clip(sm.ABCIListeners), app.recentResults)
 	app.SetStreamingManager(sm)

@@ -247,6 +247,20 @@ func (p *txPool) dropDecodedLocked(e *poolTx) {
 	}
 }
 
+// hashOf is bz's SHA-256: found by its signature bytes when the pool holds bz (compared, not
+// hashed), computed otherwise.
+func (p *txPool) hashOf(bz []byte) [32]byte {
+	if len(bz) >= minRefBytes {
+		p.mu.Lock()
+		hash, ok := p.heldByTail(bz)
+		p.mu.Unlock()
+		if ok {
+			return hash
+		}
+	}
+	return sha256.Sum256(bz)
+}
+
 // decodedOf is CheckTx's decoding of bz, if the pool kept it: found by its signature bytes.
 func (p *txPool) decodedOf(bz []byte) sdk.Tx {
 	if len(bz) < minRefBytes {

@@ -106,3 +106,19 @@ func TestPoolForgetsCarriedAndDroppedTransactions(t *testing.T) {
 	require.Zero(t, p.memBytes)
 	require.Empty(t, p.fifo)
 }
+
+// hashOf answers a held transaction's SHA-256 without hashing it, and any other bytes' by
+// hashing them, including bytes that end as a held transaction does.
+func TestPoolHashOfMatchesSHA256(t *testing.T) {
+	p, err := newTxPool("", nil, 5, 0, log.NewNopLogger())
+	require.NoError(t, err)
+	ha, a := poolTxOf('a')
+	p.admit(a, 1, false, nil)
+	require.Equal(t, ha, p.hashOf(a))
+	require.Equal(t, ha, p.hashOf(bytes.Clone(a)))
+	sameTail := bytes.Clone(a)
+	sameTail[0] = 'b'
+	require.Equal(t, sha256.Sum256(sameTail), p.hashOf(sameTail))
+	small := []byte("small")
+	require.Equal(t, sha256.Sum256(small), p.hashOf(small))
+}

@@ -24,6 +24,9 @@ type recentResults struct {
 	byHash  map[[32]byte]committedTx
 	order   [][32]byte // insertion order, oldest first, for eviction
 	bytes   int        // what byHash holds, as committedTx.size counts it
+	// hash is a transaction's SHA-256; the pool knows those it holds without hashing them
+	// again (pool.go hashOf).
+	hash func([]byte) [32]byte
 }
 
 // maxRecentResultBytes bounds the memory of results, oldest forgotten first. It is counted in
@@ -50,7 +53,7 @@ func newCommittedTx(hash [32]byte, height int64, res *abci.ExecTxResult) committ
 }
 
 func newRecentResults() *recentResults {
-	return &recentResults{byHash: map[[32]byte]committedTx{}}
+	return &recentResults{byHash: map[[32]byte]committedTx{}, hash: sha256.Sum256}
 }
 
 // get returns a committed transaction's height and result.
@@ -66,7 +69,7 @@ func (r *recentResults) ListenFinalizeBlock(_ context.Context, req abci.RequestF
 	pending := make([]committedTx, 0, len(req.Txs))
 	for i, tx := range req.Txs {
 		if i < len(res.TxResults) {
-			pending = append(pending, newCommittedTx(sha256.Sum256(tx), req.Height, res.TxResults[i]))
+			pending = append(pending, newCommittedTx(r.hash(tx), req.Height, res.TxResults[i]))
 		}
 	}
 	r.mu.Lock()
