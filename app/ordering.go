@@ -115,13 +115,10 @@ func (app *App) resolveHeld(txs [][]byte) (out [][]byte, refs []*ordering.MsgOrd
 		}
 		refs[i] = ref
 		hash := [32]byte(ref.TxHash)
-		full, decoded, ok := app.pool.getDecoded(hash)
+		full, ok := app.pool.get(hash)
 		if !ok {
 			missing++
 			continue
-		}
-		if decoded != nil {
-			app.proposalTxs.keep(full, decoded)
 		}
 		out[i] = full
 		held[hash] = full

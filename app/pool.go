@@ -356,32 +356,22 @@ func tailKey(bz []byte) string { return strconv.Itoa(len(bz)) + string(tailOf(bz
 
 // get returns a held transaction: from memory, else from the height files.
 func (p *txPool) get(hash [32]byte) ([]byte, bool) {
-	bz, _, ok := p.getDecoded(hash)
-	return bz, ok
-}
-
-// getDecoded is get with CheckTx's decoding of the transaction, if the pool kept it.
-func (p *txPool) getDecoded(hash [32]byte) ([]byte, sdk.Tx, bool) {
 	p.mu.Lock()
 	e, ok := p.mem[hash]
-	var decoded sdk.Tx
-	if ok {
-		decoded = e.decoded
-	}
 	d, onDisk := p.disk[hash]
 	p.mu.Unlock()
 	if ok {
-		return e.bz, decoded, true
+		return e.bz, true
 	}
 	if !onDisk {
-		return nil, nil, false
+		return nil, false
 	}
 	bz, err := p.readDisk(d)
 	if err != nil || sha256.Sum256(bz) != hash {
 		p.logger.Error("pool: a written transaction cannot be read back", "hash", fmt.Sprintf("%X", hash), "err", err)
-		return nil, nil, false
+		return nil, false
 	}
-	return bz, nil, true
+	return bz, true
 }
 
 func (p *txPool) readDisk(d diskTx) ([]byte, error) {
@@ -570,7 +560,7 @@ func (p *txPool) askPeers(ctx context.Context, path string, hash [32]byte) ([]by
 	found := make(chan []byte, len(p.peers))
 	for _, peer := range p.peers {
 		go func() {
-			bz, err := p.get1(ctx, strings.TrimSuffix(peer, "/")+path)
+			bz, err := peerCall(ctx, p.client, strings.TrimSuffix(peer, "/")+path, nil, maxRawTxBytes+1)
 			if err != nil || sha256.Sum256(bz) != hash {
 				bz = nil
 			}
@@ -585,12 +575,21 @@ func (p *txPool) askPeers(ctx context.Context, path string, hash [32]byte) ([]by
 	return nil, false
 }
 
-func (p *txPool) get1(ctx context.Context, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// peerCall sends one request to a peer's API server (a GET without body, else a POST of body)
+// and returns the body of a 200 answer, at most limit bytes.
+func peerCall(ctx context.Context, cl *http.Client, url string, body []byte, limit int64) ([]byte, error) {
+	method, reader := http.MethodGet, io.Reader(nil)
+	if body != nil {
+		method, reader = http.MethodPost, bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, reader)
 	if err != nil {
 		return nil, err
 	}
-	res, err := p.client.Do(req)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/octet-stream")
+	}
+	res, err := cl.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -598,7 +597,7 @@ func (p *txPool) get1(ctx context.Context, url string) ([]byte, error) {
 	if res.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%s: %s", url, res.Status)
 	}
-	return io.ReadAll(io.LimitReader(res.Body, maxRawTxBytes+1))
+	return io.ReadAll(io.LimitReader(res.Body, limit))
 }
 
 // keep holds a transaction fetched for a proposal, for the block's execution.

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -174,7 +173,8 @@ func (p *txPush) run(q *pushQueue) {
 				buf.Write(hdr[:])
 				buf.Write(tx)
 			}
-			held, err := p.send(q.peer, buf.Bytes())
+			// The client's timeout (pushTimeout) bounds a paused peer.
+			held, err := peerCall(context.Background(), p.client, q.peer+PushPath, buf.Bytes(), maxPushRequestBytes)
 			if err != nil || len(held) != len(txs) {
 				p.logger.Error("pool: push to a peer failed; a proposal carries these transactions whole unless enough other peers hold them",
 					"peer", q.peer, "txs", len(txs), "err", err)
@@ -187,26 +187,6 @@ func (p *txPush) run(q *pushQueue) {
 			}
 		}
 	}
-}
-
-// send posts one request and returns the peer's answer, a byte per transaction.
-func (p *txPush) send(peer string, body []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), pushTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, peer+PushPath, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/octet-stream")
-	res, err := p.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s", peer, res.Status)
-	}
-	return io.ReadAll(io.LimitReader(res.Body, maxPushRequestBytes))
 }
 
 // handler serves PushPath: each transaction goes to the node's mempool through CometBFT (its
