@@ -64,6 +64,7 @@ type App struct {
 	pool              *txPool                         // admitted transactions by hash, for blocks that name them (ordering.go)
 	orderByDigest     bool                            // this node's proposals name pooled transactions
 	push              *txPush                         // sends its clients' transactions to the peers once (push.go)
+	maxTxBytes        int                             // CometBFT's mempool.max_tx_bytes, which a stub's transaction must respect (stub.go)
 	recordSnapshots   *topicskeeper.RecordSnapshotter // nil without segment files or snapshots
 	legacyAmino       *codec.LegacyAmino
 	appCodec          codec.Codec
@@ -193,6 +194,10 @@ func New(
 	// Ordering by digest sends what this node's clients give it to the peers itself (push.go).
 	app.push = newTxPush(PushPeers(appOpts), pool, logger)
 	app.push.lastHeight = app.LastBlockHeight
+	app.push.mempoolTx = app.mempoolTx
+	// With stubs in the mempool (stub.go) the pool holds what CometBFT's limits bounded.
+	app.maxTxBytes = mempoolLimit(appOpts, "mempool.max_tx_bytes", 1<<20)
+	pool.clientBytes = mempoolLimit(appOpts, "mempool.max_txs_bytes", 1<<30)
 
 	// register streaming services (ABCI listeners configured in app.toml)
 	if err := app.RegisterStreamingServices(appOpts, app.kvStoreKeys()); err != nil {
@@ -255,6 +260,15 @@ const (
 	DefaultOrderingKeepHeights = DefaultRetainBlocks
 	DefaultOrderingKeepBytes   = 4 << 30
 )
+
+// mempoolLimit is a mempool setting of config.toml, or CometBFT's default when unset (as in
+// tests without a home).
+func mempoolLimit(appOpts servertypes.AppOptions, key string, def int) int {
+	if v := cast.ToInt(appOpts.Get(key)); v > 0 {
+		return v
+	}
+	return def
+}
 
 // newOrderingPool is the node's pool, under <home>/data/pool (in memory without a home).
 func newOrderingPool(appOpts servertypes.AppOptions, logger log.Logger) (*txPool, error) {
@@ -362,7 +376,7 @@ func (app *App) kvStoreKeys() map[string]*storetypes.KVStoreKey {
 // API server, plus the swagger UI if enabled in app.toml (api.swagger).
 func (app *App) RegisterAPIRoutes(apiSvr *api.Server, apiConfig config.APIConfig) {
 	app.App.RegisterAPIRoutes(apiSvr, apiConfig)
-	apiSvr.Router.Handle(RawTxPath, rawTxHandler(apiSvr.ClientCtx)).Methods(http.MethodPost)
+	apiSvr.Router.Handle(RawTxPath, app.rawTxHandler(apiSvr.ClientCtx)).Methods(http.MethodPost)
 	apiSvr.Router.Handle(RawTxResultPath, rawTxResultHandler(apiSvr.ClientCtx, app.recentResults)).Methods(http.MethodGet)
 	apiSvr.Router.PathPrefix(PoolPath).HandlerFunc(app.pool.serve).Methods(http.MethodGet)
 	apiSvr.Router.Handle(PushPath, app.push.handler(apiSvr.ClientCtx)).Methods(http.MethodPost)

@@ -72,3 +72,20 @@ func (app *App) PoolHolds(bz []byte) ([32]byte, bool) {
 	_, ok := app.pool.get(hash)
 	return hash, ok
 }
+
+// StubOf is what a node's mempool holds in place of bz with stubs in the mempool (stub.go).
+func StubOf(bz []byte) []byte { return stubOf(sha256.Sum256(bz), len(bz)) }
+
+// IngressHandler serves the node's binary ingress (RawTxPath) over node, which stands for its
+// CometBFT mempool.
+func (app *App) IngressHandler(node client.CometRPC) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(RawTxPath, app.rawTxHandler(client.Context{}.WithClient(node)))
+	return mux
+}
+
+// LimitClientPool makes the pool stage at most n bytes of clients' transactions (stub.go).
+func (app *App) LimitClientPool(n int) { app.pool.clientBytes = n }
+
+// LimitTxBytes stands for mempool.max_tx_bytes = n in config.toml.
+func (app *App) LimitTxBytes(n int) { app.maxTxBytes = n }

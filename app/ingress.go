@@ -12,6 +12,7 @@ import (
 	coretypes "github.com/cometbft/cometbft/rpc/core/types"
 
 	"github.com/cosmos/cosmos-sdk/client"
+	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
 )
 
 // RawTxPath is the binary ingress for producers: POST a signed transaction's bytes
@@ -31,7 +32,7 @@ type RawTxResponse struct {
 	RawLog    string `json:"raw_log,omitempty"`
 }
 
-func rawTxHandler(clientCtx client.Context) http.HandlerFunc {
+func (app *App) rawTxHandler(clientCtx client.Context) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "POST the signed transaction bytes", http.StatusMethodNotAllowed)
@@ -42,15 +43,35 @@ func rawTxHandler(clientCtx client.Context) http.HandlerFunc {
 			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
 			return
 		}
-		res, err := clientCtx.BroadcastTxSync(bz)
+		// With stubs in the mempool (stub.go) the pool holds the transaction and CometBFT its stub.
+		tx, hash, staged, full := app.mempoolTx(bz, false)
+		if full {
+			writeRawTxResponse(w, RawTxResponse{TxHash: hashHex(hash), Codespace: sdkerrors.ErrMempoolIsFull.Codespace(),
+				Code: sdkerrors.ErrMempoolIsFull.ABCICode(), RawLog: sdkerrors.ErrMempoolIsFull.Error()})
+			return
+		}
+		res, err := clientCtx.BroadcastTxSync(tx)
+		if staged {
+			app.pool.unstage(hash) // if CheckTx never took it
+		}
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(RawTxResponse{TxHash: res.TxHash, Code: res.Code, Codespace: res.Codespace, RawLog: res.RawLog})
+		out := RawTxResponse{TxHash: res.TxHash, Code: res.Code, Codespace: res.Codespace, RawLog: res.RawLog}
+		if staged {
+			out.TxHash = hashHex(hash) // the transaction's, not its stub's
+		}
+		writeRawTxResponse(w, out)
 	}
 }
+
+func writeRawTxResponse(w http.ResponseWriter, res RawTxResponse) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(res)
+}
+
+func hashHex(hash [32]byte) string { return strings.ToUpper(hex.EncodeToString(hash[:])) }
 
 // RawTxResultPath answers a committed transaction's result without its bytes: GET
 // ?hash=<hex>&wait=<duration, at most 30s>. It waits in the node until the transaction's block

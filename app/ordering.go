@@ -194,6 +194,9 @@ func (app *App) resolveBlock(height int64, txs [][]byte) ([][]byte, map[[32]byte
 func (app *App) CheckTx(req *abci.RequestCheckTx) (*abci.ResponseCheckTx, error) {
 	// Recheck, or a peer gossiping it again after recheck dropped it from the mempool's cache:
 	// answered before decoding a record batch that can only fail its sequence check.
+	if hash, size, ok := parseStub(req.Tx); ok {
+		return app.checkStub(req, hash, size)
+	}
 	if app.pool.orderedBytes(req.Tx) {
 		return &abci.ResponseCheckTx{Codespace: "bftlog", Code: ErrTxOrdered.ABCICode(), Log: ErrTxOrdered.Error()}, nil
 	}

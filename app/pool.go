@@ -38,6 +38,7 @@ type txPool struct {
 	keepHeights int64
 	keepBytes   int64
 	minAge      time.Duration // minNameAge
+	clientBytes int           // what the pool holds before it stages no more clients' transactions
 	client      *http.Client
 	logger      log.Logger
 
@@ -72,6 +73,8 @@ type poolTx struct {
 	// peers this node pushed it to said they hold it.
 	fromPeer bool
 	acks     int
+	// staged: taken with its stub on the way to CheckTx, which has not run yet (stub.go).
+	staged bool
 	// decoded is what CheckTx decoded, reused by ProcessProposal and FinalizeBlock when a
 	// block names the transaction (decode_cache.go): each validator decodes each batch once.
 	decoded sdk.Tx
@@ -121,6 +124,7 @@ const diskEntryHeader = 32 + 4 // sha256, big-endian length
 func newTxPool(dir string, peers []string, keepHeights, keepBytes int64, logger log.Logger) (*txPool, error) {
 	p := &txPool{
 		dir: dir, peers: peers, keepHeights: max(keepHeights, 2), keepBytes: keepBytes, minAge: minNameAge, logger: logger,
+		clientBytes: maxPoolMemBytes / 2,
 		client:      &http.Client{Timeout: 30 * time.Second},
 		mem:         map[[32]byte]*poolTx{},
 		byTail:      map[string][32]byte{},
@@ -194,10 +198,7 @@ func (p *txPool) admit(bz []byte, lastHeight int64, fromPeer bool, decoded sdk.T
 	p.mu.Lock()
 	if h, ok := p.heldByTail(bz); ok {
 		// A peer's push put it here (push.go), unhashed again; CheckTx has decoded it since.
-		if e := p.mem[h]; e.decoded == nil && decoded != nil && p.decBytes+len(bz) <= maxDecodedBytes {
-			e.decoded = decoded
-			p.decBytes += len(bz)
-		}
+		p.keepDecodedLocked(p.mem[h], decoded)
 		p.mu.Unlock()
 		return
 	}
@@ -212,17 +213,94 @@ func (p *txPool) admit(bz []byte, lastHeight int64, fromPeer bool, decoded sdk.T
 		return
 	}
 	e := &poolTx{bz: bz, seenAt: lastHeight, admitted: time.Now(), fromPeer: fromPeer}
-	if decoded != nil && p.decBytes+len(bz) <= maxDecodedBytes {
-		e.decoded = decoded
-		p.decBytes += len(bz)
-	}
+	p.keepDecodedLocked(e, decoded)
+	p.addLocked(hash, e)
+}
+
+// addLocked holds a new entry, dropping the oldest past maxPoolMemBytes.
+func (p *txPool) addLocked(hash [32]byte, e *poolTx) {
 	p.mem[hash] = e
-	p.byTail[tailKey(bz)] = hash
+	p.byTail[tailKey(e.bz)] = hash
 	p.fifo = append(p.fifo, hash)
-	p.memBytes += len(bz)
+	p.memBytes += len(e.bz)
 	for p.memBytes > maxPoolMemBytes && len(p.fifo) > 0 {
 		p.forgetLocked(p.fifo[0])
 		p.fifo = p.fifo[1:]
+	}
+}
+
+func (p *txPool) keepDecodedLocked(e *poolTx, decoded sdk.Tx) {
+	if e.decoded == nil && decoded != nil && p.decBytes+len(e.bz) <= maxDecodedBytes {
+		e.decoded = decoded
+		p.decBytes += len(e.bz)
+	}
+}
+
+// stage holds a transaction whose stub goes to the mempool in its place (stub.go): one this
+// node's client gave it (the ingress), or a peer pushed. A client's is refused (false) while
+// the pool holds clientBytes or more, as CometBFT's mempool refuses past max_txs_bytes;
+// a peer's push is not, its sender bounds it. One held already is not staged again: its
+// stub's CheckTx answers for it.
+func (p *txPool) stage(bz []byte, hash [32]byte, lastHeight int64, fromPeer bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.mem[hash]; ok {
+		return true
+	}
+	if _, ok := p.ordered[hash]; ok {
+		return true
+	}
+	if !fromPeer && p.memBytes+len(bz) > p.clientBytes {
+		return false
+	}
+	p.addLocked(hash, &poolTx{bz: bz, seenAt: lastHeight, admitted: time.Now(), fromPeer: fromPeer, staged: true})
+	return true
+}
+
+// stubbed is what CheckTx needs for a stub of hash: the held bytes and decoding, whether a
+// peer pushed it, whether its stub was awaited (taken now when claim: a second stub of the
+// same transaction finds it taken) and whether a block named it.
+func (p *txPool) stubbed(hash [32]byte, claim bool) (bz []byte, decoded sdk.Tx, fromPeer, staged, ordered bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ordered = p.ordered[hash]; ordered {
+		return nil, nil, false, false, true
+	}
+	e, ok := p.mem[hash]
+	if !ok {
+		return nil, nil, false, false, false
+	}
+	staged = e.staged
+	if claim {
+		e.staged = false
+	}
+	return e.bz, e.decoded, e.fromPeer, staged, false
+}
+
+// checked records CheckTx's verdict on a staged transaction: kept with its decoding, or
+// forgotten.
+func (p *txPool) checked(hash [32]byte, ok bool, decoded sdk.Tx) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, held := p.mem[hash]
+	switch {
+	case !held:
+	case ok:
+		p.keepDecodedLocked(e, decoded)
+	default:
+		if _, ordered := p.ordered[hash]; !ordered {
+			p.forgetLocked(hash)
+		}
+	}
+}
+
+// unstage forgets a staged transaction whose stub never reached CheckTx (CometBFT's cache
+// turned it away, or the node did not answer).
+func (p *txPool) unstage(hash [32]byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.mem[hash]; ok && e.staged {
+		p.forgetLocked(hash)
 	}
 }
 
@@ -259,6 +337,17 @@ func (p *txPool) hashOf(bz []byte) [32]byte {
 		}
 	}
 	return sha256.Sum256(bz)
+}
+
+// holds tells whether the pool holds bz in memory, without hashing it.
+func (p *txPool) holds(bz []byte) bool {
+	if len(bz) < minRefBytes {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.heldByTail(bz)
+	return ok
 }
 
 // decodedOf is CheckTx's decoding of bz, if the pool kept it: found by its signature bytes.
@@ -605,10 +694,7 @@ func (p *txPool) keep(hash [32]byte, bz []byte, lastHeight int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.mem[hash]; !ok {
-		p.mem[hash] = &poolTx{bz: bz, seenAt: lastHeight, admitted: time.Now()}
-		p.byTail[tailKey(bz)] = hash
-		p.fifo = append(p.fifo, hash)
-		p.memBytes += len(bz)
+		p.addLocked(hash, &poolTx{bz: bz, seenAt: lastHeight, admitted: time.Now()})
 	}
 }
 

@@ -25,6 +25,11 @@ func (app *App) prepareProposal(ctx sdk.Context, req *abci.RequestPrepareProposa
 	held := map[string]bool{} // signers with a transaction left out of this block
 	out := make([][]byte, 0, len(req.Txs))
 	for _, bz := range req.Txs {
+		if hash, _, ok := parseStub(bz); ok { // the mempool's stand-in (stub.go)
+			if bz, ok = app.pool.get(hash); !ok {
+				continue // dropped since CheckTx; recheck drops the stub
+			}
+		}
 		tx, err := app.proposalTxs.Decode(bz)
 		if err != nil {
 			continue // CheckTx decoded it; a mempool does not change bytes

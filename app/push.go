@@ -59,15 +59,23 @@ type txPush struct {
 	// CheckTx does not send those on.
 	incoming map[string]int
 	// mempoolQueue is what peers pushed, waiting for this node's mempool (toMempool).
-	mempoolQueue [][]byte
+	mempoolQueue []queuedTx
 	mempoolBytes int
 	mempoolNode  client.CometRPC
 	mempoolWake  chan struct{}
 	lastHeight   func() int64
+	// mempoolTx stages a peer's transaction and gives what goes to the mempool in its place
+	// (App.mempoolTx: a stub, or the transaction itself).
+	mempoolTx func(bz []byte, fromPeer bool) (tx []byte, hash [32]byte, staged, full bool)
 	// peerHosts are the hosts of the ordering peers. A push from any other address is taken as
 	// a client's: sent on to the peers, and named only once they hold it. Otherwise a client
 	// could give a batch to one validator alone and have its proposal name what no other holds.
 	peerHosts map[string]bool
+}
+
+type queuedTx struct {
+	tx   []byte
+	size int
 }
 
 type pushQueue struct {
@@ -89,6 +97,7 @@ func newTxPush(peers []string, pool *txPool, logger log.Logger) *txPush {
 		peerHosts:   map[string]bool{},
 		mempoolWake: make(chan struct{}, 1),
 		lastHeight:  func() int64 { return 0 },
+		mempoolTx:   func(bz []byte, _ bool) ([]byte, [32]byte, bool, bool) { return bz, [32]byte{}, false, false },
 	}
 	for _, peer := range pool.peers {
 		if u, err := url.Parse(peer); err == nil && u.Hostname() != "" {
@@ -229,9 +238,15 @@ func (p *txPush) handler(clientCtx client.Context) http.HandlerFunc {
 				// A peer's push: held once in the pool, answered at once. Its mempool entry
 				// follows (CheckTx waits while the node executes a block), in arrival order,
 				// so that an account's sequence stays in order.
-				p.pool.admit(tx, p.lastHeight(), true, nil)
 				held[i] = '1'
-				p.toMempool(clientCtx.Client, tx)
+				if stub, _, staged, _ := p.mempoolTx(tx, true); staged {
+					p.toMempool(clientCtx.Client, stub, len(tx))
+					continue
+				}
+				p.pool.admit(tx, p.lastHeight(), true, nil)
+				p.toMempool(clientCtx.Client, tx, len(tx))
+			case p.pool.holds(tx):
+				held[i] = '1' // already: its mempool entry may be a stub (stub.go), not these bytes
 			case p.deliver(r.Context(), clientCtx.Client, tx, false):
 				held[i] = '1'
 			}
@@ -243,14 +258,15 @@ func (p *txPush) handler(clientCtx client.Context) http.HandlerFunc {
 
 // toMempool queues a peer's transaction for this node's mempool; past maxPushQueueBytes it is
 // only in the pool (this node votes for and executes a block naming it, but does not propose it).
-func (p *txPush) toMempool(node client.CometRPC, tx []byte) {
+// A stub counts as the size of what it stands for.
+func (p *txPush) toMempool(node client.CometRPC, tx []byte, size int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.mempoolBytes+len(tx) > maxPushQueueBytes {
+	if p.mempoolBytes+size > maxPushQueueBytes {
 		return
 	}
-	p.mempoolBytes += len(tx)
-	p.mempoolQueue = append(p.mempoolQueue, tx)
+	p.mempoolBytes += size
+	p.mempoolQueue = append(p.mempoolQueue, queuedTx{tx, size})
 	if p.mempoolNode == nil {
 		p.mempoolNode = node
 		go p.runMempool()
@@ -269,12 +285,14 @@ func (p *txPush) runMempool() {
 				p.mu.Unlock()
 				break
 			}
-			tx := p.mempoolQueue[0]
+			q := p.mempoolQueue[0]
 			p.mempoolQueue = p.mempoolQueue[1:]
-			p.mempoolBytes -= len(tx)
+			p.mempoolBytes -= q.size
 			node := p.mempoolNode
 			p.mu.Unlock()
-			p.deliver(context.Background(), node, tx, true)
+			// A stub's CheckTx finds in the pool that a peer pushed it: no mark needed.
+			_, _, isStub := parseStub(q.tx)
+			p.deliver(context.Background(), node, q.tx, !isStub)
 		}
 	}
 }
