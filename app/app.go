@@ -64,6 +64,7 @@ type App struct {
 	pool              *txPool                         // admitted transactions by hash, for blocks that name them (ordering.go)
 	orderByDigest     bool                            // this node's proposals name pooled transactions
 	push              *txPush                         // sends its clients' transactions to the peers once (push.go)
+	sigsReused        sigsReused                      // executions that reused CheckTx's signature check (verified.go)
 	maxTxBytes        int                             // CometBFT's mempool.max_tx_bytes, which a stub's transaction must respect (stub.go)
 	recordSnapshots   *topicskeeper.RecordSnapshotter // nil without segment files or snapshots
 	legacyAmino       *codec.LegacyAmino
@@ -174,7 +175,7 @@ func New(
 		return feeCheck.AnteHandle(ctx, tx, simulate, std)
 	}
 	app.SetAnteHandler(func(ctx sdk.Context, tx sdk.Tx, simulate bool) (sdk.Context, error) {
-		return poaCheck.AnteHandle(ctx, tx, simulate, withFee)
+		return poaCheck.AnteHandle(app.skipVerified(ctx, simulate), tx, simulate, withFee)
 	})
 	// Proposals carrying transactions that break the fee rule are voted down (fees.go); the
 	// transactions decoded for that are reused by FinalizeBlock (decode_cache.go).

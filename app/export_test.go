@@ -89,3 +89,6 @@ func (app *App) LimitClientPool(n int) { app.pool.clientBytes = n }
 
 // LimitTxBytes stands for mempool.max_tx_bytes = n in config.toml.
 func (app *App) LimitTxBytes(n int) { app.maxTxBytes = n }
+
+// SigsReused counts the executions that reused CheckTx's signature check (verified.go).
+func (app *App) SigsReused() int64 { return app.sigsReused.Load() }

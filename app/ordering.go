@@ -209,7 +209,7 @@ func (app *App) CheckTx(req *abci.RequestCheckTx) (*abci.ResponseCheckTx, error)
 	case err != nil:
 	case res.Code == abci.CodeTypeOK && req.Type == abci.CheckTxType_New:
 		fromPeer := app.push.fromPeer(req.Tx)
-		app.pool.admit(req.Tx, app.LastBlockHeight(), fromPeer, decoded)
+		app.pool.admit(req.Tx, app.LastBlockHeight(), fromPeer, decoded, true)
 		if !fromPeer {
 			app.push.admitted(req.Tx)
 		}

@@ -75,6 +75,8 @@ type poolTx struct {
 	acks     int
 	// staged: taken with its stub on the way to CheckTx, which has not run yet (stub.go).
 	staged bool
+	// sigsVerified: this node's CheckTx admitted these bytes, signatures verified (verified.go).
+	sigsVerified bool
 	// decoded is what CheckTx decoded, reused by ProcessProposal and FinalizeBlock when a
 	// block names the transaction (decode_cache.go): each validator decodes each batch once.
 	decoded sdk.Tx
@@ -191,7 +193,7 @@ func (p *txPool) loadIndex() error {
 // admit keeps a transaction CheckTx accepted, and its decoding; fromPeer says a peer's push
 // brought it. It keeps CometBFT's slice, not a copy: the mempool never writes into it, and
 // holding it keeps that memory from being reused for other bytes.
-func (p *txPool) admit(bz []byte, lastHeight int64, fromPeer bool, decoded sdk.Tx) {
+func (p *txPool) admit(bz []byte, lastHeight int64, fromPeer bool, decoded sdk.Tx, checked bool) {
 	if len(bz) < minRefBytes || len(bz) > maxPoolMemBytes/4 {
 		return
 	}
@@ -199,6 +201,7 @@ func (p *txPool) admit(bz []byte, lastHeight int64, fromPeer bool, decoded sdk.T
 	if h, ok := p.heldByTail(bz); ok {
 		// A peer's push put it here (push.go), unhashed again; CheckTx has decoded it since.
 		p.keepDecodedLocked(p.mem[h], decoded)
+		p.mem[h].sigsVerified = p.mem[h].sigsVerified || checked
 		p.mu.Unlock()
 		return
 	}
@@ -212,7 +215,7 @@ func (p *txPool) admit(bz []byte, lastHeight int64, fromPeer bool, decoded sdk.T
 	if _, ok := p.ordered[hash]; ok {
 		return
 	}
-	e := &poolTx{bz: bz, seenAt: lastHeight, admitted: time.Now(), fromPeer: fromPeer}
+	e := &poolTx{bz: bz, seenAt: lastHeight, admitted: time.Now(), fromPeer: fromPeer, sigsVerified: checked}
 	p.keepDecodedLocked(e, decoded)
 	p.addLocked(hash, e)
 }
@@ -277,16 +280,18 @@ func (p *txPool) stubbed(hash [32]byte, claim bool) (bz []byte, decoded sdk.Tx, 
 	return e.bz, e.decoded, e.fromPeer, staged, false
 }
 
-// checked records CheckTx's verdict on a staged transaction: kept with its decoding, or
-// forgotten.
-func (p *txPool) checked(hash [32]byte, ok bool, decoded sdk.Tx) {
+// checked records CheckTx's verdict on a staged transaction: admitted (kept with its decoding,
+// its signatures verified), kept though refused (keep), or forgotten.
+func (p *txPool) checked(hash [32]byte, admitted, keep bool, decoded sdk.Tx) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, held := p.mem[hash]
 	switch {
 	case !held:
-	case ok:
+	case admitted:
 		p.keepDecodedLocked(e, decoded)
+		e.sigsVerified = true
+	case keep:
 	default:
 		if _, ordered := p.ordered[hash]; !ordered {
 			p.forgetLocked(hash)
@@ -337,6 +342,17 @@ func (p *txPool) hashOf(bz []byte) [32]byte {
 		}
 	}
 	return sha256.Sum256(bz)
+}
+
+// sigsVerified tells whether this node's CheckTx admitted exactly bz (verified.go).
+func (p *txPool) sigsVerified(bz []byte) bool {
+	if len(bz) < minRefBytes {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h, ok := p.heldByTail(bz)
+	return ok && p.mem[h].sigsVerified
 }
 
 // holds tells whether the pool holds bz in memory, without hashing it.

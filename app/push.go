@@ -243,7 +243,7 @@ func (p *txPush) handler(clientCtx client.Context) http.HandlerFunc {
 					p.toMempool(clientCtx.Client, stub, len(tx))
 					continue
 				}
-				p.pool.admit(tx, p.lastHeight(), true, nil)
+				p.pool.admit(tx, p.lastHeight(), true, nil, false)
 				p.toMempool(clientCtx.Client, tx, len(tx))
 			case p.pool.holds(tx):
 				held[i] = '1' // already: its mempool entry may be a stub (stub.go), not these bytes

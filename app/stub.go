@@ -77,7 +77,7 @@ func (app *App) checkStub(req *abci.RequestCheckTx, hash [32]byte, size int) (*a
 		// Held, and its stub taken once already (a second copy, or bytes a block fetched).
 		return checkTxError(sdkerrors.ErrTxInMempoolCache), nil
 	case len(bz) > app.maxTxBytes:
-		app.pool.checked(hash, false, nil)
+		app.pool.checked(hash, false, false, nil)
 		return checkTxError(sdkerrors.ErrTxTooLarge.Wrapf("%d bytes, mempool.max_tx_bytes is %d", len(bz), app.maxTxBytes)), nil
 	}
 	var res *abci.ResponseCheckTx
@@ -90,7 +90,7 @@ func (app *App) checkStub(req *abci.RequestCheckTx, hash [32]byte, size int) (*a
 	case isNew:
 		// A peer's push stays held even if refused here: the peer holds it, and this node
 		// answered that it does too.
-		app.pool.checked(hash, ok || fromPeer, decoded)
+		app.pool.checked(hash, ok, fromPeer, decoded)
 		if ok && !fromPeer {
 			app.push.admitted(bz)
 		}

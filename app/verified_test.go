@@ -1,0 +1,65 @@
+package app_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+	dbm "github.com/cosmos/cosmos-db"
+	"github.com/stretchr/testify/require"
+
+	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
+
+	"github.com/bftlog/bftlog/app"
+)
+
+// A block runs a transaction this node's CheckTx admitted without verifying its signatures
+// again; one it holds unverified — here a forged batch a hostile peer pushed, which CheckTx
+// refused and the pool keeps because the peer said it holds it — is verified at execution
+// and fails there, charging nothing, exactly as on a validator that never saw it.
+func TestSignaturesVerifiedOncePerValidator(t *testing.T) {
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "not taking any", http.StatusServiceUnavailable)
+	}))
+	defer sink.Close()
+	// The receiver's ordering peer is 127.0.0.1, so the test's pushes come from a peer.
+	c := newChainFrom(t, newOrderingApp(dbm.NewMemDB(), t.TempDir(), true, sink.URL), orderingSecret, 1e15, 1e15)
+	mempool := &mempoolOf{app: c.app, seen: map[string]bool{}}
+	push := httptest.NewServer(c.app.PushHandler(mempool))
+	defer push.Close()
+	ingress := httptest.NewServer(c.app.IngressHandler(mempool))
+	defer ingress.Close()
+	txs := orderingLoad(t, c)
+
+	forged := bytes.Clone(txs[1])
+	forged[len(forged)-1] ^= 1 // the signature's last byte
+	res, err := http.Post(push.URL+app.PushPath, "application/octet-stream", bytes.NewReader(frames(forged)))
+	require.NoError(t, err)
+	held, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, "1", string(held), "a peer's push is held at once")
+	require.Eventually(t, func() bool { return len(mempool.received()) == 1 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, sdkerrors.ErrUnauthorized.ABCICode(), checkTx(t, c.app, abci.CheckTxType_New, forged).Code, "CheckTx refuses the forged signature")
+	_, kept := c.app.PoolHolds(forged)
+	require.True(t, kept, "kept: the peer said it holds it, a block may name it")
+
+	out := postRaw(t, ingress.URL, txs[0])
+	require.Zero(t, out.Code, out.RawLog)
+
+	before := c.app.SigsReused()
+	alice, bob := c.addr(0).String(), c.addr(1).String()
+	feesBefore := c.balance(c.addr(1))
+	start := time.Now()
+	results := c.block(app.TxRef(sha256.Sum256(txs[0]), len(txs[0]), alice), app.TxRef(sha256.Sum256(forged), len(forged), bob))
+	took := time.Since(start)
+	require.Zero(t, results[0].Code, results[0].Log)
+	require.Equal(t, sdkerrors.ErrUnauthorized.ABCICode(), results[1].Code, "the forged batch is verified at execution: %s", results[1].Log)
+	require.Equal(t, feesBefore, c.balance(c.addr(1)), "and charges nothing")
+	require.Equal(t, int64(1), c.app.SigsReused()-before, "only the admitted one skipped its second verification")
+	t.Logf("block of an admitted batch (signatures reused) and a forged one (verified, refused: %s) ran in %v", results[1].Log, took)
+}
