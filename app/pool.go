@@ -346,24 +346,24 @@ func (p *txPool) hashOf(bz []byte) [32]byte {
 
 // sigsVerified tells whether this node's CheckTx admitted exactly bz (verified.go).
 func (p *txPool) sigsVerified(bz []byte) bool {
-	if len(bz) < minRefBytes {
-		return false
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	h, ok := p.heldByTail(bz)
-	return ok && p.mem[h].sigsVerified
+	_, verified := p.heldBytes(bz)
+	return verified
 }
 
 // holds tells whether the pool holds bz in memory, without hashing it.
 func (p *txPool) holds(bz []byte) bool {
+	held, _ := p.heldBytes(bz)
+	return held
+}
+
+func (p *txPool) heldBytes(bz []byte) (held, sigsVerified bool) {
 	if len(bz) < minRefBytes {
-		return false
+		return false, false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	_, ok := p.heldByTail(bz)
-	return ok
+	h, ok := p.heldByTail(bz)
+	return ok, ok && p.mem[h].sigsVerified
 }
 
 // decodedOf is CheckTx's decoding of bz, if the pool kept it: found by its signature bytes.
