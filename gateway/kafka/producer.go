@@ -128,8 +128,12 @@ type lane struct {
 	seq map[partitionKey]uint64
 }
 
-// lanes is how many transactions the gateway keeps in flight at once.
-const lanes = 4
+// lanes is how many transactions the gateway keeps in flight at once. Each carries at most one
+// batch per partition, and a Kafka client's batch is about 1 MiB (franz-go's default max), so a
+// lane per partition is what keeps a topic's partitions all moving: with 4 lanes, a franz-go
+// producer on 8 partitions committed 0.44x the records/s of the native client at N=1
+// (docs/performance.md).
+const lanes = 16
 
 func newProducer(clientCtx client.Context, signer *txclient.Signer, log func(string, ...any)) *producer {
 	q := types.NewQueryClient(clientCtx)
@@ -143,12 +147,12 @@ func newProducer(clientCtx client.Context, signer *txclient.Signer, log func(str
 	return p
 }
 
-// enqueue hands a batch to its partition's lane.
+// enqueue hands a batch to its partition's lane: a topic's partitions take consecutive lanes,
+// so up to `lanes` of them never share one.
 func (p *producer) enqueue(r *appendReq) {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(r.key.topic))
-	_, _ = h.Write([]byte{byte(r.key.partition >> 24), byte(r.key.partition >> 16), byte(r.key.partition >> 8), byte(r.key.partition)})
-	p.lanes[h.Sum32()%uint32(len(p.lanes))].in <- r
+	p.lanes[(h.Sum32()+uint32(r.key.partition))%uint32(len(p.lanes))].in <- r
 }
 
 func (p *producer) close() {
