@@ -381,6 +381,7 @@ func (app *App) RegisterAPIRoutes(apiSvr *api.Server, apiConfig config.APIConfig
 	apiSvr.Router.Handle(RawTxResultPath, rawTxResultHandler(apiSvr.ClientCtx, app.recentResults)).Methods(http.MethodGet)
 	apiSvr.Router.PathPrefix(PoolPath).HandlerFunc(app.pool.serve).Methods(http.MethodGet)
 	apiSvr.Router.Handle(PushPath, app.push.handler(apiSvr.ClientCtx)).Methods(http.MethodPost)
+	apiSvr.Router.HandleFunc(HeldPath, app.push.heldHandler).Methods(http.MethodPost)
 	apiSvr.Router.Handle(NamedTxPath, namedTxHandler(apiSvr.ClientCtx, apiSvr.GRPCGatewayRouter, app.pool)).Methods(http.MethodGet)
 	// The OpenAPI description of x/topics' REST routes (generated from the protos) and the
 	// read-only topic console; both only read what the REST routes already serve.

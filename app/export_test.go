@@ -52,6 +52,7 @@ func (app *App) NameOnlyAfterACommit() { app.pool.minAge = 1 << 62 }
 func (app *App) PushHandler(node client.CometRPC) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(PushPath, app.push.handler(client.Context{}.WithClient(node)))
+	mux.HandleFunc(HeldPath, app.push.heldHandler)
 	return mux
 }
 

@@ -73,6 +73,9 @@ type poolTx struct {
 	// peers this node pushed it to said they hold it.
 	fromPeer bool
 	acks     int
+	// quorum: the peer that pushed it said more than two thirds of this node's peers and
+	// itself answered that they hold it (push.go HeldPath).
+	quorum bool
 	// staged: taken with its stub on the way to CheckTx, which has not run yet (stub.go).
 	staged bool
 	// sigsVerified: this node's CheckTx admitted these bytes, signatures verified (verified.go).
@@ -407,15 +410,33 @@ func (p *txPool) dropCarried(txs [][]byte) {
 	}
 }
 
-// acked counts a peer's answer that it holds bz, after this node pushed it there.
-func (p *txPool) acked(bz []byte) {
+// acked counts a peer's answer that it holds bz, after this node pushed it there; quorum says
+// that this answer is the one that makes more than two thirds of this node and its peers.
+func (p *txPool) acked(bz []byte) (hash [32]byte, quorum bool) {
 	if len(bz) < minRefBytes {
-		return
+		return hash, false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if hash, ok := p.heldByTail(bz); ok {
-		p.mem[hash].acks++
+	hash, ok := p.heldByTail(bz)
+	if !ok {
+		return hash, false
+	}
+	e := p.mem[hash]
+	e.acks++
+	return hash, p.quorumLocked(e.acks) && !p.quorumLocked(e.acks-1)
+}
+
+// quorumLocked: this node and acks of its peers are more than two thirds of them all.
+func (p *txPool) quorumLocked(acks int) bool { return 3*(acks+1) > 2*(len(p.peers)+1) }
+
+// heldByQuorum records a peer's word that more than two thirds of the validators hold what it
+// pushed here (push.go HeldPath).
+func (p *txPool) heldByQuorum(hash [32]byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.mem[hash]; ok && e.fromPeer {
+		e.quorum = true
 	}
 }
 
@@ -438,7 +459,7 @@ func (p *txPool) forProposal(bz []byte, height int64) ([32]byte, []byte, bool) {
 	}
 	e := p.mem[hash]
 	switch {
-	case 3*(e.acks+1) > 2*(len(p.peers)+1):
+	case p.quorumLocked(e.acks), e.quorum:
 	case e.fromPeer && (e.seenAt < height-1 || time.Since(e.admitted) >= p.minAge):
 	default:
 		return hash, nil, false

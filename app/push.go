@@ -37,6 +37,17 @@ import (
 // proposal names before its vote.
 const PushPath = "/bftlog/pool"
 
+// HeldPath takes a peer's word that more than two thirds of the validators hold transactions it
+// pushed: POST a body of SHA-256 hashes, 32 bytes each. The node that took a batch from its
+// client learns that from its peers' answers, and tells them; a proposer other than that node
+// then names the batch at once instead of carrying it until minNameAge has passed. Taken from
+// ordering peers only: a false word costs what a bad proposal costs, a round (the others fetch
+// what they lack before their vote, or vote against).
+const HeldPath = "/bftlog/held"
+
+// maxHeldRequestBytes bounds a HeldPath body.
+const maxHeldRequestBytes = 32 << 15
+
 const (
 	// maxPushQueueBytes bounds what waits for one peer; past it a transaction is not pushed to
 	// that peer (it fetches it if a proposal names it).
@@ -85,6 +96,7 @@ type pushQueue struct {
 	txs     [][]byte
 	bytes   int
 	dropped int
+	held    [][32]byte // hashes more than two thirds hold, for HeldPath
 	wake    chan struct{}
 }
 
@@ -147,6 +159,31 @@ func (q *pushQueue) add(bz []byte) {
 	}
 }
 
+// tell queues word that more than two thirds hold hash.
+func (q *pushQueue) tell(hash [32]byte) {
+	q.mu.Lock()
+	if len(q.held) < maxHeldRequestBytes/32 {
+		q.held = append(q.held, hash)
+	}
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// takeHeld returns the queued word of held hashes, as a HeldPath body.
+func (q *pushQueue) takeHeld() []byte {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	body := make([]byte, 0, 32*len(q.held))
+	for _, h := range q.held {
+		body = append(body, h[:]...)
+	}
+	q.held = q.held[:0]
+	return body
+}
+
 // take returns what is queued, up to maxPushRequestBytes (at least one transaction).
 func (q *pushQueue) take() ([][]byte, int) {
 	q.mu.Lock()
@@ -173,6 +210,14 @@ func (p *txPush) run(q *pushQueue) {
 				p.logger.Info("pool: push queue full, a peer fetches these if a proposal names them", "peer", q.peer, "dropped", dropped)
 			}
 			if len(txs) == 0 {
+				// After the pushes, in the same order: a peer hears that a batch is held only
+				// after this node sent it the batch.
+				if held := q.takeHeld(); len(held) > 0 {
+					if _, err := peerCall(context.Background(), p.client, q.peer+HeldPath, held, 0); err != nil {
+						p.logger.Debug("pool: telling a peer what the others hold failed", "peer", q.peer, "err", err)
+					}
+					continue
+				}
 				break
 			}
 			buf.Reset()
@@ -190,8 +235,13 @@ func (p *txPush) run(q *pushQueue) {
 				continue
 			}
 			for i, tx := range txs {
-				if held[i] == '1' {
-					p.pool.acked(tx)
+				if held[i] != '1' {
+					continue
+				}
+				if hash, quorum := p.pool.acked(tx); quorum {
+					for _, other := range p.queues {
+						other.tell(hash)
+					}
 				}
 			}
 		}
@@ -254,6 +304,24 @@ func (p *txPush) handler(clientCtx client.Context) http.HandlerFunc {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		_, _ = w.Write(held)
 	}
+}
+
+// heldHandler serves HeldPath.
+func (p *txPush) heldHandler(w http.ResponseWriter, r *http.Request) {
+	host, _, _ := net.SplitHostPort(r.RemoteAddr)
+	if !p.peerHosts[host] {
+		http.Error(w, "only ordering peers tell what the validators hold", http.StatusForbidden)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxHeldRequestBytes))
+	if err != nil || len(body)%32 != 0 {
+		http.Error(w, "want SHA-256 hashes, 32 bytes each, at most "+strconv.Itoa(maxHeldRequestBytes/32), http.StatusBadRequest)
+		return
+	}
+	for i := 0; i < len(body); i += 32 {
+		p.pool.heldByQuorum([32]byte(body[i : i+32]))
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 // toMempool queues a peer's transaction for this node's mempool; past maxPushQueueBytes it is
