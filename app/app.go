@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	dbm "github.com/cosmos/cosmos-db"
 	"github.com/spf13/cast"
@@ -64,7 +65,7 @@ type App struct {
 	pool              *txPool                         // admitted transactions by hash, for blocks that name them (ordering.go)
 	orderByDigest     bool                            // this node's proposals name pooled transactions
 	push              *txPush                         // sends its clients' transactions to the peers once (push.go)
-	sigsReused        sigsReused                      // executions that reused CheckTx's signature check (verified.go)
+	sigsReused        atomic.Int64                    // executions that reused CheckTx's signature check (verified.go)
 	maxTxBytes        int                             // CometBFT's mempool.max_tx_bytes, which a stub's transaction must respect (stub.go)
 	recordSnapshots   *topicskeeper.RecordSnapshotter // nil without segment files or snapshots
 	legacyAmino       *codec.LegacyAmino

@@ -1,8 +1,6 @@
 package app
 
 import (
-	"sync/atomic"
-
 	sdk "github.com/cosmos/cosmos-sdk/types"
 )
 
@@ -27,6 +25,3 @@ func (app *App) skipVerified(ctx sdk.Context, simulate bool) sdk.Context {
 	app.sigsReused.Add(1)
 	return ctx.WithIsSigverifyTx(false)
 }
-
-// sigsReused counts the transactions executed without verifying their signatures again.
-type sigsReused = atomic.Int64
