@@ -176,7 +176,7 @@ func New(
 		return feeCheck.AnteHandle(ctx, tx, simulate, std)
 	}
 	app.SetAnteHandler(func(ctx sdk.Context, tx sdk.Tx, simulate bool) (sdk.Context, error) {
-		return poaCheck.AnteHandle(app.skipVerified(ctx, simulate), tx, simulate, withFee)
+		return poaCheck.AnteHandle(app.skipVerified(ctx, tx, simulate), tx, simulate, withFee)
 	})
 	// Proposals carrying transactions that break the fee rule are voted down (fees.go); the
 	// transactions decoded for that are reused by FinalizeBlock (decode_cache.go).
@@ -199,7 +199,7 @@ func New(
 	app.push.mempoolTx = app.mempoolTx
 	// With stubs in the mempool (stub.go) the pool holds what CometBFT's limits bounded.
 	app.maxTxBytes = mempoolLimit(appOpts, "mempool.max_tx_bytes", 1<<20)
-	pool.clientBytes = mempoolLimit(appOpts, "mempool.max_txs_bytes", 1<<30)
+	pool.clientBytes = min(mempoolLimit(appOpts, "mempool.max_txs_bytes", 1<<30), maxPoolMemBytes/2)
 
 	// register streaming services (ABCI listeners configured in app.toml)
 	if err := app.RegisterStreamingServices(appOpts, app.kvStoreKeys()); err != nil {

@@ -93,3 +93,6 @@ func (app *App) LimitTxBytes(n int) { app.maxTxBytes = n }
 
 // SigsReused counts the executions that reused CheckTx's signature check (verified.go).
 func (app *App) SigsReused() int64 { return app.sigsReused.Load() }
+
+// OnlySignModeDirect is the sign-mode condition of reusing CheckTx's signature check.
+func OnlySignModeDirect(tx sdk.Tx) bool { return onlySignModeDirect(tx) }

@@ -44,15 +44,17 @@ func (app *App) rawTxHandler(clientCtx client.Context) http.HandlerFunc {
 			return
 		}
 		// With stubs in the mempool (stub.go) the pool holds the transaction and CometBFT its stub.
-		tx, hash, staged, full := app.mempoolTx(bz, false)
+		tx, hash, staged, created, full := app.mempoolTx(bz, false)
 		if full {
 			writeRawTxResponse(w, RawTxResponse{TxHash: hashHex(hash), Codespace: sdkerrors.ErrMempoolIsFull.Codespace(),
 				Code: sdkerrors.ErrMempoolIsFull.ABCICode(), RawLog: sdkerrors.ErrMempoolIsFull.Error()})
 			return
 		}
 		res, err := clientCtx.BroadcastTxSync(tx)
-		if staged {
-			app.pool.unstage(hash) // if CheckTx never took it
+		// Staged here and never taken by CheckTx: forgotten, unless the same stub is in the
+		// mempool's cache (another request's, whose CheckTx may still be waiting for it).
+		if created && (err != nil || res.Code != sdkerrors.ErrTxInMempoolCache.ABCICode() || res.Codespace != sdkerrors.ErrTxInMempoolCache.Codespace()) {
+			app.pool.unstage(hash)
 		}
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)

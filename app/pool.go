@@ -247,20 +247,21 @@ func (p *txPool) keepDecodedLocked(e *poolTx, decoded sdk.Tx) {
 // the pool holds clientBytes or more, as CometBFT's mempool refuses past max_txs_bytes;
 // a peer's push is not, its sender bounds it. One held already is not staged again: its
 // stub's CheckTx answers for it.
-func (p *txPool) stage(bz []byte, hash [32]byte, lastHeight int64, fromPeer bool) bool {
+// created says this call staged it (the caller may unstage it then, and only then).
+func (p *txPool) stage(bz []byte, hash [32]byte, lastHeight int64, fromPeer bool) (ok, created bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.mem[hash]; ok {
-		return true
+		return true, false
 	}
 	if _, ok := p.ordered[hash]; ok {
-		return true
+		return true, false
 	}
 	if !fromPeer && p.memBytes+len(bz) > p.clientBytes {
-		return false
+		return false, false
 	}
 	p.addLocked(hash, &poolTx{bz: bz, seenAt: lastHeight, admitted: time.Now(), fromPeer: fromPeer, staged: true})
-	return true
+	return true, true
 }
 
 // stubbed is what CheckTx needs for a stub of hash: the held bytes and decoding, whether a

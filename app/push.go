@@ -77,7 +77,7 @@ type txPush struct {
 	lastHeight   func() int64
 	// mempoolTx stages a peer's transaction and gives what goes to the mempool in its place
 	// (App.mempoolTx: a stub, or the transaction itself).
-	mempoolTx func(bz []byte, fromPeer bool) (tx []byte, hash [32]byte, staged, full bool)
+	mempoolTx func(bz []byte, fromPeer bool) (tx []byte, hash [32]byte, staged, created, full bool)
 	// peerHosts are the hosts of the ordering peers. A push from any other address is taken as
 	// a client's: sent on to the peers, and named only once they hold it. Otherwise a client
 	// could give a batch to one validator alone and have its proposal name what no other holds.
@@ -109,7 +109,9 @@ func newTxPush(peers []string, pool *txPool, logger log.Logger) *txPush {
 		peerHosts:   map[string]bool{},
 		mempoolWake: make(chan struct{}, 1),
 		lastHeight:  func() int64 { return 0 },
-		mempoolTx:   func(bz []byte, _ bool) ([]byte, [32]byte, bool, bool) { return bz, [32]byte{}, false, false },
+		mempoolTx: func(bz []byte, _ bool) ([]byte, [32]byte, bool, bool, bool) {
+			return bz, [32]byte{}, false, false, false
+		},
 	}
 	for _, peer := range pool.peers {
 		if u, err := url.Parse(peer); err == nil && u.Hostname() != "" {
@@ -289,7 +291,7 @@ func (p *txPush) handler(clientCtx client.Context) http.HandlerFunc {
 				// follows (CheckTx waits while the node executes a block), in arrival order,
 				// so that an account's sequence stays in order.
 				held[i] = '1'
-				if stub, _, staged, _ := p.mempoolTx(tx, true); staged {
+				if stub, _, staged, _, _ := p.mempoolTx(tx, true); staged {
 					p.toMempool(clientCtx.Client, stub, len(tx))
 					continue
 				}

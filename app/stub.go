@@ -51,17 +51,19 @@ func (app *App) stubs() bool { return app.orderByDigest && len(app.push.queues) 
 
 // mempoolTx is what goes to CometBFT's mempool for bz, which a client (fromPeer false) or a
 // peer's push gave this node, and bz's hash. staged is false when bz goes itself (no stubs, or
-// too small to name); full when the pool holds as much of its clients' transactions as the
-// mempool would (the caller answers "mempool is full").
-func (app *App) mempoolTx(bz []byte, fromPeer bool) (tx []byte, hash [32]byte, staged, full bool) {
+// too small to name); created when this call staged it (else it was held already); full when
+// the pool holds as much of its clients' transactions as the mempool would (the caller answers
+// "mempool is full").
+func (app *App) mempoolTx(bz []byte, fromPeer bool) (tx []byte, hash [32]byte, staged, created, full bool) {
 	if !app.stubs() || len(bz) < minRefBytes {
-		return bz, hash, false, false
+		return bz, hash, false, false, false
 	}
 	hash = sha256.Sum256(bz)
-	if !app.pool.stage(bz, hash, app.LastBlockHeight(), fromPeer) {
-		return nil, hash, false, true
+	ok, created := app.pool.stage(bz, hash, app.LastBlockHeight(), fromPeer)
+	if !ok {
+		return nil, hash, false, false, true
 	}
-	return stubOf(hash, len(bz)), hash, true, false
+	return stubOf(hash, len(bz)), hash, true, created, false
 }
 
 // checkStub is CheckTx of a stub: the SDK's CheckTx on the transaction it stands for.

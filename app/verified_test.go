@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
+	"github.com/cosmos/cosmos-sdk/types/tx/signing"
 
 	"github.com/bftlog/bftlog/app"
 )
@@ -62,4 +63,26 @@ func TestSignaturesVerifiedOncePerValidator(t *testing.T) {
 	require.Equal(t, feesBefore, c.balance(c.addr(1)), "and charges nothing")
 	require.Equal(t, int64(1), c.app.SigsReused()-before, "only the admitted one skipped its second verification")
 	t.Logf("block of an admitted batch (signatures reused) and a forged one (verified, refused: %s) ran in %v", results[1].Log, took)
+}
+
+// Reusing CheckTx's signature check is limited to SIGN_MODE_DIRECT: SIGN_MODE_TEXTUAL (on in
+// this chain) reads bank metadata for its sign bytes, gas a verifying validator spends and a
+// skipping one would not, which would split their results.
+func TestSignatureReuseOnlyForSignModeDirect(t *testing.T) {
+	c := newChainFrom(t, newOrderingApp(dbm.NewMemDB(), t.TempDir(), true), orderingSecret, 1e15, 1e15)
+	txs := orderingLoad(t, c)
+	direct, err := c.app.TxConfig().TxDecoder()(txs[0])
+	require.NoError(t, err)
+	require.True(t, app.OnlySignModeDirect(direct))
+
+	builder, err := c.app.TxConfig().WrapTxBuilder(direct)
+	require.NoError(t, err)
+	sigs, err := builder.GetTx().GetSignaturesV2()
+	require.NoError(t, err)
+	for _, mode := range []signing.SignMode{signing.SignMode_SIGN_MODE_TEXTUAL, signing.SignMode_SIGN_MODE_LEGACY_AMINO_JSON, signing.SignMode_SIGN_MODE_DIRECT_AUX} {
+		other := sigs[0]
+		other.Data = &signing.SingleSignatureData{SignMode: mode, Signature: sigs[0].Data.(*signing.SingleSignatureData).Signature}
+		require.NoError(t, builder.SetSignatures(other))
+		require.False(t, app.OnlySignModeDirect(builder.GetTx()), mode.String())
+	}
 }
