@@ -42,6 +42,9 @@ type coordinator struct {
 	chain groupChain
 	stop  chan struct{}
 	done  chan struct{}
+	// pending: commits answered once admitted, until their block (commits.go).
+	pending *pendingCommits
+	log     func(format string, args ...any)
 
 	mu sync.Mutex
 	// live holds the members this gateway's clients talk to: last request time and session.
@@ -60,14 +63,18 @@ type groupChain interface {
 	submit(ctx context.Context, msgs ...sdk.Msg) error
 	// kafkaGroup reads a Kafka group's state; nil with no such group.
 	kafkaGroup(ctx context.Context, group string) (*types.QueryKafkaGroupResponse, error)
+	// commitOffsets sends a Kafka member's commit and returns once it is admitted, with the
+	// wait for its block.
+	commitOffsets(ctx context.Context, msg *types.MsgCommitOffsets) (landing, error)
 	// commit commits a member-less (simple) consumer's offsets as the gateway's own native
-	// membership of group.
-	commit(ctx context.Context, group string, topics []string, offsets []types.OffsetCommit) error
+	// membership of group, returning once admitted, with the wait for its block.
+	commit(ctx context.Context, group string, topics []string, offsets []types.OffsetCommit) (landing, error)
 	offsets(ctx context.Context, group string) (*types.QueryGroupOffsetsResponse, error)
 }
 
 func newCoordinator(chain groupChain) *coordinator {
-	c := &coordinator{chain: chain, stop: make(chan struct{}), done: make(chan struct{}), live: map[string]map[string]liveMember{}}
+	c := &coordinator{chain: chain, stop: make(chan struct{}), done: make(chan struct{}), live: map[string]map[string]liveMember{},
+		pending: newPendingCommits(), log: func(string, ...any) {}}
 	go c.heartbeats()
 	return c
 }
@@ -454,12 +461,18 @@ func (c *coordinator) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequ
 		// A commit is a sign of life: this gateway renews the member from now on.
 		c.touch(r.Group, r.MemberID, 0)
 		msg := &types.MsgCommitOffsets{Member: c.chain.owner(), GroupId: r.Group, Generation: uint64(max(r.Generation, 0)), KafkaMemberId: r.MemberID, Offsets: offsets}
-		if err := c.chain.submit(ctx, msg); err != nil {
+		land, err := c.chain.commitOffsets(ctx, msg)
+		if err != nil {
 			code = kafkaCode(err)
+		} else {
+			c.commitAdmitted(r.Group, offsets, land)
 		}
 	default:
-		if err := c.chain.commit(ctx, r.Group, topics, offsets); err != nil {
+		land, err := c.chain.commit(ctx, r.Group, topics, offsets)
+		if err != nil {
 			code = kafkaCode(err)
+		} else {
+			c.commitAdmitted(r.Group, offsets, land)
 		}
 	}
 	for _, t := range r.Topics {
@@ -490,6 +503,7 @@ func (c *coordinator) offsetFetch(ctx context.Context, r *kmsg.OffsetFetchReques
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp
 	}
+	c.pending.overlay(r.Group, committed)
 	topics := r.Topics
 	if topics == nil { // all committed partitions
 		byTopic := map[string]*kmsg.OffsetFetchRequestTopic{}

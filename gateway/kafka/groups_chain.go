@@ -46,6 +46,11 @@ type txSigner interface {
 	SubmitAndWait(msgs ...sdk.Msg) (*sdk.TxResponse, error)
 }
 
+// admitter is a signer that can answer once a transaction is admitted (*txclient.Signer).
+type admitter interface {
+	SubmitAdmitted(msgs ...sdk.Msg) (*txclient.Admitted, error)
+}
+
 // nativeMember is the gateway's own membership of a group (*consumer.GroupConsumer).
 type nativeMember interface {
 	Generation() uint64
@@ -85,6 +90,28 @@ func (c *chainGroups) submit(ctx context.Context, msgs ...sdk.Msg) error {
 	return err
 }
 
+func (c *chainGroups) commitOffsets(_ context.Context, msg *types.MsgCommitOffsets) (landing, error) {
+	if c.signer == nil {
+		return nil, errNoSigner
+	}
+	return c.admit(msg)
+}
+
+// admit sends msgs and returns once they are admitted, with the wait for their block; a
+// signer that cannot answer early waits for the block here (the landing is then nil).
+func (c *chainGroups) admit(msgs ...sdk.Msg) (landing, error) {
+	a, ok := c.signer.(admitter)
+	if !ok {
+		_, err := c.signer.SubmitAndWait(msgs...)
+		return nil, err
+	}
+	adm, err := a.SubmitAdmitted(msgs...)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { _, err := adm.Wait(); return err }, nil
+}
+
 func (c *chainGroups) kafkaGroup(ctx context.Context, group string) (*types.QueryKafkaGroupResponse, error) {
 	res, err := c.query.KafkaGroup(ctx, &types.QueryKafkaGroupRequest{GroupId: group})
 	if errors.Is(err, types.ErrUnknownGroup) || status.Code(err) == codes.NotFound {
@@ -98,13 +125,14 @@ func (c *chainGroups) offsets(ctx context.Context, group string) (*types.QueryGr
 }
 
 // commit commits as the gateway's on-chain membership of group, joining (or widening its
-// subscription) first; a fenced commit is retried once after adopting the new generation.
-func (c *chainGroups) commit(ctx context.Context, group string, topics []string, offsets []types.OffsetCommit) error {
+// subscription) first; a fenced commit is retried once after adopting the new generation. It
+// returns once the commit is admitted, with the wait for its block.
+func (c *chainGroups) commit(ctx context.Context, group string, topics []string, offsets []types.OffsetCommit) (landing, error) {
 	if len(offsets) == 0 {
-		return nil
+		return nil, nil
 	}
 	if c.join == nil {
-		return errNoSigner
+		return nil, errNoSigner
 	}
 	c.mu.Lock()
 	g := c.member[group]
@@ -128,39 +156,41 @@ func (c *chainGroups) commit(ctx context.Context, group string, topics []string,
 	select {
 	case g.turn <- struct{}{}:
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
-	err := c.commitAs(ctx, g, group, topics, offsets)
+	land, err := c.commitAs(ctx, g, group, topics, offsets)
 	joined = g.gc != nil // read while holding the turn, which guards gc
 	<-g.turn
-	return err
+	return land, err
 }
 
 // commitAs commits offsets as g, joining first if need be; the caller holds g's turn.
-func (c *chainGroups) commitAs(ctx context.Context, g *nativeGroup, group string, topics []string, offsets []types.OffsetCommit) error {
+func (c *chainGroups) commitAs(ctx context.Context, g *nativeGroup, group string, topics []string, offsets []types.OffsetCommit) (landing, error) {
 	if g.gc == nil || !covers(g.gc, topics) {
 		if g.gc != nil {
 			topics = union(topics, subscribed(g.gc))
 		}
 		gc, err := c.join(ctx, group, topics)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		g.gc = gc
 	}
 	for attempt := 0; ; attempt++ {
-		_, err := c.signer.SubmitAndWait(&types.MsgCommitOffsets{Member: c.signer.Address(), GroupId: group, Generation: g.gc.Generation(), Offsets: offsets})
+		// The simulation before broadcast runs the commit on the chain's state, so a fenced
+		// generation shows here, before the commit is answered.
+		land, err := c.admit(&types.MsgCommitOffsets{Member: c.signer.Address(), GroupId: group, Generation: g.gc.Generation(), Offsets: offsets})
 		if err == nil || attempt > 0 {
-			return err
+			return land, err
 		}
 		if !errors.Is(err, types.ErrIllegalGeneration) && !errors.Is(err, types.ErrUnknownMember) {
-			return err
+			return nil, err
 		}
 		if herr := g.gc.Heartbeat(ctx); herr != nil && !errors.Is(herr, consumer.ErrRebalanced) {
 			// The on-chain membership expired: join again.
 			gc, err := c.join(ctx, group, union(topics, subscribed(g.gc)))
 			if err != nil {
-				return err
+				return nil, err
 			}
 			g.gc = gc
 		}

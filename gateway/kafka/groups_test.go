@@ -129,8 +129,13 @@ func (c *keeperChain) kafkaGroup(_ context.Context, group string) (*types.QueryK
 	return res, err
 }
 
-func (c *keeperChain) commit(context.Context, string, []string, []types.OffsetCommit) error {
+func (c *keeperChain) commit(context.Context, string, []string, []types.OffsetCommit) (landing, error) {
 	panic("no simple commits here")
+}
+
+// commitOffsets applies the commit at once, as a transaction its block already holds.
+func (c *keeperChain) commitOffsets(ctx context.Context, msg *types.MsgCommitOffsets) (landing, error) {
+	return nil, c.submit(ctx, msg)
 }
 
 func (c *keeperChain) offsets(_ context.Context, group string) (*types.QueryGroupOffsetsResponse, error) {

@@ -160,6 +160,7 @@ func Listen(cfg Config) (*Server, error) {
 		id := &identity{principal: principal, password: password, signer: signer,
 			producer: newProducer(cfg.ClientCtx, signer, cfg.Log), groups: newCoordinator(newChainGroups(cfg.ClientCtx, signer, s.query)),
 			txns: newTxnCoordinator(signer, cfg.MaxTransactionBytes)}
+		id.groups.log = cfg.Log
 		s.ids = append(s.ids, id)
 		if password == "" {
 			return id, nil

@@ -394,17 +394,39 @@ func (s *Signer) aheadOfNode(err error) bool {
 
 // SubmitAndWait submits msgs and waits until they are committed.
 func (s *Signer) SubmitAndWait(msgs ...sdk.Msg) (*sdk.TxResponse, error) {
+	p, err := s.SubmitAdmitted(msgs...)
+	if err != nil {
+		return nil, err
+	}
+	return p.Wait()
+}
+
+// Admitted is a transaction a node's CheckTx accepted: in its mempool, not yet in a block.
+type Admitted struct {
+	Hash string
+	s    *Signer
+	txn  sent
+}
+
+// SubmitAdmitted is Submit returning what Wait needs to see the transaction through to its
+// block later, from another goroutine if the caller answers its own client first.
+func (s *Signer) SubmitAdmitted(msgs ...sdk.Msg) (*Admitted, error) {
 	txn, err := s.send(msgs...)
 	if err != nil {
 		return nil, err
 	}
-	if txn.at != nil {
-		return s.nodes.await(txn)
+	return &Admitted{Hash: txn.hash, s: s, txn: txn}, nil
+}
+
+// Wait waits until the transaction is committed, as SubmitAndWait does.
+func (a *Admitted) Wait() (*sdk.TxResponse, error) {
+	switch {
+	case a.txn.at != nil:
+		return a.s.nodes.await(a.txn)
+	case a.s.rawURL != "":
+		return waitRaw(resultURL(a.s.rawURL), a.txn.hash)
 	}
-	if s.rawURL != "" {
-		return waitRaw(resultURL(s.rawURL), txn.hash)
-	}
-	return Wait(s.clientCtx, txn.hash)
+	return Wait(a.s.clientCtx, a.txn.hash)
 }
 
 // resultURL is the ingress's result endpoint (app.RawTxResultPath) beside its tx endpoint

@@ -1,0 +1,94 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/bftlog/bftlog/testutil/node"
+)
+
+// TestKafkaSynchronousCommitsThroughGateway plays a consumer that commits synchronously after
+// every record, as many services do: each commit is answered once its transaction is admitted,
+// not once it is in a block, so the consumer reads at the speed of admission, not one record
+// per block. It prints the rate. The gateway is then closed right after an answered commit (a
+// crash): the admitted transaction lands without it, and a consumer on a new gateway resumes
+// exactly after the last record the first one committed — nothing skipped, nothing read again.
+func TestKafkaSynchronousCommitsThroughGateway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node")
+	}
+	n := node.StartSingle(t, "alice")
+	gw := startGateway(t, n, "alice")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	const total = 1000
+	createTopic(n, "alice", "sync-commits", 1)
+	producer := must(kgo.NewClient(kgo.SeedBrokers(gw.Addr()), kgo.DefaultProduceTopic("sync-commits")))
+	defer producer.Close()
+	var recs []*kgo.Record
+	for i := 0; i < total; i++ {
+		recs = append(recs, &kgo.Record{Value: []byte(fmt.Sprintf("r-%d", i))})
+	}
+	require.NoError(t, producer.ProduceSync(ctx, recs...).FirstErr())
+
+	consumer := func(addr string) *kgo.Client {
+		return must(kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup("sync"), kgo.ConsumeTopics("sync-commits"),
+			kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())))
+	}
+	// readCommitting reads until count records, committing each one before the next.
+	readCommitting := func(cl *kgo.Client, count int) (first, last int64) {
+		first, last = -1, -1
+		got := 0
+		for got < count {
+			fs := cl.PollRecords(ctx, count-got)
+			require.NoError(t, ctx.Err(), "timed out after %d records", got)
+			for _, e := range fs.Errors() {
+				t.Logf("poll: %v", e.Err)
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				if first < 0 {
+					first = r.Offset
+				}
+				last = r.Offset
+				got++
+				require.NoError(t, cl.CommitRecords(ctx, r))
+			})
+		}
+		return first, last
+	}
+
+	a := consumer(gw.Addr())
+	start := time.Now()
+	first, last := readCommitting(a, 800)
+	took := time.Since(start)
+	require.Equal(t, int64(0), first)
+	require.Equal(t, int64(799), last)
+	rate := 800 / took.Seconds()
+	t.Logf("a consumer committing synchronously after each record read 800 records in %v: %.0f records/s (one commit transaction each)", took.Round(time.Millisecond), rate)
+
+	// The gateway goes away right after the last answered commit; a new one serves the group.
+	a.Close()
+	require.NoError(t, gw.Close())
+	gw2 := startGateway(t, n, "alice")
+	adm := kadm.NewClient(must(kgo.NewClient(kgo.SeedBrokers(gw2.Addr()))))
+	defer adm.Close()
+	eventually(t, "the admitted commit to land without its gateway", 30*time.Second, func() bool {
+		offs, err := adm.FetchOffsets(ctx, "sync")
+		if err != nil {
+			return false
+		}
+		o, ok := offs.Lookup("sync-commits", 0)
+		return ok && o.At == 800
+	})
+	b := consumer(gw2.Addr())
+	defer b.Close()
+	first, last = readCommitting(b, total-800)
+	require.Equal(t, int64(800), first, "the resumed consumer starts right after the last committed record")
+	require.Equal(t, int64(total-1), last)
+}
