@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
@@ -29,8 +30,10 @@ type keeperChainless struct{}
 
 func (keeperChainless) owner() string                            { return "bftlog1gateway" }
 func (keeperChainless) submit(context.Context, ...sdk.Msg) error { return nil }
-func (keeperChainless) kafkaGroup(context.Context, string) (*types.QueryKafkaGroupResponse, error) {
-	return nil, nil
+// kafkaGroup: every group is at generation 1 with one member, m-1.
+func (keeperChainless) kafkaGroup(_ context.Context, group string) (*types.QueryKafkaGroupResponse, error) {
+	return &types.QueryKafkaGroupResponse{Group: types.KafkaGroup{GroupId: group, Generation: 1, State: types.KAFKA_GROUP_STATE_STABLE},
+		Members: []types.KafkaMember{{GroupId: group, MemberId: "m-1"}}}, nil
 }
 
 func (c *landingChain) commitOffsets(_ context.Context, msg *types.MsgCommitOffsets) (landing, error) {
@@ -123,6 +126,17 @@ func TestCommitAnsweredOnceAdmittedReadYourWrites(t *testing.T) {
 		chain.mu.Unlock()
 	}
 	logMu.Lock()
-	defer logMu.Unlock()
 	require.Len(t, logged, 2, "each commit that did not land is logged")
+	logMu.Unlock()
+
+	// A fenced commit is answered as Kafka answers it, before anything is sent.
+	stale := commitReq("member", 12)
+	stale.MemberID, stale.Generation = "m-1", 0
+	resp := c.offsetCommit(context.Background(), stale).(*kmsg.OffsetCommitResponse)
+	require.Equal(t, kerr.IllegalGeneration.Code, resp.Topics[0].Partitions[0].ErrorCode)
+	gone := commitReq("member", 12)
+	gone.MemberID, gone.Generation = "m-2", 1
+	resp = c.offsetCommit(context.Background(), gone).(*kmsg.OffsetCommitResponse)
+	require.Equal(t, kerr.UnknownMemberID.Code, resp.Topics[0].Partitions[0].ErrorCode)
+	require.Equal(t, int64(-1), fetched(t, c, "member"), "nothing was committed")
 }

@@ -315,6 +315,17 @@ func newMemberID(clientID string) string {
 
 // checkMember answers a member's request from the group's state: unknown member, stale
 // generation, or a rebalance to join.
+// checkCommitter is checkMember for a commit, which a group takes while it rebalances.
+func checkCommitter(st *types.QueryKafkaGroupResponse, id string, generation int32) int16 {
+	switch {
+	case findMember(st, id) == nil:
+		return kerr.UnknownMemberID.Code
+	case generation != st.Group.Generation:
+		return kerr.IllegalGeneration.Code
+	}
+	return 0
+}
+
 func checkMember(st *types.QueryKafkaGroupResponse, id string, generation int32) int16 {
 	switch {
 	case findMember(st, id) == nil:
@@ -460,6 +471,20 @@ func (c *coordinator) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequ
 	case r.MemberID != "":
 		// A commit is a sign of life: this gateway renews the member from now on.
 		c.touch(r.Group, r.MemberID, 0)
+		// Fenced as the chain fences it, before it is answered: the commit is answered once
+		// admitted, and the chain runs it only in its block.
+		st, err := c.state(ctx, r.Group)
+		if err != nil {
+			code = kerr.CoordinatorNotAvailable.Code
+			break
+		}
+		if st == nil {
+			code = kerr.UnknownMemberID.Code
+			break
+		}
+		if code = checkCommitter(st, r.MemberID, r.Generation); code != 0 {
+			break
+		}
 		msg := &types.MsgCommitOffsets{Member: c.chain.owner(), GroupId: r.Group, Generation: uint64(max(r.Generation, 0)), KafkaMemberId: r.MemberID, Offsets: offsets}
 		land, err := c.chain.commitOffsets(ctx, msg)
 		if err != nil {

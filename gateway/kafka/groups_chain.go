@@ -11,6 +11,7 @@ import (
 
 	"github.com/cosmos/cosmos-sdk/client"
 	sdk "github.com/cosmos/cosmos-sdk/types"
+	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
 
 	"github.com/bftlog/bftlog/x/topics/client/consumer"
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
@@ -29,6 +30,7 @@ type chainGroups struct {
 	// commit waiting for its block holds up no other group's (and no other client's).
 	mu     sync.Mutex
 	member map[string]*nativeGroup
+	gas    map[gasShape]uint64 // simulated gas of members' commits, by shape
 }
 
 // nativeGroup is the gateway's membership of one group. Its turn (a one-slot channel, so a
@@ -48,7 +50,7 @@ type txSigner interface {
 
 // admitter is a signer that can answer once a transaction is admitted (*txclient.Signer).
 type admitter interface {
-	SubmitAdmitted(msgs ...sdk.Msg) (*txclient.Admitted, error)
+	SubmitAdmitted(gas uint64, msgs ...sdk.Msg) (*txclient.Admitted, error)
 }
 
 // nativeMember is the gateway's own membership of a group (*consumer.GroupConsumer).
@@ -90,26 +92,67 @@ func (c *chainGroups) submit(ctx context.Context, msgs ...sdk.Msg) error {
 	return err
 }
 
+// commitOffsets sends a Kafka member's commit with the gas a simulation gave the last commit
+// of its shape: a simulation is a round trip that costs a synchronous committer as much as the
+// commit itself. The caller checked the member and generation against the chain's state.
 func (c *chainGroups) commitOffsets(_ context.Context, msg *types.MsgCommitOffsets) (landing, error) {
 	if c.signer == nil {
 		return nil, errNoSigner
 	}
-	return c.admit(msg)
+	key := commitShape(msg)
+	c.mu.Lock()
+	gas := c.gas[key]
+	c.mu.Unlock()
+	land, used, err := c.admit(gas, msg)
+	if err != nil || land == nil {
+		return land, err
+	}
+	c.mu.Lock()
+	if c.gas == nil {
+		c.gas = map[gasShape]uint64{}
+	}
+	c.gas[key] = used
+	c.mu.Unlock()
+	return func() error {
+		err := land()
+		if errors.Is(err, sdkerrors.ErrOutOfGas) {
+			c.mu.Lock()
+			delete(c.gas, key) // simulate the next one again
+			c.mu.Unlock()
+		}
+		return err
+	}, nil
 }
 
-// admit sends msgs and returns once they are admitted, with the wait for their block; a
-// signer that cannot answer early waits for the block here (the landing is then nil).
-func (c *chainGroups) admit(msgs ...sdk.Msg) (landing, error) {
+// gasShape is what a commit's gas depends on: how many offsets and how much metadata (the
+// simulated gas carries the signer's adjustment, 1.3x, for the rest: offsets' varint sizes, a
+// first write of a partition's offset).
+type gasShape struct {
+	offsets, metadataKiB int
+}
+
+func commitShape(msg *types.MsgCommitOffsets) gasShape {
+	md := 0
+	for _, o := range msg.Offsets {
+		md += len(o.Metadata)
+	}
+	return gasShape{offsets: min(len(msg.Offsets), 1<<10), metadataKiB: min(md>>10, 1<<10)}
+}
+
+// admit sends msgs with gas (0: simulated) and returns once they are admitted, with the wait for
+// their block and the gas limit used; a signer that cannot answer early waits for the block here
+// (the landing is then nil).
+func (c *chainGroups) admit(gas uint64, msgs ...sdk.Msg) (landing, uint64, error) {
 	a, ok := c.signer.(admitter)
 	if !ok {
 		_, err := c.signer.SubmitAndWait(msgs...)
-		return nil, err
+		return nil, 0, err
 	}
-	adm, err := a.SubmitAdmitted(msgs...)
+	adm, err := a.SubmitAdmitted(gas, msgs...)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return func() error { _, err := adm.Wait(); return err }, nil
+	return func() error { _, err := adm.Wait(); return err }, adm.Gas, nil
 }
 
 func (c *chainGroups) kafkaGroup(ctx context.Context, group string) (*types.QueryKafkaGroupResponse, error) {
@@ -179,7 +222,7 @@ func (c *chainGroups) commitAs(ctx context.Context, g *nativeGroup, group string
 	for attempt := 0; ; attempt++ {
 		// The simulation before broadcast runs the commit on the chain's state, so a fenced
 		// generation shows here, before the commit is answered.
-		land, err := c.admit(&types.MsgCommitOffsets{Member: c.signer.Address(), GroupId: group, Generation: g.gc.Generation(), Offsets: offsets})
+		land, _, err := c.admit(0, &types.MsgCommitOffsets{Member: c.signer.Address(), GroupId: group, Generation: g.gc.Generation(), Offsets: offsets})
 		if err == nil || attempt > 0 {
 			return land, err
 		}

@@ -25,6 +25,7 @@ type sent struct {
 	hash string
 	tx   []byte
 	at   *endpoint
+	gas  uint64 // the gas limit it was signed with
 }
 
 // broadcast hands tx to the first node that answers. A node that already holds it (in its

@@ -215,19 +215,20 @@ func (s *Signer) Address() string { return s.clientCtx.GetFromAddress().String()
 // mempool accepted it) and returns its hash. SubmitAndWait also sees it through to a block,
 // across nodes with UseNodes.
 func (s *Signer) Submit(msgs ...sdk.Msg) (string, error) {
-	txn, err := s.send(msgs...)
+	txn, err := s.send(0, msgs...)
 	return txn.hash, err
 }
 
 // send is Submit, returning what the node list (if any) needs to see the transaction through.
-func (s *Signer) send(msgs ...sdk.Msg) (sent, error) {
+// A gas limit other than 0 is used as given, without simulation.
+func (s *Signer) send(gas uint64, msgs ...sdk.Msg) (sent, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	txn, err := s.submit(msgs...)
+	txn, err := s.submit(gas, msgs...)
 	// A refusal of the account sequence, in simulation or in CheckTx, means another process
 	// signed with this key (or a transaction was lost): never keep the stale sequence.
 	for retry := 0; retry < 2 && s.recover(err); retry++ {
-		txn, err = s.submit(msgs...)
+		txn, err = s.submit(gas, msgs...)
 	}
 	return txn, err
 }
@@ -257,12 +258,14 @@ func (s *Signer) resync() error {
 }
 
 // submit is one attempt of Submit, with s.mu held.
-func (s *Signer) submit(msgs ...sdk.Msg) (sent, error) {
+func (s *Signer) submit(gas uint64, msgs ...sdk.Msg) (sent, error) {
 	txf := s.txf
 	if s.unordered {
 		txf = txf.WithTimeoutTimestamp(s.nextTimeout())
 	}
-	if s.autoGas {
+	if gas > 0 {
+		txf = txf.WithGas(gas)
+	} else if s.autoGas {
 		gas, err := s.simulate(txf, msgs...)
 		for wait := 50 * time.Millisecond; s.aheadOfNode(err) && wait <= time.Second; wait *= 2 {
 			// A simulation is a query: it does not wait for the mempool, and right after a
@@ -276,7 +279,7 @@ func (s *Signer) submit(msgs ...sdk.Msg) (sent, error) {
 		}
 		txf = txf.WithGas(gas)
 	}
-	if s.fixedGas {
+	if s.fixedGas && gas == 0 {
 		var size, decompressed uint64
 		for _, m := range msgs {
 			if pm, ok := m.(interface{ Size() int }); ok {
@@ -326,7 +329,7 @@ func (s *Signer) submit(msgs ...sdk.Msg) (sent, error) {
 	if !s.unordered {
 		s.txf = s.txf.WithSequence(s.txf.Sequence() + 1)
 	}
-	return sent{hash: res.TxHash, tx: bz, at: at}, nil
+	return sent{hash: res.TxHash, tx: bz, at: at, gas: txf.Gas()}, nil
 }
 
 // simulate runs msgs as a transaction of txf on the node's current state and returns the gas
@@ -394,7 +397,7 @@ func (s *Signer) aheadOfNode(err error) bool {
 
 // SubmitAndWait submits msgs and waits until they are committed.
 func (s *Signer) SubmitAndWait(msgs ...sdk.Msg) (*sdk.TxResponse, error) {
-	p, err := s.SubmitAdmitted(msgs...)
+	p, err := s.SubmitAdmitted(0, msgs...)
 	if err != nil {
 		return nil, err
 	}
@@ -404,18 +407,22 @@ func (s *Signer) SubmitAndWait(msgs ...sdk.Msg) (*sdk.TxResponse, error) {
 // Admitted is a transaction a node's CheckTx accepted: in its mempool, not yet in a block.
 type Admitted struct {
 	Hash string
-	s    *Signer
-	txn  sent
+	// Gas is the transaction's gas limit: simulated (with the gas adjustment) or as given.
+	Gas uint64
+	s   *Signer
+	txn sent
 }
 
 // SubmitAdmitted is Submit returning what Wait needs to see the transaction through to its
-// block later, from another goroutine if the caller answers its own client first.
-func (s *Signer) SubmitAdmitted(msgs ...sdk.Msg) (*Admitted, error) {
-	txn, err := s.send(msgs...)
+// block later, from another goroutine if the caller answers its own client first. A gas limit
+// other than 0 is used as given: no simulation round trip, and a refusal by the messages
+// themselves shows only in the block.
+func (s *Signer) SubmitAdmitted(gas uint64, msgs ...sdk.Msg) (*Admitted, error) {
+	txn, err := s.send(gas, msgs...)
 	if err != nil {
 		return nil, err
 	}
-	return &Admitted{Hash: txn.hash, s: s, txn: txn}, nil
+	return &Admitted{Hash: txn.hash, Gas: txn.gas, s: s, txn: txn}, nil
 }
 
 // Wait waits until the transaction is committed, as SubmitAndWait does.
