@@ -30,6 +30,7 @@ type keeperChainless struct{}
 
 func (keeperChainless) owner() string                            { return "bftlog1gateway" }
 func (keeperChainless) submit(context.Context, ...sdk.Msg) error { return nil }
+
 // kafkaGroup: every group is at generation 1 with one member, m-1.
 func (keeperChainless) kafkaGroup(_ context.Context, group string) (*types.QueryKafkaGroupResponse, error) {
 	return &types.QueryKafkaGroupResponse{Group: types.KafkaGroup{GroupId: group, Generation: 1, State: types.KAFKA_GROUP_STATE_STABLE},
