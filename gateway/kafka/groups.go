@@ -54,6 +54,32 @@ type coordinator struct {
 type liveMember struct {
 	seen    time.Time
 	session time.Duration
+	// generation is the member's generation in the chain's state as read at checked.
+	generation int32
+	checked    time.Time
+}
+
+// fenceFresh is how long a commit trusts the chain's state read for the member's last commit or
+// heartbeat instead of reading it again: a rebalance within it lets one commit through that
+// the chain then refuses in its block (the group's new owner reads those records again).
+const fenceFresh = 500 * time.Millisecond
+
+// fenced answers whether the chain's state read within fenceFresh showed member at generation.
+func (c *coordinator) fenced(group, member string, generation int32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lm, ok := c.live[group][member]
+	return ok && lm.generation == generation && !lm.checked.IsZero() && time.Since(lm.checked) < fenceFresh
+}
+
+// checked records that the chain's state showed member at generation now.
+func (c *coordinator) checked(group, member string, generation int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if lm, ok := c.live[group][member]; ok {
+		lm.generation, lm.checked = generation, time.Now()
+		c.live[group][member] = lm
+	}
 }
 
 // groupChain is what the coordinator asks of the chain.
@@ -395,6 +421,7 @@ func (c *coordinator) heartbeat(ctx context.Context, r *kmsg.HeartbeatRequest) k
 		// Possibly a member that joined through another gateway (which died): this gateway
 		// renews it from now on.
 		c.touch(r.Group, r.MemberID, time.Duration(m.SessionTimeoutMs)*time.Millisecond)
+		c.checked(r.Group, r.MemberID, st.Group.Generation)
 	}
 	return resp
 }
@@ -473,17 +500,20 @@ func (c *coordinator) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequ
 		c.touch(r.Group, r.MemberID, 0)
 		// Fenced as the chain fences it, before it is answered: the commit is answered once
 		// admitted, and the chain runs it only in its block.
-		st, err := c.state(ctx, r.Group)
-		if err != nil {
-			code = kerr.CoordinatorNotAvailable.Code
-			break
-		}
-		if st == nil {
-			code = kerr.UnknownMemberID.Code
-			break
-		}
-		if code = checkCommitter(st, r.MemberID, r.Generation); code != 0 {
-			break
+		if !c.fenced(r.Group, r.MemberID, r.Generation) {
+			st, err := c.state(ctx, r.Group)
+			if err != nil {
+				code = kerr.CoordinatorNotAvailable.Code
+				break
+			}
+			if st == nil {
+				code = kerr.UnknownMemberID.Code
+				break
+			}
+			if code = checkCommitter(st, r.MemberID, r.Generation); code != 0 {
+				break
+			}
+			c.checked(r.Group, r.MemberID, r.Generation)
 		}
 		msg := &types.MsgCommitOffsets{Member: c.chain.owner(), GroupId: r.Group, Generation: uint64(max(r.Generation, 0)), KafkaMemberId: r.MemberID, Offsets: offsets}
 		land, err := c.chain.commitOffsets(ctx, msg)
