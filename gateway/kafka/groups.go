@@ -57,6 +57,23 @@ type liveMember struct {
 	// generation is the member's generation in the chain's state as read at checked.
 	generation int32
 	checked    time.Time
+	host       string // the client's host, for DescribeGroups
+}
+
+// host is the client host a member joined from, if it joined through this coordinator.
+func (c *coordinator) host(group, member string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.live[group][member].host
+}
+
+func (c *coordinator) setHost(group, member, host string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if lm, ok := c.live[group][member]; ok {
+		lm.host = host
+		c.live[group][member] = lm
+	}
 }
 
 // fenceFresh is how long a commit trusts the chain's state read for the member's last commit or
@@ -277,6 +294,7 @@ func (c *coordinator) joinGroup(ctx context.Context, r *kmsg.JoinGroupRequest, c
 			}
 			submitted = true
 			c.touch(r.Group, id, session)
+			c.setHost(r.Group, id, connHost(ctx))
 		}
 		st, err := c.state(ctx, r.Group)
 		if err != nil {

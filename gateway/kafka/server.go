@@ -306,6 +306,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	defer func() { close(queue); <-writerDone }()
 	sc := &saslConn{secret: s.scramSecret}
 	ctx = context.WithValue(ctx, saslKey{}, sc)
+	ctx = context.WithValue(ctx, hostKey{}, remoteHost(c))
 	authBy := time.Now().Add(s.cfg.RequestTimeout)
 	var prefix [4]byte
 	for {
@@ -539,6 +540,20 @@ func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
 		return s.ident(ctx).groups.offsetCommit(ctx, r)
 	case *kmsg.OffsetFetchRequest:
 		return s.ident(ctx).groups.offsetFetch(ctx, r)
+	case *kmsg.ListGroupsRequest:
+		return s.listGroups(ctx, r)
+	case *kmsg.DescribeGroupsRequest:
+		return s.describeGroups(ctx, r)
+	case *kmsg.DeleteGroupsRequest:
+		return s.deleteGroups(ctx, r)
+	case *kmsg.DescribeClusterRequest:
+		return s.describeCluster(r)
+	case *kmsg.OffsetForLeaderEpochRequest:
+		return s.offsetForLeaderEpoch(ctx, r)
+	case *kmsg.DescribeLogDirsRequest:
+		return s.describeLogDirs(ctx, r)
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		return s.describeUserSCRAMCredentials(r)
 	}
 	return unsupported(req.Key(), req.GetVersion())
 }

@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/bftlog/bftlog/testutil/node"
+)
+
+// TestKafkaAdminThroughGateway drives the gateway's admin surface with franz-go's kadm, as
+// consumer-group tools (lag dashboards, kafka-consumer-groups) do: a live Kafka group is listed
+// and described with its member's client id, host and decoded assignment; a native group the CLI
+// created is listed too; the cluster, log dirs and leader epochs are described; a group with a
+// member cannot be deleted, an empty one can, and is gone from the chain.
+func TestKafkaAdminThroughGateway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node")
+	}
+	n := node.StartSingle(t, "alice")
+	gw := startGateway(t, n, "alice")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	createTopic(n, "alice", "admin-t", 2)
+	n.MustCLI("", "tx", "topics", "create-group", "native-g", "--from", "alice")
+	producer := must(kgo.NewClient(kgo.SeedBrokers(gw.Addr()), kgo.DefaultProduceTopic("admin-t")))
+	defer producer.Close()
+	var recs []*kgo.Record
+	for i := 0; i < 20; i++ {
+		recs = append(recs, &kgo.Record{Key: []byte(fmt.Sprint(i)), Value: []byte("v")})
+	}
+	require.NoError(t, producer.ProduceSync(ctx, recs...).FirstErr())
+
+	member := must(kgo.NewClient(kgo.SeedBrokers(gw.Addr()), kgo.ClientID("lag-dashboard-test"), kgo.ConsumerGroup("live"),
+		kgo.ConsumeTopics("admin-t"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())))
+	defer member.Close()
+	read := 0
+	for read < 20 {
+		fs := member.PollFetches(ctx)
+		require.NoError(t, ctx.Err())
+		read += fs.NumRecords()
+	}
+	require.NoError(t, member.CommitUncommittedOffsets(ctx))
+
+	adm := kadm.NewClient(must(kgo.NewClient(kgo.SeedBrokers(gw.Addr()))))
+	defer adm.Close()
+	listed, err := adm.ListGroups(ctx)
+	require.NoError(t, err)
+	require.Contains(t, listed, "live")
+	require.Contains(t, listed, "native-g")
+	require.Equal(t, "Stable", listed["live"].State)
+	require.Equal(t, "consumer", listed["live"].ProtocolType)
+	require.Equal(t, "Empty", listed["native-g"].State)
+
+	described, err := adm.DescribeGroups(ctx, "live", "native-g", "no-such-group")
+	require.NoError(t, err)
+	live := described["live"]
+	require.NoError(t, live.Err)
+	require.Equal(t, "Stable", live.State)
+	require.Len(t, live.Members, 1)
+	m := live.Members[0]
+	require.Equal(t, "lag-dashboard-test", m.ClientID)
+	require.Equal(t, "/127.0.0.1", m.ClientHost)
+	joined, ok := m.Join.AsConsumer()
+	require.True(t, ok, "the subscription decodes as a consumer's")
+	require.Equal(t, []string{"admin-t"}, joined.Topics)
+	assigned, ok := m.Assigned.AsConsumer()
+	require.True(t, ok, "the assignment decodes as a consumer's")
+	require.Len(t, assigned.Topics, 1)
+	require.ElementsMatch(t, []int32{0, 1}, assigned.Topics[0].Partitions)
+	require.Equal(t, "Empty", described["native-g"].State)
+	require.Equal(t, "Dead", described["no-such-group"].State)
+
+	lags, err := adm.Lag(ctx, "live")
+	require.NoError(t, err)
+	lag := lags["live"]
+	require.NoError(t, lag.Error())
+	require.Zero(t, lag.Lag.Total(), "every record read and committed")
+
+	brokers, err := adm.ListBrokers(ctx)
+	require.NoError(t, err)
+	require.Len(t, brokers, 1)
+	dirs, err := adm.DescribeAllLogDirs(ctx, nil)
+	require.NoError(t, err)
+	var size int64
+	dirs.Each(func(d kadm.DescribedLogDir) {
+		require.NoError(t, d.Err)
+		d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+			if p.Topic == "admin-t" {
+				size += p.Size
+			}
+		})
+	})
+	require.Positive(t, size, "log dirs show the topic's stored bytes")
+	epochs, err := adm.OffsetForLeaderEpoch(ctx, kadm.OffsetForLeaderEpochRequest{"admin-t": {0: 0, 1: 0}})
+	require.NoError(t, err)
+	var end int64
+	for _, ps := range epochs {
+		for _, o := range ps {
+			require.NoError(t, o.Err)
+			end += o.EndOffset
+		}
+	}
+	require.Equal(t, int64(20), end, "epoch 0 ends at the high watermarks")
+
+	// A group with a member cannot be deleted; once the member leaves it can.
+	deleted, err := adm.DeleteGroups(ctx, "live")
+	require.NoError(t, err)
+	require.ErrorIs(t, deleted["live"].Err, kerr.NonEmptyGroup)
+	member.Close()
+	eventually(t, "the member to leave", 30*time.Second, func() bool {
+		d, err := adm.DescribeGroups(ctx, "live")
+		return err == nil && d["live"].State == "Empty"
+	})
+	deleted, err = adm.DeleteGroups(ctx, "live", "native-g")
+	require.NoError(t, err)
+	require.NoError(t, deleted["live"].Err)
+	require.NoError(t, deleted["native-g"].Err)
+	listed, err = adm.ListGroups(ctx)
+	require.NoError(t, err)
+	require.NotContains(t, listed, "live")
+	require.NotContains(t, listed, "native-g")
+	require.Error(t, n.CLI("", "query", "topics", "group", "live").Err, "the group is gone from the chain")
+	t.Logf("kadm: listed %d groups, described the live member (%s from %s, partitions %v), log dirs %d bytes, deleted both groups",
+		2, m.ClientID, m.ClientHost, assigned.Topics[0].Partitions, size)
+}
