@@ -493,6 +493,36 @@ func (s *Server) incrementalAlterConfigs(ctx context.Context, r *kmsg.Incrementa
 	return resp
 }
 
+// alterConfigs is the legacy AlterConfigs: the configs given replace the topic's whole config,
+// and every config not given goes back to its default, as in Kafka.
+func (s *Server) alterConfigs(ctx context.Context, r *kmsg.AlterConfigsRequest) kmsg.Response {
+	resp := kmsg.NewPtrAlterConfigsResponse()
+	resp.SetVersion(r.Version)
+	for _, res := range r.Resources {
+		rr := kmsg.NewAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		if _, code, msg := s.configTopic(ctx, res.ResourceType, res.ResourceName); code != 0 {
+			rr.ErrorCode, rr.ErrorMessage = code, msg
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
+		cfg := types.TopicConfig{}.WithDefaults()
+		var err error
+		for _, c := range res.Configs {
+			if err = setTopicConfig(&cfg, c.Name, c.Value); err != nil {
+				break
+			}
+		}
+		if err != nil {
+			rr.ErrorCode, rr.ErrorMessage = kerr.InvalidConfig.Code, kmsg.StringPtr(err.Error())
+		} else if !r.ValidateOnly {
+			rr.ErrorCode, rr.ErrorMessage = s.submit(ctx, &types.MsgUpdateTopicConfig{Authority: s.ident(ctx).signer.Address(), Name: res.ResourceName, Config: cfg})
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
+}
+
 func alterConfig(cfg *types.TopicConfig, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) error {
 	for _, op := range ops {
 		switch op.Op {

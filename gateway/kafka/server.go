@@ -526,6 +526,12 @@ func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
 		return s.describeConfigs(ctx, r)
 	case *kmsg.IncrementalAlterConfigsRequest:
 		return s.incrementalAlterConfigs(ctx, r)
+	case *kmsg.AlterConfigsRequest:
+		return s.alterConfigs(ctx, r)
+	case *kmsg.ListTransactionsRequest:
+		return s.ident(ctx).txns.listTransactions(r)
+	case *kmsg.DescribeTransactionsRequest:
+		return s.ident(ctx).txns.describeTransactions(r)
 	case *kmsg.FindCoordinatorRequest:
 		return s.findCoordinator(r)
 	case *kmsg.JoinGroupRequest:

@@ -44,6 +44,8 @@ var versions = map[kmsg.Key][2]int16{
 	kmsg.OffsetForLeaderEpoch:         {0, 4},
 	kmsg.DescribeLogDirs:              {0, 4},
 	kmsg.DescribeUserSCRAMCredentials: {0, 0},
+	kmsg.ListTransactions:             {0, 2},
+	kmsg.DescribeTransactions:         {0, 0},
 }
 
 func supported(key, version int16) bool {

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/bftlog/bftlog/testutil/node"
 )
@@ -108,6 +109,55 @@ func TestKafkaAdminThroughGateway(t *testing.T) {
 		}
 	}
 	require.Equal(t, int64(20), end, "epoch 0 ends at the high watermarks")
+
+	// Legacy AlterConfigs replaces the whole config: what it does not name returns to its default.
+	alterTopic := func(incremental bool, name, value string) {
+		t.Helper()
+		c := []kadm.AlterConfig{{Name: name, Value: kmsg.StringPtr(value)}}
+		var res kadm.AlterConfigsResponses
+		var err error
+		if incremental {
+			res, err = adm.AlterTopicConfigs(ctx, c, "admin-t")
+		} else {
+			res, err = adm.AlterTopicConfigsState(ctx, c, "admin-t")
+		}
+		require.NoError(t, err)
+		require.NoError(t, res[0].Err)
+	}
+	topicConfig := func(name string) string {
+		rc, err := adm.DescribeTopicConfigs(ctx, "admin-t")
+		require.NoError(t, err)
+		c, err := rc.On("admin-t", nil)
+		require.NoError(t, err)
+		for _, kv := range c.Configs {
+			if kv.Key == name {
+				return kv.MaybeValue()
+			}
+		}
+		return ""
+	}
+	defaultDeleteRetention := topicConfig("delete.retention.ms")
+	alterTopic(true, "delete.retention.ms", "2000")
+	require.Equal(t, "2000", topicConfig("delete.retention.ms"))
+	alterTopic(false, "retention.ms", "3600000")
+	require.Equal(t, "3600000", topicConfig("retention.ms"))
+	require.Equal(t, defaultDeleteRetention, topicConfig("delete.retention.ms"), "legacy AlterConfigs reset what it did not name")
+
+	// An open Kafka transaction is listed and described while it is open.
+	txp := must(kgo.NewClient(kgo.SeedBrokers(gw.Addr()), kgo.TransactionalID("admin-txn"), kgo.DefaultProduceTopic("admin-t")))
+	defer txp.Close()
+	require.NoError(t, txp.BeginTransaction())
+	require.NoError(t, txp.ProduceSync(ctx, &kgo.Record{Partition: 1, Value: []byte("in a transaction")}).FirstErr())
+	txns, err := adm.ListTransactions(ctx, nil, nil)
+	require.NoError(t, err)
+	require.Contains(t, txns, "admin-txn")
+	require.Equal(t, "Ongoing", txns["admin-txn"].State)
+	dtx, err := adm.DescribeTransactions(ctx, "admin-txn")
+	require.NoError(t, err)
+	require.NoError(t, dtx["admin-txn"].Err)
+	require.Equal(t, "Ongoing", dtx["admin-txn"].State)
+	require.Contains(t, dtx["admin-txn"].Topics.Sorted(), kadm.TopicPartitions{Topic: "admin-t", Partitions: []int32{1}})
+	require.NoError(t, txp.EndTransaction(ctx, kgo.TryAbort))
 
 	// A group with a member cannot be deleted; once the member leaves it can.
 	deleted, err := adm.DeleteGroups(ctx, "live")
