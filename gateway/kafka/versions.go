@@ -30,6 +30,7 @@ var versions = map[kmsg.Key][2]int16{
 	kmsg.InitProducerID:               {0, 4},
 	kmsg.DescribeConfigs:              {0, 4},
 	kmsg.IncrementalAlterConfigs:      {0, 1},
+	kmsg.AlterConfigs:                 {0, 2},
 	kmsg.CreatePartitions:             {0, 3},
 	kmsg.SASLHandshake:                {0, 1},
 	kmsg.SASLAuthenticate:             {0, 2},
