@@ -493,22 +493,32 @@ func (s *Server) incrementalAlterConfigs(ctx context.Context, r *kmsg.Incrementa
 	return resp
 }
 
-// alterConfigs is the legacy AlterConfigs: the configs given replace the topic's whole config,
-// and every config not given goes back to its default, as in Kafka.
+// alterConfigs is the legacy AlterConfigs: the configs given replace the topic's Kafka configs,
+// and every one not given goes back to its default, as in Kafka. Who may produce (the chain's
+// producer policy, which is not a Kafka config) is kept.
 func (s *Server) alterConfigs(ctx context.Context, r *kmsg.AlterConfigsRequest) kmsg.Response {
 	resp := kmsg.NewPtrAlterConfigsResponse()
 	resp.SetVersion(r.Version)
 	for _, res := range r.Resources {
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		if _, code, msg := s.configTopic(ctx, res.ResourceType, res.ResourceName); code != 0 {
+		t, code, msg := s.configTopic(ctx, res.ResourceType, res.ResourceName)
+		if code != 0 {
 			rr.ErrorCode, rr.ErrorMessage = code, msg
 			resp.Resources = append(resp.Resources, rr)
 			continue
 		}
-		cfg := types.TopicConfig{}.WithDefaults()
+		cfg := t.Config
 		var err error
+		for _, kv := range describedConfigs(cfg) {
+			if err = setTopicConfig(&cfg, kv.name, nil); err != nil {
+				break
+			}
+		}
 		for _, c := range res.Configs {
+			if err != nil {
+				break
+			}
 			if err = setTopicConfig(&cfg, c.Name, c.Value); err != nil {
 				break
 			}

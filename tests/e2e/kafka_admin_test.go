@@ -28,7 +28,7 @@ func TestKafkaAdminThroughGateway(t *testing.T) {
 	gw := startGateway(t, n, "alice")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	createTopic(n, "alice", "admin-t", 2)
+	createTopic(n, "alice", "admin-t", 2, "--allow-producer", n.Address("alice"))
 	n.MustCLI("", "tx", "topics", "create-group", "native-g", "--from", "alice")
 	producer := must(kgo.NewClient(kgo.SeedBrokers(gw.Addr()), kgo.DefaultProduceTopic("admin-t")))
 	defer producer.Close()
@@ -142,6 +142,8 @@ func TestKafkaAdminThroughGateway(t *testing.T) {
 	alterTopic(false, "retention.ms", "3600000")
 	require.Equal(t, "3600000", topicConfig("retention.ms"))
 	require.Equal(t, defaultDeleteRetention, topicConfig("delete.retention.ms"), "legacy AlterConfigs reset what it did not name")
+	require.Contains(t, n.MustCLI("", "query", "topics", "topic", "admin-t"), "PRODUCER_POLICY_ALLOWLIST",
+		"who may produce is not a Kafka config: AlterConfigs keeps it")
 
 	// An open Kafka transaction is listed and described while it is open.
 	txp := must(kgo.NewClient(kgo.SeedBrokers(gw.Addr()), kgo.TransactionalID("admin-txn"), kgo.DefaultProduceTopic("admin-t")))
