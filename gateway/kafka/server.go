@@ -528,6 +528,12 @@ func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
 		return s.incrementalAlterConfigs(ctx, r)
 	case *kmsg.AlterConfigsRequest:
 		return s.alterConfigs(ctx, r)
+	case *kmsg.CreateACLsRequest:
+		return s.createACLs(ctx, r)
+	case *kmsg.DescribeACLsRequest:
+		return s.describeACLs(ctx, r)
+	case *kmsg.DeleteACLsRequest:
+		return s.deleteACLs(ctx, r)
 	case *kmsg.ListTransactionsRequest:
 		return s.ident(ctx).txns.listTransactions(r)
 	case *kmsg.DescribeTransactionsRequest:

@@ -46,6 +46,9 @@ var versions = map[kmsg.Key][2]int16{
 	kmsg.DescribeLogDirs:              {0, 4},
 	kmsg.DescribeUserSCRAMCredentials: {0, 0},
 	kmsg.ListTransactions:             {0, 2},
+	kmsg.CreateACLs:                   {0, 3},
+	kmsg.DescribeACLs:                 {0, 3},
+	kmsg.DeleteACLs:                   {0, 3},
 	kmsg.DescribeTransactions:         {0, 0},
 }
 
