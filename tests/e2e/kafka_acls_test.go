@@ -53,7 +53,7 @@ func TestKafkaACLsChangeChainPermissions(t *testing.T) {
 	require.NoError(t, produce("alice"), "the owner may write")
 	require.Error(t, produce("carol"), "carol may no longer write")
 
-	described, err := adm.DescribeACLs(ctx, kadm.NewACLs().AnyResource().Allow().Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
+	described, err := adm.DescribeACLs(ctx, kadm.NewACLs().AnyResource().Allow().AllowHosts().Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
 	require.NoError(t, err)
 	var seen []string
 	for _, r := range described {
@@ -72,7 +72,7 @@ func TestKafkaACLsChangeChainPermissions(t *testing.T) {
 	require.ErrorIs(t, denied[0].Err, kerr.InvalidRequest)
 	require.Contains(t, denied[0].ErrMessage, "only ALLOW")
 
-	deleted, err := adm.DeleteACLs(ctx, kadm.NewACLs().Allow("User:"+bob).Topics("acl-t").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral))
+	deleted, err := adm.DeleteACLs(ctx, kadm.NewACLs().Allow("User:"+bob).AllowHosts().Topics("acl-t").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral))
 	require.NoError(t, err)
 	require.Len(t, deleted, 1)
 	require.NoError(t, deleted[0].Err)
