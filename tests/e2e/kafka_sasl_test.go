@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -114,6 +115,15 @@ func TestAttackKafkaGatewaySASLIdentities(t *testing.T) {
 		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Key: []byte("k"), Value: []byte("by alice over " + m.Name())}).FirstErr(), m.Name())
 	}
 	bob := saslClient(t, addr, scram.Auth{User: "bob", Pass: "bob-secret"}.AsSha256Mechanism())
+
+	// DescribeUserScramCredentials lists the gateway's users and mechanisms, never a secret.
+	scrams, err := kadm.NewClient(bob).DescribeUserSCRAMs(ctx)
+	require.NoError(t, err)
+	require.Len(t, scrams, 2)
+	for _, u := range []string{"alice", "bob"} {
+		require.NoError(t, scrams[u].Err)
+		require.Len(t, scrams[u].CredInfos, 2, "SCRAM-SHA-256 and SCRAM-SHA-512")
+	}
 	err = bob.ProduceSync(ctx, &kgo.Record{Value: []byte("by bob")}).FirstErr()
 	require.True(t, errors.Is(err, kerr.TopicAuthorizationFailed), "bob is not on the allowlist: %v", err)
 
