@@ -12,6 +12,7 @@ import (
 )
 
 func main() {
+	cmd.StampVersion() // a build without scripts/ldflags.sh names itself from Go's build info
 	rootCmd := cmd.NewRootCmd()
 	// Environment variables prefixed with BFTLOGD_ override flags/config,
 	// e.g. BFTLOGD_HOME or BFTLOGD_CHAIN_ID.

@@ -145,8 +145,9 @@ func TestAttackGroupJoinRefusedForAnotherAccount(t *testing.T) {
 	require.Contains(t, bad.Stderr, "code 35")
 }
 
-// groupTx sends an x/topics transaction through the generated (autocli) command as from and
-// waits for its block, returning its code and log.
+// groupTx sends an x/topics transaction as from through a command that prints the broadcast
+// response (autocli's, create-group, update-group-policy) and waits for its block, returning its
+// code and log.
 func groupTx(t *testing.T, n *node.Node, from string, args ...string) (uint32, string) {
 	t.Helper()
 	var sent struct {
