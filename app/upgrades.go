@@ -13,11 +13,19 @@ import (
 // release before at its height; this binary runs the migrations there (docs/operations.md, Upgrades).
 const UpgradeV2 = "v2"
 
+// UpgradeV3 switches to the binary with MsgDeleteRecords (and retention deleting the batches
+// below a log start offset it moved): blocks execute differently, so validators change binaries
+// at one height, by a software upgrade proposal. No store changes.
+const UpgradeV3 = "v3"
+
 // registerUpgradeHandlers registers every upgrade this binary can perform. An upgrade's
 // handler runs the store migrations of the modules whose consensus version grew, in the
 // module manager's order; the chain halts rather than run a plan this binary has no handler for.
 func (app *App) registerUpgradeHandlers() {
 	app.UpgradeKeeper.SetUpgradeHandler(UpgradeV2, func(ctx context.Context, _ upgradetypes.Plan, fromVM module.VersionMap) (module.VersionMap, error) {
+		return app.ModuleManager.RunMigrations(ctx, app.Configurator(), fromVM)
+	})
+	app.UpgradeKeeper.SetUpgradeHandler(UpgradeV3, func(ctx context.Context, _ upgradetypes.Plan, fromVM module.VersionMap) (module.VersionMap, error) {
 		return app.ModuleManager.RunMigrations(ctx, app.Configurator(), fromVM)
 	})
 }

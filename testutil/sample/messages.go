@@ -60,6 +60,8 @@ func Messages(signer string) []sdk.Msg {
 			Assignments: []types.KafkaAssignment{{MemberId: "rdkafka-1", Assignment: []byte{0, 0, 0, 0, 0, 1, 0, 6, 'o', 'r', 'd', 'e', 'r', 's', 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}}}},
 		&types.MsgKafkaHeartbeat{Owner: signer, GroupId: "ledger", MemberIds: []string{"rdkafka-1"}},
 		&types.MsgKafkaLeaveGroup{Owner: signer, GroupId: "ledger", MemberIds: []string{"rdkafka-1"}},
+		&types.MsgDeleteRecords{Authority: signer, Partitions: []types.DeleteRecordsPartition{
+			{Topic: "orders", Partition: 0, Offset: 2}, {Topic: "orders", Partition: 1, ToHighWatermark: true}}},
 		&poatypes.MsgAdmitValidator{Authority: signer, Operator: operator, Power: 50},
 		&poatypes.MsgSetValidatorPower{Authority: signer, Operator: operator, Power: 80},
 		&poatypes.MsgRemoveValidator{Authority: signer, Operator: operator},

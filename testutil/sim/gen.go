@@ -56,6 +56,7 @@ var actions = []action{
 	{"update_topic_config", 3, 3, (*gen).updateTopicConfig},
 	{"add_partitions", 1, 1, (*gen).addPartitions},
 	{"delete_topic", 1, 2, (*gen).deleteTopic},
+	{"delete_records", 3, 3, (*gen).deleteRecords},
 	{"produce", 30, 10, (*gen).produce},
 	{"produce_hostile", 0, 8, (*gen).produceHostile},
 	{"transaction", 4, 2, (*gen).transaction},
@@ -245,6 +246,55 @@ func (g *gen) deleteTopic(a int) []sdk.Msg {
 		return nil
 	}
 	return []sdk.Msg{&types.MsgDeleteTopic{Authority: g.addr(a), Name: t.Name}}
+}
+
+// deleteRecords moves log start offsets of a topic account a owns: to an offset inside the
+// log (often inside a batch), to the high watermark, or below the current start (a no-op). A
+// hostile account picks any topic (refused unless it owns it), goes past the high watermark,
+// names a partition twice or out of range, sets an offset with to_high_watermark, or sends
+// more partitions than a message may hold.
+func (g *gen) deleteRecords(a int) []sdk.Msg {
+	t := g.ownedTopic(a)
+	if t == nil {
+		return nil
+	}
+	msg := &types.MsgDeleteRecords{Authority: g.addr(a)}
+	for _, p := range g.w.partitions[t.Name] {
+		if !g.oneOf(2) && len(msg.Partitions) > 0 {
+			continue
+		}
+		dp := types.DeleteRecordsPartition{Topic: t.Name, Partition: p.Partition}
+		switch n := g.r.Intn(10); {
+		case n < 6: // inside the log
+			dp.Offset = p.LogStartOffset + uint64(g.r.Int63n(int64(p.HighWatermark-p.LogStartOffset)+1))
+		case n < 8:
+			dp.ToHighWatermark = true
+		default: // at or below the start: nothing moves
+			dp.Offset = uint64(g.r.Int63n(int64(p.LogStartOffset) + 1))
+		}
+		msg.Partitions = append(msg.Partitions, dp)
+	}
+	if len(msg.Partitions) == 0 {
+		return nil
+	}
+	if g.hostile[a] && g.oneOf(2) {
+		dp := &msg.Partitions[0]
+		switch g.r.Intn(5) {
+		case 0:
+			dp.Offset, dp.ToHighWatermark = dp.Offset+1_000_000, false // past the high watermark
+		case 1:
+			msg.Partitions = append(msg.Partitions, *dp)
+		case 2:
+			dp.Partition = t.Partitions + uint32(g.r.Intn(3))
+		case 3:
+			dp.Offset, dp.ToHighWatermark = 1+dp.Offset, true
+		case 4:
+			for len(msg.Partitions) <= types.MaxDeleteRecordsPartitions {
+				msg.Partitions = append(msg.Partitions, types.DeleteRecordsPartition{Topic: t.Name, Partition: uint32(len(msg.Partitions))})
+			}
+		}
+	}
+	return []sdk.Msg{msg}
 }
 
 // records writes n records for t: keyed from a small set on a compacted topic (with
@@ -769,17 +819,19 @@ func (g *gen) proposeParams(a int) []sdk.Msg {
 	return g.propose(a, &types.MsgUpdateParams{Authority: g.gov, Params: p})
 }
 
-// proposeTopic has governance change, grow or delete someone's topic.
+// proposeTopic has governance change, grow, empty or delete someone's topic.
 func (g *gen) proposeTopic(a int) []sdk.Msg {
 	t := g.anyTopic()
 	if t == nil {
 		return nil
 	}
-	switch g.r.Intn(3) {
+	switch g.r.Intn(4) {
 	case 0:
 		return g.propose(a, &types.MsgUpdateTopicConfig{Authority: g.gov, Name: t.Name, Config: g.config()})
 	case 1:
 		return g.propose(a, &types.MsgAddPartitions{Authority: g.gov, Name: t.Name, Partitions: t.Partitions + 1})
+	case 2: // everything there is on partition 0, when the proposal passes
+		return g.propose(a, &types.MsgDeleteRecords{Authority: g.gov, Partitions: []types.DeleteRecordsPartition{{Topic: t.Name, ToHighWatermark: true}}})
 	}
 	return g.propose(a, &types.MsgDeleteTopic{Authority: g.gov, Name: t.Name})
 }

@@ -88,6 +88,13 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
 				},
 				{
+					RpcMethod: "DeleteRecords", Use: "delete-records [partition-json]...",
+					Short:          "Delete records below offsets, as Kafka's DeleteRecords: move partitions' log start offsets (topic owner or gov)",
+					Long:           "Each argument is one partition as JSON: {\"topic\",\"partition\",\"offset\"} moves its log start offset up to offset, or {\"topic\",\"partition\",\"to_high_watermark\":true} deletes every record. Offsets at or below the log start offset change nothing; past the high watermark the message is refused. The EndBlocker deletes the batches below over the next blocks.",
+					Example:        `bftlogd tx topics delete-records '{"topic":"orders","partition":0,"offset":"1000"}' '{"topic":"orders","partition":1,"to_high_watermark":true}' --from alice`,
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "partitions", Varargs: true}},
+				},
+				{
 					RpcMethod: "DeleteGroup", Use: "delete-group [group-id]", Short: "Delete an empty group and its offsets (group admin or gov)",
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
 				},

@@ -283,6 +283,10 @@ func (k Keeper) compactPartition(ctx context.Context, tp types.TopicPartition, s
 		st.PassEnd = p.HighWatermark
 		st.Passes++
 	}
+	// MsgDeleteRecords moved the log start offset past where the pass is: the batches in
+	// between are retention's to delete, not worth cleaning. (Retention's own moves leave no
+	// batch there, so this changes nothing for them.)
+	st.PassOffset = max(st.PassOffset, p.LogStartOffset)
 	height := sdk.UnwrapSDKContext(ctx).BlockHeight()
 	horizon := now - cfg.MinCompactionLagMs
 	young := false // the pass stopped at records too young to clean, not at the log's last batch

@@ -9,6 +9,8 @@
 //     record store (record_store.go: pending in a transient store during the block, handed to
 //     x/topics/internal/recordstore at Precommit; the app hash commits each batch's SHA-256);
 //   - fetch: query_server.go -> fetch.go -> the same keys, read from committed state only;
+//   - delete records: msg_server.go -> delete_records.go (moves log start offsets only) ->
+//     retention.go deletes the batches below them in later blocks;
 //   - groups: groups.go (what both kinds share, dispatching on Group.kind), groups_native.go
 //     (the chain assigns partitions), groups_kafka.go (Kafka's group protocol: the leader
 //     assigns), offsets.go (commits and resets);

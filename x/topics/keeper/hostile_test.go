@@ -99,6 +99,22 @@ func TestAttackHostileInputChangesNothing(t *testing.T) {
 			_, err := f.msgs.ResetOffsets(f.ctx, &types.MsgResetOffsets{Authority: f.alice, GroupId: "g", Topic: "t", To: math.MaxInt32})
 			return err
 		}, types.ErrInvalidRequest},
+		{"delete records: MaxUint64 offset", func() error {
+			_, err := f.deleteRecords(f.alice, types.DeleteRecordsPartition{Topic: "t", Offset: math.MaxUint64})
+			return err
+		}, types.ErrOffsetOutOfRange},
+		{"delete records: MaxUint32 partition", func() error {
+			_, err := f.deleteRecords(f.alice, types.DeleteRecordsPartition{Topic: "t", Partition: math.MaxUint32})
+			return err
+		}, types.ErrInvalidPartition},
+		{"delete records: another account's topic", func() error {
+			_, err := f.deleteRecords(f.bob, types.DeleteRecordsPartition{Topic: "t", ToHighWatermark: true})
+			return err
+		}, types.ErrUnauthorized},
+		{"delete records: one partition too many", func() error {
+			_, err := f.deleteRecords(f.alice, make([]types.DeleteRecordsPartition, types.MaxDeleteRecordsPartitions+1)...)
+			return err
+		}, types.ErrTooManyPartitions},
 		{"params: all zero", func() error {
 			_, err := f.msgs.UpdateParams(f.ctx, &types.MsgUpdateParams{Authority: f.gov})
 			return err

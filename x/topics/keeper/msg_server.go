@@ -161,3 +161,11 @@ func (m msgServer) KafkaLeaveGroup(ctx context.Context, msg *types.MsgKafkaLeave
 	}
 	return &types.MsgKafkaLeaveGroupResponse{}, nil
 }
+
+func (m msgServer) DeleteRecords(ctx context.Context, msg *types.MsgDeleteRecords) (*types.MsgDeleteRecordsResponse, error) {
+	results, err := m.k.DeleteRecords(ctx, msg)
+	if err != nil {
+		return nil, err
+	}
+	return &types.MsgDeleteRecordsResponse{Results: results}, nil
+}

@@ -297,3 +297,109 @@ func TestAttackIsolateDropsFailedWork(t *testing.T) {
 		_ = f.k.Isolate(f.ctx, "test", "disk", func(context.Context) error { panic(keeper.ErrStorage) })
 	})
 }
+
+// MsgDeleteRecords leaves the batches below the log start offsets it moves to the EndBlocker.
+// Whatever happens to their topics meanwhile — deleted (the purge takes the batches), switched
+// to compact alone (they still go: nothing reads them), compact,delete with a compaction pass
+// under way (the pass goes on from the log start offset), retention by time moving past them —
+// the blocks skip nothing, log start offsets never move back, every batch wholly below one
+// goes, and the records from each log start offset on are all there.
+func TestDeleteRecordsCleanupNeverHalts(t *testing.T) {
+	f := newFixture(t)
+	f.setParams(func(p *types.Params) {
+		p.RetentionBatchesPerBlock, p.RetentionPartitionsPerBlock, p.CompactionRecordsPerBlock = 3, 2, 6
+	})
+	f.createTopic("gone", 2)
+	f.createTopic("switched", 1)
+	f.createTopic("timed", 1)
+	f.createCompacted("cd", 1, func(c *types.TopicConfig) { c.CleanupPolicy = types.CleanupPolicyCompactDelete })
+	latest := map[string]uint64{} // cd: each key's latest offset
+	for i := 0; i < 10; i++ {
+		f.produceBatches("gone", 0, 1, 3)
+		f.produceBatches("gone", 1, 1, 3)
+		f.produceBatches("switched", 0, 1, 3)
+		f.produceBatches("timed", 0, 1, 3)
+		var recs []types.BatchRecord
+		for j := 0; j < 3; j++ {
+			key := fmt.Sprintf("k%d", (3*i+j)%4)
+			recs = append(recs, kv(key, str("v")))
+			latest[key] = uint64(3*i + j)
+		}
+		_, err := f.produce(f.bob, pb{Topic: "cd", Records: recs})
+		require.NoError(t, err)
+		f.advance(time.Second)
+	}
+	f.newBlock()
+	f.endBlock(time.Second) // cd's first compaction pass starts and runs out of budget
+	st, err := f.k.Compactions.Get(f.ctx, types.TopicPartition{Topic: "cd"})
+	require.NoError(t, err)
+	require.True(t, st.InPass, "a pass under way")
+	require.Less(t, st.PassOffset, uint64(13))
+
+	_, err = f.deleteRecords(f.alice,
+		types.DeleteRecordsPartition{Topic: "gone", Partition: 0, Offset: 16},
+		types.DeleteRecordsPartition{Topic: "gone", Partition: 1, ToHighWatermark: true},
+		types.DeleteRecordsPartition{Topic: "switched", Offset: 20},
+		types.DeleteRecordsPartition{Topic: "timed", Offset: 7},
+		types.DeleteRecordsPartition{Topic: "cd", Offset: 13})
+	require.NoError(t, err)
+	_, err = f.msgs.DeleteTopic(f.ctx, &types.MsgDeleteTopic{Authority: f.alice, Name: "gone"})
+	require.NoError(t, err)
+	cfg := anyone()
+	cfg.CleanupPolicy = types.CleanupPolicyCompact
+	_, err = f.msgs.UpdateTopicConfig(f.ctx, &types.MsgUpdateTopicConfig{Authority: f.alice, Name: "switched", Config: cfg})
+	require.NoError(t, err)
+	setRetention(t, f, "timed", 4_000, -1)
+
+	starts := map[types.TopicPartition]uint64{}
+	clean := func() bool {
+		done := true
+		require.NoError(t, f.k.Partitions.Walk(f.ctx, nil, func(tp types.TopicPartition, p types.Partition) (bool, error) {
+			require.GreaterOrEqual(t, p.LogStartOffset, starts[tp], "%s/%d: the log start offset moved back", tp.Topic, tp.Partition)
+			starts[tp] = p.LogStartOffset
+			require.Equal(t, storedBytes(t, f, tp.Topic, tp.Partition), p.ByteCount)
+			if lasts := f.batchLasts(tp.Topic, tp.Partition); len(lasts) > 0 && lasts[0] < p.LogStartOffset {
+				done = false
+			}
+			return false, nil
+		}))
+		purging, err := f.k.TopicPurges.Has(f.ctx, "gone")
+		require.NoError(t, err)
+		return done && !purging
+	}
+	blocks := 0
+	for !clean() {
+		blocks++
+		require.LessOrEqual(t, blocks, 40, "the cleanup must end")
+		f.newBlock()
+		f.endBlock(300 * time.Millisecond)
+		require.Empty(t, skipped(t, f.ctx))
+	}
+	t.Logf("every batch below a log start offset deleted in %d blocks (3 keys per block)", blocks)
+	require.Empty(t, f.batchLasts("gone", 0))
+	require.Empty(t, f.batchLasts("gone", 1))
+	require.Equal(t, []uint64{20, 21, 22, 23, 24, 25, 26, 27, 28, 29}, offsets(f.readAll("switched", 0)), "a batch holding the log start offset stays whole")
+	require.Equal(t, uint64(20), f.partitions("switched")[0].LogStartOffset, "not moved to the batch's end")
+	timed := f.partitions("timed")[0]
+	require.GreaterOrEqual(t, timed.LogStartOffset, uint64(7))
+	t.Logf("timed: log start offset %d, %d records left", timed.LogStartOffset, timed.RecordCount)
+
+	f.compactUntilIdle(20)
+	got := f.readAll("cd", 0)
+	var want []uint64
+	for _, off := range latest {
+		if off >= 13 {
+			want = append(want, off)
+		}
+	}
+	for _, r := range got {
+		require.GreaterOrEqual(t, r.Offset, uint64(13), "nothing below the log start offset is read")
+	}
+	have := map[uint64]bool{}
+	for _, r := range got {
+		have[r.Offset] = true
+	}
+	for _, off := range want {
+		require.True(t, have[off], "the latest record of its key at %d survives", off)
+	}
+}

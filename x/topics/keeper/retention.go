@@ -44,9 +44,11 @@ func (k Keeper) ApplyRetention(ctx context.Context) error {
 // applyRetention (cleanup.policy delete) deletes whole batches that are older than a topic's retention_ms (by
 // LogAppendTime against block time) or that lie beyond its retention_bytes (oldest first, as
 // long as the partition keeps at least retention_bytes, as Kafka does), and advances the log
-// start offset. It reads only BatchMetas, never a batch. Work per block is bounded: at most
-// retention_partitions_per_block partitions inspected, and deletions within the shared budget,
-// resuming from a stored cursor, so a backlog continues in the next block.
+// start offset. Whatever the policy, it also deletes the batches wholly below the log start
+// offset, which MsgDeleteRecords moves without deleting any. It reads only BatchMetas, never a
+// batch. Work per block is bounded: at most retention_partitions_per_block partitions
+// inspected, and deletions within the shared budget, resuming from a stored cursor, so a
+// backlog continues in the next block.
 func (k Keeper) applyRetention(ctx context.Context, params types.Params, budget *cleanupBudget) error {
 	cursor, err := k.RetentionCursor.Get(ctx)
 	if err != nil && !isNotFound(err) {
@@ -97,8 +99,9 @@ func (k Keeper) applyRetention(ctx context.Context, params types.Params, budget 
 			}
 			topic = t
 		}
-		// cleanup.policy compact alone ignores retention.ms and retention.bytes, as in Kafka.
-		if !topic.Config.Deletes() || topic.Config.RetentionMs <= 0 && topic.Config.RetentionBytes <= 0 {
+		// A partition whose log start offset is 0 has nothing below it to delete, and one
+		// without retention nothing expired: left alone without a read.
+		if !retains(topic.Config) && p.LogStartOffset == 0 {
 			continue
 		}
 		finished := true
@@ -121,7 +124,14 @@ func (k Keeper) applyRetention(ctx context.Context, params types.Params, budget 
 	return k.RetentionCursor.Set(ctx, *next)
 }
 
-// retainPartition deletes a partition's expired batches within the budget and reports
+// retains tells whether retention by time or size applies to a topic: cleanup.policy compact
+// alone ignores retention.ms and retention.bytes, as in Kafka.
+func retains(cfg types.TopicConfig) bool {
+	return cfg.Deletes() && (cfg.RetentionMs > 0 || cfg.RetentionBytes > 0)
+}
+
+// retainPartition deletes, oldest first and within the budget, a partition's batches wholly
+// below its log start offset and those retention finds expired or over its size, and reports
 // whether it finished.
 func (k Keeper) retainPartition(ctx context.Context, cfg types.TopicConfig, p types.Partition, now int64, budget *cleanupBudget) (bool, error) {
 	rng := collections.NewPrefixedPairRange[types.TopicPartition, uint64](types.TopicPartition{Topic: p.Topic, Partition: p.Partition})
@@ -142,9 +152,10 @@ func (k Keeper) retainPartition(ctx context.Context, cfg types.TopicConfig, p ty
 			return false, err
 		}
 		m := kv.Value
-		expired := cfg.RetentionMs > 0 && m.LogAppendTimeMs < now-cfg.RetentionMs
-		oversize := cfg.RetentionBytes > 0 && size-m.SizeBytes >= uint64(cfg.RetentionBytes)
-		if !expired && !oversize {
+		below := kv.Key.K2() < p.LogStartOffset // its last offset: MsgDeleteRecords passed it
+		expired := retains(cfg) && cfg.RetentionMs > 0 && m.LogAppendTimeMs < now-cfg.RetentionMs
+		oversize := retains(cfg) && cfg.RetentionBytes > 0 && size-m.SizeBytes >= uint64(cfg.RetentionBytes)
+		if !below && !expired && !oversize {
 			break
 		}
 		if !budget.open() {
@@ -166,7 +177,9 @@ func (k Keeper) retainPartition(ctx context.Context, cfg types.TopicConfig, p ty
 			return false, err
 		}
 	}
-	p.LogStartOffset = doomed[len(doomed)-1].K2() + 1
+	// Past the last batch deleted, never back: MsgDeleteRecords may have moved the log start
+	// offset beyond it, into a batch that stays (or past the last one).
+	p.LogStartOffset = max(p.LogStartOffset, doomed[len(doomed)-1].K2()+1)
 	p.RecordCount -= records
 	p.ByteCount -= nbytes
 	if err := k.Partitions.Set(ctx, types.TopicPartition{Topic: p.Topic, Partition: p.Partition}, p); err != nil {

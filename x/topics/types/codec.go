@@ -30,6 +30,7 @@ func RegisterLegacyAminoCodec(cdc *codec.LegacyAmino) {
 	legacy.RegisterAminoMsg(cdc, &MsgKafkaSyncGroup{}, "bftlog/topics/MsgKafkaSyncGroup")
 	legacy.RegisterAminoMsg(cdc, &MsgKafkaHeartbeat{}, "bftlog/topics/MsgKafkaHeartbeat")
 	legacy.RegisterAminoMsg(cdc, &MsgKafkaLeaveGroup{}, "bftlog/topics/MsgKafkaLeaveGroup")
+	legacy.RegisterAminoMsg(cdc, &MsgDeleteRecords{}, "bftlog/topics/MsgDeleteRecords")
 	cdc.RegisterConcrete(&Params{}, "bftlog/x/topics/Params", nil)
 }
 
@@ -56,6 +57,7 @@ func RegisterInterfaces(registry codectypes.InterfaceRegistry) {
 		&MsgKafkaSyncGroup{},
 		&MsgKafkaHeartbeat{},
 		&MsgKafkaLeaveGroup{},
+		&MsgDeleteRecords{},
 	)
 	msgservice.RegisterMsgServiceDesc(registry, &_Msg_serviceDesc)
 }

@@ -86,3 +86,11 @@ var (
 	// the chain has seen (Kafka's INVALID_PRODUCER_EPOCH: the producer was fenced).
 	ErrInvalidProducerEpoch = errorsmod.Register(ModuleName, 42, "invalid producer epoch")
 )
+
+// Deleting records (MsgDeleteRecords).
+var (
+	// ErrPolicyViolation is a MsgDeleteRecords on a topic whose cleanup.policy is compact without
+	// delete: compaction keeps the latest record of every key, so records are not deleted by
+	// offset there (Kafka's POLICY_VIOLATION).
+	ErrPolicyViolation = errorsmod.Register(ModuleName, 44, "cleanup policy does not allow deleting records")
+)

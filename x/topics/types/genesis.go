@@ -11,8 +11,9 @@ func DefaultGenesis() *GenesisState {
 }
 
 // Validate checks the whole state for consistency: every topic has exactly its partitions,
-// batches are contiguous from each log start offset to the high watermark, and the counters
-// match the stored batches.
+// batches are in order without overlaps up to the high watermark, and the counters match the
+// stored batches. Batches may start below the log start offset: MsgDeleteRecords moves it
+// without deleting them, and the EndBlocker deletes them later (they are exported meanwhile).
 func (gs GenesisState) Validate(ac address.Codec) error {
 	if err := gs.Params.Validate(); err != nil {
 		return err
@@ -84,7 +85,7 @@ func (gs GenesisState) Validate(ac address.Codec) error {
 		}
 		tl := tallies[k]
 		if tl == nil {
-			tl = &tally{next: p.LogStartOffset}
+			tl = &tally{} // a first batch may lie below the log start offset (MsgDeleteRecords)
 			tallies[k] = tl
 		}
 		if err := b.Batch.CheckStored(); err != nil {

@@ -174,3 +174,8 @@ func ValidatePartitionCount(n uint32, p Params) error {
 
 // Label renders a partition as topic/partition, as Kafka tools do.
 func (p Partition) Label() string { return fmt.Sprintf("%s/%d", p.Topic, p.Partition) }
+
+// MaxDeleteRecordsPartitions bounds the partitions of one MsgDeleteRecords (the work of the
+// message itself is a few reads and one write per partition): four topics of the default
+// max_partitions_per_topic. A client with more sends several messages.
+const MaxDeleteRecordsPartitions = 1024

@@ -495,11 +495,13 @@ type Partition struct {
 	Partition uint32 `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
 	// high_watermark is the offset the next appended record gets.
 	HighWatermark uint64 `protobuf:"varint,3,opt,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
-	// log_start_offset is the first offset still retained.
+	// log_start_offset is the first offset still retained: reads below it are out of range.
+	// Retention moves it past the batches it deletes; MsgDeleteRecords moves it first, and the
+	// batches wholly below it stay stored (unreadable) until the EndBlocker deletes them.
 	LogStartOffset uint64 `protobuf:"varint,4,opt,name=log_start_offset,json=logStartOffset,proto3" json:"log_start_offset,omitempty"`
-	// record_count is the number of retained records.
+	// record_count is the number of records in the stored batches.
 	RecordCount uint64 `protobuf:"varint,5,opt,name=record_count,json=recordCount,proto3" json:"record_count,omitempty"`
-	// byte_count is the stored size of the retained batches (their encoding, see RecordBatch.size_bytes).
+	// byte_count is the stored size of the stored batches (their encoding, see RecordBatch.size_bytes).
 	ByteCount uint64 `protobuf:"varint,6,opt,name=byte_count,json=byteCount,proto3" json:"byte_count,omitempty"`
 }
 
