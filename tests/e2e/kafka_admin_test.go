@@ -84,6 +84,42 @@ func TestKafkaAdminThroughGateway(t *testing.T) {
 	require.NoError(t, lag.Error())
 	require.Zero(t, lag.Lag.Total(), "every record read and committed")
 
+	// DeleteRecords moves partition 0's log start offset; a consumer asking for offset 0 is
+	// answered OFFSET_OUT_OF_RANGE and reset to the new start.
+	ends, err := adm.ListEndOffsets(ctx, "admin-t")
+	require.NoError(t, err)
+	end0, ok := ends.Lookup("admin-t", 0)
+	require.True(t, ok)
+	require.GreaterOrEqual(t, end0.Offset, int64(2), "partition 0 holds records to delete")
+	cut := end0.Offset / 2
+	var doomed kadm.Offsets
+	doomed.Add(kadm.Offset{Topic: "admin-t", Partition: 0, At: cut})
+	dr, err := adm.DeleteRecords(ctx, doomed)
+	require.NoError(t, err)
+	d0, ok := dr.Lookup("admin-t", 0)
+	require.True(t, ok)
+	require.NoError(t, d0.Err)
+	require.Equal(t, cut, d0.LowWatermark)
+	starts, err := adm.ListStartOffsets(ctx, "admin-t")
+	require.NoError(t, err)
+	s0, _ := starts.Lookup("admin-t", 0)
+	require.Equal(t, cut, s0.Offset, "ListOffsets earliest answers the new log start offset")
+	require.Contains(t, n.MustCLI("", "query", "topics", "partitions", "admin-t"), fmt.Sprintf("log_start_offset: \"%d\"", cut))
+	from0 := must(kgo.NewClient(kgo.SeedBrokers(gw.Addr()), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"admin-t": {0: kgo.NewOffset().At(0)}}),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())))
+	defer from0.Close()
+	first := int64(-1)
+	for first < 0 {
+		fs := from0.PollFetches(ctx)
+		require.NoError(t, ctx.Err(), "the consumer from 0 read nothing")
+		fs.EachRecord(func(r *kgo.Record) {
+			if first < 0 {
+				first = r.Offset
+			}
+		})
+	}
+	require.Equal(t, cut, first, "a consumer from 0 is reset to the new log start offset")
+
 	brokers, err := adm.ListBrokers(ctx)
 	require.NoError(t, err)
 	require.Len(t, brokers, 1)
