@@ -42,6 +42,7 @@ var chainErrors = []struct {
 	{[]error{types.ErrGroupFull}, kerr.GroupMaxSizeReached},
 	{[]error{types.ErrInvalidSessionTimeout}, kerr.InvalidSessionTimeout},
 	{[]error{types.ErrInvalidProducerEpoch}, kerr.InvalidProducerEpoch},
+	{[]error{types.ErrPolicyViolation}, kerr.PolicyViolation},
 }
 
 // kafkaCode maps an error from the chain (a transaction's x/topics error, matched with
