@@ -219,7 +219,11 @@ func (s *Server) deleteGroups(ctx context.Context, r *kmsg.DeleteGroupsRequest) 
 		case id.signer == nil:
 			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		default:
-			g.ErrorCode, _ = s.submit(ctx, &types.MsgDeleteGroup{Authority: id.signer.Address(), GroupId: group})
+			if g.ErrorCode, _ = s.submit(ctx, &types.MsgDeleteGroup{Authority: id.signer.Address(), GroupId: group}); g.ErrorCode == 0 {
+				for _, x := range s.ids {
+					x.groups.pending.forget(group)
+				}
+			}
 		}
 		resp.Groups = append(resp.Groups, g)
 	}

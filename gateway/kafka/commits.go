@@ -68,6 +68,13 @@ func (p *pendingCommits) settle(group string, id uint64) {
 	}
 }
 
+// forget drops a deleted group's pending offsets: its commits can no longer land.
+func (p *pendingCommits) forget(group string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.by, group)
+}
+
 // overlay replaces the chain's committed offsets of group with the pending ones.
 func (p *pendingCommits) overlay(group string, committed map[partitionKey]types.CommittedOffset) {
 	p.mu.Lock()

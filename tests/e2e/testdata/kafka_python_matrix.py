@@ -109,6 +109,48 @@ def group():
 attempt("consumer group with commits", group)
 
 
+def groups_admin():
+    listed = dict(admin.list_consumer_groups())
+    if listed.get("py-matrix-group") != "consumer":
+        return False, "list_consumer_groups: %s" % listed
+    d = admin.describe_consumer_groups(["py-matrix-group"])[0]
+    if d.state != "Empty" or d.members:
+        return False, "describe_consumer_groups: state %s, %d members" % (d.state, len(d.members))
+    offsets = admin.list_consumer_group_offsets("py-matrix-group")
+    if sum(o.offset for o in offsets.values()) != len(sent):
+        return False, "list_consumer_group_offsets: %s" % offsets
+    deleted = admin.delete_consumer_groups(["py-matrix-group"])
+    if [e.__name__ for _, e in deleted] != ["NoError"]:
+        return False, "delete_consumer_groups: %s" % deleted
+    gone = "py-matrix-group" not in dict(admin.list_consumer_groups())
+    return gone, "listed, described (Empty), offsets, deleted"
+
+
+attempt("admin consumer groups", groups_admin)
+
+
+def alter_configs():
+    from kafka.admin import ConfigResource, ConfigResourceType
+    admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs={"retention.ms": "3600000"})])
+    res = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
+    got = {c[0]: c[1] for c in res[0].resources[0][4]}
+    return got.get("retention.ms") == "3600000", "retention.ms %s after AlterConfigs" % got.get("retention.ms")
+
+
+attempt("admin alter configs", alter_configs)
+
+
+def acls():
+    from kafka.admin import ACLFilter, ACLOperation, ACLPermissionType, ResourcePatternFilter, ResourceType, ACLResourcePatternType
+    f = ACLFilter(principal=None, host="*", operation=ACLOperation.ANY, permission_type=ACLPermissionType.ANY,
+                  resource_pattern=ResourcePatternFilter(ResourceType.TOPIC, topic, ACLResourcePatternType.ANY))
+    found, err = admin.describe_acls(f)
+    return err.__name__ == "NoError" and found == [], "describe_acls: %d ACLs, %s" % (len(found), err.__name__)
+
+
+attempt("admin describe acls", acls)
+
+
 def delete():
     admin.delete_topics([topic])
     return True, "deleted"
