@@ -4,15 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
@@ -408,6 +405,12 @@ func (c *coordinator) syncGroup(ctx context.Context, r *kmsg.SyncGroupRequest) k
 		if resp.ErrorCode = checkMember(st, r.MemberID, r.Generation); resp.ErrorCode != 0 {
 			return resp
 		}
+		// v5+ names the protocol type and protocol the member joined with: as Kafka, one that
+		// is not the group's is INCONSISTENT_GROUP_PROTOCOL.
+		if inconsistent(r.ProtocolType, st.Group.ProtocolType) || inconsistent(r.Protocol, st.Group.Protocol) {
+			resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
+			return resp
+		}
 		if st.Group.State == types.KAFKA_GROUP_STATE_STABLE {
 			resp.Protocol, resp.ProtocolType = kmsg.StringPtr(st.Group.Protocol), kmsg.StringPtr(st.Group.ProtocolType)
 			resp.MemberAssignment = findMember(st, r.MemberID).Assignment
@@ -422,6 +425,12 @@ func (c *coordinator) syncGroup(ctx context.Context, r *kmsg.SyncGroupRequest) k
 			return resp
 		}
 	}
+}
+
+// inconsistent tells whether a SyncGroup's protocol type or name, when given, is not the group's
+// (the group's is known once a generation formed).
+func inconsistent(asked *string, group string) bool {
+	return asked != nil && group != "" && *asked != group
 }
 
 func (c *coordinator) heartbeat(ctx context.Context, r *kmsg.HeartbeatRequest) kmsg.Response {
@@ -525,7 +534,12 @@ func (c *coordinator) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequ
 				break
 			}
 			if st == nil {
+				// From v9 (KIP-848) Kafka answers a commit to a group it does not have with
+				// GROUP_ID_NOT_FOUND, whichever protocol the group would use.
 				code = kerr.UnknownMemberID.Code
+				if r.Version >= 9 {
+					code = kerr.GroupIDNotFound.Code
+				}
 				break
 			}
 			if code = checkCommitter(st, r.MemberID, r.Generation); code != 0 {
@@ -554,57 +568,6 @@ func (c *coordinator) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequ
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition, rp.ErrorCode = p.Partition, code
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	return resp
-}
-
-func (c *coordinator) offsetFetch(ctx context.Context, r *kmsg.OffsetFetchRequest) kmsg.Response {
-	resp := kmsg.NewPtrOffsetFetchResponse()
-	resp.SetVersion(r.Version)
-	committed := map[partitionKey]types.CommittedOffset{}
-	res, err := c.chain.offsets(ctx, r.Group)
-	if err == nil {
-		for _, o := range res.Offsets {
-			committed[partitionKey{o.Committed.Topic, int32(o.Committed.Partition)}] = o.Committed
-		}
-	} else if !errors.Is(err, types.ErrUnknownGroup) && status.Code(err) != codes.NotFound {
-		// A query's error is a gRPC status: GroupOffsets answers NotFound only for an unknown
-		// group (an invalid group id is InvalidArgument).
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		return resp
-	}
-	c.pending.overlay(r.Group, committed)
-	topics := r.Topics
-	if topics == nil { // all committed partitions
-		byTopic := map[string]*kmsg.OffsetFetchRequestTopic{}
-		for k := range committed {
-			if byTopic[k.topic] == nil {
-				rt := kmsg.NewOffsetFetchRequestTopic()
-				rt.Topic = k.topic
-				topics = append(topics, rt)
-				byTopic[k.topic] = &topics[len(topics)-1]
-			}
-		}
-		for i := range topics {
-			for k := range committed {
-				if k.topic == topics[i].Topic {
-					topics[i].Partitions = append(topics[i].Partitions, k.partition)
-				}
-			}
-		}
-	}
-	for _, t := range topics {
-		rt := kmsg.NewOffsetFetchResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewOffsetFetchResponseTopicPartition() // LeaderEpoch -1
-			rp.Partition, rp.Offset = p, -1
-			if o, ok := committed[partitionKey{t.Topic, p}]; ok {
-				rp.Offset, rp.Metadata = int64(o.Offset), kmsg.StringPtr(o.Metadata)
-			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

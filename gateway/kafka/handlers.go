@@ -16,61 +16,9 @@ import (
 	"google.golang.org/grpc"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
-	"github.com/cosmos/cosmos-sdk/types/query"
 
 	"github.com/bftlog/bftlog/x/topics/types"
 )
-
-// The gateway is the only broker: node 0, leader of every partition.
-const brokerID = 0
-
-func (s *Server) metadata(ctx context.Context, r *kmsg.MetadataRequest) kmsg.Response {
-	resp := kmsg.NewPtrMetadataResponse()
-	resp.SetVersion(r.Version)
-	broker := kmsg.NewMetadataResponseBroker()
-	broker.NodeID, broker.Host, broker.Port = brokerID, s.host, s.port
-	resp.Brokers = []kmsg.MetadataResponseBroker{broker}
-	cluster := "bftlog"
-	resp.ClusterID = &cluster
-	resp.ControllerID = brokerID
-	var names []string
-	if r.Topics == nil {
-		res, err := s.query.Topics(ctx, &types.QueryTopicsRequest{Pagination: &query.PageRequest{Limit: 10_000}})
-		if err == nil {
-			for _, t := range res.Topics {
-				names = append(names, t.Name)
-			}
-		}
-	}
-	for _, t := range r.Topics {
-		if t.Topic != nil {
-			names = append(names, *t.Topic)
-		}
-	}
-	for _, name := range names {
-		mt := kmsg.MetadataResponseTopic{Topic: kmsg.StringPtr(name)}
-		res, err := s.query.Topic(ctx, &types.QueryTopicRequest{Name: name})
-		if err != nil {
-			mt.ErrorCode = queryCode(err)
-			resp.Topics = append(resp.Topics, mt)
-			continue
-		}
-		for p := uint32(0); p < res.Topic.Partitions; p++ {
-			mp := kmsg.NewMetadataResponseTopicPartition()
-			mp.Partition, mp.Leader, mp.Replicas, mp.ISR = int32(p), brokerID, []int32{brokerID}, []int32{brokerID}
-			mt.Partitions = append(mt.Partitions, mp)
-		}
-		resp.Topics = append(resp.Topics, mt)
-	}
-	return resp
-}
-
-func (s *Server) findCoordinator(r *kmsg.FindCoordinatorRequest) kmsg.Response {
-	resp := kmsg.NewPtrFindCoordinatorResponse()
-	resp.SetVersion(r.Version)
-	resp.NodeID, resp.Host, resp.Port = brokerID, s.host, s.port
-	return resp
-}
 
 // initProducerID hands out producer IDs for idempotent Kafka producers. The chain keeps each
 // id's sequences per account (x/topics/keeper/kafka_producers.go), so gateways of a fleet need
@@ -102,7 +50,7 @@ func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) km
 			rp.Partition = p.Partition
 			req := &types.QueryListOffsetsRequest{Topic: t.Topic, Partition: uint32(p.Partition)}
 			switch p.Timestamp {
-			case -2:
+			case -2, -4: // earliest; -4, the earliest local offset (v8+), is it without tiered storage
 				req.Spec = types.OFFSET_SPEC_EARLIEST
 			case -1, -3: // latest; max timestamp is answered with the latest offset
 				req.Spec = types.OFFSET_SPEC_LATEST
@@ -111,6 +59,10 @@ func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) km
 			}
 			if p.Partition < 0 {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else if p.Timestamp == -5 {
+				// The latest tiered offset (v9+, KIP-1005): nothing is tiered, and Kafka answers
+				// a topic without tiered storage with offset -1 and no error.
+				rp.Offset = -1
 			} else if res, err := s.query.ListOffsets(ctx, req); err != nil {
 				rp.ErrorCode = queryCode(err)
 			} else {
@@ -132,9 +84,10 @@ func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) km
 func (s *Server) fetch(ctx context.Context, r *kmsg.FetchRequest) kmsg.Response {
 	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	answer := answerOf(ctx)
+	codes, failed := s.fetchTopicsByID(ctx, r)
 	for {
-		resp, bytes, held := s.fetchOnce(ctx, r, answer.conn())
-		if bytes >= int(max(r.MinBytes, 1)) || r.MinBytes <= 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
+		resp, bytes, held := s.fetchOnce(ctx, r, codes, answer.conn())
+		if bytes >= int(max(r.MinBytes, 1)) || r.MinBytes <= 0 || failed || !time.Now().Before(deadline) || ctx.Err() != nil {
 			answer.keep(held)
 			return resp
 		}
@@ -149,8 +102,9 @@ func (s *Server) fetch(ctx context.Context, r *kmsg.FetchRequest) kmsg.Response 
 
 // fetchOnce reads each partition once (a partition named again is answered once, as by a
 // broker), within the request's max bytes and MaxFetchBytes; each partition asks the node for
-// no more than cb can hold, and what the answer holds is returned.
-func (s *Server) fetchOnce(ctx context.Context, r *kmsg.FetchRequest, cb *connBytes) (*kmsg.FetchResponse, int, grant) {
+// no more than cb can hold, and what the answer holds is returned. A topic whose entry in codes
+// is not 0 (an unknown topic ID) is answered with that code in every partition.
+func (s *Server) fetchOnce(ctx context.Context, r *kmsg.FetchRequest, codes []int16, cb *connBytes) (*kmsg.FetchResponse, int, grant) {
 	resp := kmsg.NewPtrFetchResponse()
 	resp.SetVersion(r.Version)
 	total := 0
@@ -160,9 +114,18 @@ func (s *Server) fetchOnce(ctx context.Context, r *kmsg.FetchRequest, cb *connBy
 	}
 	var held grant
 	seen := map[partitionKey]bool{}
-	for _, t := range r.Topics {
+	for ti, t := range r.Topics {
 		rt := kmsg.NewFetchResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		if ti < len(codes) && codes[ti] != 0 {
+			for _, p := range t.Partitions {
+				rp := kmsg.NewFetchResponseTopicPartition()
+				rp.Partition, rp.ErrorCode, rp.HighWatermark, rp.RecordBatches = p.Partition, codes[ti], -1, []byte{}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
 		for _, p := range t.Partitions {
 			if seen[partitionKey{t.Topic, p.Partition}] {
 				continue
@@ -287,11 +250,28 @@ func (s *Server) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) 
 		case r.ValidateOnly:
 		default:
 			msg := &types.MsgCreateTopic{Owner: s.ident(ctx).signer.Address(), Name: t.Topic, Partitions: uint32(max(t.NumPartitions, 0)), Config: cfg}
-			rt.ErrorCode, rt.ErrorMessage = s.submit(ctx, msg)
+			if rt.ErrorCode, rt.ErrorMessage = s.submit(ctx, msg); rt.ErrorCode == 0 && r.Version >= 5 {
+				s.describeCreated(ctx, &rt)
+			}
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
+}
+
+// describeCreated fills what CreateTopics v5+ answers of a created topic, as the chain holds it:
+// its configs (defaults applied) and, v7+, its topic ID.
+func (s *Server) describeCreated(ctx context.Context, rt *kmsg.CreateTopicsResponseTopic) {
+	t, found, err := s.topic(ctx, rt.Topic)
+	if err != nil || !found {
+		return // created, but not readable yet: the answer stays without them
+	}
+	rt.TopicID, rt.NumPartitions = s.topicIDs.learn(t), int32(t.Partitions)
+	for _, kv := range describedConfigs(t.Config) {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value, c.Source = kv.name, kmsg.StringPtr(kv.value), int8(kmsg.ConfigSourceDynamicTopicConfig)
+		rt.Configs = append(rt.Configs, c)
+	}
 }
 
 // topicConfig maps the Kafka topic configs bftlog knows; any other, or a value that is not
@@ -396,19 +376,54 @@ func (s *Server) submit(ctx context.Context, msg sdk.Msg) (int16, *string) {
 	return 0, nil
 }
 
+// deleteTopics deletes topics named by name (v0-v5's names, v6's entries with a name) or, v6+,
+// by topic ID, checked as Kafka's controller checks them: an entry with both or neither, or a
+// name or ID given twice, is INVALID_REQUEST, and an ID no topic has is UNKNOWN_TOPIC_ID.
 func (s *Server) deleteTopics(ctx context.Context, r *kmsg.DeleteTopicsRequest) kmsg.Response {
 	resp := kmsg.NewPtrDeleteTopicsResponse()
 	resp.SetVersion(r.Version)
-	names := r.TopicNames
-	for _, t := range r.Topics {
+	topics := r.Topics
+	for _, name := range r.TopicNames { // v0-v5
+		topics = append(topics, kmsg.DeleteTopicsRequestTopic{Topic: kmsg.StringPtr(name)})
+	}
+	names, ids := map[string]int{}, map[[16]byte]int{}
+	for _, t := range topics {
 		if t.Topic != nil {
-			names = append(names, *t.Topic)
+			names[*t.Topic]++
+		} else {
+			ids[t.TopicID]++
 		}
 	}
-	for _, name := range names {
+	for _, t := range topics {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
-		rt.Topic = kmsg.StringPtr(name)
-		rt.ErrorCode, rt.ErrorMessage = s.submit(ctx, &types.MsgDeleteTopic{Authority: s.ident(ctx).signer.Address(), Name: name})
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		byID := t.Topic == nil
+		switch {
+		case byID && t.TopicID == [16]byte{}:
+			rt.ErrorCode, rt.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("neither a topic name nor a topic ID")
+		case !byID && t.TopicID != [16]byte{}:
+			rt.ErrorCode, rt.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("a topic name and a topic ID: give one")
+		case !byID && names[*t.Topic] > 1, byID && ids[t.TopicID] > 1:
+			rt.ErrorCode, rt.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("topic given twice")
+		case byID:
+			topic, found, err := s.topicByID(ctx, t.TopicID)
+			switch {
+			case err != nil:
+				rt.ErrorCode = queryCode(err)
+			case !found:
+				rt.ErrorCode = kerr.UnknownTopicID.Code
+			default:
+				rt.Topic = kmsg.StringPtr(topic.Name)
+				rt.ErrorCode, rt.ErrorMessage = s.submit(ctx, &types.MsgDeleteTopic{Authority: s.ident(ctx).signer.Address(), Name: topic.Name})
+			}
+		default:
+			if r.Version >= 6 { // the answer names the deleted topic's ID too
+				if topic, found, err := s.topic(ctx, *t.Topic); err == nil && found {
+					rt.TopicID = topicID(topic)
+				}
+			}
+			rt.ErrorCode, rt.ErrorMessage = s.submit(ctx, &types.MsgDeleteTopic{Authority: s.ident(ctx).signer.Address(), Name: *t.Topic})
+		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp

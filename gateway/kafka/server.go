@@ -73,6 +73,11 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Log receives the errors the gateway answers clients with (default: discarded).
 	Log func(format string, args ...any)
+	// OnRequest, when set, is called with each request's client id, API key and version as it
+	// is read, before it is checked or answered (so a version the gateway does not serve is
+	// seen too). It runs on the connection's reading goroutine, for all connections at once:
+	// it must be quick and safe for concurrent use. Tests record what clients send with it.
+	OnRequest func(clientID string, key, version int16)
 }
 
 // User is a Kafka principal of the gateway: its name and password, and the signer with its
@@ -104,6 +109,8 @@ type Server struct {
 	anon     *identity            // without users: every client, signing with cfg.Signer
 	users    map[string]*identity // with users: by principal
 	ids      []*identity
+	// topicIDs maps the Kafka topic IDs shown to clients back to names (topic_ids.go).
+	topicIDs topicIDs
 	// scramSecret derives the SCRAM salts shown for user names nobody has.
 	scramSecret []byte
 	host        string
@@ -407,6 +414,9 @@ func (s *Server) handleFrame(ctx context.Context, frame []byte) (pending, error)
 		ctx = context.WithValue(ctx, clientIDKey{}, string(body[:n]))
 		body = body[n:]
 	}
+	if s.cfg.OnRequest != nil {
+		s.cfg.OnRequest(clientID(ctx), key, version)
+	}
 	req := kmsg.RequestForKey(key)
 	if req == nil {
 		return p, fmt.Errorf("unknown API key %d", key) // no response shape exists: close, as Kafka does
@@ -528,6 +538,8 @@ func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
 		return s.incrementalAlterConfigs(ctx, r)
 	case *kmsg.AlterConfigsRequest:
 		return s.alterConfigs(ctx, r)
+	case *kmsg.DeleteRecordsRequest:
+		return s.deleteRecords(ctx, r)
 	case *kmsg.CreateACLsRequest:
 		return s.createACLs(ctx, r)
 	case *kmsg.DescribeACLsRequest:

@@ -61,9 +61,9 @@ func TestUnsupportedRequestsGetAnErrorNotAHangup(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 
-	acl := kmsg.NewPtrDescribeACLsRequest()
-	acl.SetVersion(1)
-	resp := roundTrip(t, c, 7, acl).(*kmsg.DescribeACLsResponse)
+	quotas := kmsg.NewPtrDescribeClientQuotasRequest()
+	quotas.SetVersion(1)
+	resp := roundTrip(t, c, 7, quotas).(*kmsg.DescribeClientQuotasResponse)
 	require.Equal(t, kerr.UnsupportedVersion.Code, resp.ErrorCode)
 
 	high := kmsg.NewPtrApiVersionsRequest()
@@ -75,7 +75,7 @@ func TestUnsupportedRequestsGetAnErrorNotAHangup(t *testing.T) {
 		keys[kmsg.Key(k.ApiKey)] = true
 	}
 	require.True(t, keys[kmsg.Produce] && keys[kmsg.Fetch] && keys[kmsg.Metadata], "produce, fetch, metadata advertised")
-	require.False(t, keys[kmsg.DescribeACLs], "DescribeACLs not advertised")
+	require.False(t, keys[kmsg.DescribeClientQuotas], "DescribeClientQuotas not advertised")
 }
 
 func encode(t *testing.T, c types.Compression, recs ...types.BatchRecord) []byte {

@@ -9,25 +9,37 @@ import (
 )
 
 // versions are the request versions the gateway answers, by API key: ranges whose fields it
-// fills correctly (no topic IDs; record batches of magic 2). Produce starts at v0 although
-// only magic 2 is accepted (older message sets are refused as CORRUPT_MESSAGE): librdkafka
-// before 2.4 compresses with gzip, snappy or lz4 only for a broker that lists Produce v0.
+// fills correctly (record batches of magic 2), up to Kafka 4.0's (topic IDs: topic_ids.go).
+// Produce starts at v0 although only magic 2 is accepted (older message sets are refused as
+// CORRUPT_MESSAGE): librdkafka before 2.4 compresses with gzip, snappy or lz4 only for a broker
+// that lists Produce v0.
+//
+// Transactions stay on KIP-890's first flow: ApiVersions advertises no transaction.version
+// feature, so clients add partitions and offsets themselves (Java and franz-go send Produce
+// v11, TxnOffsetCommit v4 and EndTxn v4 in a transaction then). The KIP-890 part 2 versions are
+// still served, as a Kafka 4.0 broker lists them whatever the feature: Produce v12 and
+// TxnOffsetCommit v5 as v11 and v4 (the gateway needs no AddPartitionsToTxn or AddOffsetsToTxn
+// before them), and EndTxn v5 with v4's outcome and no epoch bump, its producer id and epoch
+// answered -1 ("keep yours"). AddPartitionsToTxn stops at v3: v4+ batches transactions and
+// verifies partitions for a partition leader on another broker (CLUSTER_ACTION, "versions 4
+// and above will be used by brokers"); clients send v3 or lower, and a gateway keeps its
+// transactions to itself, so no other broker asks it.
 var versions = map[kmsg.Key][2]int16{
-	kmsg.Produce:                      {0, 9},
-	kmsg.Fetch:                        {4, 12},
-	kmsg.ListOffsets:                  {1, 7},
-	kmsg.Metadata:                     {1, 9},
-	kmsg.OffsetCommit:                 {2, 7},
-	kmsg.OffsetFetch:                  {1, 7},
-	kmsg.FindCoordinator:              {0, 3},
-	kmsg.JoinGroup:                    {0, 5},
-	kmsg.Heartbeat:                    {0, 3},
-	kmsg.LeaveGroup:                   {0, 3},
-	kmsg.SyncGroup:                    {0, 3},
-	kmsg.ApiVersions:                  {0, 3},
-	kmsg.CreateTopics:                 {0, 5},
-	kmsg.DeleteTopics:                 {0, 5},
-	kmsg.InitProducerID:               {0, 4},
+	kmsg.Produce:                      {0, 12},
+	kmsg.Fetch:                        {4, 17},
+	kmsg.ListOffsets:                  {1, 10},
+	kmsg.Metadata:                     {1, 13},
+	kmsg.OffsetCommit:                 {2, 9},
+	kmsg.OffsetFetch:                  {1, 9},
+	kmsg.FindCoordinator:              {0, 6},
+	kmsg.JoinGroup:                    {0, 9},
+	kmsg.Heartbeat:                    {0, 4},
+	kmsg.LeaveGroup:                   {0, 5},
+	kmsg.SyncGroup:                    {0, 5},
+	kmsg.ApiVersions:                  {0, 4},
+	kmsg.CreateTopics:                 {0, 7},
+	kmsg.DeleteTopics:                 {0, 6},
+	kmsg.InitProducerID:               {0, 5},
 	kmsg.DescribeConfigs:              {0, 4},
 	kmsg.IncrementalAlterConfigs:      {0, 1},
 	kmsg.AlterConfigs:                 {0, 2},
@@ -35,9 +47,9 @@ var versions = map[kmsg.Key][2]int16{
 	kmsg.SASLHandshake:                {0, 1},
 	kmsg.SASLAuthenticate:             {0, 2},
 	kmsg.AddPartitionsToTxn:           {0, 3},
-	kmsg.AddOffsetsToTxn:              {0, 3},
-	kmsg.EndTxn:                       {0, 3},
-	kmsg.TxnOffsetCommit:              {0, 3},
+	kmsg.AddOffsetsToTxn:              {0, 4},
+	kmsg.EndTxn:                       {0, 5},
+	kmsg.TxnOffsetCommit:              {0, 5},
 	kmsg.ListGroups:                   {0, 5},
 	kmsg.DescribeGroups:               {0, 6},
 	kmsg.DeleteGroups:                 {0, 2},
@@ -46,6 +58,7 @@ var versions = map[kmsg.Key][2]int16{
 	kmsg.DescribeLogDirs:              {0, 4},
 	kmsg.DescribeUserSCRAMCredentials: {0, 0},
 	kmsg.ListTransactions:             {0, 2},
+	kmsg.DeleteRecords:                {0, 2},
 	kmsg.CreateACLs:                   {0, 3},
 	kmsg.DescribeACLs:                 {0, 3},
 	kmsg.DeleteACLs:                   {0, 3},

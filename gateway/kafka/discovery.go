@@ -1,0 +1,123 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// Metadata and FindCoordinator tell a client where things are: every topic's partitions are led
+// by this gateway, and every group and transactional id is coordinated by it.
+
+// The gateway is the only broker: node 0, leader of every partition.
+const brokerID = 0
+
+func (s *Server) metadata(ctx context.Context, r *kmsg.MetadataRequest) kmsg.Response {
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.SetVersion(r.Version)
+	broker := kmsg.NewMetadataResponseBroker()
+	broker.NodeID, broker.Host, broker.Port = brokerID, s.host, s.port
+	resp.Brokers = []kmsg.MetadataResponseBroker{broker}
+	cluster := "bftlog"
+	resp.ClusterID = &cluster
+	resp.ControllerID = brokerID
+	if r.Topics == nil { // every topic
+		topics, err := s.allTopics(ctx)
+		if err == nil {
+			for _, t := range topics {
+				resp.Topics = append(resp.Topics, s.metadataTopic(t))
+			}
+		}
+		return resp
+	}
+	for _, rt := range r.Topics {
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic = rt.Topic
+		var t types.Topic
+		var found bool
+		var err error
+		switch {
+		case r.Version < 12 && (rt.Topic == nil || rt.TopicID != [16]byte{}):
+			// As Kafka: topic IDs are asked for from v12 (v10 and v11 have the field only).
+			mt.ErrorCode = kerr.InvalidRequest.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		case rt.TopicID != [16]byte{}: // by ID (the name, if any, is not looked at, as by Kafka)
+			mt.Topic, mt.TopicID = nil, rt.TopicID
+			if t, found, err = s.topicByID(ctx, rt.TopicID); err == nil && !found {
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+		case rt.Topic == nil:
+			mt.ErrorCode = kerr.InvalidRequest.Code // neither a name nor an ID
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		default:
+			if t, found, err = s.topic(ctx, *rt.Topic); err == nil && !found {
+				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+		}
+		if err != nil {
+			mt.ErrorCode = queryCode(err)
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, s.metadataTopic(t))
+	}
+	return resp
+}
+
+// metadataTopic is an existing topic as Metadata shows it: its ID, and this gateway leading
+// every partition.
+func (s *Server) metadataTopic(t types.Topic) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic, mt.TopicID = kmsg.StringPtr(t.Name), s.topicIDs.learn(t)
+	for p := uint32(0); p < t.Partitions; p++ {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition, mp.Leader, mp.Replicas, mp.ISR = int32(p), brokerID, []int32{brokerID}, []int32{brokerID}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}
+
+// Coordinator key types (FindCoordinator's KeyType); 2, share groups, is not served.
+const (
+	coordinatorGroup       = 0
+	coordinatorTransaction = 1
+)
+
+// findCoordinator answers this gateway for every group and transactional id: v4+ batches keys
+// (KIP-699), each answered in its own entry. Share groups (KIP-932) are not served: as a Kafka
+// broker without a share coordinator, their keys are answered INVALID_REQUEST.
+func (s *Server) findCoordinator(r *kmsg.FindCoordinatorRequest) kmsg.Response {
+	resp := kmsg.NewPtrFindCoordinatorResponse()
+	resp.SetVersion(r.Version)
+	code, msg := int16(0), (*string)(nil)
+	if r.CoordinatorType != coordinatorGroup && r.CoordinatorType != coordinatorTransaction {
+		code, msg = kerr.InvalidRequest.Code, kmsg.StringPtr("the gateway coordinates consumer groups and transactions only")
+	}
+	if r.Version < 4 {
+		resp.ErrorCode, resp.ErrorMessage = code, msg
+		resp.NodeID, resp.Host, resp.Port = brokerID, s.host, s.port
+		if code != 0 { // Kafka's "no node"
+			resp.NodeID, resp.Host, resp.Port = -1, "", -1
+		}
+		return resp
+	}
+	for _, key := range r.CoordinatorKeys {
+		c := kmsg.NewFindCoordinatorResponseCoordinator()
+		c.Key, c.ErrorCode, c.ErrorMessage = key, code, msg
+		c.NodeID, c.Host, c.Port = brokerID, s.host, s.port
+		if code != 0 {
+			c.NodeID, c.Host, c.Port = -1, "", -1
+		}
+		resp.Coordinators = append(resp.Coordinators, c)
+	}
+	return resp
+}
