@@ -15,8 +15,9 @@ import (
 
 // TestKafkaACLsChangeChainPermissions creates, describes and deletes ACLs with kadm through a
 // gateway that signs as alice, the owner of a topic and the admin of a group: an ACL is a
-// transaction that changes who the chain lets write and join, visible with `bftlogd query`,
-// and what cannot be expressed on chain (a DENY) is refused with a message, not accepted.
+// transaction that changes who the chain lets write and join, visible with `bftlogd query`;
+// bob's gateway cannot grant on alice's topic or group (the chain refuses), and what cannot be
+// expressed on chain (a DENY) is refused with a message, not accepted.
 func TestKafkaACLsChangeChainPermissions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node")
@@ -65,6 +66,21 @@ func TestKafkaACLsChangeChainPermissions(t *testing.T) {
 		}
 	}
 	require.ElementsMatch(t, []string{"acl-t/WRITE", "acl-g/READ"}, seen)
+
+	// Bob's gateway cannot grant on alice's topic or group: the chain refuses the transaction.
+	bobGW := startGateway(t, n, "bob")
+	bobAdm := kadm.NewClient(must(kgo.NewClient(kgo.SeedBrokers(bobGW.Addr()))))
+	defer bobAdm.Close()
+	start := time.Now()
+	stolen, err := bobAdm.CreateACLs(ctx, kadm.NewACLs().Allow("User:"+carol).Topics("acl-t").Operations(kadm.OpWrite))
+	require.NoError(t, err)
+	require.ErrorIs(t, stolen[0].Err, kerr.TopicAuthorizationFailed)
+	stolen, err = bobAdm.CreateACLs(ctx, kadm.NewACLs().Allow("User:"+carol).Groups("acl-g").Operations(kadm.OpRead))
+	require.NoError(t, err)
+	require.ErrorIs(t, stolen[0].Err, kerr.GroupAuthorizationFailed)
+	t.Logf("bob's ACLs on alice's topic and group refused by the chain in %v", time.Since(start).Round(time.Millisecond))
+	require.NotContains(t, n.MustCLI("", "query", "topics", "topic", "acl-t"), carol)
+	require.NotContains(t, n.MustCLI("", "query", "topics", "group", "acl-g"), carol)
 
 	// A DENY cannot be expressed with allowlists: refused, saying what can.
 	denied, err := adm.CreateACLs(ctx, kadm.NewACLs().Deny("User:"+carol).Topics("acl-t").Operations(kadm.OpWrite))
