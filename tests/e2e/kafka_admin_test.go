@@ -120,6 +120,19 @@ func TestKafkaAdminThroughGateway(t *testing.T) {
 	}
 	require.Equal(t, cut, first, "a consumer from 0 is reset to the new log start offset")
 
+	// DescribeProducers: the producer above is idempotent (franz-go's default); the chain holds
+	// its producer id, epoch and last sequence per partition.
+	producers, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"admin-t": {0: {}, 1: {}}})
+	require.NoError(t, err)
+	active := 0
+	producers.EachPartition(func(p kadm.DescribedProducersPartition) { require.NoError(t, p.Err) })
+	producers.EachProducer(func(p kadm.DescribedProducer) {
+		require.GreaterOrEqual(t, p.ProducerID, int64(0))
+		require.GreaterOrEqual(t, p.LastSequence, int32(0))
+		active++
+	})
+	require.Positive(t, active, "the idempotent producer is described")
+
 	brokers, err := adm.ListBrokers(ctx)
 	require.NoError(t, err)
 	require.Len(t, brokers, 1)

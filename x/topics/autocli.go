@@ -33,6 +33,11 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "topic"}, {ProtoField: "partition"}},
 				},
 				{
+					RpcMethod: "KafkaProducerStates", Use: "kafka-producers [topic] [partition]",
+					Short:          "Kafka idempotent producers of a partition: producer id, epoch and last batches, per account (Kafka's DescribeProducers)",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "topic"}, {ProtoField: "partition"}},
+				},
+				{
 					RpcMethod: "ListOffsets", Use: "list-offsets [topic] [partition]",
 					Short:          "Earliest, latest, or first offset at or after --timestamp-ms (Kafka ListOffsets / offsetsForTimes)",
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "topic"}, {ProtoField: "partition"}},

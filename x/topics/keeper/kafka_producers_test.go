@@ -90,6 +90,22 @@ func TestAttackKafkaIdempotentProducerOnChain(t *testing.T) {
 		require.False(t, res[0].Duplicate)
 	}
 
+	// The KafkaProducerStates query (Kafka's DescribeProducers) lists both accounts' producer
+	// 4711, each with its epoch and last batch.
+	listed, err := f.query.KafkaProducerStates(f.ctx, &types.QueryKafkaProducerStatesRequest{Topic: "pay", Partition: 0})
+	require.NoError(t, err)
+	require.Len(t, listed.Producers, 2)
+	byAccount := map[string]types.KafkaProducerState{}
+	for _, p := range listed.Producers {
+		require.Equal(t, int64(pid), p.ProducerId)
+		byAccount[p.Producer] = p
+	}
+	require.Equal(t, int32(1), byAccount[f.alice].Epoch)
+	require.Equal(t, int32(0), byAccount[f.alice].Batches[len(byAccount[f.alice].Batches)-1].LastSequence)
+	require.Equal(t, int32(0), byAccount[f.bob].Epoch)
+	_, err = f.query.KafkaProducerStates(f.ctx, &types.QueryKafkaProducerStatesRequest{Topic: "pay", Partition: 7})
+	require.Error(t, err, "an unknown partition is refused")
+
 	// Exported and imported with the chain.
 	gs, err := f.k.ExportGenesis(f.ctx)
 	require.NoError(t, err)

@@ -131,6 +131,31 @@ func (q queryServer) ListOffsets(ctx context.Context, req *types.QueryListOffset
 	return &types.QueryListOffsetsResponse{Offset: res.Offset, TimestampMs: res.TimestampMs}, nil
 }
 
+// KafkaProducerStates lists a partition's Kafka idempotent producers, a page at a time.
+func (q queryServer) KafkaProducerStates(ctx context.Context, req *types.QueryKafkaProducerStatesRequest) (*types.QueryKafkaProducerStatesResponse, error) {
+	if req == nil {
+		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
+	}
+	if err := types.ValidateTopicName(req.Topic); err != nil {
+		return nil, err
+	}
+	if _, err := q.k.GetPartition(ctx, req.Topic, req.Partition); err != nil {
+		return nil, err
+	}
+	producers, page, err := query.CollectionPaginate(ctx, q.k.KafkaProducers, req.Pagination,
+		func(_ collections.Triple[types.TopicPartition, string, int64], s types.KafkaProducerState) (types.KafkaProducerState, error) {
+			return s, nil
+		},
+		func(o *query.CollectionsPaginateOptions[collections.Triple[types.TopicPartition, string, int64]]) {
+			prefix := collections.TriplePrefix[types.TopicPartition, string, int64](types.TopicPartition{Topic: req.Topic, Partition: req.Partition})
+			o.Prefix = &prefix
+		})
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryKafkaProducerStatesResponse{Producers: producers, Pagination: page}, nil
+}
+
 func (q queryServer) ProducerStates(ctx context.Context, req *types.QueryProducerStatesRequest) (*types.QueryProducerStatesResponse, error) {
 	if req == nil {
 		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
