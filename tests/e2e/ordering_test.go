@@ -99,7 +99,17 @@ func TestOrderingByDigestAcrossValidators(t *testing.T) {
 
 	// Explorers read the block through the SDK's REST API: the reference decodes as
 	// MsgOrderedTx naming the producer, and its result carries the produce's events.
+	// CometBFT indexes a block's transactions after its commit, asynchronously: the reference
+	// (of the last block that named one) may not be indexed yet when named[0] is.
 	var byHash restTxJSON
+	eventually(t, "the reference indexed", 10*time.Second, func() bool {
+		resp, err := http.Get(fmt.Sprintf("%s/cosmos/tx/v1beta1/txs/%X", n0.API, sha256.Sum256(refTx)))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 	getJSON(t, fmt.Sprintf("%s/cosmos/tx/v1beta1/txs/%X", n0.API, sha256.Sum256(refTx)), &byHash)
 	require.Len(t, byHash.Tx.Body.Messages, 1)
 	require.Equal(t, "/bftlog.ordering.v1.MsgOrderedTx", byHash.Tx.Body.Messages[0]["@type"])
