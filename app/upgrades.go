@@ -14,8 +14,9 @@ import (
 const UpgradeV2 = "v2"
 
 // UpgradeV3 switches to the binary with MsgDeleteRecords (and retention deleting the batches
-// below a log start offset it moved): blocks execute differently, so validators change binaries
-// at one height, by a software upgrade proposal. No store changes.
+// below a log start offset it moved) and MsgDeleteGroupOffsets (Kafka's OffsetDelete): blocks
+// execute differently, so validators change binaries at one height, by a software upgrade
+// proposal. No store changes.
 const UpgradeV3 = "v3"
 
 // registerUpgradeHandlers registers every upgrade this binary can perform. An upgrade's

@@ -75,6 +75,18 @@ func (p *pendingCommits) forget(group string) {
 	delete(p.by, group)
 }
 
+// forgetPartitions drops a group's pending offsets on partitions whose offsets were deleted.
+func (p *pendingCommits) forgetPartitions(group string, parts []types.DeleteGroupOffsetsPartition) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, x := range parts {
+		delete(p.by[group], partitionKey{x.Topic, int32(x.Partition)})
+	}
+	if len(p.by[group]) == 0 {
+		delete(p.by, group)
+	}
+}
+
 // overlay replaces the chain's committed offsets of group with the pending ones.
 func (p *pendingCommits) overlay(group string, committed map[partitionKey]types.CommittedOffset) {
 	p.mu.Lock()

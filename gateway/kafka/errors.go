@@ -43,6 +43,7 @@ var chainErrors = []struct {
 	{[]error{types.ErrInvalidSessionTimeout}, kerr.InvalidSessionTimeout},
 	{[]error{types.ErrInvalidProducerEpoch}, kerr.InvalidProducerEpoch},
 	{[]error{types.ErrPolicyViolation}, kerr.PolicyViolation},
+	{[]error{types.ErrGroupSubscribedToTopic}, kerr.GroupSubscribedToTopic},
 }
 
 // kafkaCode maps an error from the chain (a transaction's x/topics error, matched with

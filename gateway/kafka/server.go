@@ -538,6 +538,8 @@ func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
 		return s.incrementalAlterConfigs(ctx, r)
 	case *kmsg.AlterConfigsRequest:
 		return s.alterConfigs(ctx, r)
+	case *kmsg.OffsetDeleteRequest:
+		return s.offsetDelete(ctx, r)
 	case *kmsg.DescribeProducersRequest:
 		return s.describeProducers(ctx, r)
 	case *kmsg.DeleteRecordsRequest:

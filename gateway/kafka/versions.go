@@ -58,6 +58,7 @@ var versions = map[kmsg.Key][2]int16{
 	kmsg.DescribeLogDirs:              {0, 4},
 	kmsg.DescribeUserSCRAMCredentials: {0, 0},
 	kmsg.ListTransactions:             {0, 2},
+	kmsg.OffsetDelete:                 {0, 0},
 	kmsg.DescribeProducers:            {0, 0},
 	kmsg.DeleteRecords:                {0, 2},
 	kmsg.CreateACLs:                   {0, 3},

@@ -210,15 +210,30 @@ func TestKafkaAdminThroughGateway(t *testing.T) {
 	require.Len(t, dtx["admin-txn"].Topics["admin-t"], 1, "the partition the transaction wrote to")
 	require.NoError(t, txp.EndTransaction(ctx, kgo.TryAbort))
 
-	// A group with a member cannot be deleted; once the member leaves it can.
+	// A group with a member cannot be deleted, nor its offsets on the topic it consumes; once
+	// the member leaves, both can.
 	deleted, err := adm.DeleteGroups(ctx, "live")
 	require.NoError(t, err)
 	require.ErrorIs(t, deleted["live"].Err, kerr.NonEmptyGroup)
+	offDel, err := adm.DeleteOffsets(ctx, "live", kadm.TopicsSet{"admin-t": {0: {}}})
+	require.NoError(t, err)
+	perr, _ := offDel.Lookup("admin-t", 0)
+	require.ErrorIs(t, perr, kerr.GroupSubscribedToTopic)
 	member.Close()
 	eventually(t, "the member to leave", 30*time.Second, func() bool {
 		d, err := adm.DescribeGroups(ctx, "live")
 		return err == nil && d["live"].State == "Empty"
 	})
+	offDel, err = adm.DeleteOffsets(ctx, "live", kadm.TopicsSet{"admin-t": {0: {}}})
+	require.NoError(t, err)
+	perr, _ = offDel.Lookup("admin-t", 0)
+	require.NoError(t, perr)
+	left, err := adm.FetchOffsets(ctx, "live")
+	require.NoError(t, err)
+	_, has0 := left.Lookup("admin-t", 0)
+	_, has1 := left.Lookup("admin-t", 1)
+	require.False(t, has0, "partition 0's committed offset deleted")
+	require.True(t, has1, "partition 1's kept")
 	deleted, err = adm.DeleteGroups(ctx, "live", "native-g")
 	require.NoError(t, err)
 	require.NoError(t, deleted["live"].Err)

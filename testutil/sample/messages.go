@@ -62,6 +62,8 @@ func Messages(signer string) []sdk.Msg {
 		&types.MsgKafkaLeaveGroup{Owner: signer, GroupId: "ledger", MemberIds: []string{"rdkafka-1"}},
 		&types.MsgDeleteRecords{Authority: signer, Partitions: []types.DeleteRecordsPartition{
 			{Topic: "orders", Partition: 0, Offset: 2}, {Topic: "orders", Partition: 1, ToHighWatermark: true}}},
+		&types.MsgDeleteGroupOffsets{Authority: signer, GroupId: "billing", Partitions: []types.DeleteGroupOffsetsPartition{
+			{Topic: "orders", Partition: 0}, {Topic: "orders", Partition: 2}}},
 		&poatypes.MsgAdmitValidator{Authority: signer, Operator: operator, Power: 50},
 		&poatypes.MsgSetValidatorPower{Authority: signer, Operator: operator, Power: 80},
 		&poatypes.MsgRemoveValidator{Authority: signer, Operator: operator},

@@ -67,6 +67,7 @@ var actions = []action{
 	{"commit_offsets", 8, 5, (*gen).commit},
 	{"reset_offsets", 2, 2, (*gen).reset},
 	{"delete_group", 2, 3, (*gen).deleteGroup},
+	{"delete_group_offsets", 2, 3, (*gen).deleteGroupOffsets},
 	{"update_group_policy", 2, 2, (*gen).updatePolicy},
 	{"remove_group_member", 2, 2, (*gen).removeMember},
 	{"transfer_group_admin", 1, 2, (*gen).transferAdmin},
@@ -586,6 +587,68 @@ func (g *gen) deleteGroup(a int) []sdk.Msg {
 		return nil
 	}
 	return []sdk.Msg{&types.MsgDeleteGroup{Authority: g.addr(a), GroupId: grp.GroupId}}
+}
+
+// deleteGroupOffsets deletes committed offsets of a group account a administers (sometimes
+// through governance), on a topic none of its native members subscribes to when a few tries
+// find one: some of its partitions, with or without offsets. A hostile account picks any group
+// (refused unless it administers it), names a topic a member consumes, a partition twice or
+// out of range, a topic or group that may not exist, or more partitions than a message may
+// hold.
+func (g *gen) deleteGroupOffsets(a int) []sdk.Msg {
+	grp, ok := g.adminGroup(a)
+	if !ok {
+		return nil
+	}
+	members := g.w.members[grp.GroupId]
+	consumed := func(topic string) bool {
+		for _, m := range members {
+			if slices.Contains(m.Topics, topic) {
+				return true
+			}
+		}
+		return false
+	}
+	t := g.anyTopic()
+	for i := 0; i < 3 && t != nil && consumed(t.Name); i++ {
+		t = g.anyTopic()
+	}
+	if t == nil {
+		return nil
+	}
+	msg := &types.MsgDeleteGroupOffsets{Authority: g.addr(a), GroupId: grp.GroupId}
+	for p := uint32(0); p < t.Partitions; p++ {
+		if len(msg.Partitions) == 0 || g.oneOf(2) {
+			msg.Partitions = append(msg.Partitions, types.DeleteGroupOffsetsPartition{Topic: t.Name, Partition: p})
+		}
+	}
+	if g.hostile[a] && g.oneOf(2) {
+		dp := &msg.Partitions[0]
+		switch g.r.Intn(6) {
+		case 0:
+			msg.Partitions = append(msg.Partitions, *dp)
+		case 1:
+			dp.Partition = t.Partitions + uint32(g.r.Intn(3))
+		case 2:
+			dp.Topic = g.topicName()
+		case 3:
+			msg.GroupId = g.groupID()
+		case 4: // a topic a member consumes
+			if len(members) > 0 && len(members[0].Topics) > 0 {
+				dp.Topic, dp.Partition = members[0].Topics[0], 0
+			}
+		case 5:
+			for len(msg.Partitions) <= types.MaxDeleteGroupOffsetsPartitions {
+				msg.Partitions = append(msg.Partitions, types.DeleteGroupOffsetsPartition{Topic: t.Name, Partition: uint32(len(msg.Partitions))})
+			}
+		}
+		return []sdk.Msg{msg}
+	}
+	if g.oneOf(6) {
+		msg.Authority = g.gov
+		return g.propose(a, msg)
+	}
+	return []sdk.Msg{msg}
 }
 
 func (g *gen) updatePolicy(a int) []sdk.Msg {

@@ -103,6 +103,13 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 					RpcMethod: "DeleteGroup", Use: "delete-group [group-id]", Short: "Delete an empty group and its offsets (group admin or gov)",
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
 				},
+				{
+					RpcMethod: "DeleteGroupOffsets", Use: "delete-group-offsets [group-id] [partition-json]...",
+					Short:          "Delete a group's committed offsets, as Kafka's OffsetDelete (group admin or gov)",
+					Long:           "Each argument after the group is one partition as JSON: {\"topic\",\"partition\"}. The group's consumers start there from their auto.offset.reset policy. Refused while a member of the group consumes a topic named (for a Kafka-protocol group: while it has any member and offsets on the topic); a partition without a committed offset changes nothing.",
+					Example:        `bftlogd tx topics delete-group-offsets ledger '{"topic":"orders","partition":0}' '{"topic":"orders","partition":1}' --from alice`,
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}, {ProtoField: "partitions", Varargs: true}},
+				},
 				// Hand-written in client/cli: their --allowed-members takes key names and comma lists.
 				{RpcMethod: "CreateGroup", Skip: true},
 				{RpcMethod: "UpdateGroupPolicy", Skip: true},

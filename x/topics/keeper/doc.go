@@ -13,7 +13,8 @@
 //     retention.go deletes the batches below them in later blocks;
 //   - groups: groups.go (what both kinds share, dispatching on Group.kind), groups_native.go
 //     (the chain assigns partitions), groups_kafka.go (Kafka's group protocol: the leader
-//     assigns), offsets.go (commits and resets);
+//     assigns), offsets.go (commits and resets), delete_group_offsets.go (Kafka's
+//     OffsetDelete);
 //   - block-level work, abci.go: member expiry and rebalances, Kafka join phases, retention,
 //     compaction and the purge of deleted topics, each bounded per block
 //     and each run isolated (internal/blockstep): what fails on state an account shaped is

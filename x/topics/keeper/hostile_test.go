@@ -115,6 +115,18 @@ func TestAttackHostileInputChangesNothing(t *testing.T) {
 			_, err := f.deleteRecords(f.alice, make([]types.DeleteRecordsPartition, types.MaxDeleteRecordsPartitions+1)...)
 			return err
 		}, types.ErrTooManyPartitions},
+		{"delete group offsets: MaxUint32 partition", func() error {
+			return f.deleteGroupOffsets(f.alice, "g", gp("t", math.MaxUint32))
+		}, types.ErrInvalidPartition},
+		{"delete group offsets: the member's own subscribed topic", func() error {
+			return f.deleteGroupOffsets(f.alice, "g", gp("t", 0))
+		}, types.ErrGroupSubscribedToTopic},
+		{"delete group offsets: another account's group", func() error {
+			return f.deleteGroupOffsets(f.bob, "g", gp("t", 0))
+		}, types.ErrGroupAuthorization},
+		{"delete group offsets: one partition too many", func() error {
+			return f.deleteGroupOffsets(f.alice, "g", make([]types.DeleteGroupOffsetsPartition, types.MaxDeleteGroupOffsetsPartitions+1)...)
+		}, types.ErrTooManyPartitions},
 		{"params: all zero", func() error {
 			_, err := f.msgs.UpdateParams(f.ctx, &types.MsgUpdateParams{Authority: f.gov})
 			return err

@@ -169,3 +169,10 @@ func (m msgServer) DeleteRecords(ctx context.Context, msg *types.MsgDeleteRecord
 	}
 	return &types.MsgDeleteRecordsResponse{Results: results}, nil
 }
+
+func (m msgServer) DeleteGroupOffsets(ctx context.Context, msg *types.MsgDeleteGroupOffsets) (*types.MsgDeleteGroupOffsetsResponse, error) {
+	if err := m.k.DeleteGroupOffsets(ctx, msg); err != nil {
+		return nil, err
+	}
+	return &types.MsgDeleteGroupOffsetsResponse{}, nil
+}

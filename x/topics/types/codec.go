@@ -31,6 +31,7 @@ func RegisterLegacyAminoCodec(cdc *codec.LegacyAmino) {
 	legacy.RegisterAminoMsg(cdc, &MsgKafkaHeartbeat{}, "bftlog/topics/MsgKafkaHeartbeat")
 	legacy.RegisterAminoMsg(cdc, &MsgKafkaLeaveGroup{}, "bftlog/topics/MsgKafkaLeaveGroup")
 	legacy.RegisterAminoMsg(cdc, &MsgDeleteRecords{}, "bftlog/topics/MsgDeleteRecords")
+	legacy.RegisterAminoMsg(cdc, &MsgDeleteGroupOffsets{}, "bftlog/topics/MsgDeleteGroupOffsets")
 	cdc.RegisterConcrete(&Params{}, "bftlog/x/topics/Params", nil)
 }
 
@@ -58,6 +59,7 @@ func RegisterInterfaces(registry codectypes.InterfaceRegistry) {
 		&MsgKafkaHeartbeat{},
 		&MsgKafkaLeaveGroup{},
 		&MsgDeleteRecords{},
+		&MsgDeleteGroupOffsets{},
 	)
 	msgservice.RegisterMsgServiceDesc(registry, &_Msg_serviceDesc)
 }

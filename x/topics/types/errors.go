@@ -94,3 +94,11 @@ var (
 	// offset there (Kafka's POLICY_VIOLATION).
 	ErrPolicyViolation = errorsmod.Register(ModuleName, 44, "cleanup policy does not allow deleting records")
 )
+
+// Deleting group offsets (MsgDeleteGroupOffsets).
+var (
+	// ErrGroupSubscribedToTopic is a MsgDeleteGroupOffsets naming a topic a live member of the
+	// group is subscribed to or assigned (Kafka's GROUP_SUBSCRIBED_TO_TOPIC): its consumers read
+	// from those offsets, so they are deleted only once nobody consumes the topic in the group.
+	ErrGroupSubscribedToTopic = errorsmod.Register(ModuleName, 45, "group is subscribed to the topic")
+)

@@ -46,3 +46,8 @@ func ValidateJoinPolicy(policy JoinPolicy, allowed []string, addrOK func(string)
 	}
 	return nil
 }
+
+// MaxDeleteGroupOffsetsPartitions bounds the partitions of one MsgDeleteGroupOffsets, as
+// MsgDeleteRecords's (a few reads and one delete per partition). A client with more sends
+// several messages.
+const MaxDeleteGroupOffsetsPartitions = MaxDeleteRecordsPartitions
