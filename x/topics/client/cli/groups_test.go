@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cosmos/cosmos-sdk/client"
@@ -105,4 +106,23 @@ func TestGroupCommandsResolveAllowedMembers(t *testing.T) {
 
 	_, err = g.run(t, "create-group", "billing", "--join-policy", "closed")
 	require.ErrorContains(t, err, `--join-policy "closed": want one of allowlist, anyone, unspecified`)
+}
+
+// --allow-producer on create-topic and update-topic-config takes key names and addresses too.
+func TestTopicCommandsResolveAllowedProducers(t *testing.T) {
+	g := newGroupCLI(t)
+	for _, cmd := range []func() *cobra.Command{newCreateTopicCmd, newUpdateTopicConfigCmd} {
+		c := cmd()
+		require.NoError(t, c.Flags().Set(flagAllowProducer, "bob,"+g.addrs["carol"]))
+		require.NoError(t, c.Flags().Set(flagAllowProducer, "alice"))
+		var cfg types.TopicConfig
+		require.NoError(t, applyConfigFlags(g.ctx, c, &cfg), c.Use)
+		require.Equal(t, types.PRODUCER_POLICY_ALLOWLIST, cfg.ProducerPolicy)
+		require.Equal(t, []string{g.addrs["bob"], g.addrs["carol"], g.addrs["alice"]}, cfg.AllowedProducers, c.Use)
+
+		c = cmd()
+		require.NoError(t, c.Flags().Set(flagAllowProducer, "dave"))
+		err := applyConfigFlags(g.ctx, c, &cfg)
+		require.ErrorContains(t, err, `--allow-producer "dave" is neither the name of a key`)
+	}
 }

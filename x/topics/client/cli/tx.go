@@ -62,7 +62,7 @@ func addConfigFlags(cmd *cobra.Command) {
 	cmd.Flags().Int64(flagRetentionMs, -1, "how long records are kept, in ms (-1: forever)")
 	cmd.Flags().Int64(flagRetentionBytes, -1, "retained bytes per partition (-1: unlimited)")
 	cmd.Flags().Uint64(flagMaxRecordBytes, 0, "largest record accepted, in bytes (0: the module limit)")
-	cmd.Flags().StringSlice(flagAllowProducer, nil, "only these addresses (and the owner) may produce; repeatable")
+	cmd.Flags().StringSlice(flagAllowProducer, nil, "only these accounts (and the owner) may produce, as addresses or key names: comma-separated or the flag repeated")
 	cmd.Flags().String(flagCleanupPolicy, "delete", "delete (retention), compact (latest record per key) or compact,delete")
 	cmd.Flags().Int64(flagDeleteRetention, 0, "compacted topics: how long tombstones stay, in ms (0: a day)")
 	cmd.Flags().Int64(flagCompactionLag, 0, "compacted topics: records younger than this are never compacted, in ms")
@@ -70,7 +70,7 @@ func addConfigFlags(cmd *cobra.Command) {
 }
 
 // applyConfigFlags sets only the flags the user gave on top of cfg.
-func applyConfigFlags(cmd *cobra.Command, cfg *types.TopicConfig) error {
+func applyConfigFlags(clientCtx client.Context, cmd *cobra.Command, cfg *types.TopicConfig) error {
 	fs := cmd.Flags()
 	var err error
 	if fs.Changed(flagRetentionMs) {
@@ -109,8 +109,17 @@ func applyConfigFlags(cmd *cobra.Command, cfg *types.TopicConfig) error {
 		}
 	}
 	if fs.Changed(flagAllowProducer) {
-		if cfg.AllowedProducers, err = fs.GetStringSlice(flagAllowProducer); err != nil {
+		values, err := fs.GetStringSlice(flagAllowProducer)
+		if err != nil {
 			return err
+		}
+		cfg.AllowedProducers = nil
+		for _, v := range values {
+			addr, err := accountAddress(clientCtx, v)
+			if err != nil {
+				return fmt.Errorf("--%s %w", flagAllowProducer, err)
+			}
+			cfg.AllowedProducers = append(cfg.AllowedProducers, addr)
 		}
 		cfg.ProducerPolicy = types.PRODUCER_POLICY_ALLOWLIST
 	}
@@ -140,7 +149,7 @@ bftlogd tx topics create-topic prices --partitions 3 --cleanup-policy compact --
 				return err
 			}
 			cfg := types.TopicConfig{RetentionMs: -1, RetentionBytes: -1, ProducerPolicy: types.PRODUCER_POLICY_ANYONE}
-			if err := applyConfigFlags(cmd, &cfg); err != nil {
+			if err := applyConfigFlags(clientCtx, cmd, &cfg); err != nil {
 				return err
 			}
 			msg := &types.MsgCreateTopic{Owner: clientCtx.GetFromAddress().String(), Name: args[0], Partitions: partitions, Config: cfg}
@@ -173,7 +182,7 @@ func newUpdateTopicConfigCmd() *cobra.Command {
 				return PlainError(err)
 			}
 			cfg := res.Topic.Config
-			if err := applyConfigFlags(cmd, &cfg); err != nil {
+			if err := applyConfigFlags(clientCtx, cmd, &cfg); err != nil {
 				return err
 			}
 			msg := &types.MsgUpdateTopicConfig{Authority: clientCtx.GetFromAddress().String(), Name: args[0], Config: cfg}
