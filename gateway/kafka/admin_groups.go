@@ -2,14 +2,11 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"net"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/cosmos/cosmos-sdk/types/query"
 
@@ -63,7 +60,7 @@ type groupView struct {
 func (s *Server) describeGroup(ctx context.Context, id string) (*groupView, error) {
 	res, err := s.query.Group(ctx, &types.QueryGroupRequest{GroupId: id})
 	if err != nil {
-		if errors.Is(err, types.ErrUnknownGroup) || status.Code(err) == codes.NotFound {
+		if unknownGroup(err) {
 			return nil, nil
 		}
 		return nil, err
@@ -99,7 +96,7 @@ func (s *Server) describeGroup(ctx context.Context, id string) (*groupView, erro
 func (s *Server) describeKafkaGroup(ctx context.Context, id string) (*groupView, error) {
 	res, err := s.query.KafkaGroup(ctx, &types.QueryKafkaGroupRequest{GroupId: id})
 	if err != nil {
-		if errors.Is(err, types.ErrUnknownGroup) || status.Code(err) == codes.NotFound {
+		if unknownGroup(err) {
 			return nil, nil
 		}
 		return nil, err

@@ -354,9 +354,8 @@ func newMemberID(clientID string) string {
 	return clientID + "-" + hex.EncodeToString(b[:])
 }
 
-// checkMember answers a member's request from the group's state: unknown member, stale
-// generation, or a rebalance to join.
-// checkCommitter is checkMember for a commit, which a group takes while it rebalances.
+// checkCommitter answers a commit from the group's state: unknown member or stale generation
+// (a group takes commits while it rebalances).
 func checkCommitter(st *types.QueryKafkaGroupResponse, id string, generation int32) int16 {
 	switch {
 	case findMember(st, id) == nil:
@@ -367,13 +366,13 @@ func checkCommitter(st *types.QueryKafkaGroupResponse, id string, generation int
 	return 0
 }
 
+// checkMember answers a member's request from the group's state: unknown member, stale
+// generation, or a rebalance to join.
 func checkMember(st *types.QueryKafkaGroupResponse, id string, generation int32) int16 {
-	switch {
-	case findMember(st, id) == nil:
-		return kerr.UnknownMemberID.Code
-	case generation != st.Group.Generation:
-		return kerr.IllegalGeneration.Code
-	case st.Group.State == types.KAFKA_GROUP_STATE_PREPARING_REBALANCE:
+	if code := checkCommitter(st, id, generation); code != 0 {
+		return code
+	}
+	if st.Group.State == types.KAFKA_GROUP_STATE_PREPARING_REBALANCE {
 		return kerr.RebalanceInProgress.Code
 	}
 	return 0

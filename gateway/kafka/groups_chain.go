@@ -157,10 +157,17 @@ func (c *chainGroups) admit(gas uint64, msgs ...sdk.Msg) (landing, uint64, error
 
 func (c *chainGroups) kafkaGroup(ctx context.Context, group string) (*types.QueryKafkaGroupResponse, error) {
 	res, err := c.query.KafkaGroup(ctx, &types.QueryKafkaGroupRequest{GroupId: group})
-	if errors.Is(err, types.ErrUnknownGroup) || status.Code(err) == codes.NotFound {
+	if unknownGroup(err) {
 		return nil, nil
 	}
 	return res, err
+}
+
+// unknownGroup tells whether a group query failed because the chain has no such group: a
+// query's error is a gRPC status, NotFound only for an unknown group (an invalid group id is
+// InvalidArgument).
+func unknownGroup(err error) bool {
+	return errors.Is(err, types.ErrUnknownGroup) || status.Code(err) == codes.NotFound
 }
 
 func (c *chainGroups) offsets(ctx context.Context, group string) (*types.QueryGroupOffsetsResponse, error) {

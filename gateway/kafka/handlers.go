@@ -491,18 +491,10 @@ func (s *Server) incrementalAlterConfigs(ctx context.Context, r *kmsg.Incrementa
 	for _, res := range r.Resources {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		t, code, msg := s.configTopic(ctx, res.ResourceType, res.ResourceName)
-		if code != 0 {
-			rr.ErrorCode, rr.ErrorMessage = code, msg
-			resp.Resources = append(resp.Resources, rr)
-			continue
-		}
-		cfg := t.Config.WithDefaults()
-		if err := alterConfig(&cfg, res.Configs); err != nil {
-			rr.ErrorCode, rr.ErrorMessage = kerr.InvalidConfig.Code, kmsg.StringPtr(err.Error())
-		} else if !r.ValidateOnly {
-			rr.ErrorCode, rr.ErrorMessage = s.submit(ctx, &types.MsgUpdateTopicConfig{Authority: s.ident(ctx).signer.Address(), Name: res.ResourceName, Config: cfg})
-		}
+		rr.ErrorCode, rr.ErrorMessage = s.alterTopicConfig(ctx, res.ResourceType, res.ResourceName, r.ValidateOnly, func(cfg *types.TopicConfig) error {
+			*cfg = cfg.WithDefaults()
+			return alterConfig(cfg, res.Configs)
+		})
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp
@@ -517,35 +509,40 @@ func (s *Server) alterConfigs(ctx context.Context, r *kmsg.AlterConfigsRequest) 
 	for _, res := range r.Resources {
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		t, code, msg := s.configTopic(ctx, res.ResourceType, res.ResourceName)
-		if code != 0 {
-			rr.ErrorCode, rr.ErrorMessage = code, msg
-			resp.Resources = append(resp.Resources, rr)
-			continue
-		}
-		cfg := t.Config
-		var err error
-		for _, kv := range describedConfigs(cfg) {
-			if err = setTopicConfig(&cfg, kv.name, nil); err != nil {
-				break
+		rr.ErrorCode, rr.ErrorMessage = s.alterTopicConfig(ctx, res.ResourceType, res.ResourceName, r.ValidateOnly, func(cfg *types.TopicConfig) error {
+			for _, kv := range describedConfigs(*cfg) {
+				if err := setTopicConfig(cfg, kv.name, nil); err != nil {
+					return err
+				}
 			}
-		}
-		for _, c := range res.Configs {
-			if err != nil {
-				break
+			for _, c := range res.Configs {
+				if err := setTopicConfig(cfg, c.Name, c.Value); err != nil {
+					return err
+				}
 			}
-			if err = setTopicConfig(&cfg, c.Name, c.Value); err != nil {
-				break
-			}
-		}
-		if err != nil {
-			rr.ErrorCode, rr.ErrorMessage = kerr.InvalidConfig.Code, kmsg.StringPtr(err.Error())
-		} else if !r.ValidateOnly {
-			rr.ErrorCode, rr.ErrorMessage = s.submit(ctx, &types.MsgUpdateTopicConfig{Authority: s.ident(ctx).signer.Address(), Name: res.ResourceName, Config: cfg})
-		}
+			return nil
+		})
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp
+}
+
+// alterTopicConfig applies edit to a topic's config as the chain holds it and, unless
+// validateOnly, submits the result as MsgUpdateTopicConfig signed by the connection's account:
+// Kafka's error code and message for the resource.
+func (s *Server) alterTopicConfig(ctx context.Context, typ kmsg.ConfigResourceType, name string, validateOnly bool, edit func(*types.TopicConfig) error) (int16, *string) {
+	t, code, msg := s.configTopic(ctx, typ, name)
+	if code != 0 {
+		return code, msg
+	}
+	cfg := t.Config
+	if err := edit(&cfg); err != nil {
+		return kerr.InvalidConfig.Code, kmsg.StringPtr(err.Error())
+	}
+	if validateOnly {
+		return 0, nil
+	}
+	return s.submit(ctx, &types.MsgUpdateTopicConfig{Authority: s.ident(ctx).signer.Address(), Name: name, Config: cfg})
 }
 
 func alterConfig(cfg *types.TopicConfig, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) error {

@@ -2,12 +2,9 @@ package kafka
 
 import (
 	"context"
-	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/bftlog/bftlog/x/topics/types"
 )
@@ -93,9 +90,7 @@ func (c *coordinator) groupOffsets(ctx context.Context, group string, asked []fe
 		for _, o := range res.Offsets {
 			committed[partitionKey{o.Committed.Topic, int32(o.Committed.Partition)}] = o.Committed
 		}
-	} else if !errors.Is(err, types.ErrUnknownGroup) && status.Code(err) != codes.NotFound {
-		// A query's error is a gRPC status: GroupOffsets answers NotFound only for an unknown
-		// group (an invalid group id is InvalidArgument).
+	} else if !unknownGroup(err) {
 		return nil, kerr.CoordinatorNotAvailable.Code
 	}
 	c.pending.overlay(group, committed)

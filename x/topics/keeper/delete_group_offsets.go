@@ -40,24 +40,10 @@ func (k Keeper) DeleteGroupOffsets(ctx context.Context, msg *types.MsgDeleteGrou
 
 // checkDeleteGroupOffsetsBasic runs every check that needs no state.
 func checkDeleteGroupOffsetsBasic(parts []types.DeleteGroupOffsetsPartition) error {
-	if len(parts) == 0 {
-		return errorsmod.Wrap(types.ErrInvalidRequest, "the message names no partitions")
-	}
-	if len(parts) > types.MaxDeleteGroupOffsetsPartitions {
-		return errorsmod.Wrapf(types.ErrTooManyPartitions, "%d partitions in one message; at most %d", len(parts), types.MaxDeleteGroupOffsetsPartitions)
-	}
-	seen := make(map[types.TopicPartition]bool, len(parts))
-	for i, dp := range parts {
-		if err := types.ValidateTopicName(dp.Topic); err != nil {
-			return errorsmod.Wrapf(err, "partition %d of the message", i)
-		}
-		tp := types.TopicPartition{Topic: dp.Topic, Partition: dp.Partition}
-		if seen[tp] {
-			return errorsmod.Wrapf(types.ErrInvalidRequest, "%s/%d named twice", dp.Topic, dp.Partition)
-		}
-		seen[tp] = true
-	}
-	return nil
+	return checkPartitionList(parts, types.MaxDeleteGroupOffsetsPartitions,
+		func(dp types.DeleteGroupOffsetsPartition) types.TopicPartition {
+			return types.TopicPartition{Topic: dp.Topic, Partition: dp.Partition}
+		}, nil)
 }
 
 // planDeleteGroupOffsets checks the whole message and reads what it deletes; it writes nothing.

@@ -41,23 +41,41 @@ func (k Keeper) DeleteRecords(ctx context.Context, msg *types.MsgDeleteRecords) 
 
 // checkDeleteRecordsBasic runs every check that needs no state.
 func checkDeleteRecordsBasic(parts []types.DeleteRecordsPartition) error {
+	return checkPartitionList(parts, types.MaxDeleteRecordsPartitions,
+		func(dp types.DeleteRecordsPartition) types.TopicPartition {
+			return types.TopicPartition{Topic: dp.Topic, Partition: dp.Partition}
+		},
+		func(dp types.DeleteRecordsPartition) error {
+			if dp.ToHighWatermark && dp.Offset != 0 {
+				return errorsmod.Wrapf(types.ErrInvalidRequest, "%s/%d: offset %d with to_high_watermark; give one or the other", dp.Topic, dp.Partition, dp.Offset)
+			}
+			return nil
+		})
+}
+
+// checkPartitionList runs the stateless checks a message naming partitions has: at least one,
+// at most limit, each topic name valid, then check (if any), each (topic, partition) once, in
+// that order per entry.
+func checkPartitionList[P any](parts []P, limit int, key func(P) types.TopicPartition, check func(P) error) error {
 	if len(parts) == 0 {
 		return errorsmod.Wrap(types.ErrInvalidRequest, "the message names no partitions")
 	}
-	if len(parts) > types.MaxDeleteRecordsPartitions {
-		return errorsmod.Wrapf(types.ErrTooManyPartitions, "%d partitions in one message; at most %d", len(parts), types.MaxDeleteRecordsPartitions)
+	if len(parts) > limit {
+		return errorsmod.Wrapf(types.ErrTooManyPartitions, "%d partitions in one message; at most %d", len(parts), limit)
 	}
 	seen := make(map[types.TopicPartition]bool, len(parts))
-	for i, dp := range parts {
-		if err := types.ValidateTopicName(dp.Topic); err != nil {
+	for i, p := range parts {
+		tp := key(p)
+		if err := types.ValidateTopicName(tp.Topic); err != nil {
 			return errorsmod.Wrapf(err, "partition %d of the message", i)
 		}
-		if dp.ToHighWatermark && dp.Offset != 0 {
-			return errorsmod.Wrapf(types.ErrInvalidRequest, "%s/%d: offset %d with to_high_watermark; give one or the other", dp.Topic, dp.Partition, dp.Offset)
+		if check != nil {
+			if err := check(p); err != nil {
+				return err
+			}
 		}
-		tp := types.TopicPartition{Topic: dp.Topic, Partition: dp.Partition}
 		if seen[tp] {
-			return errorsmod.Wrapf(types.ErrInvalidRequest, "%s/%d named twice", dp.Topic, dp.Partition)
+			return errorsmod.Wrapf(types.ErrInvalidRequest, "%s/%d named twice", tp.Topic, tp.Partition)
 		}
 		seen[tp] = true
 	}
