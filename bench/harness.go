@@ -50,6 +50,9 @@ type Config struct {
 	HalfLoad      bool          // also measure latency at half the peak rate
 	FetchRecords  int           // records per fetch request when measuring fetch
 	KafkaRecords  int           // records for the Kafka-client-through-the-gateway run (0: skip)
+	// SyncCommitRecords of those the Kafka run's records are then read by a consumer that
+	// commits synchronously after each (0: skip).
+	SyncCommitRecords int
 	// EventsRecords JSON event records (about 240 B each) per codec of EventsCodecs, each on
 	// a fresh one-validator chain, compressed by the producer (0: skip).
 	EventsRecords int
@@ -204,11 +207,11 @@ func Run(cfg Config) (*Report, error) {
 		}
 	}
 	if cfg.KafkaRecords > 0 {
-		r, err := runKafka(cfg)
+		rs, err := runKafka(cfg)
 		if err != nil {
 			return rep, fmt.Errorf("kafka client via gateway: %w", err)
 		}
-		rep.Results = append(rep.Results, r)
+		rep.Results = append(rep.Results, rs...)
 	}
 	if cfg.JetStream {
 		for _, replicas := range []int{1, 3} {

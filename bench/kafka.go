@@ -22,14 +22,16 @@ import (
 // runKafka measures an unchanged Kafka client (franz-go, idempotent, acks=all) producing through
 // the gateway to one validator: the gateway coalesces the client's produce requests into
 // MsgProduce transactions signed with its own key. Latency is from Produce to acknowledgement.
-func runKafka(cfg Config) (Result, error) {
+// With cfg.SyncCommitRecords, a consumer then reads that many of them committing after each
+// one (runSyncCommits), a second result.
+func runKafka(cfg Config) ([]Result, error) {
 	dir, err := os.MkdirTemp("", "bftlogbench-kafka-")
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	t := &runT{dir: dir}
 	defer t.close()
-	var res Result
+	var res []Result
 	err = func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -111,14 +113,40 @@ func runKafka(cfg Config) (Result, error) {
 			return fmt.Errorf("the client saw %d acknowledgements, but high watermarks add to %d", acked.Load(), hwm)
 		}
 		secs := elapsed.Seconds()
-		res = Result{
+		res = append(res, Result{
 			System: "Kafka client via gateway", Validators: 1, Records: int(acked.Load()), Seconds: secs,
 			RecordsPerSec: float64(acked.Load()) / secs, MBPerSec: float64(acked.Load()*int64(cfg.RecordBytes)) / secs / 1e6,
 			LatencyP50Ms: lat.pct(50), LatencyP95Ms: lat.pct(95), LatencyP99Ms: lat.pct(99),
 			PayloadBytesPerRec: float64(cfg.RecordBytes),
 			PeakRSSMiB:         []int{int(n0.PeakRSS() >> 20)}, PeakRSSOf: "validators",
 			Note: "franz-go producer (idempotent, acks=all, no compression) through bftlogd kafka serve to one validator",
+		})
+		if cfg.SyncCommitRecords <= 0 {
+			return nil
 		}
+		r, err := runSyncCommits(cfg, gw.Addr(), "bench", min(cfg.SyncCommitRecords, int(hwm)))
+		if err != nil {
+			return fmt.Errorf("synchronous commits: %w", err)
+		}
+		// Every answered commit lands: the chain's offsets of the group add up to what was read.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			offs, err := types.NewQueryClient(cctx).GroupOffsets(ctx, &types.QueryGroupOffsetsRequest{GroupId: syncCommitGroup})
+			var sum uint64
+			if err == nil {
+				for _, o := range offs.Offsets {
+					sum += o.Committed.Offset
+				}
+			}
+			if sum == uint64(r.Records) {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("read %d records committing each, but the chain's offsets of the group add to %d (%v)", r.Records, sum, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		res = append(res, r)
 		return nil
 	}()
 	return res, err

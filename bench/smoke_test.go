@@ -19,7 +19,7 @@ func TestHarnessSmoke(t *testing.T) {
 	cfg := Config{
 		Validators: []int{1}, Records: 400, RecordBytes: 100, Partitions: 2, Producers: 2, BatchRecords: 50,
 		InFlight: 2, PeerInFlight: 10, PeerProducers: 2, PeerRecords: 20, PeerDuration: 10 * time.Second, JetStream: true, HalfLoad: true,
-		FetchRecords: 100, KafkaRecords: 300, EventsRecords: 300, EventsCodecs: []string{"lz4"}, Log: t.Logf,
+		FetchRecords: 100, KafkaRecords: 300, SyncCommitRecords: 40, EventsRecords: 300, EventsCodecs: []string{"lz4"}, Log: t.Logf,
 	}
 	rep, err := Run(cfg)
 	require.NoError(t, err)
@@ -32,6 +32,8 @@ func TestHarnessSmoke(t *testing.T) {
 	require.Equal(t, 400, systems["JetStream R1"].Records)
 	require.Equal(t, 400, systems["JetStream R3"].Records)
 	require.Equal(t, 300, systems["Kafka client via gateway"].Records)
+	require.Equal(t, 40, systems[syncCommitSystem].Records, "each read record committed, and on chain")
+	require.NotZero(t, systems[syncCommitSystem].LatencyP50Ms)
 	require.NotZero(t, systems["bftlog"].FetchPerSec)
 	require.Len(t, systems["bftlog"].PeakRSSMiB, 1)
 	require.NotZero(t, systems["bftlog"].PeakRSSMiB[0])
@@ -52,6 +54,7 @@ func TestHarnessSmoke(t *testing.T) {
 	require.Contains(t, buf.String(), "bftlog N=1 / JetStream R3")
 	require.Contains(t, buf.String(), "Kafka client via gateway / native client, N=1")
 	require.Contains(t, buf.String(), "bftlog events lz4 N=1 disk / payload")
+	require.Contains(t, buf.String(), syncCommitSystem+": ")
 	_, err = rep.WriteJSON(t.TempDir())
 	require.NoError(t, err)
 }

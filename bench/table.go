@@ -58,6 +58,9 @@ func (r *Report) WriteTable(w io.Writer) {
 			fmt.Fprintf(w, "Kafka client via gateway / native client, N=%d: %.2fx\n", x.Validators, k.RecordsPerSec/x.RecordsPerSec)
 		}
 	}
+	if c := find(syncCommitSystem, 1); c != nil {
+		fmt.Fprintf(w, "%s: %.0f records/s, a commit answered in %.1f ms at p50 (%s)\n", syncCommitSystem, c.RecordsPerSec, c.LatencyP50Ms, c.Note)
+	}
 	for _, x := range r.Results {
 		if x.DiskBytesPerRec > 0 && x.PayloadBytesPerRec > 0 {
 			fmt.Fprintf(w, "%s N=%d disk / payload: %.0f / %.0f B per record = %.2fx (stored batches %.0f B per record)\n",

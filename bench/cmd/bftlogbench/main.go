@@ -40,6 +40,7 @@ func main() {
 	flag.BoolVar(&cfg.HalfLoad, "half-load", true, "also measure latency at half the peak rate")
 	flag.IntVar(&cfg.FetchRecords, "fetch-records", 10_000, "records per fetch request")
 	flag.IntVar(&cfg.KafkaRecords, "kafka-records", 100_000, "records for the franz-go producer through the Kafka gateway (0: skip)")
+	flag.IntVar(&cfg.SyncCommitRecords, "sync-commit-records", 2000, "of the Kafka run's records, how many a consumer reads committing synchronously after each (0: skip)")
 	flag.IntVar(&cfg.EventsRecords, "events-records", 200_000, "JSON event records per -events-compression codec, each on a fresh one-validator chain (0: skip)")
 	flag.IntVar(&cfg.FillProducers, "fill-producers", 4, "-large-gb: producer accounts filling the log")
 	flag.IntVar(&cfg.FillInFlight, "fill-in-flight", 2, "-large-gb: fill transactions in flight per producer")
