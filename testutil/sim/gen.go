@@ -164,6 +164,16 @@ func (g *gen) anyTopic() *types.Topic {
 	return &t
 }
 
+// topicNamed is the topic called name, nil if there is none.
+func (g *gen) topicNamed(name string) *types.Topic {
+	for _, t := range g.w.topics {
+		if t.Name == name {
+			return &t
+		}
+	}
+	return nil
+}
+
 // ownedTopic is a topic account a owns; a hostile account picks any (and is refused).
 func (g *gen) ownedTopic(a int) *types.Topic {
 	var pool []types.Topic
@@ -548,6 +558,20 @@ func (g *gen) commit(a int) []sdk.Msg {
 	return []sdk.Msg{msg}
 }
 
+// adminGroupWithOffsets is a group a administers that has committed offsets.
+func (g *gen) adminGroupWithOffsets(a int) (types.Group, bool) {
+	var pool []types.Group
+	for _, grp := range g.w.groups {
+		if grp.Admin == g.addr(a) && len(g.w.offsets[grp.GroupId]) > 0 {
+			pool = append(pool, grp)
+		}
+	}
+	if len(pool) == 0 {
+		return types.Group{}, false
+	}
+	return pool[g.r.Intn(len(pool))], true
+}
+
 // adminGroup is a group a administers (a hostile account picks any).
 func (g *gen) adminGroup(a int) (types.Group, bool) {
 	var pool []types.Group
@@ -590,18 +614,25 @@ func (g *gen) deleteGroup(a int) []sdk.Msg {
 }
 
 // deleteGroupOffsets deletes committed offsets of a group account a administers (sometimes
-// through governance), on a topic none of its native members subscribes to when a few tries
-// find one: some of its partitions, with or without offsets. A hostile account picks any group
-// (refused unless it administers it), names a topic a member consumes, a partition twice or
-// out of range, a topic or group that may not exist, or more partitions than a message may
-// hold.
+// through governance). Most often it picks a group with offsets and one of their topics no live
+// member consumes, so the deletion can succeed (a Kafka group's members count as consuming
+// every topic it has offsets on); else any topic, none of whose consumers a few tries avoid:
+// some of its partitions, with or without offsets. A hostile account picks any group (refused
+// unless it administers it), names a topic a member consumes, a partition twice or out of
+// range, a topic or group that may not exist, or more partitions than a message may hold.
 func (g *gen) deleteGroupOffsets(a int) []sdk.Msg {
 	grp, ok := g.adminGroup(a)
 	if !ok {
 		return nil
 	}
+	if with, ok := g.adminGroupWithOffsets(a); ok && !g.oneOf(3) {
+		grp = with
+	}
 	members := g.w.members[grp.GroupId]
 	consumed := func(topic string) bool {
+		if len(g.w.kmembers[grp.GroupId]) > 0 {
+			return true
+		}
 		for _, m := range members {
 			if slices.Contains(m.Topics, topic) {
 				return true
@@ -609,9 +640,19 @@ func (g *gen) deleteGroupOffsets(a int) []sdk.Msg {
 		}
 		return false
 	}
-	t := g.anyTopic()
-	for i := 0; i < 3 && t != nil && consumed(t.Name); i++ {
+	var t *types.Topic
+	for _, i := range g.r.Perm(len(g.w.offsets[grp.GroupId])) {
+		if tp := g.w.offsets[grp.GroupId][i]; !consumed(tp.Topic) {
+			if t = g.topicNamed(tp.Topic); t != nil {
+				break
+			}
+		}
+	}
+	if t == nil || g.oneOf(4) {
 		t = g.anyTopic()
+		for i := 0; i < 3 && t != nil && consumed(t.Name); i++ {
+			t = g.anyTopic()
+		}
 	}
 	if t == nil {
 		return nil

@@ -21,12 +21,13 @@ type world struct {
 	topics     []topicstypes.Topic
 	partitions map[string][]topicstypes.Partition
 	groups     []topicstypes.Group
-	members    map[string][]topicstypes.Member      // native, by group
-	kafka      map[string]topicstypes.KafkaGroup    // by group
-	kmembers   map[string][]topicstypes.KafkaMember // by group, in join order
-	sequences  map[string]uint64                    // last native idempotent sequence by producer/topic/partition
-	kafkaSeqs  map[string]int32                     // next Kafka base sequence by producer/topic/partition/pid
-	proposals  []uint64                             // in their voting period
+	members    map[string][]topicstypes.Member         // native, by group
+	kafka      map[string]topicstypes.KafkaGroup       // by group
+	kmembers   map[string][]topicstypes.KafkaMember    // by group, in join order
+	offsets    map[string][]topicstypes.TopicPartition // committed, by group
+	sequences  map[string]uint64                       // last native idempotent sequence by producer/topic/partition
+	kafkaSeqs  map[string]int32                        // next Kafka base sequence by producer/topic/partition/pid
+	proposals  []uint64                                // in their voting period
 	admitted   []poatypes.Admission
 	validators map[string]bool // staking validators by operator address
 }
@@ -34,7 +35,7 @@ type world struct {
 func readWorld(a *app.App, ctx sdk.Context) (*world, error) {
 	k := a.TopicsKeeper
 	w := &world{partitions: map[string][]topicstypes.Partition{}, members: map[string][]topicstypes.Member{},
-		kafka: map[string]topicstypes.KafkaGroup{}, kmembers: map[string][]topicstypes.KafkaMember{},
+		kafka: map[string]topicstypes.KafkaGroup{}, kmembers: map[string][]topicstypes.KafkaMember{}, offsets: map[string][]topicstypes.TopicPartition{},
 		sequences: map[string]uint64{}, kafkaSeqs: map[string]int32{}, validators: map[string]bool{}}
 	var err error
 	if w.params, err = k.Params.Get(ctx); err != nil {
@@ -63,6 +64,10 @@ func readWorld(a *app.App, ctx sdk.Context) (*world, error) {
 		}),
 		k.KafkaMembers.Walk(ctx, nil, func(_ collections.Pair[string, string], m topicstypes.KafkaMember) (bool, error) {
 			w.kmembers[m.GroupId] = append(w.kmembers[m.GroupId], m)
+			return false, nil
+		}),
+		k.Offsets.Walk(ctx, nil, func(key collections.Pair[string, topicstypes.TopicPartition], _ topicstypes.CommittedOffset) (bool, error) {
+			w.offsets[key.K1()] = append(w.offsets[key.K1()], key.K2())
 			return false, nil
 		}),
 		k.ProducerStates.Walk(ctx, nil, func(_ collections.Pair[topicstypes.TopicPartition, string], s topicstypes.ProducerState) (bool, error) {
