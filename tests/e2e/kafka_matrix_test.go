@@ -27,8 +27,8 @@ type matrixRow struct {
 	detail             string
 }
 
-// TestKafkaClientMatrix runs three independent Kafka client implementations — librdkafka
-// (kcat), franz-go and kafka-python — through one gateway: metadata, produce with keys and
+// TestKafkaClientMatrix runs four independent Kafka client implementations — librdkafka
+// (kcat), franz-go, kafka-python and segmentio/kafka-go — through one gateway: metadata, produce with keys and
 // headers in every codec the client has, fetch, a consumer group with commits, and admin
 // create/delete topic where the client has it. It prints the matrix (the table of docs/kafka.md) and
 // fails on any capability that does not work; then, per API key, the range the gateway advertises
@@ -164,6 +164,11 @@ func TestKafkaClientMatrix(t *testing.T) {
 		rows = append(rows, matrixRow{client: "kafka-python", capability: r.Capability, ok: r.OK, detail: r.Detail})
 	}
 
+	// segmentio/kafka-go, the Go client many services use (kafka_go_matrix_test.go).
+	rows = append(rows, kafkaGoMatrix(ctx, gw.Addr(), "m-kafka-go", codecs, func(group string, want int) error {
+		return committedSum(ctx, adm, group, want)
+	})...)
+
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].client < rows[j].client })
 	var table strings.Builder
 	for _, r := range rows {
@@ -176,18 +181,19 @@ func TestKafkaClientMatrix(t *testing.T) {
 	t.Logf("Kafka client matrix through the gateway:\n%s", table.String())
 	adv, err := advertisedVersions(ctx, adm)
 	require.NoError(t, err)
-	t.Logf("Request versions each client sent (client ids: kcat rdkafka, franz-go kgo, kafka-python py-matrix and kafka-python-*):\n%s",
+	t.Logf("Request versions each client sent (client ids: kcat rdkafka, franz-go kgo, kafka-python py-matrix and kafka-python-*, kafka-go kafka-go-matrix):\n%s",
 		versionTable(adv, sent, []versionColumn{
 			{"kcat", func(id string) bool { return id == "rdkafka" }},
 			{"franz-go", func(id string) bool { return id == "kgo" }},
 			{"kafka-python", func(id string) bool { return id == "py-matrix" || strings.HasPrefix(id, "kafka-python") }},
+			{"kafka-go", func(id string) bool { return id == kafkaGoClientID }},
 		}))
 	for _, r := range rows {
 		require.True(t, r.ok, "%s: %s: %s", r.client, r.capability, r.detail)
 	}
 	// Every client has every row, and kafka-python its admin client's three more (consumer
 	// groups, legacy AlterConfigs, ACLs); franz-go's kadm has its own tests (kafka_admin_test.go).
-	require.Len(t, rows, 3*(5+len(codecs))+3, "every client has every row")
+	require.Len(t, rows, 4*(5+len(codecs))+3, "every client has every row")
 }
 
 // committedSum checks, over the Kafka protocol, that group's committed offsets add up to want.
