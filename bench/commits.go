@@ -38,8 +38,9 @@ func runSyncCommits(cfg Config, gateway, topic string, count int) (Result, error
 		if err := ctx.Err(); err != nil {
 			return Result{}, fmt.Errorf("after %d records: %w", got, err)
 		}
-		if err := fs.Err0(); err != nil {
-			return Result{}, err
+		// franz-go reports group errors (a failed join or heartbeat) in the poll and retries them.
+		for _, e := range fs.Errors() {
+			cfg.Log("sync-commit consumer: %s/%d: %v", e.Topic, e.Partition, e.Err)
 		}
 		for _, r := range fs.Records() {
 			if joined.IsZero() {

@@ -32,7 +32,8 @@ func TestHarnessSmoke(t *testing.T) {
 	require.Equal(t, 400, systems["JetStream R1"].Records)
 	require.Equal(t, 400, systems["JetStream R3"].Records)
 	require.Equal(t, 300, systems["Kafka client via gateway"].Records)
-	require.Equal(t, 40, systems[syncCommitSystem].Records, "each read record committed, and on chain")
+	// runKafka fails unless the chain's offsets of the group add up to the records read.
+	require.Equal(t, 40, systems[syncCommitSystem].Records)
 	require.NotZero(t, systems[syncCommitSystem].LatencyP50Ms)
 	require.NotZero(t, systems["bftlog"].FetchPerSec)
 	require.Len(t, systems["bftlog"].PeakRSSMiB, 1)

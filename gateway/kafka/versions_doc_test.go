@@ -45,7 +45,9 @@ func TestDocsListEveryAPIKey(t *testing.T) {
 				if hi == "" {
 					hi = m[2]
 				}
-				got[strings.ToLower(m[1])] = m[2] + "–" + hi
+				name := strings.ToLower(m[1])
+				require.NotContains(t, got, name, "%s names %s twice", doc.file, m[1])
+				got[name] = m[2] + "–" + hi
 			}
 		}
 		require.Equal(t, want, got, "%s lists the API keys and versions the gateway answers (versions.go)", doc.file)

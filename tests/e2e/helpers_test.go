@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -61,4 +63,38 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// chainCommittedSum waits up to 30 s for group's committed offsets on chain (the node's query, not
+// a gateway's view) to add up to want, and says what they added up to if they never did.
+func chainCommittedSum(n *node.Node, group string, want int) error {
+	sum, err := -1, error(nil)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		r := n.CLI("", "query", "topics", "group-offsets", group, "-o", "json")
+		if err = r.Err; err != nil {
+			continue
+		}
+		var res struct {
+			Offsets []struct {
+				Committed struct {
+					Offset string `json:"offset"`
+				} `json:"committed"`
+			} `json:"offsets"`
+		}
+		if err = json.Unmarshal([]byte(r.Stdout), &res); err != nil {
+			continue
+		}
+		sum = 0
+		for _, o := range res.Offsets {
+			v, perr := strconv.Atoi(o.Committed.Offset)
+			if perr != nil {
+				return perr
+			}
+			sum += v
+		}
+		if sum == want {
+			return nil
+		}
+	}
+	return fmt.Errorf("committed offsets of %s on chain sum %d, want %d (%v)", group, sum, want, err)
 }

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -222,26 +221,5 @@ func TestKafkaGatewayFleetSharesGroups(t *testing.T) {
 		time.Since(killed).Round(100*time.Millisecond), total-distinct)
 
 	// The group's commits are on chain: the committed offsets add up to the 800 records.
-	require.Eventually(t, func() bool {
-		r := n.CLI("", "query", "topics", "group-offsets", "fleet-kgo", "-o", "json")
-		if r.Err != nil {
-			return false
-		}
-		var res struct {
-			Offsets []struct {
-				Committed struct {
-					Offset string `json:"offset"`
-				} `json:"committed"`
-			} `json:"offsets"`
-		}
-		if json.Unmarshal([]byte(r.Stdout), &res) != nil {
-			return false
-		}
-		sum := 0
-		for _, o := range res.Offsets {
-			v, _ := strconv.Atoi(o.Committed.Offset)
-			sum += v
-		}
-		return sum == 800
-	}, 30*time.Second, 500*time.Millisecond, "the consumers' commits did not reach 800 on chain")
+	require.NoError(t, chainCommittedSum(n, "fleet-kgo", 800), "the consumers' commits on chain")
 }

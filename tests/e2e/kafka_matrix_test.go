@@ -91,7 +91,7 @@ func TestKafkaClientMatrix(t *testing.T) {
 	err = consumer.CommitUncommittedOffsets(ctx)
 	consumer.Close()
 	if err == nil {
-		err = committedSum(ctx, adm, "m-franz-group", len(codecs))
+		err = chainCommittedSum(n, "m-franz-group", len(codecs))
 	}
 	add("franz-go", "consumer group with commits", err, "")
 	del := kmsg.NewPtrDeleteTopicsRequest()
@@ -138,7 +138,7 @@ func TestKafkaClientMatrix(t *testing.T) {
 		err = fmt.Errorf("group read %d records: %s", strings.Count(out, "v-"), out)
 	}
 	if err == nil {
-		err = committedSum(ctx, adm, "m-kcat-group", len(codecs))
+		err = chainCommittedSum(n, "m-kcat-group", len(codecs))
 	}
 	add("kcat", "consumer group with commits", err, "")
 	rows = append(rows, matrixRow{client: "kcat", capability: "admin create topic", ok: true, detail: "n/a: kcat has no admin commands"},
@@ -166,7 +166,7 @@ func TestKafkaClientMatrix(t *testing.T) {
 
 	// segmentio/kafka-go, the Go client many services use (kafka_go_matrix_test.go).
 	rows = append(rows, kafkaGoMatrix(ctx, gw.Addr(), "m-kafka-go", codecs, func(group string, want int) error {
-		return committedSum(ctx, adm, group, want)
+		return chainCommittedSum(n, group, want)
 	})...)
 
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].client < rows[j].client })
@@ -194,24 +194,4 @@ func TestKafkaClientMatrix(t *testing.T) {
 	// Every client has every row, and kafka-python its admin client's three more (consumer
 	// groups, legacy AlterConfigs, ACLs); franz-go's kadm has its own tests (kafka_admin_test.go).
 	require.Len(t, rows, 4*(5+len(codecs))+3, "every client has every row")
-}
-
-// committedSum checks, over the Kafka protocol, that group's committed offsets add up to want.
-func committedSum(ctx context.Context, cl *kgo.Client, group string, want int) error {
-	req := kmsg.NewPtrOffsetFetchRequest()
-	req.Group = group
-	res, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return err
-	}
-	sum := int64(0)
-	for _, t := range res.Topics {
-		for _, p := range t.Partitions {
-			sum += max(p.Offset, 0)
-		}
-	}
-	if sum != int64(want) {
-		return fmt.Errorf("committed offsets of %s sum %d, want %d", group, sum, want)
-	}
-	return nil
 }

@@ -614,7 +614,7 @@ func (g *gen) deleteGroup(a int) []sdk.Msg {
 }
 
 // deleteGroupOffsets deletes committed offsets of a group account a administers (sometimes
-// through governance). Most often it picks a group with offsets and one of their topics no live
+// through governance). Most often an honest account picks a group with offsets and one of their topics no live
 // member consumes, so the deletion can succeed (a Kafka group's members count as consuming
 // every topic it has offsets on); else any topic, none of whose consumers a few tries avoid:
 // some of its partitions, with or without offsets. A hostile account picks any group (refused
@@ -625,7 +625,7 @@ func (g *gen) deleteGroupOffsets(a int) []sdk.Msg {
 	if !ok {
 		return nil
 	}
-	if with, ok := g.adminGroupWithOffsets(a); ok && !g.oneOf(3) {
+	if with, ok := g.adminGroupWithOffsets(a); ok && !g.hostile[a] && !g.oneOf(3) {
 		grp = with
 	}
 	members := g.w.members[grp.GroupId]
