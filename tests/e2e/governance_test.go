@@ -56,6 +56,42 @@ func passProposal(t *testing.T, net *node.Network, file string, vote string) (ui
 
 func waitProposalID(t *testing.T, n *node.Node, hash string) uint64 {
 	t.Helper()
+	var tx struct {
+		Events []struct {
+			Type       string `json:"type"`
+			Attributes []struct {
+				Key   string `json:"key"`
+				Value string `json:"value"`
+			} `json:"attributes"`
+		} `json:"events"`
+	}
+	out := waitTxOK(t, n, hash)
+	require.NoError(t, json.Unmarshal([]byte(out), &tx))
+	for _, e := range tx.Events {
+		if e.Type == "submit_proposal" {
+			for _, a := range e.Attributes {
+				if a.Key == "proposal_id" {
+					id, err := strconv.ParseUint(a.Value, 10, 64)
+					require.NoError(t, err)
+					return id
+				}
+			}
+		}
+	}
+	t.Fatalf("no proposal id in %s", out)
+	return 0
+}
+
+// waitTxOK waits up to 30 s for the transaction hash (the JSON a CLI tx command printed, or the
+// hash itself) to be in a block, fails the test unless it succeeded there, and returns its result.
+func waitTxOK(t *testing.T, n *node.Node, hash string) string {
+	t.Helper()
+	var sent struct {
+		TxHash string `json:"txhash"`
+	}
+	if json.Unmarshal([]byte(hash), &sent) == nil && sent.TxHash != "" {
+		hash = sent.TxHash
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		r := n.CLI("", "query", "tx", hash, "-o", "json")
@@ -63,33 +99,15 @@ func waitProposalID(t *testing.T, n *node.Node, hash string) uint64 {
 			var tx struct {
 				Code   int    `json:"code"`
 				RawLog string `json:"raw_log"`
-				Events []struct {
-					Type       string `json:"type"`
-					Attributes []struct {
-						Key   string `json:"key"`
-						Value string `json:"value"`
-					} `json:"attributes"`
-				} `json:"events"`
 			}
 			require.NoError(t, json.Unmarshal([]byte(r.Stdout), &tx))
 			require.Zero(t, tx.Code, tx.RawLog)
-			for _, e := range tx.Events {
-				if e.Type == "submit_proposal" {
-					for _, a := range e.Attributes {
-						if a.Key == "proposal_id" {
-							id, err := strconv.ParseUint(a.Value, 10, 64)
-							require.NoError(t, err)
-							return id
-						}
-					}
-				}
-			}
-			t.Fatalf("no proposal id in %s", r.Stdout)
+			return r.Stdout
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
 	t.Fatalf("tx %s not found", hash)
-	return 0
+	return ""
 }
 
 // signedBy reports whether the validator with hex address addr signed the last commit.
@@ -153,8 +171,10 @@ func TestGovernanceControlsValidatorsAndTopics(t *testing.T) {
 	require.Equal(t, "PROPOSAL_STATUS_PASSED", status)
 	pending := n0.MustCLI("", "query", "poa", "admissions", "--pending-only", "-o", "json")
 	require.Contains(t, pending, "bftlogvaloper1glcfeghcv8htnlcqgp3egj6et0zs3scqu0jcg3")
-	n0.MustCLI("", "tx", "staking", "create-validator", valFile, "--from", "carol", "--gas", "400000")
-	eventually(t, "carol's node to sign blocks", 30*time.Second, func() bool { return signedBy(t, n0, key.Address) })
+	waitTxOK(t, n0, n0.MustCLI("", "tx", "staking", "create-validator", valFile, "--from", "carol", "--gas", "400000", "-o", "json"))
+	// Her validator joins the set two blocks after that; her precommits then reach a block's
+	// last commit when they arrive within timeout_commit, which a busy machine can delay.
+	eventually(t, "carol's node to sign blocks", 60*time.Second, func() bool { return signedBy(t, n0, key.Address) })
 	adm := n0.MustCLI("", "query", "poa", "admission", "bftlogvaloper1glcfeghcv8htnlcqgp3egj6et0zs3scqu0jcg3", "-o", "json")
 	require.Contains(t, adm, `"bonded"`)
 
