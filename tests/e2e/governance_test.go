@@ -28,12 +28,7 @@ func proposalFile(t *testing.T, name string) string {
 func passProposal(t *testing.T, net *node.Network, file string, vote string) (uint64, string) {
 	t.Helper()
 	n0 := net.Nodes[0]
-	out := n0.MustCLI("", "tx", "gov", "submit-proposal", file, "--from", "val0", "--gas", "1000000", "-o", "json")
-	var res struct {
-		TxHash string `json:"txhash"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
-	id := waitProposalID(t, n0, res.TxHash)
+	id := waitProposalID(t, n0, n0.MustCLI("", "tx", "gov", "submit-proposal", file, "--from", "val0", "--gas", "1000000", "-o", "json"))
 	for i, n := range net.Nodes {
 		n.MustCLI("", "tx", "gov", "vote", strconv.FormatUint(id, 10), vote, "--from", fmt.Sprintf("val%d", i))
 	}
@@ -54,7 +49,9 @@ func passProposal(t *testing.T, net *node.Network, file string, vote string) (ui
 	return 0, ""
 }
 
-func waitProposalID(t *testing.T, n *node.Node, hash string) uint64 {
+// waitProposalID is the id of the proposal a submit-proposal command (its JSON output, sent)
+// created, once its transaction succeeded in a block.
+func waitProposalID(t *testing.T, n *node.Node, sent string) uint64 {
 	t.Helper()
 	var tx struct {
 		Events []struct {
@@ -65,7 +62,7 @@ func waitProposalID(t *testing.T, n *node.Node, hash string) uint64 {
 			} `json:"attributes"`
 		} `json:"events"`
 	}
-	out := waitTxOK(t, n, hash)
+	out := waitTxOK(t, n, sent)
 	require.NoError(t, json.Unmarshal([]byte(out), &tx))
 	for _, e := range tx.Events {
 		if e.Type == "submit_proposal" {
@@ -82,16 +79,15 @@ func waitProposalID(t *testing.T, n *node.Node, hash string) uint64 {
 	return 0
 }
 
-// waitTxOK waits up to 30 s for the transaction hash (the JSON a CLI tx command printed, or the
-// hash itself) to be in a block, fails the test unless it succeeded there, and returns its result.
-func waitTxOK(t *testing.T, n *node.Node, hash string) string {
+// waitTxOK waits up to 30 s for the transaction a CLI tx command sent (its JSON output) to be in
+// a block, fails the test unless it succeeded there, and returns its result.
+func waitTxOK(t *testing.T, n *node.Node, sent string) string {
 	t.Helper()
-	var sent struct {
+	var res struct {
 		TxHash string `json:"txhash"`
 	}
-	if json.Unmarshal([]byte(hash), &sent) == nil && sent.TxHash != "" {
-		hash = sent.TxHash
-	}
+	require.NoError(t, json.Unmarshal([]byte(sent), &res), sent)
+	hash := res.TxHash
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		r := n.CLI("", "query", "tx", hash, "-o", "json")

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/bftlog/bftlog/testutil/node"
 )
 
 // kafkaGoClientID names segmentio/kafka-go's requests in the matrix's version table.
@@ -16,8 +18,8 @@ const kafkaGoClientID = "kafka-go-matrix"
 // topic of two partitions, its Conn reads the metadata, its Writer produces a keyed record with a
 // header in each codec (acks=all), a partition Reader per partition fetches them back, a group
 // Reader reads them committing each (ReadMessage's synchronous commit), and the Client deletes
-// the topic. committed checks the group's offsets on chain.
-func kafkaGoMatrix(ctx context.Context, addr, topic string, codecs []string, committed func(group string, want int) error) []matrixRow {
+// the topic. The group's offsets are checked on n's chain.
+func kafkaGoMatrix(ctx context.Context, n *node.Node, addr, topic string, codecs []string) []matrixRow {
 	var rows []matrixRow
 	add := func(capability string, err error, detail string) {
 		r := matrixRow{client: "kafka-go", capability: capability, ok: err == nil, detail: detail}
@@ -103,7 +105,7 @@ func kafkaGoMatrix(ctx context.Context, addr, topic string, codecs []string, com
 				return fmt.Errorf("record %d: %w", i, err)
 			}
 		}
-		return errors.Join(r.Close(), committed(group, len(codecs)))
+		return errors.Join(r.Close(), chainCommittedSum(n, group, len(codecs)))
 	}()
 	add("consumer group with commits", err, "ReadMessage commits each record")
 

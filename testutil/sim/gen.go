@@ -558,25 +558,16 @@ func (g *gen) commit(a int) []sdk.Msg {
 	return []sdk.Msg{msg}
 }
 
-// adminGroupWithOffsets is a group a administers that has committed offsets.
-func (g *gen) adminGroupWithOffsets(a int) (types.Group, bool) {
-	var pool []types.Group
-	for _, grp := range g.w.groups {
-		if grp.Admin == g.addr(a) && len(g.w.offsets[grp.GroupId]) > 0 {
-			pool = append(pool, grp)
-		}
-	}
-	if len(pool) == 0 {
-		return types.Group{}, false
-	}
-	return pool[g.r.Intn(len(pool))], true
-}
-
 // adminGroup is a group a administers (a hostile account picks any).
 func (g *gen) adminGroup(a int) (types.Group, bool) {
+	return g.pickGroup(func(grp types.Group) bool { return grp.Admin == g.addr(a) || g.hostile[a] })
+}
+
+// pickGroup is one of the groups keep holds for.
+func (g *gen) pickGroup(keep func(types.Group) bool) (types.Group, bool) {
 	var pool []types.Group
 	for _, grp := range g.w.groups {
-		if grp.Admin == g.addr(a) || g.hostile[a] {
+		if keep(grp) {
 			pool = append(pool, grp)
 		}
 	}
@@ -614,18 +605,19 @@ func (g *gen) deleteGroup(a int) []sdk.Msg {
 }
 
 // deleteGroupOffsets deletes committed offsets of a group account a administers (sometimes
-// through governance). Most often an honest account picks a group with offsets and one of their topics no live
-// member consumes, so the deletion can succeed (a Kafka group's members count as consuming
-// every topic it has offsets on); else any topic, none of whose consumers a few tries avoid:
-// some of its partitions, with or without offsets. A hostile account picks any group (refused
-// unless it administers it), names a topic a member consumes, a partition twice or out of
-// range, a topic or group that may not exist, or more partitions than a message may hold.
+// through governance). Most often an honest account picks a group with offsets and one of their
+// topics no live member consumes, so the deletion can succeed (a Kafka group's members count as
+// consuming every topic it has offsets on); else any topic, none of whose consumers a few tries
+// avoid: some of its partitions, with or without offsets. A hostile account picks any group
+// (refused unless it administers it), names a topic a member consumes, a partition twice or out
+// of range, a topic or group that may not exist, or more partitions than a message may hold.
 func (g *gen) deleteGroupOffsets(a int) []sdk.Msg {
 	grp, ok := g.adminGroup(a)
 	if !ok {
 		return nil
 	}
-	if with, ok := g.adminGroupWithOffsets(a); ok && !g.hostile[a] && !g.oneOf(3) {
+	withOffsets := func(grp types.Group) bool { return grp.Admin == g.addr(a) && len(g.w.offsets[grp.GroupId]) > 0 }
+	if with, ok := g.pickGroup(withOffsets); ok && !g.hostile[a] && !g.oneOf(3) {
 		grp = with
 	}
 	members := g.w.members[grp.GroupId]
