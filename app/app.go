@@ -196,7 +196,14 @@ func New(
 	// Ordering by digest sends what this node's clients give it to the peers itself (push.go).
 	app.push = newTxPush(PushPeers(appOpts), pool, logger)
 	app.push.lastHeight = app.LastBlockHeight
-	app.push.mempoolTx = app.mempoolTx
+	app.push.mempoolTx = app.stageTx
+	// Data-plane requests are signed with this node's consensus key and checked against the
+	// chain's validators (dataplane_keys.go), read again after each commit.
+	key, err := loadValidatorKey(appOpts)
+	if err != nil {
+		panic(err)
+	}
+	pool.keys.useKey(key)
 	// With stubs in the mempool (stub.go) the pool holds what CometBFT's limits bounded.
 	app.maxTxBytes = mempoolLimit(appOpts, "mempool.max_tx_bytes", 1<<20)
 	pool.clientBytes = min(mempoolLimit(appOpts, "mempool.max_txs_bytes", 1<<30), maxPoolMemBytes/2)
@@ -229,6 +236,9 @@ func New(
 
 	if err := app.Load(loadLatest); err != nil {
 		panic(err)
+	}
+	if loadLatest {
+		app.refreshDataPlaneKeys()
 	}
 
 	return app

@@ -2,7 +2,10 @@ package app
 
 import (
 	"crypto/sha256"
+
 	"encoding/json"
+	cmtcrypto "github.com/cometbft/cometbft/crypto"
+	dto "github.com/prometheus/client_model/go"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -65,6 +68,37 @@ func (app *App) CountDecodes() *atomic.Int64 {
 		return inner(bz)
 	}
 	return n
+}
+
+// UseValidatorKey makes the node sign its data-plane requests and answers with key, as a
+// validator's priv_validator_key.json would.
+func (app *App) UseValidatorKey(key cmtcrypto.PrivKey) { app.pool.keys.useKey(key) }
+
+// SignPush signs a push of txs to PushPath with key, as a validator's node does; the headers
+// are set on h. The chain ID is the node's.
+func (app *App) SignPush(key cmtcrypto.PrivKey, h http.Header, txs ...[]byte) {
+	hashes := make([][32]byte, len(txs))
+	for i, tx := range txs {
+		hashes[i] = sha256.Sum256(tx)
+	}
+	app.SignDataPlane(key, h, PushPath, framesDigest(hashes))
+}
+
+// SignDataPlane signs a data-plane message to path with key, over digest.
+func (app *App) SignDataPlane(key cmtcrypto.PrivKey, h http.Header, path string, digest [32]byte) {
+	k := &dataPlaneKeys{chainID: app.ChainID()}
+	k.useKey(key)
+	k.vals = map[string]dataPlaneValidator{k.selfAddr: {pub: key.PubKey(), power: 1}}
+	k.sign(h, path, digest)
+}
+
+// DataPlaneRefused is how many of sender's pushes this process refused for reason.
+func DataPlaneRefused(sender, reason string) float64 {
+	m := &dto.Metric{}
+	if err := dataPlaneRefusals.WithLabelValues(sender, reason).Write(m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
 }
 
 // PoolHolds is bz's hash and whether the node's pool holds it.

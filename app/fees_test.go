@@ -75,7 +75,22 @@ func newChainFrom(t *testing.T, a *app.App, secret []byte, balances ...int64) *f
 	} else {
 		pk = cmted25519.GenPrivKeyFromSecret(secret).PubKey()
 	}
-	valSet := cmttypes.NewValidatorSet([]*cmttypes.Validator{cmttypes.NewValidator(pk, 1)})
+	return newChainOf(t, a, secret, []cmtcrypto.PubKey{pk}, balances...)
+}
+
+// validatorKey is the consensus key of a test chain's validator made from secret.
+func validatorKey(secret string) cmtcrypto.PrivKey {
+	return cmted25519.GenPrivKeyFromSecret([]byte(secret))
+}
+
+// newChainOf is newChainFrom with these validators (power 1 each) in its genesis.
+func newChainOf(t *testing.T, a *app.App, secret []byte, vals []cmtcrypto.PubKey, balances ...int64) *feeChain {
+	t.Helper()
+	var set []*cmttypes.Validator
+	for _, pk := range vals {
+		set = append(set, cmttypes.NewValidator(pk, 1))
+	}
+	valSet := cmttypes.NewValidatorSet(set)
 	c := &feeChain{t: t, app: a}
 	var accs []authtypes.GenesisAccount
 	var bals []banktypes.Balance
@@ -92,6 +107,19 @@ func newChainFrom(t *testing.T, a *app.App, secret []byte, balances ...int64) *f
 	}
 	gen, err := simtestutil.GenesisStateWithValSet(a.AppCodec(), a.DefaultGenesis(), valSet, accs, bals...)
 	require.NoError(t, err)
+	if len(vals) > 1 {
+		// The SDK's helper funds the bonded pool with one validator's bond whatever their
+		// number, while its supply counts each: the pool gets them all.
+		var bank banktypes.GenesisState
+		a.AppCodec().MustUnmarshalJSON(gen[banktypes.ModuleName], &bank)
+		pool := authtypes.NewModuleAddress("bonded_tokens_pool").String()
+		for i, b := range bank.Balances {
+			if b.Address == pool {
+				bank.Balances[i].Coins = sdk.NewCoins(sdk.NewCoin(sdk.DefaultBondDenom, sdk.DefaultPowerReduction.MulRaw(int64(len(vals)))))
+			}
+		}
+		gen[banktypes.ModuleName] = a.AppCodec().MustMarshalJSON(&bank)
+	}
 	state, err := json.Marshal(gen)
 	require.NoError(t, err)
 	cp := *simtestutil.DefaultConsensusParams

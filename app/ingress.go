@@ -44,7 +44,7 @@ func (app *App) rawTxHandler(clientCtx client.Context) http.HandlerFunc {
 			return
 		}
 		// With stubs in the mempool (stub.go) the pool holds the transaction and CometBFT its stub.
-		tx, hash, staged, created, full := app.mempoolTx(bz, false)
+		tx, hash, staged, created, full := app.mempoolTx(bz)
 		if full {
 			writeRawTxResponse(w, RawTxResponse{TxHash: hashHex(hash), Codespace: sdkerrors.ErrMempoolIsFull.Codespace(),
 				Code: sdkerrors.ErrMempoolIsFull.ABCICode(), RawLog: sdkerrors.ErrMempoolIsFull.Error()})

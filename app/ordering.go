@@ -208,10 +208,13 @@ func (app *App) CheckTx(req *abci.RequestCheckTx) (*abci.ResponseCheckTx, error)
 	switch {
 	case err != nil:
 	case res.Code == abci.CodeTypeOK && req.Type == abci.CheckTxType_New:
-		fromPeer := app.push.fromPeer(req.Tx)
-		app.pool.admit(req.Tx, app.LastBlockHeight(), fromPeer, decoded, true)
-		if !fromPeer {
-			app.push.admitted(req.Tx)
+		sender := app.push.fromPeer(req.Tx)
+		hash, held := app.pool.admit(req.Tx, app.LastBlockHeight(), sender, decoded, true)
+		if sender == "" {
+			if !held {
+				hash = sha256.Sum256(req.Tx) // small: carried whole, hashed for the push's signature
+			}
+			app.push.admitted(req.Tx, hash)
 		}
 	case res.Code != abci.CodeTypeOK && req.Type == abci.CheckTxType_Recheck:
 		// The mempool lets it go; so does the pool, which holds no more than the mempool and
@@ -259,6 +262,7 @@ func (app *App) Commit() (*abci.ResponseCommit, error) {
 	res, err := app.App.Commit()
 	if err == nil {
 		app.pool.committed(app.LastBlockHeight())
+		app.refreshDataPlaneKeys() // the validators whose signatures the data plane takes
 	}
 	return res, err
 }

@@ -42,17 +42,27 @@ type txPool struct {
 	client      *http.Client
 	logger      log.Logger
 
-	mu       sync.Mutex
-	mem      map[[32]byte]*poolTx
-	byTail   map[string][32]byte // mem by tailKey: found again from the bytes alone, unhashed
-	fifo     [][32]byte          // admission order, for eviction (may name dropped entries)
+	mu  sync.Mutex
+	mem map[[32]byte]*poolTx
+	// byTail indexes mem by tailKey, to find a copy from the bytes alone without hashing them.
+	// It is an index, not an identity: a candidate counts only if its bytes are equal, and a
+	// key holds at most maxTailCandidates, the first ones, so look-alikes (another
+	// transaction's tail on other bytes) can neither displace the one they imitate nor make a
+	// lookup long. What is not indexed is still held, found by its hash.
+	byTail   map[string][][32]byte
+	fifo     [][32]byte // admission order, for eviction (may name dropped entries)
 	memBytes int
 	decBytes int // the bytes of the entries that keep their decoding
-	// ordered are the transactions blocks named, by hash and by their last bytes (the
-	// signatures: what CheckTx's recheck is given, without hashing it again).
+	// ordered are the transactions blocks named, by hash; orderedTail says which tails they
+	// have, so that CheckTx's recheck hashes only bytes that may be one of them (a hit is
+	// decided by the hash, never by the tail: a look-alike of a named transaction is not it).
 	ordered     map[[32]byte]int64
 	orderedTail map[string]int64
-	orderedAt   map[int64][]orderedKeys // by height, to forget them without a scan
+	// peerStaged is what each validator's pushes hold here that CheckTx has not judged yet
+	// (push.go): a sender's own budget, so that one cannot crowd out the others or the clients.
+	peerStaged map[string]int
+	keys       *dataPlaneKeys          // voting powers, for the quorum of answers
+	orderedAt  map[int64][]orderedKeys // by height, to forget them without a scan
 	// disk indexes the height files: where each written transaction is.
 	disk      map[[32]byte]diskTx
 	byHeight  map[int64][][32]byte
@@ -69,10 +79,15 @@ type poolTx struct {
 	// depends on them, never a vote.
 	seenAt   int64
 	admitted time.Time
-	// fromPeer: a peer pushed it here, sending it to every validator (push.go). acks: how many
-	// peers this node pushed it to said they hold it.
+	// fromPeer: a validator pushed it here, sending it to every validator (push.go); sender
+	// is that validator's consensus address, and budget what it counts against the sender's
+	// share until CheckTx judges it. ackedBy are the validators whose signed answers said they
+	// hold it, after this node pushed it to them, and ackPower their voting power.
 	fromPeer bool
-	acks     int
+	sender   string
+	budget   int
+	ackedBy  []string
+	ackPower int64
 	// quorum: the peer that pushed it said more than two thirds of this node's peers and
 	// itself answered that they hold it (push.go HeldPath).
 	quorum bool
@@ -120,6 +135,13 @@ const maxPoolMemBytes = 256 << 20
 // minRefBytes: smaller transactions travel in the block; a reference costs ~130 bytes.
 const minRefBytes = 1024
 
+// maxTailCandidates bounds the copies byTail indexes under one tail.
+const maxTailCandidates = 4
+
+// maxPeerStagedBytes is each validator's budget of pushed transactions held here before
+// CheckTx judges them: what one push queue holds.
+const maxPeerStagedBytes = maxPushQueueBytes
+
 // PoolPath serves this node's copy of a transaction by hash: GET /bftlog/pool/<hex sha256>.
 // Content-addressed, so it needs no authentication: the receiver checks the hash.
 const PoolPath = "/bftlog/pool/"
@@ -132,7 +154,9 @@ func newTxPool(dir string, peers []string, keepHeights, keepBytes int64, logger 
 		clientBytes: maxPoolMemBytes / 2,
 		client:      &http.Client{Timeout: 30 * time.Second},
 		mem:         map[[32]byte]*poolTx{},
-		byTail:      map[string][32]byte{},
+		byTail:      map[string][][32]byte{},
+		peerStaged:  map[string]int{},
+		keys:        newDataPlaneKeys(),
 		ordered:     map[[32]byte]int64{},
 		orderedTail: map[string]int64{},
 		orderedAt:   map[int64][]orderedKeys{},
@@ -165,24 +189,38 @@ func (p *txPool) loadIndex() error {
 		if err != nil {
 			return err
 		}
+		// Only a torn or damaged entry ends the scan early: an error reading or sizing the file
+		// must not cut whole entries off.
+		st, err := f.Stat()
 		var off int64
 		var hdr [diskEntryHeader]byte
-		for {
-			if _, err := f.ReadAt(hdr[:], off); err != nil {
+		for err == nil {
+			if _, err = f.ReadAt(hdr[:], off); err != nil {
 				break
 			}
-			size := int(binary.BigEndian.Uint32(hdr[32:]))
-			if st, err := f.Stat(); err != nil || off+diskEntryHeader+int64(size) > st.Size() {
+			// Past the end of the file, or larger than any transaction the pool holds (admit):
+			// damaged, and what follows cannot be found.
+			size := int64(binary.BigEndian.Uint32(hdr[32:]))
+			if size > maxPoolMemBytes/4 || off+diskEntryHeader+size > st.Size() {
 				break
 			}
 			hash := [32]byte(hdr[:32])
-			p.disk[hash] = diskTx{height: h, off: off + diskEntryHeader, size: size}
+			// Written again at a later height (persist): the newest copy is kept longest, and the
+			// files are read in name order, not by height.
+			if d, ok := p.disk[hash]; !ok || d.height < h {
+				p.disk[hash] = diskTx{height: h, off: off + diskEntryHeader, size: int(size)}
+			}
 			p.byHeight[h] = append(p.byHeight[h], hash)
-			off += diskEntryHeader + int64(size)
+			off += diskEntryHeader + size
 		}
-		p.diskBytes[h] = off
-		p.onDisk += off
-		err = f.Truncate(off)
+		if errors.Is(err, io.EOF) { // a torn header
+			err = nil
+		}
+		if err == nil {
+			p.diskBytes[h] = off
+			p.onDisk += off
+			err = f.Truncate(off)
+		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -196,9 +234,10 @@ func (p *txPool) loadIndex() error {
 // admit keeps a transaction CheckTx accepted, and its decoding; fromPeer says a peer's push
 // brought it. It keeps CometBFT's slice, not a copy: the mempool never writes into it, and
 // holding it keeps that memory from being reused for other bytes.
-func (p *txPool) admit(bz []byte, lastHeight int64, fromPeer bool, decoded sdk.Tx, checked bool) {
+// It returns bz's hash, or false when bz is too small or too large to be held.
+func (p *txPool) admit(bz []byte, lastHeight int64, sender string, decoded sdk.Tx, checked bool) ([32]byte, bool) {
 	if len(bz) < minRefBytes || len(bz) > maxPoolMemBytes/4 {
-		return
+		return [32]byte{}, false
 	}
 	p.mu.Lock()
 	if h, ok := p.heldByTail(bz); ok {
@@ -206,27 +245,32 @@ func (p *txPool) admit(bz []byte, lastHeight int64, fromPeer bool, decoded sdk.T
 		p.keepDecodedLocked(p.mem[h], decoded)
 		p.mem[h].sigsVerified = p.mem[h].sigsVerified || checked
 		p.mu.Unlock()
-		return
+		return h, true
 	}
 	p.mu.Unlock()
 	hash := sha256.Sum256(bz)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.mem[hash]; ok {
-		return
+	if e, ok := p.mem[hash]; ok {
+		p.keepDecodedLocked(e, decoded)
+		e.sigsVerified = e.sigsVerified || checked
+		return hash, true
 	}
 	if _, ok := p.ordered[hash]; ok {
-		return
+		return hash, true
 	}
-	e := &poolTx{bz: bz, seenAt: lastHeight, admitted: time.Now(), fromPeer: fromPeer, sigsVerified: checked}
+	e := &poolTx{bz: bz, seenAt: lastHeight, admitted: time.Now(), fromPeer: sender != "", sender: sender, sigsVerified: checked}
 	p.keepDecodedLocked(e, decoded)
 	p.addLocked(hash, e)
+	return hash, true
 }
 
 // addLocked holds a new entry, dropping the oldest past maxPoolMemBytes.
 func (p *txPool) addLocked(hash [32]byte, e *poolTx) {
 	p.mem[hash] = e
-	p.byTail[tailKey(e.bz)] = hash
+	if k := tailKey(e.bz); len(p.byTail[k]) < maxTailCandidates {
+		p.byTail[k] = append(p.byTail[k], hash)
+	}
 	p.fifo = append(p.fifo, hash)
 	p.memBytes += len(e.bz)
 	for p.memBytes > maxPoolMemBytes && len(p.fifo) > 0 {
@@ -248,7 +292,9 @@ func (p *txPool) keepDecodedLocked(e *poolTx, decoded sdk.Tx) {
 // a peer's push is not, its sender bounds it. One held already is not staged again: its
 // stub's CheckTx answers for it.
 // created says this call staged it (the caller may unstage it then, and only then).
-func (p *txPool) stage(bz []byte, hash [32]byte, lastHeight int64, fromPeer bool) (ok, created bool) {
+// sender is the validator whose push brought it ("" for a client's): a push is refused while
+// that validator's pushes not yet judged by CheckTx hold maxPeerStagedBytes here.
+func (p *txPool) stage(bz []byte, hash [32]byte, lastHeight int64, sender string) (ok, created bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.mem[hash]; ok {
@@ -257,50 +303,77 @@ func (p *txPool) stage(bz []byte, hash [32]byte, lastHeight int64, fromPeer bool
 	if _, ok := p.ordered[hash]; ok {
 		return true, false
 	}
+	fromPeer := sender != ""
 	if !fromPeer && p.memBytes+len(bz) > p.clientBytes {
 		return false, false
 	}
-	p.addLocked(hash, &poolTx{bz: bz, seenAt: lastHeight, admitted: time.Now(), fromPeer: fromPeer, staged: true})
+	if fromPeer && p.peerStaged[sender]+len(bz) > maxPeerStagedBytes {
+		return false, false
+	}
+	e := &poolTx{bz: bz, seenAt: lastHeight, admitted: time.Now(), fromPeer: fromPeer, staged: true}
+	if fromPeer {
+		e.sender, e.budget = sender, len(bz)
+		p.peerStaged[sender] += len(bz)
+	}
+	p.addLocked(hash, e)
 	return true, true
+}
+
+// releaseLocked gives back what e counted against its sender's budget.
+func (p *txPool) releaseLocked(e *poolTx) {
+	if e.budget == 0 {
+		return
+	}
+	if p.peerStaged[e.sender] -= e.budget; p.peerStaged[e.sender] <= 0 {
+		delete(p.peerStaged, e.sender)
+	}
+	e.budget = 0
 }
 
 // stubbed is what CheckTx needs for a stub of hash: the held bytes and decoding, whether a
 // peer pushed it, whether its stub was awaited (taken now when claim: a second stub of the
-// same transaction finds it taken) and whether a block named it.
-func (p *txPool) stubbed(hash [32]byte, claim bool) (bz []byte, decoded sdk.Tx, fromPeer, staged, ordered bool) {
+// same transaction finds it taken), whether this node's CheckTx admitted it already, and
+// whether a block named it.
+func (p *txPool) stubbed(hash [32]byte, claim bool) (bz []byte, decoded sdk.Tx, fromPeer, staged, admitted, ordered bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ordered = p.ordered[hash]; ordered {
-		return nil, nil, false, false, true
+		return nil, nil, false, false, false, true
 	}
 	e, ok := p.mem[hash]
 	if !ok {
-		return nil, nil, false, false, false
+		return nil, nil, false, false, false, false
 	}
 	staged = e.staged
 	if claim {
 		e.staged = false
 	}
-	return e.bz, e.decoded, e.fromPeer, staged, false
+	return e.bz, e.decoded, e.fromPeer, staged, e.sigsVerified, false
 }
 
 // checked records CheckTx's verdict on a staged transaction: admitted (kept with its decoding,
-// its signatures verified), kept though refused (keep), or forgotten.
-func (p *txPool) checked(hash [32]byte, admitted, keep bool, decoded sdk.Tx) {
+// its signatures verified) or forgotten, a peer's push too: what CheckTx refuses is held for
+// nobody (a proposal naming it is fetched, as for anything this node lacks). It returns the
+// validator whose push brought it, "" for a client's.
+func (p *txPool) checked(hash [32]byte, admitted bool, decoded sdk.Tx) (sender string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, held := p.mem[hash]
+	if !held {
+		return ""
+	}
+	sender = e.sender
+	p.releaseLocked(e)
 	switch {
-	case !held:
 	case admitted:
 		p.keepDecodedLocked(e, decoded)
 		e.sigsVerified = true
-	case keep:
 	default:
 		if _, ordered := p.ordered[hash]; !ordered {
 			p.forgetLocked(hash)
 		}
 	}
+	return sender
 }
 
 // unstage forgets a staged transaction whose stub never reached CheckTx (CometBFT's cache
@@ -321,8 +394,12 @@ func (p *txPool) forgetLocked(hash [32]byte) {
 	}
 	p.memBytes -= len(e.bz)
 	p.dropDecodedLocked(e)
+	p.releaseLocked(e)
 	delete(p.mem, hash)
-	if k := tailKey(e.bz); p.byTail[k] == hash {
+	k := tailKey(e.bz)
+	if rest := slices.DeleteFunc(p.byTail[k], func(h [32]byte) bool { return h == hash }); len(rest) > 0 {
+		p.byTail[k] = rest
+	} else {
 		delete(p.byTail, k)
 	}
 }
@@ -383,14 +460,15 @@ func (p *txPool) decodedOf(bz []byte) sdk.Tx {
 	return nil
 }
 
-// heldByTail is the hash of a copy of bz in memory, found without hashing bz.
+// heldByTail is the hash of a copy of bz in memory, found without hashing bz: a candidate
+// under bz's tail whose bytes are bz's. A miss is only slower for the caller, never wrong.
 func (p *txPool) heldByTail(bz []byte) ([32]byte, bool) {
-	h, ok := p.byTail[tailKey(bz)]
-	if !ok {
-		return h, false
+	for _, h := range p.byTail[tailKey(bz)] {
+		if e, ok := p.mem[h]; ok && bytes.Equal(e.bz, bz) {
+			return h, true
+		}
 	}
-	e, ok := p.mem[h]
-	return h, ok && bytes.Equal(e.bz, bz)
+	return [32]byte{}, false
 }
 
 // dropCarried forgets the copies of transactions a block carried whole: executed, they are
@@ -411,32 +489,39 @@ func (p *txPool) dropCarried(txs [][]byte) {
 	}
 }
 
-// acked counts a peer's answer that it holds bz, after this node pushed it there; quorum says
-// that this answer is the one that makes more than two thirds of this node and its peers.
-func (p *txPool) acked(bz []byte) (hash [32]byte, quorum bool) {
-	if len(bz) < minRefBytes {
-		return hash, false
-	}
+// acked counts a validator's signed answer that it holds hash, after this node pushed it there
+// (each validator once, with its voting power); quorum says that this answer is the one that
+// makes this node and the validators that answered more than two thirds of the voting power.
+func (p *txPool) acked(hash [32]byte, validator string, power int64) (quorum bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	hash, ok := p.heldByTail(bz)
-	if !ok {
-		return hash, false
+	e, ok := p.mem[hash]
+	if !ok || power <= 0 || slices.Contains(e.ackedBy, validator) {
+		return false
 	}
-	e := p.mem[hash]
-	e.acks++
-	return hash, p.quorumLocked(e.acks) && !p.quorumLocked(e.acks-1)
+	was := p.quorumLocked(e.ackPower)
+	e.ackedBy = append(e.ackedBy, validator)
+	e.ackPower += power
+	return p.quorumLocked(e.ackPower) && !was
 }
 
-// quorumLocked: this node and acks of its peers are more than two thirds of them all.
-func (p *txPool) quorumLocked(acks int) bool { return 3*(acks+1) > 2*(len(p.peers)+1) }
+// quorumLocked: this node's voting power and acked, other validators', are more than two
+// thirds of the validator set's. A node with no peers is a single validator's chain (or a
+// node whose blocks name what it alone holds, which the others vote against): it holds enough.
+func (p *txPool) quorumLocked(acked int64) bool {
+	if len(p.peers) == 0 {
+		return true
+	}
+	own, total := p.keys.powers()
+	return total > 0 && 3*(own+acked) > 2*total
+}
 
-// heldByQuorum records a peer's word that more than two thirds of the validators hold what it
-// pushed here (push.go HeldPath).
-func (p *txPool) heldByQuorum(hash [32]byte) {
+// heldByQuorum records a validator's word that more than two thirds of the voting power hold
+// what it pushed here (push.go HeldPath): taken only from the validator that pushed it.
+func (p *txPool) heldByQuorum(hash [32]byte, sender string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if e, ok := p.mem[hash]; ok && e.fromPeer {
+	if e, ok := p.mem[hash]; ok && e.fromPeer && e.sender == sender {
 		e.quorum = true
 	}
 }
@@ -460,7 +545,7 @@ func (p *txPool) forProposal(bz []byte, height int64) ([32]byte, []byte, bool) {
 	}
 	e := p.mem[hash]
 	switch {
-	case p.quorumLocked(e.acks), e.quorum:
+	case p.quorumLocked(e.ackPower), e.quorum:
 	case e.fromPeer && (e.seenAt < height-1 || time.Since(e.admitted) >= p.minAge):
 	default:
 		return hash, nil, false
@@ -468,14 +553,23 @@ func (p *txPool) forProposal(bz []byte, height int64) ([32]byte, []byte, bool) {
 	return hash, e.bz, true
 }
 
-// orderedBytes tells CheckTx's recheck, without hashing, that a block named these bytes.
+// orderedBytes tells CheckTx's recheck that a block named these bytes: hashed only when a
+// named transaction has their tail, and decided by the hash (a look-alike of a named
+// transaction, with its signatures on other bytes, is not refused as ordered).
 func (p *txPool) orderedBytes(bz []byte) bool {
 	if len(bz) < minRefBytes {
 		return false
 	}
 	p.mu.Lock()
+	_, maybe := p.orderedTail[tailKey(bz)]
+	p.mu.Unlock()
+	if !maybe {
+		return false
+	}
+	hash := sha256.Sum256(bz)
+	p.mu.Lock()
 	defer p.mu.Unlock()
-	_, ok := p.orderedTail[tailKey(bz)]
+	_, ok := p.ordered[hash]
 	return ok
 }
 
@@ -512,9 +606,24 @@ func (p *txPool) readDisk(d diskTx) ([]byte, error) {
 	return bz, err
 }
 
-// persist writes the named transactions not on disk yet to height's file and syncs it: done
-// before this node votes for a proposal that names them.
-func (p *txPool) persist(height int64, txs map[[32]byte][]byte) error {
+// Seams for tests (pool_disk_test.go): a failed write and a directory's sync are otherwise
+// unobservable.
+var (
+	poolWriteAt = (*os.File).WriteAt
+	syncDir     = func(dir string) error {
+		d, err := os.Open(dir)
+		if err != nil {
+			return err
+		}
+		return errors.Join(d.Sync(), d.Close())
+	}
+)
+
+// persist writes the named transactions not in height's file yet to it and syncs it: done
+// before this node votes for a proposal that names them. One written at an older height is
+// written again: that height's file goes first, and this block's replay or a peer asking for
+// it would find nothing.
+func (p *txPool) persist(height int64, txs map[[32]byte][]byte) (err error) {
 	if p.dir == "" || len(txs) == 0 {
 		return nil
 	}
@@ -522,7 +631,7 @@ func (p *txPool) persist(height int64, txs map[[32]byte][]byte) error {
 	defer p.mu.Unlock()
 	hashes := make([][32]byte, 0, len(txs))
 	for h := range txs {
-		if _, ok := p.disk[h]; !ok {
+		if d, ok := p.disk[h]; !ok || d.height < height {
 			hashes = append(hashes, h)
 		}
 	}
@@ -530,13 +639,32 @@ func (p *txPool) persist(height int64, txs map[[32]byte][]byte) error {
 		return nil
 	}
 	slices.SortFunc(hashes, func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
-	f, err := os.OpenFile(filepath.Join(p.dir, strconv.FormatInt(height, 10)), os.O_CREATE|os.O_RDWR, 0o644)
+	// A new file's name is durable only once its directory is synced too: O_EXCL tells one.
+	name := filepath.Join(p.dir, strconv.FormatInt(height, 10))
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
+	created := err == nil
+	if errors.Is(err, os.ErrExist) {
+		f, err = os.OpenFile(name, os.O_RDWR, 0)
+	}
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	off, err := f.Seek(0, io.SeekEnd)
-	if err != nil {
+	off := int64(-1)
+	defer func() {
+		// A partial entry left in place would be read as the header of the next one appended
+		// after it. A new file goes whole, so that the next attempt creates it, and syncs its
+		// directory, again.
+		switch {
+		case err == nil:
+		case created:
+			err = errors.Join(err, os.Remove(name))
+		case off >= 0:
+			err = errors.Join(err, f.Truncate(off))
+		}
+	}()
+	if off, err = f.Seek(0, io.SeekEnd); err != nil {
+		off = -1
 		return err
 	}
 	var hdr [diskEntryHeader]byte
@@ -546,10 +674,10 @@ func (p *txPool) persist(height int64, txs map[[32]byte][]byte) error {
 		bz := txs[h]
 		copy(hdr[:32], h[:])
 		binary.BigEndian.PutUint32(hdr[32:], uint32(len(bz)))
-		if _, err := f.WriteAt(hdr[:], w); err != nil {
+		if _, err := poolWriteAt(f, hdr[:], w); err != nil {
 			return err
 		}
-		if _, err := f.WriteAt(bz, w+diskEntryHeader); err != nil {
+		if _, err := poolWriteAt(f, bz, w+diskEntryHeader); err != nil {
 			return err
 		}
 		placed[i] = diskTx{height: height, off: w + diskEntryHeader, size: len(bz)}
@@ -558,6 +686,12 @@ func (p *txPool) persist(height int64, txs map[[32]byte][]byte) error {
 	if err := f.Sync(); err != nil {
 		return err
 	}
+	if created {
+		if err := syncDir(p.dir); err != nil {
+			return err
+		}
+	}
+	// A copy at an older height stays in its file, unindexed (committed deletes by height).
 	for i, h := range hashes {
 		p.disk[h] = placed[i]
 		p.byHeight[height] = append(p.byHeight[height], h)
@@ -681,6 +815,9 @@ func (p *txPool) fetch(ctx context.Context, hash [32]byte) ([]byte, error) {
 
 const fetchAttemptTimeout = 5 * time.Second
 
+// serveWriteTimeout bounds the answer to one PoolPath request (32 MiB at 4 MiB/s).
+const serveWriteTimeout = 8 * time.Second
+
 func (p *txPool) askPeers(ctx context.Context, path string, hash [32]byte) ([]byte, bool) {
 	ctx, cancel := context.WithTimeout(ctx, fetchAttemptTimeout)
 	defer cancel()
@@ -689,6 +826,10 @@ func (p *txPool) askPeers(ctx context.Context, path string, hash [32]byte) ([]by
 		go func() {
 			bz, err := peerCall(ctx, p.client, strings.TrimSuffix(peer, "/")+path, nil, maxRawTxBytes+1)
 			if err != nil || sha256.Sum256(bz) != hash {
+				if ctx.Err() == nil || err == nil {
+					dataPlaneFetchFailures.WithLabelValues(peer).Inc()
+					p.logger.Debug("pool: a peer did not serve a named transaction", "peer", peer, "err", err)
+				}
 				bz = nil
 			}
 			found <- bz
@@ -748,6 +889,8 @@ func (p *txPool) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not held by this node", http.StatusNotFound)
 		return
 	}
+	// A reader that never reads would pin the buffer and the connection: bounded in time.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(serveWriteTimeout))
 	w.Header().Set("Content-Type", "application/octet-stream")
 	_, _ = w.Write(bz)
 }

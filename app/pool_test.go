@@ -84,7 +84,7 @@ func TestPoolForgetsCarriedAndDroppedTransactions(t *testing.T) {
 	hb, b := poolTxOf('b')
 	_, c := poolTxOf('c')
 	for _, bz := range [][]byte{a, b, c} {
-		p.admit(bz, 1, false, nil, true)
+		p.admit(bz, 1, "", nil, true)
 	}
 	require.Equal(t, 3*len(a), p.memBytes)
 	p.dropCarried([][]byte{a, bytes.Repeat([]byte{'z'}, 1100), c})
@@ -99,7 +99,7 @@ func TestPoolForgetsCarriedAndDroppedTransactions(t *testing.T) {
 
 	for i := 0; i < 3000; i++ {
 		bz := bytes.Repeat([]byte{byte(i), byte(i >> 8)}, 600)
-		p.admit(bz, 2, false, nil, true)
+		p.admit(bz, 2, "", nil, true)
 		p.dropCarried([][]byte{bz})
 	}
 	p.committed(3)
@@ -113,7 +113,7 @@ func TestPoolHashOfMatchesSHA256(t *testing.T) {
 	p, err := newTxPool("", nil, 5, 0, log.NewNopLogger())
 	require.NoError(t, err)
 	ha, a := poolTxOf('a')
-	p.admit(a, 1, false, nil, true)
+	p.admit(a, 1, "", nil, true)
 	require.Equal(t, ha, p.hashOf(a))
 	require.Equal(t, ha, p.hashOf(bytes.Clone(a)))
 	sameTail := bytes.Clone(a)

@@ -4,16 +4,18 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"cosmossdk.io/log"
 	"github.com/cometbft/cometbft/mempool"
@@ -22,10 +24,17 @@ import (
 )
 
 // PushPath takes transactions another node admitted from its clients: POST a body of frames, each
-// a big-endian uint32 length and a transaction. Each goes to this node's mempool as if a client
-// had sent it (CheckTx decides), so the endpoint needs no more trust than broadcast_tx. The answer
-// is one byte per frame: '1' this node holds it (admitted now, or already in its mempool's
-// cache), '0' refused.
+// a big-endian uint32 length and a transaction (at least minPushFrameBytes, at most
+// maxPushFrames in a request). The answer is one byte per frame: '1' this node holds it, '0'
+// refused, signed by this node's validator key when it has one (dataplane_keys.go).
+//
+// A push signed by a validator of the chain is held at once and answered before CheckTx (which
+// waits while the node executes a block), counted against that validator's own budget
+// (maxPeerStagedBytes held, maxPushQueueBytes waiting for the mempool); what CheckTx then
+// refuses is dropped and counted against its sender. An unsigned push is a client's: each
+// transaction goes through CheckTx first, against the clients' budget, as broadcast_tx would,
+// and is sent on to the peers. A push naming a validator whose signature fails is refused
+// whole (403). Nothing here depends on where a request comes from.
 //
 // With ordering.by-digest on, a node sends each transaction its own clients gave it once to each
 // of its ordering.peers, and the mempool does not gossip (mempool.broadcast = false): gossip
@@ -40,9 +49,10 @@ const PushPath = "/bftlog/pool"
 // HeldPath takes a peer's word that more than two thirds of the validators hold transactions it
 // pushed: POST a body of SHA-256 hashes, 32 bytes each. The node that took a batch from its
 // client learns that from its peers' answers, and tells them; a proposer other than that node
-// then names the batch at once instead of carrying it until minNameAge has passed. Taken from
-// ordering peers only: a false word costs what a bad proposal costs, a round (the others fetch
-// what they lack before their vote, or vote against).
+// then names the batch at once instead of carrying it until minNameAge has passed. Taken only
+// when signed by the validator whose push brought the batch here: a false word costs what a
+// bad proposal costs, a round (the others fetch what they lack before their vote, or vote
+// against), and only that validator can cost it.
 const HeldPath = "/bftlog/held"
 
 // maxHeldRequestBytes bounds a HeldPath body.
@@ -50,11 +60,26 @@ const maxHeldRequestBytes = 32 << 15
 
 const (
 	// maxPushQueueBytes bounds what waits for one peer; past it a transaction is not pushed to
-	// that peer (it fetches it if a proposal names it).
+	// that peer (it fetches it if a proposal names it). It also bounds what one validator's
+	// pushes may have waiting for this node's mempool.
 	maxPushQueueBytes = 64 << 20
-	// maxPushRequestBytes is what one request carries, several transactions in one.
+	// maxPushRequestBytes is what one request's body carries, frames' headers included, several
+	// transactions in one; a transaction larger than that goes alone.
 	maxPushRequestBytes = 8 << 20
-	pushTimeout         = 5 * time.Second
+	// maxPushBodyBytes is what the endpoint reads of a body: a full request, or one transaction
+	// of the largest size the ingress takes.
+	maxPushBodyBytes = 4 + maxRawTxBytes
+	// minPushFrameBytes: no signed SDK transaction is smaller (a signature alone is 64 bytes);
+	// a body of tiny frames would cost an allocation and a CheckTx per few bytes.
+	minPushFrameBytes = 64
+	// maxPushFrames bounds the transactions of one request.
+	maxPushFrames = 8192
+	pushTimeout   = 5 * time.Second
+	// pushRetries and pushBackoff: a request that failed is sent again, after 100 ms, 200 ms, …
+	// up to pushRetries times, before its transactions are given up for that peer (logged and
+	// counted; the peer fetches what a proposal names).
+	pushRetries = 5
+	pushBackoff = 100 * time.Millisecond
 )
 
 // txPush sends admitted transactions to the peers, one queue and one sender per peer, so a paused
@@ -64,36 +89,41 @@ type txPush struct {
 	client *http.Client
 	queues []*pushQueue
 	pool   *txPool // counts the peers' answers
+	keys   *dataPlaneKeys
 
 	mu sync.Mutex
-	// incoming are the transactions a push handler is giving to CheckTx right now, by tailKey:
-	// CheckTx does not send those on.
-	incoming map[string]int
-	// mempoolQueue is what peers pushed, waiting for this node's mempool (toMempool).
+	// incoming are the transactions a validator's push is giving to CheckTx right now, by
+	// tailKey (compared whole): CheckTx does not send those on, and knows their sender.
+	incoming map[string][]queuedTx
+	// mempoolQueue is what peers pushed, waiting for this node's mempool (toMempool), and
+	// mempoolBytes what each sender has in it.
 	mempoolQueue []queuedTx
-	mempoolBytes int
+	mempoolBytes map[string]int
 	mempoolNode  client.CometRPC
 	mempoolWake  chan struct{}
 	lastHeight   func() int64
-	// mempoolTx stages a peer's transaction and gives what goes to the mempool in its place
-	// (App.mempoolTx: a stub, or the transaction itself).
-	mempoolTx func(bz []byte, fromPeer bool) (tx []byte, hash [32]byte, staged, created, full bool)
-	// peerHosts are the hosts of the ordering peers. A push from any other address is taken as
-	// a client's: sent on to the peers, and named only once they hold it. Otherwise a client
-	// could give a batch to one validator alone and have its proposal name what no other holds.
-	peerHosts map[string]bool
+	// mempoolTx stages a transaction of this hash that a validator (sender) pushed and gives
+	// what goes to the mempool in its place (App.mempoolTx: a stub, or the transaction itself).
+	mempoolTx func(bz []byte, hash [32]byte, sender string) (tx []byte, staged, created, full bool)
 }
 
 type queuedTx struct {
+	tx     []byte
+	size   int
+	sender string
+}
+
+// pushed is a transaction waiting for a peer, with its hash (a push's signature covers it).
+type pushed struct {
 	tx   []byte
-	size int
+	hash [32]byte
 }
 
 type pushQueue struct {
 	peer string
 
 	mu      sync.Mutex
-	txs     [][]byte
+	txs     []pushed
 	bytes   int
 	dropped int
 	held    [][32]byte // hashes more than two thirds hold, for HeldPath
@@ -102,21 +132,17 @@ type pushQueue struct {
 
 func newTxPush(peers []string, pool *txPool, logger log.Logger) *txPush {
 	p := &txPush{
-		logger:      logger,
-		pool:        pool,
-		client:      &http.Client{Timeout: pushTimeout},
-		incoming:    map[string]int{},
-		peerHosts:   map[string]bool{},
-		mempoolWake: make(chan struct{}, 1),
-		lastHeight:  func() int64 { return 0 },
-		mempoolTx: func(bz []byte, _ bool) ([]byte, [32]byte, bool, bool, bool) {
-			return bz, [32]byte{}, false, false, false
+		logger:       logger,
+		pool:         pool,
+		keys:         pool.keys,
+		client:       &http.Client{Timeout: pushTimeout},
+		incoming:     map[string][]queuedTx{},
+		mempoolBytes: map[string]int{},
+		mempoolWake:  make(chan struct{}, 1),
+		lastHeight:   func() int64 { return 0 },
+		mempoolTx: func(bz []byte, _ [32]byte, _ string) ([]byte, bool, bool, bool) {
+			return bz, false, false, false
 		},
-	}
-	for _, peer := range pool.peers {
-		if u, err := url.Parse(peer); err == nil && u.Hostname() != "" {
-			p.peerHosts[u.Hostname()] = true
-		}
 	}
 	for _, peer := range peers {
 		q := &pushQueue{peer: strings.TrimSuffix(peer, "/"), wake: make(chan struct{}, 1)}
@@ -126,35 +152,43 @@ func newTxPush(peers []string, pool *txPool, logger log.Logger) *txPush {
 	return p
 }
 
-// fromPeer tells CheckTx that a push handler is giving it bz: a peer pushed it.
-func (p *txPush) fromPeer(bz []byte) bool {
+// fromPeer tells CheckTx which validator's push is giving it bz ("" if none).
+func (p *txPush) fromPeer(bz []byte) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.incoming) == 0 {
-		return false
+		return ""
 	}
-	_, ok := p.incoming[tailKey(bz)]
-	return ok
+	for _, in := range p.incoming[tailKey(bz)] {
+		if bytes.Equal(in.tx, bz) {
+			return in.sender
+		}
+	}
+	return ""
 }
 
 // admitted queues a transaction this node's own client gave it for every peer.
-func (p *txPush) admitted(bz []byte) {
+func (p *txPush) admitted(bz []byte, hash [32]byte) {
 	for _, q := range p.queues {
-		q.add(bz)
+		q.add(pushed{bz, hash})
 	}
 }
 
-func (q *pushQueue) add(bz []byte) {
+func (q *pushQueue) add(tx pushed) {
 	q.mu.Lock()
-	if q.bytes+len(bz) > maxPushQueueBytes {
+	if q.bytes+len(tx.tx) > maxPushQueueBytes {
 		q.dropped++
 		q.mu.Unlock()
 		return
 	}
 	// CometBFT's mempool keeps the slice and never writes to it: no copy.
-	q.txs = append(q.txs, bz)
-	q.bytes += len(bz)
+	q.txs = append(q.txs, tx)
+	q.bytes += len(tx.tx)
 	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *pushQueue) signal() {
 	select {
 	case q.wake <- struct{}{}:
 	default:
@@ -168,10 +202,7 @@ func (q *pushQueue) tell(hash [32]byte) {
 		q.held = append(q.held, hash)
 	}
 	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
+	q.signal()
 }
 
 // takeHeld returns the queued word of held hashes, as a HeldPath body.
@@ -186,13 +217,15 @@ func (q *pushQueue) takeHeld() []byte {
 	return body
 }
 
-// take returns what is queued, up to maxPushRequestBytes (at least one transaction).
-func (q *pushQueue) take() ([][]byte, int) {
+// take returns what is queued for one request: a body of at most maxPushRequestBytes, frames'
+// headers included, and maxPushFrames (at least one transaction).
+func (q *pushQueue) take() ([]pushed, int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	n, size := 0, 0
-	for n < len(q.txs) && (n == 0 || size+len(q.txs[n]) <= maxPushRequestBytes) {
-		size += len(q.txs[n])
+	n, size, body := 0, 0, 0
+	for n < len(q.txs) && n < maxPushFrames && (n == 0 || body+4+len(q.txs[n].tx) <= maxPushRequestBytes) {
+		size += len(q.txs[n].tx)
+		body += 4 + len(q.txs[n].tx)
 		n++
 	}
 	out := q.txs[:n:n]
@@ -203,8 +236,19 @@ func (q *pushQueue) take() ([][]byte, int) {
 	return out, dropped
 }
 
+// putBack returns a request's transactions to the front of the queue, to be sent again.
+func (q *pushQueue) putBack(txs []pushed) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.txs = append(slices.Clip(txs), q.txs...)
+	for _, tx := range txs {
+		q.bytes += len(tx.tx)
+	}
+}
+
 func (p *txPush) run(q *pushQueue) {
 	var buf bytes.Buffer
+	failures := 0
 	for range q.wake {
 		for {
 			txs, dropped := q.take()
@@ -215,7 +259,7 @@ func (p *txPush) run(q *pushQueue) {
 				// After the pushes, in the same order: a peer hears that a batch is held only
 				// after this node sent it the batch.
 				if held := q.takeHeld(); len(held) > 0 {
-					if _, err := peerCall(context.Background(), p.client, q.peer+HeldPath, held, 0); err != nil {
+					if _, _, _, err := p.call(q.peer, HeldPath, held, sha256.Sum256(held), 0); err != nil {
 						p.logger.Debug("pool: telling a peer what the others hold failed", "peer", q.peer, "err", err)
 					}
 					continue
@@ -224,25 +268,37 @@ func (p *txPush) run(q *pushQueue) {
 			}
 			buf.Reset()
 			var hdr [4]byte
-			for _, tx := range txs {
-				binary.BigEndian.PutUint32(hdr[:], uint32(len(tx)))
+			hashes := make([][32]byte, len(txs))
+			for i, tx := range txs {
+				binary.BigEndian.PutUint32(hdr[:], uint32(len(tx.tx)))
 				buf.Write(hdr[:])
-				buf.Write(tx)
+				buf.Write(tx.tx)
+				hashes[i] = tx.hash
 			}
 			// The client's timeout (pushTimeout) bounds a paused peer.
-			held, err := peerCall(context.Background(), p.client, q.peer+PushPath, buf.Bytes(), maxPushRequestBytes)
-			if err != nil || len(held) != len(txs) {
-				p.logger.Error("pool: push to a peer failed; a proposal carries these transactions whole unless enough other peers hold them",
-					"peer", q.peer, "txs", len(txs), "err", err)
-				continue
+			held, signer, power, err := p.call(q.peer, PushPath, buf.Bytes(), framesDigest(hashes), maxPushFrames)
+			if err == nil && len(held) != len(txs) {
+				err = fmt.Errorf("answered %d frames of %d", len(held), len(txs))
 			}
-			for i, tx := range txs {
-				if held[i] != '1' {
+			if err != nil {
+				if failures++; failures <= pushRetries {
+					q.putBack(txs)
+					time.Sleep(pushBackoff << (failures - 1))
 					continue
 				}
-				if hash, quorum := p.pool.acked(tx); quorum {
+				p.logger.Error("pool: push to a peer failed; a proposal carries these transactions whole unless enough other validators hold them",
+					"peer", q.peer, "txs", len(txs), "tries", failures, "err", err)
+				failures = 0
+				continue
+			}
+			failures = 0
+			if power == 0 {
+				continue // an answer no validator signed counts for no quorum
+			}
+			for i, tx := range txs {
+				if held[i] == '1' && p.pool.acked(tx.hash, signer, power) {
 					for _, other := range p.queues {
-						other.tell(hash)
+						other.tell(tx.hash)
 					}
 				}
 			}
@@ -250,93 +306,165 @@ func (p *txPush) run(q *pushQueue) {
 	}
 }
 
-// handler serves PushPath: each transaction goes to the node's mempool through CometBFT (its
-// cache turns away one already held, before CheckTx).
+// call POSTs a signed body to a peer's path and returns its answer, at most limit bytes, and
+// the validator that signed the answer with its power (0 when none of the chain's did).
+func (p *txPush) call(peer, path string, body []byte, digest [32]byte, limit int64) (answer []byte, signer string, power int64, err error) {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, peer+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, "", 0, err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	p.keys.sign(req.Header, path, digest)
+	res, err := p.client.Do(req)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+		return nil, "", 0, fmt.Errorf("%s%s: %s: %s", peer, path, res.Status, bytes.TrimSpace(msg))
+	}
+	if answer, err = io.ReadAll(io.LimitReader(res.Body, limit)); err != nil {
+		return nil, "", 0, err
+	}
+	if signer, power, err = p.keys.verify(res.Header, path+answerPathSuffix, answerDigest(digest, answer)); err != nil {
+		p.logger.Debug("pool: a peer's answer is not signed by a validator", "peer", peer, "err", err)
+		return answer, "", 0, nil
+	}
+	return answer, signer, power, nil
+}
+
+// readFrames reads a push body: frames of at least minPushFrameBytes, at most maxPushFrames.
+func readFrames(r io.Reader) ([][]byte, error) {
+	body := bufio.NewReader(r)
+	var txs [][]byte
+	for {
+		var hdr [4]byte
+		if _, err := io.ReadFull(body, hdr[:]); errors.Is(err, io.EOF) {
+			return txs, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("want frames of a big-endian uint32 length and a transaction: %w", err)
+		}
+		if len(txs) == maxPushFrames {
+			return nil, fmt.Errorf("more than %d transactions in one request", maxPushFrames)
+		}
+		n := binary.BigEndian.Uint32(hdr[:])
+		if n < minPushFrameBytes || n > maxRawTxBytes {
+			return nil, fmt.Errorf("a transaction of %d bytes (want %d to %d)", n, minPushFrameBytes, maxRawTxBytes)
+		}
+		tx := make([]byte, n)
+		if _, err := io.ReadFull(body, tx); err != nil {
+			return nil, fmt.Errorf("a truncated transaction: %w", err)
+		}
+		txs = append(txs, tx)
+	}
+}
+
+// handler serves PushPath: a validator's signed push is held and queued for the mempool, a
+// client's goes through CheckTx first (through CometBFT, whose cache turns away one already held).
 func (p *txPush) handler(clientCtx client.Context) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if clientCtx.Client == nil {
 			http.Error(w, "this node's API server has no CometBFT client", http.StatusServiceUnavailable)
 			return
 		}
-		body := bufio.NewReader(http.MaxBytesReader(w, r.Body, maxPushRequestBytes+maxRawTxBytes+4<<10))
-		host, _, _ := net.SplitHostPort(r.RemoteAddr)
-		fromPeer := p.peerHosts[host]
-		var txs [][]byte
-		for {
-			var hdr [4]byte
-			if _, err := io.ReadFull(body, hdr[:]); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				http.Error(w, "want frames of a big-endian uint32 length and a transaction: "+err.Error(), http.StatusBadRequest)
+		sender := ""
+		if signed(r.Header) {
+			// Who it claims to be, and when, are checked before the body is read.
+			if _, _, err := p.keys.verify(r.Header, PushPath, [32]byte{}); errors.Is(err, errNotAValidator) || errors.Is(err, errStaleRequest) {
+				p.refused("client", "unknown signer", 1)
+				http.Error(w, err.Error(), http.StatusForbidden)
 				return
 			}
-			n := binary.BigEndian.Uint32(hdr[:])
-			if n == 0 || n > maxRawTxBytes {
-				http.Error(w, "a transaction of "+strconv.FormatUint(uint64(n), 10)+" bytes", http.StatusBadRequest)
+		}
+		txs, err := readFrames(http.MaxBytesReader(w, r.Body, maxPushBodyBytes))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		hashes := make([][32]byte, len(txs))
+		for i, tx := range txs {
+			hashes[i] = sha256.Sum256(tx)
+		}
+		digest := framesDigest(hashes)
+		if signed(r.Header) {
+			addr, _, err := p.keys.verify(r.Header, PushPath, digest)
+			if err != nil {
+				p.refused("client", "bad signature", len(txs))
+				http.Error(w, err.Error(), http.StatusForbidden)
 				return
 			}
-			tx := make([]byte, n)
-			if _, err := io.ReadFull(body, tx); err != nil {
-				http.Error(w, "a truncated transaction: "+err.Error(), http.StatusBadRequest)
-				return
-			}
-			txs = append(txs, tx)
+			sender = addr
 		}
 		held := make([]byte, len(txs))
 		for i, tx := range txs {
 			held[i] = '0'
 			switch {
-			case fromPeer:
-				// A peer's push: held once in the pool, answered at once. Its mempool entry
-				// follows (CheckTx waits while the node executes a block), in arrival order,
-				// so that an account's sequence stays in order.
-				held[i] = '1'
-				if stub, _, staged, _, _ := p.mempoolTx(tx, true); staged {
-					p.toMempool(clientCtx.Client, stub, len(tx))
-					continue
+			case sender != "":
+				// A validator's push: held once in the pool, answered at once. Its mempool
+				// entry follows (CheckTx waits while the node executes a block), in arrival
+				// order, so that an account's sequence stays in order.
+				stub, staged, _, full := p.mempoolTx(tx, hashes[i], sender)
+				switch {
+				case full:
+					p.refused(sender, "over budget", 1)
+				case p.toMempool(clientCtx.Client, sender, stub, len(tx)):
+					held[i] = '1'
+				default:
+					if staged {
+						p.pool.unstage(hashes[i])
+					}
+					p.refused(sender, "over budget", 1)
 				}
-				p.pool.admit(tx, p.lastHeight(), true, nil, false)
-				p.toMempool(clientCtx.Client, tx, len(tx))
+			case r.Context().Err() != nil:
+				// The client hung up: the rest of its body goes nowhere.
 			case p.pool.holds(tx):
 				held[i] = '1' // already: its mempool entry may be a stub (stub.go), not these bytes
-			case p.deliver(r.Context(), clientCtx.Client, tx, false):
+			case p.deliver(r.Context(), clientCtx.Client, tx, ""):
 				held[i] = '1'
 			}
 		}
 		w.Header().Set("Content-Type", "application/octet-stream")
+		p.keys.sign(w.Header(), PushPath+answerPathSuffix, answerDigest(digest, held))
 		_, _ = w.Write(held)
 	}
 }
 
-// heldHandler serves HeldPath.
+// refused logs and counts what a sender's push cost it.
+func (p *txPush) refused(sender, reason string, n int) {
+	dataPlaneRefusals.WithLabelValues(sender, reason).Add(float64(n))
+	p.logger.Debug("pool: refused a push", "sender", sender, "reason", reason, "txs", n)
+}
+
+// heldHandler serves HeldPath: word signed by the validator that pushed each batch here.
 func (p *txPush) heldHandler(w http.ResponseWriter, r *http.Request) {
-	host, _, _ := net.SplitHostPort(r.RemoteAddr)
-	if !p.peerHosts[host] {
-		http.Error(w, "only ordering peers tell what the validators hold", http.StatusForbidden)
-		return
-	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxHeldRequestBytes))
 	if err != nil || len(body)%32 != 0 {
 		http.Error(w, "want SHA-256 hashes, 32 bytes each, at most "+strconv.Itoa(maxHeldRequestBytes/32), http.StatusBadRequest)
 		return
 	}
+	sender, _, err := p.keys.verify(r.Header, HeldPath, sha256.Sum256(body))
+	if err != nil {
+		p.refused("client", "unsigned word", 1)
+		http.Error(w, "only a validator tells what the validators hold: "+err.Error(), http.StatusForbidden)
+		return
+	}
 	for i := 0; i < len(body); i += 32 {
-		p.pool.heldByQuorum([32]byte(body[i : i+32]))
+		p.pool.heldByQuorum([32]byte(body[i:i+32]), sender)
 	}
 	w.WriteHeader(http.StatusOK)
 }
 
-// toMempool queues a peer's transaction for this node's mempool; past maxPushQueueBytes it is
-// only in the pool (this node votes for and executes a block naming it, but does not propose it).
-// A stub counts as the size of what it stands for.
-func (p *txPush) toMempool(node client.CometRPC, tx []byte, size int) {
+// toMempool queues a validator's transaction for this node's mempool, within that validator's
+// maxPushQueueBytes; false past it. A stub counts as the size of what it stands for.
+func (p *txPush) toMempool(node client.CometRPC, sender string, tx []byte, size int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.mempoolBytes+size > maxPushQueueBytes {
-		return
+	if p.mempoolBytes[sender]+size > maxPushQueueBytes {
+		return false
 	}
-	p.mempoolBytes += size
-	p.mempoolQueue = append(p.mempoolQueue, queuedTx{tx, size})
+	p.mempoolBytes[sender] += size
+	p.mempoolQueue = append(p.mempoolQueue, queuedTx{tx: tx, size: size, sender: sender})
 	if p.mempoolNode == nil {
 		p.mempoolNode = node
 		go p.runMempool()
@@ -345,6 +473,7 @@ func (p *txPush) toMempool(node client.CometRPC, tx []byte, size int) {
 	case p.mempoolWake <- struct{}{}:
 	default:
 	}
+	return true
 }
 
 func (p *txPush) runMempool() {
@@ -357,26 +486,40 @@ func (p *txPush) runMempool() {
 			}
 			q := p.mempoolQueue[0]
 			p.mempoolQueue = p.mempoolQueue[1:]
-			p.mempoolBytes -= q.size
+			if p.mempoolBytes[q.sender] -= q.size; p.mempoolBytes[q.sender] <= 0 {
+				delete(p.mempoolBytes, q.sender)
+			}
 			node := p.mempoolNode
 			p.mu.Unlock()
-			// A stub's CheckTx finds in the pool that a peer pushed it: no mark needed.
+			// A stub's CheckTx finds in the pool that a peer pushed it, and counts a refusal
+			// against its sender there (stub.go).
 			_, _, isStub := parseStub(q.tx)
-			p.deliver(context.Background(), node, q.tx, !isStub)
+			sender := q.sender
+			if isStub {
+				sender = ""
+			}
+			if !p.deliver(context.Background(), node, q.tx, sender) && !isStub {
+				p.refused(q.sender, "refused by CheckTx", 1)
+			}
 		}
 	}
 }
 
-func (p *txPush) deliver(ctx context.Context, node client.CometRPC, tx []byte, fromPeer bool) bool {
-	if fromPeer {
+// deliver gives tx to the mempool through CometBFT; sender is the validator whose push brought
+// it, for CheckTx (fromPeer), "" for a client's or a stub.
+func (p *txPush) deliver(ctx context.Context, node client.CometRPC, tx []byte, sender string) bool {
+	if sender != "" {
 		key := tailKey(tx)
 		p.mu.Lock()
-		p.incoming[key]++
+		p.incoming[key] = append(p.incoming[key], queuedTx{tx: tx, sender: sender})
 		p.mu.Unlock()
 		defer func() {
 			p.mu.Lock()
-			if p.incoming[key]--; p.incoming[key] <= 0 {
+			rest := slices.DeleteFunc(p.incoming[key], func(in queuedTx) bool { return unsafe.SliceData(in.tx) == unsafe.SliceData(tx) })
+			if len(rest) == 0 {
 				delete(p.incoming, key)
+			} else {
+				p.incoming[key] = rest
 			}
 			p.mu.Unlock()
 		}()

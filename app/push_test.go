@@ -3,9 +3,9 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
+	cmtcrypto "github.com/cometbft/cometbft/crypto"
 	"github.com/cometbft/cometbft/mempool"
 	coretypes "github.com/cometbft/cometbft/rpc/core/types"
 	cmttypes "github.com/cometbft/cometbft/types"
@@ -58,6 +59,21 @@ func (m *mempoolOf) received() [][]byte {
 	return append([][]byte(nil), m.got...)
 }
 
+// newValidatorChain is an ordering node of a chain whose validators (power 1 each) are made
+// from the names in vals; it signs as self ("" for none) and pushes to peers.
+func newValidatorChain(t *testing.T, self string, peers []string, vals ...string) *feeChain {
+	t.Helper()
+	a := newOrderingApp(dbm.NewMemDB(), t.TempDir(), true, peers...)
+	if self != "" {
+		a.UseValidatorKey(validatorKey(self))
+	}
+	var pks []cmtcrypto.PubKey
+	for _, v := range vals {
+		pks = append(pks, validatorKey(v).PubKey())
+	}
+	return newChainOf(t, a, orderingSecret, pks, 1e15, 1e15)
+}
+
 func frames(txs ...[]byte) []byte {
 	var b bytes.Buffer
 	for _, tx := range txs {
@@ -86,21 +102,32 @@ func named(t *testing.T, c *feeChain, txs [][]byte) []bool {
 // it to everyone). A recheck sends nothing. The endpoint takes only what CheckTx admits and
 // refuses malformed bodies.
 func TestAdmittedTransactionsPushedOnceToEachPeer(t *testing.T) {
-	// The bytes pushed to a node that refuses everything: the receiver must send it nothing.
-	var onward atomic.Int64
+	// The bytes pushed to a node that refuses everything, each body counted once (a failed
+	// request is sent again with backoff): the receiver must send it nothing.
+	var onward, retried atomic.Int64
+	var seenMu sync.Mutex
+	seen := map[[32]byte]bool{}
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n, _ := io.Copy(io.Discard, r.Body)
-		onward.Add(n)
+		body, _ := io.ReadAll(r.Body)
+		seenMu.Lock()
+		if h := sha256.Sum256(body); seen[h] {
+			retried.Add(1)
+		} else {
+			seen[h] = true
+			onward.Add(int64(len(body)))
+		}
+		seenMu.Unlock()
 		http.Error(w, "not taking any", http.StatusServiceUnavailable)
 	}))
 	defer sink.Close()
-	receiver := newChainFrom(t, newOrderingApp(dbm.NewMemDB(), t.TempDir(), true, sink.URL), orderingSecret, 1e15, 1e15)
+	// Two validators of equal power: the sender and the receiver, each signing with its key.
+	receiver := newValidatorChain(t, "receiver", []string{sink.URL}, "sender", "receiver")
 	receiver.app.NameOnlyAfterACommit()
 	mempool := &mempoolOf{app: receiver.app, seen: map[string]bool{}}
 	srv := httptest.NewServer(receiver.app.PushHandler(mempool))
 	defer srv.Close()
-	sender := newChainFrom(t, newOrderingApp(dbm.NewMemDB(), t.TempDir(), true, srv.URL), orderingSecret, 1e15, 1e15)
-	unheard := newChainFrom(t, newOrderingApp(dbm.NewMemDB(), t.TempDir(), true, sink.URL), orderingSecret, 1e15, 1e15)
+	sender := newValidatorChain(t, "sender", []string{srv.URL}, "sender", "receiver")
+	unheard := newValidatorChain(t, "sender", []string{sink.URL}, "sender", "receiver")
 
 	txs := orderingLoad(t, sender)
 	orderingLoad(t, receiver)
@@ -131,13 +158,13 @@ func TestAdmittedTransactionsPushedOnceToEachPeer(t *testing.T) {
 		"the receiver names what the sender said all hold")
 	t.Logf("named by the receiver %v after the sender's CheckTx", time.Since(start))
 
-	// A client pushing to the endpoint itself, from an address that is no ordering peer's:
-	// the receiver takes it as its own client's transaction and sends it on to its peers.
+	// A client pushing to the endpoint itself, unsigned, from the very address the sender's
+	// pushes come from: the receiver takes it as its own client's transaction and sends it on.
 	msg := produceMsg(sender.addr(0), "digest", 20, 200)
 	gas := uint64(300_000 + 60*msg.Size())
 	sender.seqs[0]++ // after txs[0], which the receiver admitted
 	direct := sender.tx(0, sender.fee(gas), gas, msg)
-	fromElsewhere := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).DialContext}}
+	fromElsewhere := http.DefaultClient
 	res, err := fromElsewhere.Post(srv.URL+app.PushPath, "application/octet-stream", bytes.NewReader(frames(direct)))
 	require.NoError(t, err)
 	out, _ := io.ReadAll(res.Body)
@@ -176,11 +203,11 @@ func TestAdmittedTransactionsPushedOnceToEachPeer(t *testing.T) {
 		res.Body.Close()
 		require.Equal(t, http.StatusBadRequest, res.StatusCode, name)
 	}
-	// Word of what the validators hold: from a peer only, whole hashes only.
+	// Word of what the validators hold: signed by a validator only, whole hashes only.
 	res, err = fromElsewhere.Post(srv.URL+app.HeldPath, "application/octet-stream", bytes.NewReader(make([]byte, 32)))
 	require.NoError(t, err)
 	res.Body.Close()
-	require.Equal(t, http.StatusForbidden, res.StatusCode, "word from a client's address")
+	require.Equal(t, http.StatusForbidden, res.StatusCode, "unsigned word")
 	res, err = http.Post(srv.URL+app.HeldPath, "application/octet-stream", bytes.NewReader(make([]byte, 33)))
 	require.NoError(t, err)
 	res.Body.Close()
@@ -195,4 +222,6 @@ func TestAdmittedTransactionsPushedOnceToEachPeer(t *testing.T) {
 	require.Equal(t, sentOn, onward.Load())
 	_, held := receiver.app.PoolHolds(junk)
 	require.False(t, held, "what CheckTx refused from a client is held nowhere")
+	require.Positive(t, retried.Load(), "a refused push is sent again")
+	t.Logf("the refusing peer was sent %d bodies again", retried.Load())
 }

@@ -49,37 +49,49 @@ func parseStub(bz []byte) ([32]byte, int, bool) {
 // stubs says whether this node's mempool holds stubs: ordering by digest with push.
 func (app *App) stubs() bool { return app.orderByDigest && len(app.push.queues) > 0 }
 
-// mempoolTx is what goes to CometBFT's mempool for bz, which a client (fromPeer false) or a
-// peer's push gave this node, and bz's hash. staged is false when bz goes itself (no stubs, or
-// too small to name); created when this call staged it (else it was held already); full when
-// the pool holds as much of its clients' transactions as the mempool would (the caller answers
-// "mempool is full").
-func (app *App) mempoolTx(bz []byte, fromPeer bool) (tx []byte, hash [32]byte, staged, created, full bool) {
+// mempoolTx is what goes to CometBFT's mempool for bz, which a client gave this node (the
+// ingress), and bz's hash; see stageTx.
+func (app *App) mempoolTx(bz []byte) (tx []byte, hash [32]byte, staged, created, full bool) {
 	if !app.stubs() || len(bz) < minRefBytes {
 		return bz, hash, false, false, false
 	}
 	hash = sha256.Sum256(bz)
-	ok, created := app.pool.stage(bz, hash, app.LastBlockHeight(), fromPeer)
-	if !ok {
-		return nil, hash, false, false, true
+	tx, staged, created, full = app.stageTx(bz, hash, "")
+	return tx, hash, staged, created, full
+}
+
+// stageTx is what goes to CometBFT's mempool for bz of this hash, which a client (sender "")
+// or a validator's push gave this node. staged is false when bz goes itself (no stubs, or too
+// small to name); created when this call staged it (else it was held already); full when the
+// pool holds as much of its clients' transactions as the mempool would, or as much of the
+// sender's pushes as its budget allows (the caller answers "mempool is full", or '0').
+func (app *App) stageTx(bz []byte, hash [32]byte, sender string) (tx []byte, staged, created, full bool) {
+	if !app.stubs() || len(bz) < minRefBytes {
+		return bz, false, false, false
 	}
-	return stubOf(hash, len(bz)), hash, true, created, false
+	ok, created := app.pool.stage(bz, hash, app.LastBlockHeight(), sender)
+	if !ok {
+		return nil, false, false, true
+	}
+	return stubOf(hash, len(bz)), true, created, false
 }
 
 // checkStub is CheckTx of a stub: the SDK's CheckTx on the transaction it stands for.
 func (app *App) checkStub(req *abci.RequestCheckTx, hash [32]byte, size int) (*abci.ResponseCheckTx, error) {
 	isNew := req.Type == abci.CheckTxType_New
-	bz, _, fromPeer, staged, ordered := app.pool.stubbed(hash, isNew)
+	bz, _, fromPeer, staged, admitted, ordered := app.pool.stubbed(hash, isNew)
 	switch {
 	case ordered:
 		return checkTxError(ErrTxOrdered), nil
 	case bz == nil || len(bz) != size:
 		return checkTxError(ErrTxNotHeld), nil
-	case isNew && !staged:
-		// Held, and its stub taken once already (a second copy, or bytes a block fetched).
+	case isNew && !staged && admitted:
+		// Its stub taken once already and admitted: a second copy. Only then: a copy this
+		// node holds but never admitted (fetched for a proposal) is checked now, or a client
+		// resending it would be told "in the mempool" while it is in no mempool.
 		return checkTxError(sdkerrors.ErrTxInMempoolCache), nil
 	case len(bz) > app.maxTxBytes:
-		app.pool.checked(hash, false, false, nil)
+		app.pool.checked(hash, false, nil)
 		return checkTxError(sdkerrors.ErrTxTooLarge.Wrapf("%d bytes, mempool.max_tx_bytes is %d", len(bz), app.maxTxBytes)), nil
 	}
 	var res *abci.ResponseCheckTx
@@ -90,11 +102,12 @@ func (app *App) checkStub(req *abci.RequestCheckTx, hash [32]byte, size int) (*a
 	ok := err == nil && res.Code == abci.CodeTypeOK
 	switch {
 	case isNew:
-		// A peer's push stays held even if refused here: the peer holds it, and this node
-		// answered that it does too.
-		app.pool.checked(hash, ok, fromPeer, decoded)
+		// Refused, a validator's push is dropped like a client's, and counted against it.
+		if sender := app.pool.checked(hash, ok, decoded); !ok && sender != "" {
+			app.push.refused(sender, "refused by CheckTx", 1)
+		}
 		if ok && !fromPeer {
-			app.push.admitted(bz)
+			app.push.admitted(bz, hash)
 		}
 	case !ok:
 		app.pool.drop(bz) // the mempool lets the stub go on this answer

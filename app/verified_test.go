@@ -20,16 +20,16 @@ import (
 )
 
 // A block runs a transaction this node's CheckTx admitted without verifying its signatures
-// again; one it holds unverified — here a forged batch a hostile peer pushed, which CheckTx
-// refused and the pool keeps because the peer said it holds it — is verified at execution
-// and fails there, charging nothing, exactly as on a validator that never saw it.
+// again; one it holds unverified — here a forged batch a hostile peer served for a proposal
+// that named it — is verified at execution and fails there, charging nothing, exactly as on a
+// validator that never saw it. A validator's push of it is refused by CheckTx and dropped.
 func TestSignaturesVerifiedOncePerValidator(t *testing.T) {
-	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "not taking any", http.StatusServiceUnavailable)
+	var forged []byte
+	hostile := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write(forged)
 	}))
-	defer sink.Close()
-	// The receiver's ordering peer is 127.0.0.1, so the test's pushes come from a peer.
-	c := newChainFrom(t, newOrderingApp(dbm.NewMemDB(), t.TempDir(), true, sink.URL), orderingSecret, 1e15, 1e15)
+	defer hostile.Close()
+	c := newValidatorChain(t, "v", []string{hostile.URL}, "v", "peer")
 	mempool := &mempoolOf{app: c.app, seen: map[string]bool{}}
 	push := httptest.NewServer(c.app.PushHandler(mempool))
 	defer push.Close()
@@ -37,17 +37,19 @@ func TestSignaturesVerifiedOncePerValidator(t *testing.T) {
 	defer ingress.Close()
 	txs := orderingLoad(t, c)
 
-	forged := bytes.Clone(txs[1])
+	forged = bytes.Clone(txs[1])
 	forged[len(forged)-1] ^= 1 // the signature's last byte
-	res, err := http.Post(push.URL+app.PushPath, "application/octet-stream", bytes.NewReader(frames(forged)))
+	req, err := http.NewRequest(http.MethodPost, push.URL+app.PushPath, bytes.NewReader(frames(forged)))
+	require.NoError(t, err)
+	c.app.SignPush(validatorKey("peer"), req.Header, forged)
+	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	held, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	require.Equal(t, "1", string(held), "a peer's push is held at once")
+	require.Equal(t, "1", string(held), "a validator's push is held at once")
 	require.Eventually(t, func() bool { return len(mempool.received()) == 1 }, 5*time.Second, time.Millisecond)
-	require.Equal(t, sdkerrors.ErrUnauthorized.ABCICode(), checkTx(t, c.app, abci.CheckTxType_New, forged).Code, "CheckTx refuses the forged signature")
 	_, kept := c.app.PoolHolds(forged)
-	require.True(t, kept, "kept: the peer said it holds it, a block may name it")
+	require.False(t, kept, "refused by CheckTx, dropped")
 
 	out := postRaw(t, ingress.URL, txs[0])
 	require.Zero(t, out.Code, out.RawLog)
@@ -55,8 +57,12 @@ func TestSignaturesVerifiedOncePerValidator(t *testing.T) {
 	before := c.app.SigsReused()
 	alice, bob := c.addr(0).String(), c.addr(1).String()
 	feesBefore := c.balance(c.addr(1))
+	block := [][]byte{app.TxRef(sha256.Sum256(txs[0]), len(txs[0]), alice), app.TxRef(sha256.Sum256(forged), len(forged), bob)}
+	pp, err := c.app.ProcessProposal(&abci.RequestProcessProposal{Height: c.height, Txs: block})
+	require.NoError(t, err)
+	require.Equal(t, abci.ResponseProcessProposal_ACCEPT, pp.Status, "the forged batch fetched from the peer, by its hash")
 	start := time.Now()
-	results := c.block(app.TxRef(sha256.Sum256(txs[0]), len(txs[0]), alice), app.TxRef(sha256.Sum256(forged), len(forged), bob))
+	results := c.block(block...)
 	took := time.Since(start)
 	require.Zero(t, results[0].Code, results[0].Log)
 	require.Equal(t, sdkerrors.ErrUnauthorized.ABCICode(), results[1].Code, "the forged batch is verified at execution: %s", results[1].Log)
