@@ -113,8 +113,10 @@ func TestAttackDataPlaneJunkFromAPeersAddress(t *testing.T) {
 // push is held. Here the node's mempool never runs CheckTx, so what is pushed stays staged.
 func TestAttackDataPlanePushBudgetPerValidator(t *testing.T) {
 	c := newValidatorChain(t, "receiver", []string{"http://127.0.0.1:1"}, "receiver", "byzantine", "honest")
-	srv := httptest.NewServer(c.app.PushHandler(stalledMempool{}))
+	stalled := stalledMempool{done: make(chan struct{})}
+	srv := httptest.NewServer(c.app.PushHandler(stalled))
 	defer srv.Close()
+	defer close(stalled.done)
 	byzantine, honest := validatorKey("byzantine"), validatorKey("honest")
 	var heldBytes int
 	start := time.Now()
@@ -134,11 +136,16 @@ func TestAttackDataPlanePushBudgetPerValidator(t *testing.T) {
 	t.Logf("a validator's pushes held up to %d MiB, then refused (%v); another's still held", heldBytes>>20, time.Since(start))
 }
 
-// stalledMempool takes transactions and never runs CheckTx on them.
-type stalledMempool struct{ client.CometRPC }
+// stalledMempool never answers until the test ends, as a node's broadcast_tx waits while the
+// node executes a long block: what is pushed stays staged and queued.
+type stalledMempool struct {
+	client.CometRPC
+	done chan struct{}
+}
 
-func (stalledMempool) BroadcastTxSync(context.Context, cmttypes.Tx) (*coretypes.ResultBroadcastTx, error) {
-	return &coretypes.ResultBroadcastTx{}, nil
+func (m stalledMempool) BroadcastTxSync(context.Context, cmttypes.Tx) (*coretypes.ResultBroadcastTx, error) {
+	<-m.done
+	return nil, context.Canceled
 }
 
 // M3: tiny frames, too many frames, and a torn body are refused whole before any CheckTx.
@@ -208,3 +215,48 @@ func TestAttackLookAlikeOfANamedTransaction(t *testing.T) {
 
 // addrOf is a validator key's consensus address as the data plane names it.
 func addrOf(key cmtcrypto.PrivKey) string { return fmt.Sprintf("%X", key.PubKey().Address()) }
+
+// A host that saw a validator's push replays it: to the same node it is refused (403), to
+// another it finds the transactions held, which charges nothing. A Byzantine validator
+// pushing copies of what another validator pushed, past its own budget, neither erases them
+// nor is charged for them. A node's own signed answer (its URL among its peers) counts once.
+func TestAttackDataPlaneReplayAndCopies(t *testing.T) {
+	c := newValidatorChain(t, "receiver", []string{"http://127.0.0.1:1"}, "receiver", "byzantine", "honest")
+	stalled := stalledMempool{done: make(chan struct{})}
+	srv := httptest.NewServer(c.app.PushHandler(stalled))
+	defer srv.Close()
+	defer close(stalled.done)
+	byzantine, honest := validatorKey("byzantine"), validatorKey("honest")
+	theirs, body := junkFrames(8, 4096)
+	req, err := http.NewRequest(http.MethodPost, srv.URL+app.PushPath, bytes.NewReader(body))
+	require.NoError(t, err)
+	c.app.SignPush(honest, req.Header, theirs...)
+	signed := req.Header.Clone()
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	replay, err := http.NewRequest(http.MethodPost, srv.URL+app.PushPath, bytes.NewReader(body))
+	require.NoError(t, err)
+	replay.Header = signed
+	res, err = http.DefaultClient.Do(replay)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusForbidden, res.StatusCode, "a replayed push is refused")
+
+	// The Byzantine validator spends its budget, then pushes copies of the honest one's.
+	for round := 0; round < 80; round++ {
+		junk, jb := junkFrames(64, 16<<10)
+		_, answer := pushAs(t, srv.URL, func(h http.Header) { c.app.SignPush(byzantine, h, junk...) }, jb)
+		if strings.Contains(answer, "0") {
+			break
+		}
+	}
+	_, answer := pushAs(t, srv.URL, func(h http.Header) { c.app.SignPush(byzantine, h, theirs...) }, body)
+	require.Equal(t, strings.Repeat("1", len(theirs)), answer, "held already: answered, not charged")
+	for _, tx := range theirs {
+		_, held := c.app.PoolHolds(tx)
+		require.True(t, held, "another validator's copies do not erase them")
+	}
+	t.Logf("replay refused; %d copies pushed by a validator past its budget answered held, none erased", len(theirs))
+}

@@ -62,6 +62,7 @@ var (
 	errBadSignature  = errors.New("the data-plane signature does not verify")
 	errStaleRequest  = errors.New("the request was signed too long ago (or ahead of this node's clock)")
 	errUnsigned      = errors.New("unsigned: the data-plane headers are missing")
+	errReplayed      = errors.New("this signed request was seen before")
 )
 
 // dataPlaneValidator is one validator as the chain last committed it.
@@ -79,6 +80,9 @@ type dataPlaneKeys struct {
 	chainID string
 	vals    map[string]dataPlaneValidator // by upper-case hex consensus address
 	total   int64
+
+	seenMu sync.Mutex
+	seen   map[seenKey]time.Time // signed pushes taken, for firstUse
 }
 
 func newDataPlaneKeys() *dataPlaneKeys {
@@ -163,6 +167,9 @@ func (app *App) checkStateHeader() (h cmtproto.Header) {
 	return h
 }
 
+// self is this node's consensus address, "" without a key.
+func (k *dataPlaneKeys) selfAddress() string { return k.selfAddr }
+
 // powers are this node's voting power and the set's total (0, 0 before the first commit).
 func (k *dataPlaneKeys) powers() (own, total int64) {
 	k.mu.RLock()
@@ -217,6 +224,60 @@ func (k *dataPlaneKeys) sign(h http.Header, path string, digest [32]byte) bool {
 
 // signed tells whether h carries data-plane headers at all.
 func signed(h http.Header) bool { return h.Get(HeaderValidator) != "" }
+
+// known checks, before a body is read, that h names a validator of the chain and a time
+// within dataPlaneSkew; the signature is checked once the digest is known (verify).
+func (k *dataPlaneKeys) known(h http.Header) error {
+	k.mu.RLock()
+	_, ok := k.vals[strings.ToUpper(h.Get(HeaderValidator))]
+	k.mu.RUnlock()
+	if !ok {
+		return errNotAValidator
+	}
+	at, err := strconv.ParseInt(h.Get(HeaderSignedAt), 10, 64)
+	if skew := time.Since(time.UnixMilli(at)); err != nil || skew > dataPlaneSkew || skew < -dataPlaneSkew {
+		return errStaleRequest
+	}
+	return nil
+}
+
+// firstUse refuses a signed push seen before (same signer, time and digest) within twice
+// dataPlaneSkew: a host that saw a validator's push cannot replay it to charge that
+// validator's budget again. A replay to another node finds the transactions held already,
+// which charges nothing (push.go).
+func (k *dataPlaneKeys) firstUse(h http.Header, digest [32]byte) error {
+	key := seenKey{signer: strings.ToUpper(h.Get(HeaderValidator)), at: h.Get(HeaderSignedAt), digest: digest}
+	now := time.Now()
+	k.seenMu.Lock()
+	defer k.seenMu.Unlock()
+	if k.seen == nil {
+		k.seen = map[seenKey]time.Time{}
+	}
+	if _, ok := k.seen[key]; ok {
+		return errReplayed
+	}
+	if len(k.seen) >= maxSeenRequests {
+		for s, at := range k.seen {
+			if now.Sub(at) > 2*dataPlaneSkew {
+				delete(k.seen, s)
+			}
+		}
+		if len(k.seen) >= maxSeenRequests {
+			return errReplayed // more fresh requests than any honest set sends: refused, not forgotten
+		}
+	}
+	k.seen[key] = now
+	return nil
+}
+
+type seenKey struct {
+	signer, at string
+	digest     [32]byte
+}
+
+// maxSeenRequests bounds the replay cache: a minute of pushes from every validator at a rate
+// no honest sender reaches (one request per 8 MiB or per batch of frames).
+const maxSeenRequests = 1 << 16
 
 // verify checks h's signature for a message to path with this digest and returns the signer,
 // a validator of the chain, and its power.

@@ -76,6 +76,15 @@ func (app *App) processProposal(ctx sdk.Context, req *abci.RequestProcessProposa
 	// Named transactions (ordering.go): a proposal naming one this node does not hold (and
 	// could not fetch in time) is voted down, and what it names is on disk before this node
 	// votes for it.
+	maxBytes := int64(-1)
+	if cp := ctx.ConsensusParams(); cp.Block != nil {
+		maxBytes = cp.Block.MaxBytes
+	}
+	// What the references say they name must fit the block before anything is fetched for
+	// them: a proposer cannot make validators fetch and hold more than a block's bytes.
+	if maxBytes > 0 && namedBytes(req.Txs) > uint64(maxBytes) {
+		return reject, nil
+	}
 	txs, refs, named, missing := app.resolveProposal(req.Height, req.Txs)
 	if missing > 0 {
 		app.Logger().Info("proposal names transactions this node does not hold; voting against it",
@@ -83,10 +92,6 @@ func (app *App) processProposal(ctx sdk.Context, req *abci.RequestProcessProposa
 		return reject, nil
 	}
 	maxGas := app.GetMaximumBlockGas(ctx)
-	maxBytes := int64(-1)
-	if cp := ctx.ConsensusParams(); cp.Block != nil {
-		maxBytes = cp.Block.MaxBytes
-	}
 	var total uint64
 	var size int64
 	for i, bz := range txs {

@@ -98,6 +98,16 @@ func parseTxRef(bz []byte) (*ordering.MsgOrderedTx, bool) {
 	return &ref, true
 }
 
+// namedBytes is what a block's references say their transactions weigh, added up.
+func namedBytes(txs [][]byte) (n uint64) {
+	for _, bz := range txs {
+		if ref, ok := parseTxRef(bz); ok {
+			n += min(ref.TxBytes, maxRawTxBytes+1)
+		}
+	}
+	return n
+}
+
 // resolveHeld replaces the references of a proposal by the transactions this node holds; held
 // maps what was named to its bytes, refs[i] is the reference txs[i] was (nil if none) and
 // missing counts the references left unresolved (nil in out).
@@ -146,7 +156,7 @@ func (app *App) resolveProposal(height int64, txs [][]byte) (out [][]byte, refs 
 			continue
 		}
 		hash := [32]byte(refs[i].TxHash)
-		full, ok := app.pool.askPeers(ctx, PoolPath+fmt.Sprintf("%X", hash), hash)
+		full, ok := app.pool.askPeers(ctx, PoolPath+fmt.Sprintf("%X", hash), hash, int64(min(refs[i].TxBytes, maxRawTxBytes)))
 		if !ok {
 			continue
 		}

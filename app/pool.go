@@ -60,9 +60,12 @@ type txPool struct {
 	orderedTail map[string]int64
 	// peerStaged is what each validator's pushes hold here that CheckTx has not judged yet
 	// (push.go): a sender's own budget, so that one cannot crowd out the others or the clients.
-	peerStaged map[string]int
-	keys       *dataPlaneKeys          // voting powers, for the quorum of answers
-	orderedAt  map[int64][]orderedKeys // by height, to forget them without a scan
+	peerStaged      map[string]int
+	peerStagedTotal int
+	// fetchedBytes are the copies fetched for proposals (keep), not the clients' either.
+	fetchedBytes int
+	keys         *dataPlaneKeys          // voting powers, for the quorum of answers
+	orderedAt    map[int64][]orderedKeys // by height, to forget them without a scan
 	// disk indexes the height files: where each written transaction is.
 	disk      map[[32]byte]diskTx
 	byHeight  map[int64][][32]byte
@@ -84,6 +87,7 @@ type poolTx struct {
 	// share until CheckTx judges it. ackedBy are the validators whose signed answers said they
 	// hold it, after this node pushed it to them, and ackPower their voting power.
 	fromPeer bool
+	fetched  bool // fetched for a proposal (keep)
 	sender   string
 	budget   int
 	ackedBy  []string
@@ -304,8 +308,8 @@ func (p *txPool) stage(bz []byte, hash [32]byte, lastHeight int64, sender string
 		return true, false
 	}
 	fromPeer := sender != ""
-	if !fromPeer && p.memBytes+len(bz) > p.clientBytes {
-		return false, false
+	if !fromPeer && p.memBytes-p.peerStagedTotal-p.fetchedBytes+len(bz) > p.clientBytes {
+		return false, false // what validators pushed or proposals named is not the clients' share
 	}
 	if fromPeer && p.peerStaged[sender]+len(bz) > maxPeerStagedBytes {
 		return false, false
@@ -314,6 +318,7 @@ func (p *txPool) stage(bz []byte, hash [32]byte, lastHeight int64, sender string
 	if fromPeer {
 		e.sender, e.budget = sender, len(bz)
 		p.peerStaged[sender] += len(bz)
+		p.peerStagedTotal += len(bz)
 	}
 	p.addLocked(hash, e)
 	return true, true
@@ -327,6 +332,7 @@ func (p *txPool) releaseLocked(e *poolTx) {
 	if p.peerStaged[e.sender] -= e.budget; p.peerStaged[e.sender] <= 0 {
 		delete(p.peerStaged, e.sender)
 	}
+	p.peerStagedTotal -= e.budget
 	e.budget = 0
 }
 
@@ -393,6 +399,9 @@ func (p *txPool) forgetLocked(hash [32]byte) {
 		return
 	}
 	p.memBytes -= len(e.bz)
+	if e.fetched {
+		p.fetchedBytes -= len(e.bz)
+	}
 	p.dropDecodedLocked(e)
 	p.releaseLocked(e)
 	delete(p.mem, hash)
@@ -496,8 +505,8 @@ func (p *txPool) acked(hash [32]byte, validator string, power int64) (quorum boo
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, ok := p.mem[hash]
-	if !ok || power <= 0 || slices.Contains(e.ackedBy, validator) {
-		return false
+	if !ok || power <= 0 || validator == p.keys.selfAddress() || slices.Contains(e.ackedBy, validator) {
+		return false // this node's own answer (its URL among its peers) counts once, as its own
 	}
 	was := p.quorumLocked(e.ackPower)
 	e.ackedBy = append(e.ackedBy, validator)
@@ -798,7 +807,7 @@ func (p *txPool) drop(bz []byte) {
 func (p *txPool) fetch(ctx context.Context, hash [32]byte) ([]byte, error) {
 	path := PoolPath + strings.ToUpper(hex.EncodeToString(hash[:]))
 	for attempt := 0; ; attempt++ {
-		if bz, ok := p.askPeers(ctx, path, hash); ok {
+		if bz, ok := p.askPeers(ctx, path, hash, maxRawTxBytes); ok {
 			return bz, nil
 		}
 		if attempt%20 == 19 {
@@ -818,13 +827,14 @@ const fetchAttemptTimeout = 5 * time.Second
 // serveWriteTimeout bounds the answer to one PoolPath request (32 MiB at 4 MiB/s).
 const serveWriteTimeout = 8 * time.Second
 
-func (p *txPool) askPeers(ctx context.Context, path string, hash [32]byte) ([]byte, bool) {
+// askPeers reads at most size bytes of an answer (what the reference says the transaction is).
+func (p *txPool) askPeers(ctx context.Context, path string, hash [32]byte, size int64) ([]byte, bool) {
 	ctx, cancel := context.WithTimeout(ctx, fetchAttemptTimeout)
 	defer cancel()
 	found := make(chan []byte, len(p.peers))
 	for _, peer := range p.peers {
 		go func() {
-			bz, err := peerCall(ctx, p.client, strings.TrimSuffix(peer, "/")+path, nil, maxRawTxBytes+1)
+			bz, err := peerCall(ctx, p.client, strings.TrimSuffix(peer, "/")+path, nil, min(size, maxRawTxBytes)+1)
 			if err != nil || sha256.Sum256(bz) != hash {
 				if ctx.Err() == nil || err == nil {
 					dataPlaneFetchFailures.WithLabelValues(peer).Inc()
@@ -873,7 +883,8 @@ func (p *txPool) keep(hash [32]byte, bz []byte, lastHeight int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.mem[hash]; !ok {
-		p.addLocked(hash, &poolTx{bz: bz, seenAt: lastHeight, admitted: time.Now()})
+		p.addLocked(hash, &poolTx{bz: bz, seenAt: lastHeight, admitted: time.Now(), fetched: true})
+		p.fetchedBytes += len(bz)
 	}
 }
 

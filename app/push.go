@@ -280,7 +280,8 @@ func (p *txPush) run(q *pushQueue) {
 			if err == nil && len(held) != len(txs) {
 				err = fmt.Errorf("answered %d frames of %d", len(held), len(txs))
 			}
-			if err != nil {
+			var refusal *refusedError
+			if err != nil && !errors.As(err, &refusal) {
 				if failures++; failures <= pushRetries {
 					q.putBack(txs)
 					time.Sleep(pushBackoff << (failures - 1))
@@ -322,7 +323,11 @@ func (p *txPush) call(peer, path string, body []byte, digest [32]byte, limit int
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(res.Body, 512))
-		return nil, "", 0, fmt.Errorf("%s%s: %s: %s", peer, path, res.Status, bytes.TrimSpace(msg))
+		err := fmt.Errorf("%s%s: %s: %s", peer, path, res.Status, bytes.TrimSpace(msg))
+		if res.StatusCode >= 400 && res.StatusCode < 500 {
+			return nil, "", 0, &refusedError{err} // the same request would be refused again
+		}
+		return nil, "", 0, err
 	}
 	if answer, err = io.ReadAll(io.LimitReader(res.Body, limit)); err != nil {
 		return nil, "", 0, err
@@ -333,6 +338,11 @@ func (p *txPush) call(peer, path string, body []byte, digest [32]byte, limit int
 	}
 	return answer, signer, power, nil
 }
+
+// refusedError is a peer's refusal of a request (4xx), which sending it again cannot change.
+type refusedError struct{ error }
+
+func (e *refusedError) Unwrap() error { return e.error }
 
 // readFrames reads a push body: frames of at least minPushFrameBytes, at most maxPushFrames.
 func readFrames(r io.Reader) ([][]byte, error) {
@@ -371,7 +381,7 @@ func (p *txPush) handler(clientCtx client.Context) http.HandlerFunc {
 		sender := ""
 		if signed(r.Header) {
 			// Who it claims to be, and when, are checked before the body is read.
-			if _, _, err := p.keys.verify(r.Header, PushPath, [32]byte{}); errors.Is(err, errNotAValidator) || errors.Is(err, errStaleRequest) {
+			if err := p.keys.known(r.Header); err != nil {
 				p.refused("client", "unknown signer", 1)
 				http.Error(w, err.Error(), http.StatusForbidden)
 				return
@@ -389,8 +399,11 @@ func (p *txPush) handler(clientCtx client.Context) http.HandlerFunc {
 		digest := framesDigest(hashes)
 		if signed(r.Header) {
 			addr, _, err := p.keys.verify(r.Header, PushPath, digest)
+			if err == nil {
+				err = p.keys.firstUse(r.Header, digest)
+			}
 			if err != nil {
-				p.refused("client", "bad signature", len(txs))
+				p.refused("client", "bad signature or replay", len(txs))
 				http.Error(w, err.Error(), http.StatusForbidden)
 				return
 			}
@@ -404,14 +417,18 @@ func (p *txPush) handler(clientCtx client.Context) http.HandlerFunc {
 				// A validator's push: held once in the pool, answered at once. Its mempool
 				// entry follows (CheckTx waits while the node executes a block), in arrival
 				// order, so that an account's sequence stays in order.
-				stub, staged, _, full := p.mempoolTx(tx, hashes[i], sender)
+				stub, staged, created, full := p.mempoolTx(tx, hashes[i], sender)
 				switch {
 				case full:
 					p.refused(sender, "over budget", 1)
+				case staged && !created:
+					// Held already (another's push, a client's, or this request replayed to
+					// another node): nothing to queue, nothing charged.
+					held[i] = '1'
 				case p.toMempool(clientCtx.Client, sender, stub, len(tx)):
 					held[i] = '1'
 				default:
-					if staged {
+					if created {
 						p.pool.unstage(hashes[i])
 					}
 					p.refused(sender, "over budget", 1)
@@ -493,13 +510,18 @@ func (p *txPush) runMempool() {
 			p.mu.Unlock()
 			// A stub's CheckTx finds in the pool that a peer pushed it, and counts a refusal
 			// against its sender there (stub.go).
-			_, _, isStub := parseStub(q.tx)
+			hash, _, isStub := parseStub(q.tx)
 			sender := q.sender
 			if isStub {
 				sender = ""
 			}
 			if !p.deliver(context.Background(), node, q.tx, sender) && !isStub {
 				p.refused(q.sender, "refused by CheckTx", 1)
+			}
+			if isStub {
+				// Its CheckTx never ran (the mempool was full, the node did not answer): the
+				// copy and what it counts against its sender are let go.
+				p.pool.unstage(hash)
 			}
 		}
 	}
