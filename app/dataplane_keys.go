@@ -167,7 +167,7 @@ func (app *App) checkStateHeader() (h cmtproto.Header) {
 	return h
 }
 
-// self is this node's consensus address, "" without a key.
+// selfAddress is this node's consensus address, "" without a key.
 func (k *dataPlaneKeys) selfAddress() string { return k.selfAddr }
 
 // powers are this node's voting power and the set's total (0, 0 before the first commit).
@@ -175,13 +175,6 @@ func (k *dataPlaneKeys) powers() (own, total int64) {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
 	return k.vals[k.selfAddr].power, k.total
-}
-
-// powerOf is a validator's voting power, 0 if it is none.
-func (k *dataPlaneKeys) powerOf(addr string) int64 {
-	k.mu.RLock()
-	defer k.mu.RUnlock()
-	return k.vals[addr].power
 }
 
 // signBytes is what a data-plane signature covers.
