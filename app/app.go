@@ -3,6 +3,7 @@
 package app
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -65,6 +66,7 @@ type App struct {
 	pool              *txPool                         // admitted transactions by hash, for blocks that name them (ordering.go)
 	orderByDigest     bool                            // this node's proposals name pooled transactions
 	push              *txPush                         // sends its clients' transactions to the peers once (push.go)
+	dataPlaneAddress  string                          // ordering.listen-address: the data plane's own listener (dataplane_listener.go)
 	sigsReused        atomic.Int64                    // executions that reused CheckTx's signature check (verified.go)
 	maxTxBytes        int                             // CometBFT's mempool.max_tx_bytes, which a stub's transaction must respect (stub.go)
 	recordSnapshots   *topicskeeper.RecordSnapshotter // nil without segment files or snapshots
@@ -176,7 +178,7 @@ func New(
 		return feeCheck.AnteHandle(ctx, tx, simulate, std)
 	}
 	app.SetAnteHandler(func(ctx sdk.Context, tx sdk.Tx, simulate bool) (sdk.Context, error) {
-		return poaCheck.AnteHandle(app.skipVerified(ctx, tx, simulate), tx, simulate, withFee)
+		return poaCheck.AnteHandle(app.skipVerified(app.checkHeight(ctx), tx, simulate), tx, simulate, withFee)
 	})
 	// Proposals carrying transactions that break the fee rule are voted down (fees.go); the
 	// transactions decoded for that are reused by FinalizeBlock (decode_cache.go).
@@ -204,6 +206,7 @@ func New(
 		panic(err)
 	}
 	pool.keys.useKey(key)
+	app.dataPlaneAddress = cast.ToString(appOpts.Get(FlagOrderingListen))
 	// With stubs in the mempool (stub.go) the pool holds what CometBFT's limits bounded.
 	app.maxTxBytes = mempoolLimit(appOpts, "mempool.max_tx_bytes", 1<<20)
 	pool.clientBytes = min(mempoolLimit(appOpts, "mempool.max_txs_bytes", 1<<30), maxPoolMemBytes/2)
@@ -397,6 +400,9 @@ func (app *App) RegisterAPIRoutes(apiSvr *api.Server, apiConfig config.APIConfig
 	apiSvr.Router.Handle(PushPath, app.push.handler(apiSvr.ClientCtx)).Methods(http.MethodPost)
 	apiSvr.Router.HandleFunc(HeldPath, app.push.heldHandler).Methods(http.MethodPost)
 	apiSvr.Router.Handle(NamedTxPath, namedTxHandler(apiSvr.ClientCtx, apiSvr.GRPCGatewayRouter, app.pool)).Methods(http.MethodGet)
+	if _, err := app.serveDataPlane(app.dataPlaneAddress, apiSvr.ClientCtx); err != nil {
+		panic(fmt.Errorf("%s %q: %w", FlagOrderingListen, app.dataPlaneAddress, err))
+	}
 	// The OpenAPI description of x/topics' REST routes (generated from the protos) and the
 	// read-only topic console; both only read what the REST routes already serve.
 	apiSvr.Router.Handle(topicsdocs.Path, topicsdocs.Handler())
@@ -405,4 +411,18 @@ func (app *App) RegisterAPIRoutes(apiSvr *api.Server, apiConfig config.APIConfig
 	if err := server.RegisterSwaggerAPI(apiSvr.ClientCtx, apiSvr.Router, apiConfig.Swagger); err != nil {
 		panic(err)
 	}
+}
+
+// checkHeight gives CheckTx on a restarted node the height of its next block. Until its first
+// block after a restart, baseapp checks transactions on a header of height 0, which the SDK's
+// ante handler takes for genesis: signatures are checked against account number 0 (every
+// producer refused with "signature verification failed", sdk code 4), and neither the fee rule
+// nor a gas limit applies. Only CheckTx on a chain past genesis: blocks run at their own height.
+func (app *App) checkHeight(ctx sdk.Context) sdk.Context {
+	if ctx.IsCheckTx() && ctx.BlockHeight() == 0 {
+		if h := app.LastBlockHeight(); h > 0 {
+			return ctx.WithBlockHeight(h + 1)
+		}
+	}
+	return ctx
 }

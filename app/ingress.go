@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/hex"
+	"fmt"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -132,6 +133,15 @@ func rawTxResultHandler(clientCtx client.Context, recent *recentResults) http.Ha
 			if err == nil {
 				if res, err = node.Tx(r.Context(), hash, false); err == nil {
 					answer(res.Height, &res.TxResult)
+					return
+				}
+				// A block that named it by digest: CometBFT indexed the reference's hash, and
+				// the memory of recent results is gone after a restart. Without this a
+				// producer whose transaction committed just before the node restarted was
+				// told "not in a block" until it gave up (the soak's restart of every node).
+				found, serr := node.TxSearch(r.Context(), fmt.Sprintf("ordered.tx_hash='%X'", hash), false, nil, nil, "")
+				if serr == nil && found != nil && len(found.Txs) > 0 {
+					answer(found.Txs[0].Height, &found.Txs[0].TxResult)
 					return
 				}
 			}

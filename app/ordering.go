@@ -151,15 +151,23 @@ func (app *App) resolveProposal(height int64, txs [][]byte) (out [][]byte, refs 
 	ctx, cancel := context.WithTimeout(context.Background(), proposalFetchWait)
 	defer cancel()
 	began, fetched := time.Now(), 0
-	for i := range txs {
+	// All at once (at most maxParallelFetches): one after another, a proposal naming many
+	// transactions this node lacks would spend its wait on round trips and be voted down.
+	got := make([][]byte, len(txs))
+	app.pool.fetchEach(len(txs), func(i int) {
 		if out[i] != nil {
+			return
+		}
+		hash := [32]byte(refs[i].TxHash)
+		if full, ok := app.pool.askPeers(ctx, PoolPath+fmt.Sprintf("%X", hash), hash, int64(min(refs[i].TxBytes, maxRawTxBytes))); ok {
+			got[i] = full
+		}
+	})
+	for i, full := range got {
+		if full == nil {
 			continue
 		}
 		hash := [32]byte(refs[i].TxHash)
-		full, ok := app.pool.askPeers(ctx, PoolPath+fmt.Sprintf("%X", hash), hash, int64(min(refs[i].TxBytes, maxRawTxBytes)))
-		if !ok {
-			continue
-		}
 		app.pool.keep(hash, full, height-1)
 		out[i], held[hash] = full, full
 		missing--
@@ -179,17 +187,16 @@ func (app *App) resolveBlock(height int64, txs [][]byte) ([][]byte, map[[32]byte
 	if missing > 0 && len(app.pool.peers) == 0 {
 		return nil, nil, fmt.Errorf("block %d names %d transactions this node does not hold, and ordering.peers in app.toml lists no node to fetch them from", height, missing)
 	}
-	for i := range txs {
-		if out[i] != nil {
-			continue
+	// All at once, each from any peer that answers with its hash, retried until it comes.
+	app.pool.fetchEach(len(txs), func(i int) {
+		if out[i] == nil {
+			out[i] = app.pool.fetch(context.Background(), [32]byte(refs[i].TxHash), int64(min(refs[i].TxBytes, maxRawTxBytes)))
 		}
-		hash := [32]byte(refs[i].TxHash)
-		full, err := app.pool.fetch(context.Background(), hash)
-		if err != nil { // only on a cancelled context, which Background never is
-			return nil, nil, fmt.Errorf("block %d: transaction %X: %w", height, hash, err)
+	})
+	for i, bz := range out {
+		if refs != nil && refs[i] != nil {
+			held[[32]byte(refs[i].TxHash)] = bz
 		}
-		out[i] = full
-		held[hash] = full
 	}
 	// On disk already when this node voted for the block; not when it got it by block sync or
 	// fetched it. A replay after a crash should not have to ask again, and peers may ask.

@@ -801,14 +801,32 @@ func (p *txPool) drop(bz []byte) {
 	}
 }
 
-// fetch asks the peers for a transaction, all at once, each attempt bounded by
-// fetchAttemptTimeout (a paused peer accepts the connection and never answers), until one
-// answers bytes with its hash or ctx ends.
-func (p *txPool) fetch(ctx context.Context, hash [32]byte) ([]byte, error) {
+// maxParallelFetches bounds the transactions fetched at once for one proposal or block.
+const maxParallelFetches = 16
+
+// fetchEach runs f(0..n-1), at most maxParallelFetches at a time, and returns when all have.
+func (p *txPool) fetchEach(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, maxParallelFetches)
+	for i := range n {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			f(i)
+		}()
+	}
+	wg.Wait()
+}
+
+// fetch asks the peers for a transaction of at most size bytes, all at once, each attempt
+// bounded by fetchAttemptTimeout (a paused peer accepts the connection and never answers),
+// until one answers bytes with its hash. A block's execution cannot skip it: it waits, logging.
+func (p *txPool) fetch(ctx context.Context, hash [32]byte, size int64) []byte {
 	path := PoolPath + strings.ToUpper(hex.EncodeToString(hash[:]))
 	for attempt := 0; ; attempt++ {
-		if bz, ok := p.askPeers(ctx, path, hash, maxRawTxBytes); ok {
-			return bz, nil
+		if bz, ok := p.askPeers(ctx, path, hash, size); ok {
+			return bz
 		}
 		if attempt%20 == 19 {
 			p.logger.Error("pool: a block names a transaction this node does not hold and no peer answered it (ordering.peers in app.toml)",
@@ -816,12 +834,14 @@ func (p *txPool) fetch(ctx context.Context, hash [32]byte) ([]byte, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }
 
+// fetchAttemptTimeout, plus a second per MiB of the transaction asked for: a slow link still
+// gets a large transaction through in one attempt.
 const fetchAttemptTimeout = 5 * time.Second
 
 // serveWriteTimeout bounds the answer to one PoolPath request (32 MiB at 4 MiB/s).
@@ -829,7 +849,7 @@ const serveWriteTimeout = 8 * time.Second
 
 // askPeers reads at most size bytes of an answer (what the reference says the transaction is).
 func (p *txPool) askPeers(ctx context.Context, path string, hash [32]byte, size int64) ([]byte, bool) {
-	ctx, cancel := context.WithTimeout(ctx, fetchAttemptTimeout)
+	ctx, cancel := context.WithTimeout(ctx, fetchAttemptTimeout+time.Duration(size>>20)*time.Second)
 	defer cancel()
 	found := make(chan []byte, len(p.peers))
 	for _, peer := range p.peers {

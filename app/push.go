@@ -362,8 +362,17 @@ func readFrames(r io.Reader) ([][]byte, error) {
 		if n < minPushFrameBytes || n > maxRawTxBytes {
 			return nil, fmt.Errorf("a transaction of %d bytes (want %d to %d)", n, minPushFrameBytes, maxRawTxBytes)
 		}
-		tx := make([]byte, n)
-		if _, err := io.ReadFull(body, tx); err != nil {
+		// Past 64 KiB, grown as the bytes arrive, not allocated from the header's word: a
+		// 4-byte header must not cost 32 MiB before the bytes come.
+		var tx []byte
+		var err error
+		if n <= 64<<10 {
+			tx = make([]byte, n)
+			_, err = io.ReadFull(body, tx)
+		} else if tx, err = io.ReadAll(io.LimitReader(body, int64(n))); err == nil && len(tx) < int(n) {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
 			return nil, fmt.Errorf("a truncated transaction: %w", err)
 		}
 		txs = append(txs, tx)

@@ -109,8 +109,8 @@ func StartNetwork(t T, opts NetworkOptions) *Network {
 		setAppConfig(t, n.Home, opts.AppConfig...)
 		net.ids = append(net.ids, strings.TrimSpace(n.mustRun("comet", "show-node-id")))
 	}
-	// Each node fetches a named transaction it lacks from the others' API servers
-	// (ordering.peers), so all ports are known before any node starts.
+	// Each node pushes to and fetches from the others' data-plane listeners (ordering.peers),
+	// so all ports are known before any node starts.
 	for _, n := range net.Nodes {
 		n.assignPorts()
 	}
@@ -118,7 +118,7 @@ func StartNetwork(t T, opts NetworkOptions) *Network {
 		var apis []string
 		for j, m := range net.Nodes {
 			if j != i {
-				apis = append(apis, m.API)
+				apis = append(apis, m.DataPlane)
 			}
 		}
 		n.Env = append(n.Env, "BFTLOGD_ORDERING_PEERS="+strings.Join(apis, ","))
@@ -178,7 +178,7 @@ func (net *Network) newFullNode(name string) *Node {
 	n.Peers = strings.Join(peers, ",")
 	var apis []string
 	for _, m := range net.Nodes {
-		apis = append(apis, m.API)
+		apis = append(apis, m.DataPlane)
 	}
 	n.Env = []string{"BFTLOGD_ORDERING_PEERS=" + strings.Join(apis, ",")}
 	return n

@@ -158,6 +158,9 @@ type Node struct {
 	RPC  string // tcp://127.0.0.1:port
 	GRPC string // 127.0.0.1:port
 	API  string // http://127.0.0.1:port
+	// DataPlane is the node's own data-plane listener (ordering.listen-address), which the
+	// others' ordering.peers name.
+	DataPlane string // http://127.0.0.1:port
 	// Prometheus is CometBFT's instrumentation endpoint, which serves /metrics.
 	Prometheus string // http://127.0.0.1:port
 	// Pprof is the node's net/http/pprof address (127.0.0.1:port) when BFTLOG_PPROF_LADDR is
@@ -216,7 +219,7 @@ func (n *Node) Start() {
 		"--rpc.pprof_laddr", n.Pprof,
 		"--minimum-gas-prices", "0stake",
 	)
-	n.cmd.Env = append(os.Environ(), n.Env...)
+	n.cmd.Env = append(append(os.Environ(), "BFTLOGD_ORDERING_LISTEN_ADDRESS="+strings.Replace(n.DataPlane, "http://", "tcp://", 1)), n.Env...)
 	n.cmd.Stdout, n.cmd.Stderr = f, f
 	if err := n.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -235,6 +238,7 @@ func (n *Node) assignPorts() {
 		n.RPC = "tcp://127.0.0.1:" + strconv.Itoa(n.rpcPort)
 		n.GRPC = "127.0.0.1:" + strconv.Itoa(FreePort(t))
 		n.API = "http://127.0.0.1:" + strconv.Itoa(FreePort(t))
+		n.DataPlane = "http://127.0.0.1:" + strconv.Itoa(FreePort(t))
 		n.Prometheus = "http://127.0.0.1:" + strconv.Itoa(FreePort(t))
 		if n.P2PPort == 0 {
 			n.P2PPort = FreePort(t)

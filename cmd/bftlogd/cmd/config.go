@@ -97,10 +97,11 @@ type CustomAppConfig struct {
 
 // OrderingConfig is the [ordering] section, read by app.New (app/ordering.go).
 type OrderingConfig struct {
-	ByDigest    bool     `mapstructure:"by-digest"`
-	Peers       []string `mapstructure:"peers"`
-	KeepHeights int64    `mapstructure:"keep-heights"`
-	KeepBytes   int64    `mapstructure:"keep-bytes"`
+	ByDigest      bool     `mapstructure:"by-digest"`
+	Peers         []string `mapstructure:"peers"`
+	ListenAddress string   `mapstructure:"listen-address"`
+	KeepHeights   int64    `mapstructure:"keep-heights"`
+	KeepBytes     int64    `mapstructure:"keep-bytes"`
 }
 
 // TopicsMetricsConfig is the [topics-metrics] section, read by app.New.
@@ -165,6 +166,13 @@ by-digest = {{ .Ordering.ByDigest }}
 # Empty: nothing is pushed, and transactions are fetched from the hosts of
 # p2p.persistent_peers at this node's own API port.
 peers = [{{ range $i, $p := .Ordering.Peers }}{{ if $i }}, {{ end }}"{{ $p }}"{{ end }}]
+
+# The data plane's own listener (e.g. "tcp://0.0.0.0:1318"): pushes, word of what is held and
+# fetches between validators, with limits of their own (connections, requests per validator,
+# deadlines) and apart from the public API's clients; list the others' data-plane URLs in peers
+# then. Requests are authenticated by the validators' consensus keys, never by address. Empty:
+# the data plane is served by the API server only.
+listen-address = "{{ .Ordering.ListenAddress }}"
 
 # Named transactions are kept on disk (data/pool), to replay after a crash and to serve peers
 # that were away, for keep-heights heights but at most keep-bytes bytes, oldest deleted first.
