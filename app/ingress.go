@@ -2,8 +2,8 @@ package app
 
 import (
 	"encoding/hex"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
