@@ -2,11 +2,17 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
 	"math/rand"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +23,7 @@ import (
 
 	"github.com/bftlog/bftlog/app"
 	"github.com/bftlog/bftlog/testutil/node"
+	"github.com/bftlog/bftlog/x/topics/client/txclient"
 )
 
 // TestAttackFloodOfInvalidTransactions sends 10,000 malformed, truncated and badly signed
@@ -101,4 +108,154 @@ func TestAttackFloodOfInvalidTransactions(t *testing.T) {
 	require.Equal(t, acct, n.MustCLI("", "query", "auth", "account", n.Address("alice"), "-o", "json"), "no flood tx used alice's sequence")
 	out := n.MustCLI("", "tx", "topics", "produce", "flood", "after the flood", "--from", "alice")
 	require.Contains(t, out, "offsets 0-0")
+}
+
+// A junk flood from a process on the validators' host, which therefore has every validator's
+// source address, against every endpoint a node serves for the data plane and its clients:
+// unsigned pushes of fresh-looking 2 KiB frames to the data-plane listener and to the API
+// server, pushes naming a validator with a forged signature, unsigned word of what is held,
+// fetches of hashes nobody holds, and junk to the ingress. Before, such a process was taken
+// for a peer: its junk was held for 100 heights against the clients' budget and producers were
+// told "mempool is full" (issue 39, H1). Producers' throughput under the flood is printed beside
+// the same run's unflooded window and must stay within 20% of it.
+func TestAttackDataPlaneFloodFromAValidatorsHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four nodes")
+	}
+	const window = 10 * time.Second
+	accounts := []string{"producer", "prod0", "prod1", "prod2", "prod3"}
+	net := node.StartNetwork(t, node.NetworkOptions{Validators: 4, Accounts: accounts})
+	n0 := net.Nodes[0]
+	createTopic(n0, "producer", "flooded", 4)
+	var list []txclient.Node
+	for _, n := range net.Nodes {
+		list = append(list, txclient.Node{RPC: n.RPC, API: n.API})
+	}
+	nodes, err := txclient.NewNodes(list)
+	require.NoError(t, err)
+	acked := &ackedProducer{net: net, topic: "flooded", partitions: 4, acked: map[ackKey]string{}, t: t}
+	log := &ackLog{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wg := goProducers(ctx, t, net, acked, nodes, log)
+	eventually(t, "first acknowledgements", 60*time.Second, func() bool { return acked.count() >= 200 })
+
+	quiet := time.Now()
+	time.Sleep(window)
+	quietRate, quietP99, _ := log.window(quiet, time.Now())
+
+	rng := rand.New(rand.NewSource(39))
+	bodies := make([][]byte, 16)
+	for i := range bodies {
+		var b bytes.Buffer
+		for range 256 { // 256 frames of 2 KiB: 0.5 MiB a request
+			frame := make([]byte, 2048)
+			rng.Read(frame)
+			b.Write([]byte{0, 0, 8, 0})
+			b.Write(frame)
+		}
+		bodies[i] = b.Bytes()
+	}
+	forged := http.Header{}
+	forged.Set(app.HeaderValidator, strings.Repeat("AB", 20))
+	forged.Set(app.HeaderSignedAt, strconv.FormatInt(time.Now().UnixMilli(), 10))
+	forged.Set(app.HeaderSignature, base64.StdEncoding.EncodeToString(make([]byte, 64)))
+	// The forged name is a validator's: node 1's consensus address.
+	var key struct {
+		Address string `json:"address"`
+	}
+	keyFile, err := os.ReadFile(filepath.Join(net.Nodes[1].Home, "config", "priv_validator_key.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(keyFile, &key))
+	valAddr := key.Address
+	type flood struct {
+		name, method, url string
+		header            http.Header
+		body              func(i int) []byte
+		every             time.Duration
+	}
+	junkHash := func(i int) string { return fmt.Sprintf("%064X", i) }
+	floods := []flood{
+		{"unsigned pushes to the data plane", http.MethodPost, n0.DataPlane + app.PushPath, nil, func(i int) []byte { return bodies[i%len(bodies)] }, 60 * time.Millisecond},
+		{"unsigned pushes to the API server", http.MethodPost, n0.API + app.PushPath, nil, func(i int) []byte { return bodies[(i+7)%len(bodies)] }, 60 * time.Millisecond},
+		{"pushes with a validator's name, forged", http.MethodPost, n0.DataPlane + app.PushPath, forged, func(i int) []byte { return bodies[(i+3)%len(bodies)] }, 20 * time.Millisecond},
+		{"unsigned word of what is held", http.MethodPost, n0.DataPlane + app.HeldPath, nil, func(i int) []byte { return make([]byte, 32*64) }, 5 * time.Millisecond},
+		{"fetches of hashes nobody holds", http.MethodGet, "", nil, nil, 5 * time.Millisecond},
+		{"junk to the ingress", http.MethodPost, n0.API + app.RawTxPath, nil, func(i int) []byte { return bodies[i%len(bodies)][4 : 4+2048] }, 5 * time.Millisecond},
+	}
+	floodCtx, stopFlood := context.WithTimeout(context.Background(), window+2*time.Second)
+	defer stopFlood()
+	var fwg sync.WaitGroup
+	sent := make([]atomic.Int64, len(floods))
+	status := make([]sync.Map, len(floods))
+	client := &http.Client{Timeout: 5 * time.Second}
+	for k, f := range floods {
+		fwg.Add(1)
+		go func() {
+			defer fwg.Done()
+			tick := time.NewTicker(f.every)
+			defer tick.Stop()
+			for i := 0; floodCtx.Err() == nil; i++ {
+				url := f.url
+				var body []byte
+				if f.body != nil {
+					body = f.body(i)
+				}
+				if f.method == http.MethodGet {
+					url = n0.DataPlane + app.PoolPath + junkHash(i)
+				}
+				req, err := http.NewRequestWithContext(floodCtx, f.method, url, bytes.NewReader(body))
+				if err != nil {
+					return
+				}
+				for key, v := range f.header {
+					req.Header[key] = v
+				}
+				if f.header != nil {
+					req.Header.Set(app.HeaderValidator, valAddr)
+					req.Header.Set(app.HeaderSignedAt, strconv.FormatInt(time.Now().UnixMilli(), 10))
+				}
+				if res, err := client.Do(req); err == nil {
+					_, _ = io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+					n, _ := status[k].LoadOrStore(res.StatusCode, new(atomic.Int64))
+					n.(*atomic.Int64).Add(1)
+				}
+				sent[k].Add(int64(len(body)))
+				select {
+				case <-tick.C:
+				case <-floodCtx.Done():
+				}
+			}
+		}()
+	}
+	time.Sleep(time.Second) // the flood under way
+	flooded := time.Now()
+	time.Sleep(window)
+	floodRate, floodP99, _ := log.window(flooded, time.Now())
+	stopFlood()
+	fwg.Wait()
+	var total int64
+	for k, f := range floods {
+		var codes []string
+		status[k].Range(func(code, n any) bool {
+			codes = append(codes, fmt.Sprintf("%v×%d", code, n.(*atomic.Int64).Load()))
+			return true
+		})
+		slices.Sort(codes)
+		total += sent[k].Load()
+		t.Logf("flood: %s: %.1f MB sent, answers %s", f.name, float64(sent[k].Load())/1e6, strings.Join(codes, " "))
+	}
+	t.Logf("producers unflooded: %.0f records/s, p99 %s; under a %.0f MB flood from the validators' host: %.0f records/s (%.0f%%), p99 %s",
+		quietRate, quietP99.Round(time.Millisecond), float64(total)/1e6, floodRate, 100*floodRate/quietRate, floodP99.Round(time.Millisecond))
+	for _, n := range net.Nodes {
+		out := n.MustCLI("", "query", "topics", "partitions", "flooded", "-o", "json")
+		require.NotContains(t, out, "error")
+	}
+	require.GreaterOrEqual(t, floodRate, 0.8*quietRate, "producers' throughput under the flood within 20%% of the unflooded run")
+	cancel()
+	wg.Wait()
+	for i, n := range net.Nodes {
+		t.Logf("node %d: %d acknowledged records verified exactly once", i, acked.verify(t, n))
+	}
 }

@@ -138,6 +138,13 @@ func (net *Network) newTwin(i int) *Node {
 	copyFile(t, net.Genesis, filepath.Join(twin.Home, "config", "genesis.json"))
 	copyFile(t, filepath.Join(orig.Home, "config", "priv_validator_key.json"), filepath.Join(twin.Home, "config", "priv_validator_key.json"))
 	allowLoopbackPeers(t, twin.Home)
+	// It replays the chain from genesis, fetching what blocks named from the validators' data
+	// planes (left empty, it asked the persistent peers' hosts at its own API port: itself).
+	var planes []string
+	for _, m := range net.Nodes {
+		planes = append(planes, m.dataPlaneURL())
+	}
+	twin.Env = []string{"BFTLOGD_ORDERING_PEERS=" + strings.Join(planes, ",")}
 	return twin
 }
 

@@ -118,7 +118,7 @@ func StartNetwork(t T, opts NetworkOptions) *Network {
 		var apis []string
 		for j, m := range net.Nodes {
 			if j != i {
-				apis = append(apis, m.DataPlane)
+				apis = append(apis, m.dataPlaneURL())
 			}
 		}
 		n.Env = append(n.Env, "BFTLOGD_ORDERING_PEERS="+strings.Join(apis, ","))
@@ -178,10 +178,21 @@ func (net *Network) newFullNode(name string) *Node {
 	n.Peers = strings.Join(peers, ",")
 	var apis []string
 	for _, m := range net.Nodes {
-		apis = append(apis, m.DataPlane)
+		apis = append(apis, m.dataPlaneURL())
 	}
 	n.Env = []string{"BFTLOGD_ORDERING_PEERS=" + strings.Join(apis, ",")}
 	return n
+}
+
+// dataPlaneURL is where the others reach m's data plane: its own listener, or its API server
+// for a release without one (an earlier release built for an upgrade or a -baseline run, whose
+// app.toml has no ordering.listen-address).
+func (m *Node) dataPlaneURL() string {
+	toml, err := os.ReadFile(filepath.Join(m.Home, "config", "app.toml"))
+	if err == nil && strings.Contains(string(toml), "\nlisten-address = ") {
+		return m.DataPlane
+	}
+	return m.API
 }
 
 // allowLoopbackPeers lets CometBFT peers share 127.0.0.1.
