@@ -67,6 +67,7 @@ type App struct {
 	orderByDigest     bool                            // this node's proposals name pooled transactions
 	push              *txPush                         // sends its clients' transactions to the peers once (push.go)
 	dataPlaneAddress  string                          // ordering.listen-address: the data plane's own listener (dataplane_listener.go)
+	byz               *byzantine                      // nil but in the e2e harness's faulty validator (byzantine.go, -tags byzantine)
 	sigsReused        atomic.Int64                    // executions that reused CheckTx's signature check (verified.go)
 	maxTxBytes        int                             // CometBFT's mempool.max_tx_bytes, which a stub's transaction must respect (stub.go)
 	recordSnapshots   *topicskeeper.RecordSnapshotter // nil without segment files or snapshots
@@ -207,6 +208,9 @@ func New(
 	}
 	pool.keys.useKey(key)
 	app.dataPlaneAddress = cast.ToString(appOpts.Get(FlagOrderingListen))
+	app.byz = newByzantine(app)
+	app.push.byz, app.pool.byz = app.byz, app.byz
+	app.byz.start()
 	// With stubs in the mempool (stub.go) the pool holds what CometBFT's limits bounded.
 	app.maxTxBytes = mempoolLimit(appOpts, "mempool.max_tx_bytes", 1<<20)
 	pool.clientBytes = min(mempoolLimit(appOpts, "mempool.max_txs_bytes", 1<<30), maxPoolMemBytes/2)

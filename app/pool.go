@@ -65,6 +65,7 @@ type txPool struct {
 	// fetchedBytes are the copies fetched for proposals (keep), not the clients' either.
 	fetchedBytes int
 	keys         *dataPlaneKeys          // voting powers, for the quorum of answers
+	byz          *byzantine              // nil: a node that follows the protocol
 	orderedAt    map[int64][]orderedKeys // by height, to forget them without a scan
 	// disk indexes the height files: where each written transaction is.
 	disk      map[[32]byte]diskTx
@@ -916,7 +917,7 @@ func (p *txPool) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	bz, ok := p.get([32]byte(raw))
-	if !ok {
+	if !ok || p.byz.withholds() {
 		http.Error(w, "not held by this node", http.StatusNotFound)
 		return
 	}

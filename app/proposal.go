@@ -70,7 +70,7 @@ func (app *App) prepareProposal(ctx sdk.Context, req *abci.RequestPrepareProposa
 			break
 		}
 	}
-	return &abci.ResponsePrepareProposal{Txs: out}, nil
+	return &abci.ResponsePrepareProposal{Txs: app.byz.proposal(out, req.Height)}, nil
 }
 
 func anyHeld(held map[string]bool, signers [][]byte) bool {

@@ -90,6 +90,7 @@ type txPush struct {
 	queues []*pushQueue
 	pool   *txPool // counts the peers' answers
 	keys   *dataPlaneKeys
+	byz    *byzantine // nil: a node that follows the protocol
 
 	mu sync.Mutex
 	// incoming are the transactions a validator's push is giving to CheckTx right now, by
@@ -169,8 +170,12 @@ func (p *txPush) fromPeer(bz []byte) string {
 
 // admitted queues a transaction this node's own client gave it for every peer.
 func (p *txPush) admitted(bz []byte, hash [32]byte) {
-	for _, q := range p.queues {
+	queues, claim := p.byz.pushTo(p.queues)
+	for _, q := range queues {
 		q.add(pushed{bz, hash})
+		if claim {
+			q.tell(hash)
+		}
 	}
 }
 
@@ -406,6 +411,12 @@ func (p *txPush) handler(clientCtx client.Context) http.HandlerFunc {
 			hashes[i] = sha256.Sum256(tx)
 		}
 		digest := framesDigest(hashes)
+		if p.byz.withholds() {
+			held := bytes.Repeat([]byte{'1'}, len(txs))
+			p.keys.sign(w.Header(), PushPath+answerPathSuffix, answerDigest(digest, held))
+			_, _ = w.Write(held)
+			return
+		}
 		if signed(r.Header) {
 			addr, _, err := p.keys.verify(r.Header, PushPath, digest)
 			if err == nil {

@@ -442,3 +442,35 @@ func (n *Node) DataBreakdown() map[string]uint64 {
 	})
 	return out
 }
+
+var (
+	byzantineOnce sync.Once
+	byzantinePath string
+	byzantineErr  error
+)
+
+// ByzantineBinary builds, once per test process, bftlogd with -tags byzantine beside Binary's:
+// a validator that plays the faults BFTLOG_BYZANTINE names (app/byzantine.go). No release has
+// them.
+func ByzantineBinary(t T) string {
+	t.Helper()
+	honest := Binary(t)
+	byzantineOnce.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			byzantineErr = err
+			return
+		}
+		// Named bftlogd too: the SDK reads BFTLOGD_* settings by the binary's name.
+		byzantinePath = filepath.Join(filepath.Dir(honest), "byzantine", "bftlogd")
+		cmd := exec.Command("go", "build", "-tags", "byzantine", "-o", byzantinePath, "./cmd/bftlogd")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			byzantineErr = fmt.Errorf("go build -tags byzantine bftlogd: %v\n%s", err, out)
+		}
+	})
+	if byzantineErr != nil {
+		t.Fatal(byzantineErr)
+	}
+	return byzantinePath
+}
