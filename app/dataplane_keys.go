@@ -81,8 +81,10 @@ type dataPlaneKeys struct {
 	vals    map[string]dataPlaneValidator // by upper-case hex consensus address
 	total   int64
 
-	seenMu sync.Mutex
-	seen   map[seenKey]time.Time // signed pushes taken, for firstUse
+	seenMu     sync.Mutex
+	seen       map[string]map[seenKey]struct{} // signed pushes taken this generation, by signer (firstUse)
+	seenBefore map[string]map[seenKey]struct{} // and the generation before
+	seenSince  time.Time
 }
 
 func newDataPlaneKeys() *dataPlaneKeys {
@@ -234,43 +236,49 @@ func (k *dataPlaneKeys) known(h http.Header) error {
 	return nil
 }
 
-// firstUse refuses a signed push seen before (same signer, time and digest) within twice
-// dataPlaneSkew: a host that saw a validator's push cannot replay it to charge that
-// validator's budget again. A replay to another node finds the transactions held already,
-// which charges nothing (push.go).
+// firstUse refuses a signed push seen before (same signer, time and digest): a host that saw a
+// validator's push cannot replay it to charge that validator's budget again. A replay to
+// another node finds the transactions held already, which charges nothing (push.go). Requests
+// are remembered by signer in two generations of 2×dataPlaneSkew each, so a request is
+// remembered for as long as its time is accepted; each signer has maxSeenPerSigner entries in
+// a generation, so one validator's flood of requests costs only its own pushes (403) and a
+// bounded memory.
 func (k *dataPlaneKeys) firstUse(h http.Header, digest [32]byte) error {
-	key := seenKey{signer: strings.ToUpper(h.Get(HeaderValidator)), at: h.Get(HeaderSignedAt), digest: digest}
+	signer := strings.ToUpper(h.Get(HeaderValidator))
+	key := seenKey{at: h.Get(HeaderSignedAt), digest: digest}
 	now := time.Now()
 	k.seenMu.Lock()
 	defer k.seenMu.Unlock()
-	if k.seen == nil {
-		k.seen = map[seenKey]time.Time{}
+	if k.seen == nil || now.Sub(k.seenSince) > 2*dataPlaneSkew {
+		k.seenBefore, k.seen, k.seenSince = k.seen, map[string]map[seenKey]struct{}{}, now
 	}
-	if _, ok := k.seen[key]; ok {
+	if _, ok := k.seenBefore[signer][key]; ok {
 		return errReplayed
 	}
-	if len(k.seen) >= maxSeenRequests {
-		for s, at := range k.seen {
-			if now.Sub(at) > 2*dataPlaneSkew {
-				delete(k.seen, s)
-			}
-		}
-		if len(k.seen) >= maxSeenRequests {
-			return errReplayed // more fresh requests than any honest set sends: refused, not forgotten
-		}
+	mine := k.seen[signer]
+	if _, ok := mine[key]; ok {
+		return errReplayed
 	}
-	k.seen[key] = now
+	if len(mine) >= maxSeenPerSigner {
+		return errReplayed // more requests in a minute than any honest validator sends
+	}
+	if mine == nil {
+		mine = map[seenKey]struct{}{}
+		k.seen[signer] = mine
+	}
+	mine[key] = struct{}{}
 	return nil
 }
 
 type seenKey struct {
-	signer, at string
-	digest     [32]byte
+	at     string
+	digest [32]byte
 }
 
-// maxSeenRequests bounds the replay cache: a minute of pushes from every validator at a rate
-// no honest sender reaches (one request per 8 MiB or per batch of frames).
-const maxSeenRequests = 1 << 16
+// maxSeenPerSigner bounds one validator's requests remembered in a generation (a minute, about
+// 25 MB at most): an honest sender has one push request in flight per peer, so its rate is
+// bounded by the round trip, at most ~3,000 a second on loopback, 180,000 a minute.
+const maxSeenPerSigner = 1 << 18
 
 // verify checks h's signature for a message to path with this digest and returns the signer,
 // a validator of the chain, and its power.
