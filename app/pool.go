@@ -846,7 +846,7 @@ func (p *txPool) fetch(ctx context.Context, hash [32]byte, size int64) []byte {
 const fetchAttemptTimeout = 5 * time.Second
 
 // serveWriteTimeout bounds the answer to one PoolPath request (32 MiB at 4 MiB/s).
-const serveWriteTimeout = 8 * time.Second
+var serveWriteTimeout = 8 * time.Second
 
 // askPeers reads at most size bytes of an answer (what the reference says the transaction is).
 func (p *txPool) askPeers(ctx context.Context, path string, hash [32]byte, size int64) ([]byte, bool) {

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
 
 	cmtcrypto "github.com/cometbft/cometbft/crypto"
 	cmted25519 "github.com/cometbft/cometbft/crypto/ed25519"
@@ -73,4 +77,36 @@ func TestQuorumCountsVotingPower(t *testing.T) {
 	require.True(t, p.acked(hash, addrHex(big), 3), "1 + 1 + 3 of 5")
 	_, _, named := p.forProposal(bz, 2)
 	require.True(t, named)
+}
+
+// M4: a client that asks for a large transaction and never reads its answer pinned the
+// buffer and the connection for ever. The answer now has a write deadline: the handler
+// returns within it and the connection is closed.
+func TestPoolAnswerHasAWriteDeadline(t *testing.T) {
+	defer func(d time.Duration) { serveWriteTimeout = d }(serveWriteTimeout)
+	serveWriteTimeout = 300 * time.Millisecond
+	p, err := newTxPool("", nil, 10, 0, nil)
+	require.NoError(t, err)
+	bz := bytes.Repeat([]byte{7}, 32<<20)
+	hash, ok := p.admit(bz, 1, "", nil, true)
+	require.True(t, ok)
+	done := make(chan time.Duration, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		p.serve(w, r)
+		done <- time.Since(start)
+	}))
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "GET %s%X HTTP/1.1\r\nHost: x\r\n\r\n", PoolPath, hash)
+	require.NoError(t, err)
+	select {
+	case took := <-done:
+		t.Logf("a 32 MiB answer to a reader that never reads: the handler returned after %v (deadline %v)", took, serveWriteTimeout)
+		require.Less(t, took, 5*time.Second)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler is still writing to a reader that never reads")
+	}
 }
