@@ -102,19 +102,27 @@ func named(t *testing.T, c *feeChain, txs [][]byte) []bool {
 // it to everyone). A recheck sends nothing. The endpoint takes only what CheckTx admits and
 // refuses malformed bodies.
 func TestAdmittedTransactionsPushedOnceToEachPeer(t *testing.T) {
-	// The bytes pushed to a node that refuses everything, each body counted once (a failed
-	// request is sent again with backoff): the receiver must send it nothing.
+	// The bytes pushed to a node that refuses everything, each transaction counted once (a
+	// failed request is sent again with backoff, packed with what came since): the receiver
+	// must send it nothing.
 	var onward, retried atomic.Int64
 	var seenMu sync.Mutex
 	seen := map[[32]byte]bool{}
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		seenMu.Lock()
-		if h := sha256.Sum256(body); seen[h] {
-			retried.Add(1)
-		} else {
-			seen[h] = true
-			onward.Add(int64(len(body)))
+		for len(body) >= 4 { // each transaction counted once, however its requests were packed
+			n := int(binary.BigEndian.Uint32(body))
+			if len(body) < 4+n {
+				break
+			}
+			if h := sha256.Sum256(body[4 : 4+n]); seen[h] {
+				retried.Add(1)
+			} else {
+				seen[h] = true
+				onward.Add(int64(4 + n))
+			}
+			body = body[4+n:]
 		}
 		seenMu.Unlock()
 		http.Error(w, "not taking any", http.StatusServiceUnavailable)
