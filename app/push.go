@@ -104,7 +104,7 @@ type txPush struct {
 	mempoolWake  chan struct{}
 	lastHeight   func() int64
 	// mempoolTx stages a transaction of this hash that a validator (sender) pushed and gives
-	// what goes to the mempool in its place (App.mempoolTx: a stub, or the transaction itself).
+	// what goes to the mempool in its place (App.stageTx: a stub, or the transaction itself).
 	mempoolTx func(bz []byte, hash [32]byte, sender string) (tx []byte, staged, created, full bool)
 }
 
