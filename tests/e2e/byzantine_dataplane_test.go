@@ -84,6 +84,11 @@ func TestAttackByzantineValidatorOnTheDataPlane(t *testing.T) {
 		faulty.Bin = byzantine
 		faulty.Env = append(slicesWithout(faulty.Env, "BFTLOG_BYZANTINE="), "BFTLOG_BYZANTINE="+act)
 		faulty.Start()
+		// Measured once the act is under way: a proposal's act waits for the faulty node's turn
+		// to propose with something to name.
+		eventually(t, "the faulty validator playing "+act, 60*time.Second, func() bool {
+			return strings.Contains(faulty.Log(), "byzantine: "+act)
+		})
 		start, err := n0.Height()
 		require.NoError(t, err)
 		from := time.Now()
