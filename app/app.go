@@ -417,15 +417,16 @@ func (app *App) RegisterAPIRoutes(apiSvr *api.Server, apiConfig config.APIConfig
 	}
 }
 
-// checkHeight gives CheckTx on a restarted node the height of its next block. Until its first
-// block after a restart, baseapp checks transactions on a header of height 0, which the SDK's
-// ante handler takes for genesis: signatures are checked against account number 0 (every
-// producer refused with "signature verification failed", sdk code 4), and neither the fee rule
-// nor a gas limit applies. Only CheckTx on a chain past genesis: blocks run at their own height.
+// checkHeight gives CheckTx on a restarted node the height of its last block, as baseapp does
+// after every commit. Until its first block after a restart, baseapp checks transactions on a
+// header of height 0, which the SDK's ante handler takes for genesis: signatures are checked
+// against account number 0 (every producer refused with "signature verification failed", sdk
+// code 4), and neither the fee rule nor a gas limit applies. Only CheckTx on a chain past
+// genesis: blocks run at their own height.
 func (app *App) checkHeight(ctx sdk.Context) sdk.Context {
 	if ctx.IsCheckTx() && ctx.BlockHeight() == 0 {
 		if h := app.LastBlockHeight(); h > 0 {
-			return ctx.WithBlockHeight(h + 1)
+			return ctx.WithBlockHeight(h)
 		}
 	}
 	return ctx

@@ -247,7 +247,13 @@ func TestKafkaConsumerGroupThroughGateway(t *testing.T) {
 			} `json:"committed"`
 		} `json:"offsets"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(n.MustCLI("", "query", "topics", "group-offsets", "g1", "-o", "json")), &committed))
+	// The gateway answers a commit once admitted (CheckTx); it lands on chain with the next
+	// block, which a quick query can precede.
+	eventually(t, "the commits on chain", 30*time.Second, func() bool {
+		committed.Offsets = nil
+		return json.Unmarshal([]byte(n.MustCLI("", "query", "topics", "group-offsets", "g1", "-o", "json")), &committed) == nil &&
+			len(committed.Offsets) == 4
+	})
 	sum := 0
 	for _, o := range committed.Offsets {
 		v, err := strconv.Atoi(o.Committed.Offset)
