@@ -272,6 +272,7 @@ const (
 	FlagOrderingPeers      = "ordering.peers"
 	FlagOrderingKeepBlocks = "ordering.keep-heights"
 	FlagOrderingKeepBytes  = "ordering.keep-bytes"
+	FlagOrderingListen     = "ordering.listen-address" // the data plane's own listener (dataplane_listener.go)
 )
 
 // A node keeps the transactions blocks named for as many heights as it keeps blocks

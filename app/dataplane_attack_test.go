@@ -118,22 +118,29 @@ func TestAttackDataPlanePushBudgetPerValidator(t *testing.T) {
 	defer srv.Close()
 	defer close(stalled.done)
 	byzantine, honest := validatorKey("byzantine"), validatorKey("honest")
-	var heldBytes int
 	start := time.Now()
-	for round := 0; round < 80; round++ {
-		junk, body := junkFrames(64, 16<<10) // 1 MiB a request
-		_, answer := pushAs(t, srv.URL, func(h http.Header) { c.app.SignPush(byzantine, h, junk...) }, body)
-		heldBytes += strings.Count(answer, "1") * 16 << 10
-		if strings.Contains(answer, "0") {
-			break
-		}
-	}
+	heldBytes := fillBudget(t, c, srv.URL, byzantine)
 	require.LessOrEqual(t, heldBytes, 64<<20, "held within the sender's budget")
 	require.Greater(t, heldBytes, 32<<20)
 	mine, body := junkFrames(4, 16<<10)
 	_, answer := pushAs(t, srv.URL, func(h http.Header) { c.app.SignPush(honest, h, mine...) }, body)
 	require.Equal(t, "1111", answer, "another validator's push is held")
 	t.Logf("a validator's pushes held up to %d MiB, then refused (%v); another's still held", heldBytes>>20, time.Since(start))
+}
+
+// fillBudget pushes 1 MiB requests of junk signed by key to url until a frame is refused, and
+// returns the bytes held.
+func fillBudget(t *testing.T, c *feeChain, url string, key cmtcrypto.PrivKey) (held int) {
+	t.Helper()
+	for round := 0; round < 80; round++ {
+		junk, body := junkFrames(64, 16<<10)
+		_, answer := pushAs(t, url, func(h http.Header) { c.app.SignPush(key, h, junk...) }, body)
+		held += strings.Count(answer, "1") * 16 << 10
+		if strings.Contains(answer, "0") {
+			break
+		}
+	}
+	return held
 }
 
 // stalledMempool never answers until the test ends, as a node's broadcast_tx waits while the
@@ -245,13 +252,7 @@ func TestAttackDataPlaneReplayAndCopies(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, res.StatusCode, "a replayed push is refused")
 
 	// The Byzantine validator spends its budget, then pushes copies of the honest one's.
-	for round := 0; round < 80; round++ {
-		junk, jb := junkFrames(64, 16<<10)
-		_, answer := pushAs(t, srv.URL, func(h http.Header) { c.app.SignPush(byzantine, h, junk...) }, jb)
-		if strings.Contains(answer, "0") {
-			break
-		}
-	}
+	fillBudget(t, c, srv.URL, byzantine)
 	_, answer := pushAs(t, srv.URL, func(h http.Header) { c.app.SignPush(byzantine, h, theirs...) }, body)
 	require.Equal(t, strings.Repeat("1", len(theirs)), answer, "held already: answered, not charged")
 	for _, tx := range theirs {

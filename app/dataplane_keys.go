@@ -223,17 +223,28 @@ func signed(h http.Header) bool { return h.Get(HeaderValidator) != "" }
 // known checks, before a body is read, that h names a validator of the chain and a time
 // within dataPlaneSkew; the signature is checked once the digest is known (verify).
 func (k *dataPlaneKeys) known(h http.Header) error {
+	_, _, _, err := k.signer(h)
+	return err
+}
+
+// signer is the validator h names, its entry in the set and the time it signed, checked
+// against dataPlaneSkew: what known and verify both check before the signature.
+func (k *dataPlaneKeys) signer(h http.Header) (addr string, val dataPlaneValidator, at int64, err error) {
+	addr = strings.ToUpper(h.Get(HeaderValidator))
+	if addr == "" {
+		return "", val, 0, errUnsigned
+	}
 	k.mu.RLock()
-	_, ok := k.vals[strings.ToUpper(h.Get(HeaderValidator))]
+	val, ok := k.vals[addr]
 	k.mu.RUnlock()
 	if !ok {
-		return errNotAValidator
+		return addr, val, 0, errNotAValidator
 	}
-	at, err := strconv.ParseInt(h.Get(HeaderSignedAt), 10, 64)
+	at, err = strconv.ParseInt(h.Get(HeaderSignedAt), 10, 64)
 	if skew := time.Since(time.UnixMilli(at)); err != nil || skew > dataPlaneSkew || skew < -dataPlaneSkew {
-		return errStaleRequest
+		return addr, val, 0, errStaleRequest
 	}
-	return nil
+	return addr, val, at, nil
 }
 
 // firstUse refuses a signed push seen before (same signer, time and digest): a host that saw a
@@ -283,22 +294,9 @@ const maxSeenPerSigner = 1 << 18
 // verify checks h's signature for a message to path with this digest and returns the signer,
 // a validator of the chain, and its power.
 func (k *dataPlaneKeys) verify(h http.Header, path string, digest [32]byte) (addr string, power int64, err error) {
-	addr = strings.ToUpper(h.Get(HeaderValidator))
-	if addr == "" {
-		return "", 0, errUnsigned
-	}
-	k.mu.RLock()
-	val, ok := k.vals[addr]
-	k.mu.RUnlock()
-	if !ok {
-		return addr, 0, errNotAValidator
-	}
-	at, err := strconv.ParseInt(h.Get(HeaderSignedAt), 10, 64)
+	addr, val, at, err := k.signer(h)
 	if err != nil {
-		return addr, 0, errStaleRequest
-	}
-	if skew := time.Since(time.UnixMilli(at)); skew > dataPlaneSkew || skew < -dataPlaneSkew {
-		return addr, 0, errStaleRequest
+		return addr, 0, err
 	}
 	sig, err := base64.StdEncoding.DecodeString(h.Get(HeaderSignature))
 	if err != nil || !val.pub.VerifySignature(k.signBytes(path, at, digest), sig) {

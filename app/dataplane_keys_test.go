@@ -37,3 +37,34 @@ func TestDataPlaneReplayCacheIsPerSigner(t *testing.T) {
 	require.NoError(t, k.firstUse(header("BB", now+1), [32]byte{1}))
 	t.Logf("%d requests of one signer remembered in %v; the next refused, another signer's taken", maxSeenPerSigner, time.Since(start))
 }
+
+// The data-plane listener's slots: a validator's requests by its signature, at most
+// dataPlaneSlotsPerSigner at once, whatever address they come from; unsigned ones, and ones
+// naming no validator, share dataPlaneUnsignedSlots. One sender's full slots leave the others'.
+func TestDataPlaneSlotsPerSigner(t *testing.T) {
+	k := newDataPlaneKeys()
+	key := validatorKeyOf("v")
+	k.vals = map[string]dataPlaneValidator{addrHex(key): {pub: key.PubKey(), power: 1}}
+	s := &dataPlaneSlots{keys: k, used: map[string]int{}}
+	named := http.Header{}
+	named.Set(HeaderValidator, addrHex(key))
+	named.Set(HeaderSignedAt, strconv.FormatInt(time.Now().UnixMilli(), 10))
+	stranger := http.Header{}
+	stranger.Set(HeaderValidator, "AB")
+	stranger.Set(HeaderSignedAt, strconv.FormatInt(time.Now().UnixMilli(), 10))
+	for range dataPlaneSlotsPerSigner {
+		_, ok := s.take(named)
+		require.True(t, ok)
+	}
+	_, ok := s.take(named)
+	require.False(t, ok, "the validator's slots are full")
+	for range dataPlaneUnsignedSlots {
+		_, ok := s.take(stranger)
+		require.True(t, ok, "unsigned slots are apart")
+	}
+	_, ok = s.take(http.Header{})
+	require.False(t, ok, "unsigned and unknown names share theirs")
+	s.give(addrHex(key))
+	_, ok = s.take(named)
+	require.True(t, ok, "a slot given back is taken again")
+}

@@ -31,7 +31,6 @@ const (
 	dataPlaneRequestTimeout  = 60 * time.Second
 	dataPlaneIdleTimeout     = 90 * time.Second
 	dataPlaneMaxHeaderBytes  = 16 << 10
-	FlagOrderingListen       = "ordering.listen-address"
 	dataPlaneUnsignedSlotKey = ""
 )
 

@@ -80,12 +80,7 @@ func (app *App) processProposal(ctx sdk.Context, req *abci.RequestProcessProposa
 	if cp := ctx.ConsensusParams(); cp.Block != nil {
 		maxBytes = cp.Block.MaxBytes
 	}
-	// What the references say they name must fit the block before anything is fetched for
-	// them: a proposer cannot make validators fetch and hold more than a block's bytes.
-	if maxBytes > 0 && namedBytes(req.Txs) > uint64(maxBytes) {
-		return reject, nil
-	}
-	txs, refs, named, missing := app.resolveProposal(req.Height, req.Txs)
+	txs, refs, named, missing := app.resolveProposal(req.Height, req.Txs, maxBytes)
 	if missing > 0 {
 		app.Logger().Info("proposal names transactions this node does not hold; voting against it",
 			"height", req.Height, "missing", missing, "named", len(named)+missing)

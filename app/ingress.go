@@ -122,7 +122,7 @@ func rawTxResultHandler(clientCtx client.Context, recent *recentResults) http.Ha
 				Codespace: res.Codespace, RawLog: res.Log, Data: strings.ToUpper(hex.EncodeToString(res.Data)),
 			})
 		}
-		for {
+		for first := true; ; first = false {
 			// The node's memory of the last blocks first, then CometBFT's tx index (if kept).
 			if height, res, ok := recent.get([32]byte(hash)); ok {
 				answer(height, res)
@@ -139,10 +139,13 @@ func rawTxResultHandler(clientCtx client.Context, recent *recentResults) http.Ha
 				// the memory of recent results is gone after a restart. Without this a
 				// producer whose transaction committed just before the node restarted was
 				// told "not in a block" until it gave up (the soak's restart of every node).
-				found, serr := node.TxSearch(r.Context(), fmt.Sprintf("ordered.tx_hash='%X'", hash), false, nil, nil, "")
-				if serr == nil && found != nil && len(found.Txs) > 0 {
-					answer(found.Txs[0].Height, &found.Txs[0].TxResult)
-					return
+				// Asked once: a block committed while this waits is in the memory above.
+				if first {
+					found, serr := node.TxSearch(r.Context(), fmt.Sprintf("ordered.tx_hash='%X'", hash), false, nil, nil, "")
+					if serr == nil && found != nil && len(found.Txs) > 0 {
+						answer(found.Txs[0].Height, &found.Txs[0].TxResult)
+						return
+					}
 				}
 			}
 			if time.Now().After(deadline) || r.Context().Err() != nil {

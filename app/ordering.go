@@ -99,13 +99,25 @@ func parseTxRef(bz []byte) (*ordering.MsgOrderedTx, bool) {
 }
 
 // namedBytes is what a block's references say their transactions weigh, added up.
-func namedBytes(txs [][]byte) (n uint64) {
-	for _, bz := range txs {
-		if ref, ok := parseTxRef(bz); ok {
+func namedBytes(refs []*ordering.MsgOrderedTx) (n uint64) {
+	for _, ref := range refs {
+		if ref != nil {
 			n += min(ref.TxBytes, maxRawTxBytes+1)
 		}
 	}
 	return n
+}
+
+// unresolved are the indices of the references resolveHeld left unresolved. Decided by refs,
+// not by a nil in out: an empty transaction in a block is nil too, and names nothing.
+func unresolved(out [][]byte, refs []*ordering.MsgOrderedTx) []int {
+	var idx []int
+	for i, ref := range refs {
+		if ref != nil && out[i] == nil {
+			idx = append(idx, i)
+		}
+	}
+	return idx
 }
 
 // resolveHeld replaces the references of a proposal by the transactions this node holds; held
@@ -142,10 +154,12 @@ func (app *App) resolveHeld(txs [][]byte) (out [][]byte, refs []*ordering.MsgOrd
 const proposalFetchWait = 500 * time.Millisecond
 
 // resolveProposal is resolveHeld for a proposal, fetching what this node lacks from its peers
-// within proposalFetchWait; missing counts what none of them answered in time.
-func (app *App) resolveProposal(height int64, txs [][]byte) (out [][]byte, refs []*ordering.MsgOrderedTx, held map[[32]byte][]byte, missing int) {
+// within proposalFetchWait; missing counts what none of them answered in time. Nothing is
+// fetched when the references say they name more than maxBytes (> 0), a block's bytes: a
+// proposer cannot make validators fetch and hold more than that.
+func (app *App) resolveProposal(height int64, txs [][]byte, maxBytes int64) (out [][]byte, refs []*ordering.MsgOrderedTx, held map[[32]byte][]byte, missing int) {
 	out, refs, held, missing = app.resolveHeld(txs)
-	if missing == 0 || len(app.pool.peers) == 0 {
+	if missing == 0 || len(app.pool.peers) == 0 || (maxBytes > 0 && namedBytes(refs) > uint64(maxBytes)) {
 		return out, refs, held, missing
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), proposalFetchWait)
@@ -154,10 +168,7 @@ func (app *App) resolveProposal(height int64, txs [][]byte) (out [][]byte, refs 
 	// All at once (at most maxParallelFetches): one after another, a proposal naming many
 	// transactions this node lacks would spend its wait on round trips and be voted down.
 	got := make([][]byte, len(txs))
-	app.pool.fetchEach(len(txs), func(i int) {
-		if out[i] != nil {
-			return
-		}
+	app.pool.fetchEach(unresolved(out, refs), func(i int) {
 		hash := [32]byte(refs[i].TxHash)
 		if full, ok := app.pool.askPeers(ctx, PoolPath+fmt.Sprintf("%X", hash), hash, int64(min(refs[i].TxBytes, maxRawTxBytes))); ok {
 			got[i] = full
@@ -188,15 +199,12 @@ func (app *App) resolveBlock(height int64, txs [][]byte) ([][]byte, map[[32]byte
 		return nil, nil, fmt.Errorf("block %d names %d transactions this node does not hold, and ordering.peers in app.toml lists no node to fetch them from", height, missing)
 	}
 	// All at once, each from any peer that answers with its hash, retried until it comes.
-	app.pool.fetchEach(len(txs), func(i int) {
-		if out[i] == nil {
-			out[i] = app.pool.fetch(context.Background(), [32]byte(refs[i].TxHash), int64(min(refs[i].TxBytes, maxRawTxBytes)))
-		}
+	lacking := unresolved(out, refs)
+	app.pool.fetchEach(lacking, func(i int) {
+		out[i] = app.pool.fetch(context.Background(), [32]byte(refs[i].TxHash), int64(min(refs[i].TxBytes, maxRawTxBytes)))
 	})
-	for i, bz := range out {
-		if refs != nil && refs[i] != nil {
-			held[[32]byte(refs[i].TxHash)] = bz
-		}
+	for _, i := range lacking {
+		held[[32]byte(refs[i].TxHash)] = out[i]
 	}
 	// On disk already when this node voted for the block; not when it got it by block sync or
 	// fetched it. A replay after a crash should not have to ask again, and peers may ask.

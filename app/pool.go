@@ -58,15 +58,15 @@ type txPool struct {
 	// decided by the hash, never by the tail: a look-alike of a named transaction is not it).
 	ordered     map[[32]byte]int64
 	orderedTail map[string]int64
+	orderedAt   map[int64][]orderedKeys // by height, to forget them without a scan
 	// peerStaged is what each validator's pushes hold here that CheckTx has not judged yet
 	// (push.go): a sender's own budget, so that one cannot crowd out the others or the clients.
 	peerStaged      map[string]int
 	peerStagedTotal int
 	// fetchedBytes are the copies fetched for proposals (keep), not the clients' either.
 	fetchedBytes int
-	keys         *dataPlaneKeys          // voting powers, for the quorum of answers
-	byz          *byzantine              // nil: a node that follows the protocol
-	orderedAt    map[int64][]orderedKeys // by height, to forget them without a scan
+	keys         *dataPlaneKeys // voting powers, for the quorum of answers
+	byz          *byzantine     // nil: a node that follows the protocol
 	// disk indexes the height files: where each written transaction is.
 	disk      map[[32]byte]diskTx
 	byHeight  map[int64][][32]byte
@@ -236,8 +236,8 @@ func (p *txPool) loadIndex() error {
 	return nil
 }
 
-// admit keeps a transaction CheckTx accepted, and its decoding; fromPeer says a peer's push
-// brought it. It keeps CometBFT's slice, not a copy: the mempool never writes into it, and
+// admit keeps a transaction CheckTx accepted, and its decoding; sender is the validator whose
+// push brought it ("" for a client's). It keeps CometBFT's slice, not a copy: the mempool never writes into it, and
 // holding it keeps that memory from being reused for other bytes.
 // It returns bz's hash, or false when bz is too small or too large to be held.
 func (p *txPool) admit(bz []byte, lastHeight int64, sender string, decoded sdk.Tx, checked bool) ([32]byte, bool) {
@@ -805,11 +805,12 @@ func (p *txPool) drop(bz []byte) {
 // maxParallelFetches bounds the transactions fetched at once for one proposal or block.
 const maxParallelFetches = 16
 
-// fetchEach runs f(0..n-1), at most maxParallelFetches at a time, and returns when all have.
-func (p *txPool) fetchEach(n int, f func(i int)) {
+// fetchEach runs f(i) for each of these indices, at most maxParallelFetches at a time, and
+// returns when all have.
+func (p *txPool) fetchEach(indices []int, f func(i int)) {
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, maxParallelFetches)
-	for i := range n {
+	for _, i := range indices {
 		wg.Add(1)
 		slots <- struct{}{}
 		go func() {

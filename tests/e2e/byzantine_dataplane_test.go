@@ -32,18 +32,9 @@ func TestAttackByzantineValidatorOnTheDataPlane(t *testing.T) {
 	accounts := []string{"producer", "prod0", "prod1", "prod2", "prod3"}
 	net := node.StartNetwork(t, node.NetworkOptions{Validators: 4, Accounts: accounts})
 	n0, faulty := net.Nodes[0], net.Nodes[3]
-	createTopic(n0, "producer", "byzantine", 4)
-	var list []txclient.Node
-	for _, n := range net.Nodes[:3] {
-		list = append(list, txclient.Node{RPC: n.RPC, API: n.API})
-	}
-	nodes, err := txclient.NewNodes(list)
-	require.NoError(t, err)
-	acked := &ackedProducer{net: net, topic: "byzantine", partitions: 4, acked: map[ackKey]string{}, t: t}
-	log := &ackLog{}
+	acked, log, stop := steadyProducers(t, net, "byzantine", net.Nodes[:3], 100)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	wg := goProducers(ctx, t, net, acked, nodes, log)
 	// A client of the faulty node itself, whose transactions it is the one to push.
 	createTopic(n0, "producer", "byzantine-side", 1)
 	own, err := txclient.NewNodes([]txclient.Node{{RPC: faulty.RPC, API: faulty.API}})
@@ -69,7 +60,6 @@ func TestAttackByzantineValidatorOnTheDataPlane(t *testing.T) {
 			}
 		}
 	}()
-	eventually(t, "first acknowledgements", 60*time.Second, func() bool { return acked.count() >= 100 })
 	from := time.Now()
 	time.Sleep(window)
 	honestRate, honestP99, _ := log.window(from, time.Now())
@@ -120,7 +110,7 @@ func TestAttackByzantineValidatorOnTheDataPlane(t *testing.T) {
 		}
 	}
 	cancel()
-	wg.Wait()
+	stop()
 	for i, n := range net.Nodes[:3] {
 		t.Logf("honest node %d: %d acknowledged records verified exactly once", i, acked.verify(t, n))
 	}

@@ -142,6 +142,27 @@ func goProducers(ctx context.Context, t *testing.T, net *node.Network, p *ackedP
 	return &wg
 }
 
+// steadyProducers are goProducers on a new 4-partition topic of net, sending through these
+// nodes, started and past first acknowledgements; stop ends them (also at the test's end).
+func steadyProducers(t *testing.T, net *node.Network, topic string, through []*node.Node, first int) (acked *ackedProducer, log *ackLog, stop func()) {
+	t.Helper()
+	createTopic(net.Nodes[0], "producer", topic, 4)
+	var list []txclient.Node
+	for _, n := range through {
+		list = append(list, txclient.Node{RPC: n.RPC, API: n.API})
+	}
+	nodes, err := txclient.NewNodes(list)
+	require.NoError(t, err)
+	acked = &ackedProducer{net: net, topic: topic, partitions: 4, acked: map[ackKey]string{}, t: t}
+	log = &ackLog{}
+	ctx, cancel := context.WithCancel(context.Background())
+	wg := goProducers(ctx, t, net, acked, nodes, log)
+	stop = func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
+	eventually(t, "first acknowledgements", 60*time.Second, func() bool { return acked.count() >= first })
+	return acked, log, stop
+}
+
 // kafkaProducer produces through the gateway with franz-go (an idempotent producer, as by
 // default) ten records at a time and records every acknowledged one in p.
 func kafkaProducer(ctx context.Context, t *testing.T, addr string, p *ackedProducer, log *ackLog) *sync.WaitGroup {
@@ -271,19 +292,7 @@ func TestFaultRestartOfEveryNode(t *testing.T) {
 	accounts := []string{"producer", "prod0", "prod1", "prod2", "prod3"}
 	net := node.StartNetwork(t, node.NetworkOptions{Validators: 4, Accounts: accounts})
 	n0 := net.Nodes[0]
-	createTopic(n0, "producer", "restart", 4)
-	var list []txclient.Node
-	for _, n := range net.Nodes {
-		list = append(list, txclient.Node{RPC: n.RPC, API: n.API})
-	}
-	nodes, err := txclient.NewNodes(list)
-	require.NoError(t, err)
-	acked := &ackedProducer{net: net, topic: "restart", partitions: 4, acked: map[ackKey]string{}, t: t}
-	log := &ackLog{}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	wg := goProducers(ctx, t, net, acked, nodes, log)
-	eventually(t, "first acknowledgements", 60*time.Second, func() bool { return acked.count() >= 200 })
+	acked, log, stop := steadyProducers(t, net, "restart", net.Nodes, 200)
 
 	for round := 1; round <= 2; round++ {
 		before, err := n0.Height()
@@ -313,8 +322,7 @@ func TestFaultRestartOfEveryNode(t *testing.T) {
 			round, firstBlock.Sub(killed).Round(time.Millisecond), again.Round(time.Millisecond), during)
 		require.Less(t, again, 10*time.Second, "producers acknowledged again within 10 s of the first new block")
 	}
-	cancel()
-	wg.Wait()
+	stop()
 	for i, n := range net.Nodes {
 		t.Logf("node %d: %d acknowledged records verified exactly once at their offsets (%d submissions retried)", i, acked.verify(t, n), acked.faults)
 	}

@@ -23,7 +23,6 @@ import (
 
 	"github.com/bftlog/bftlog/app"
 	"github.com/bftlog/bftlog/testutil/node"
-	"github.com/bftlog/bftlog/x/topics/client/txclient"
 )
 
 // TestAttackFloodOfInvalidTransactions sends 10,000 malformed, truncated and badly signed
@@ -126,19 +125,7 @@ func TestAttackDataPlaneFloodFromAValidatorsHost(t *testing.T) {
 	accounts := []string{"producer", "prod0", "prod1", "prod2", "prod3"}
 	net := node.StartNetwork(t, node.NetworkOptions{Validators: 4, Accounts: accounts})
 	n0 := net.Nodes[0]
-	createTopic(n0, "producer", "flooded", 4)
-	var list []txclient.Node
-	for _, n := range net.Nodes {
-		list = append(list, txclient.Node{RPC: n.RPC, API: n.API})
-	}
-	nodes, err := txclient.NewNodes(list)
-	require.NoError(t, err)
-	acked := &ackedProducer{net: net, topic: "flooded", partitions: 4, acked: map[ackKey]string{}, t: t}
-	log := &ackLog{}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	wg := goProducers(ctx, t, net, acked, nodes, log)
-	eventually(t, "first acknowledgements", 60*time.Second, func() bool { return acked.count() >= 200 })
+	acked, log, stop := steadyProducers(t, net, "flooded", net.Nodes, 200)
 
 	quiet := time.Now()
 	time.Sleep(window)
@@ -253,8 +240,7 @@ func TestAttackDataPlaneFloodFromAValidatorsHost(t *testing.T) {
 		require.NotContains(t, out, "error")
 	}
 	require.GreaterOrEqual(t, floodRate, 0.8*quietRate, "producers' throughput under the flood within 20%% of the unflooded run")
-	cancel()
-	wg.Wait()
+	stop()
 	for i, n := range net.Nodes {
 		t.Logf("node %d: %d acknowledged records verified exactly once", i, acked.verify(t, n))
 	}
