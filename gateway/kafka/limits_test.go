@@ -1,9 +1,11 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"runtime"
@@ -179,10 +181,13 @@ func TestAttackUnreadAnswersStayWithinTheBufferBound(t *testing.T) {
 	q := &bigFetches{batch: make([]byte, mib)}
 	s := serve(t, Config{MaxRequestBytes: perConn, MaxBufferedBytes: total}, func(s *Server) { s.query = q })
 	base := heapBytes()
-	frame := requestFrame(1, fetchOf("orders", []int32{0}, math.MaxInt32, 0, 0))
+	req := fetchOf("orders", []int32{0}, math.MaxInt32, 0, 0)
+	frame := requestFrame(1, req)
 	var wg sync.WaitGroup
+	var conns []net.Conn
 	for i := 0; i < clients; i++ {
 		c := dial(t, s)
+		conns = append(conns, c)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -200,6 +205,25 @@ func TestAttackUnreadAnswersStayWithinTheBufferBound(t *testing.T) {
 		last = q.calls.Load()
 	}
 	grew := requireHeapWithin(t, base, total+slack, fmt.Sprintf("with %d clients not reading", clients))
+	// The bound held while answers were served: at least as many 1 MiB answers as fill the
+	// buffer budget were made (a gateway that answered nothing would pass the bound alone), and a
+	// client that starts reading gets a whole answer holding the batch.
+	require.GreaterOrEqual(t, q.calls.Load(), int64(total/mib), "fewer 1 MiB answers than MaxBufferedBytes holds: the bound was not reached")
+	require.NoError(t, conns[0].SetReadDeadline(time.Now().Add(10*time.Second)))
+	var size int32
+	require.NoError(t, binary.Read(conns[0], binary.BigEndian, &size))
+	answer := make([]byte, size)
+	_, err := io.ReadFull(conns[0], answer)
+	require.NoError(t, err)
+	require.Equal(t, int32(1), int32(binary.BigEndian.Uint32(answer)), "correlation id")
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.SetVersion(req.GetVersion())
+	require.NoError(t, resp.ReadFrom(answer[4:]))
+	require.Len(t, resp.Topics, 1)
+	require.Len(t, resp.Topics[0].Partitions, 1)
+	require.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
+	served := resp.Topics[0].Partitions[0].RecordBatches
+	require.True(t, bytes.Equal(q.batch, served), "the answer holds the stored 1 MiB batch: %d bytes", len(served))
 	t.Logf("%d clients pipelining 2 GiB fetches of a 1 MiB batch without reading: %d answered, heap grew %.1f MiB (MaxBufferedBytes %d MiB, MaxRequestBytes %d MiB per connection)",
 		clients, q.calls.Load(), float64(grew)/mib, total/mib, perConn/mib)
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/bftlog/bftlog/testutil/node"
+	"github.com/bftlog/bftlog/x/topics/types"
 )
 
 // TestKafkaACLsChangeChainPermissions creates, describes and deletes ACLs with kadm through a
@@ -32,6 +34,15 @@ func TestKafkaACLsChangeChainPermissions(t *testing.T) {
 	produce := func(from string) error {
 		return n.CLI("", "tx", "topics", "produce", "acl-t", "from-"+from, "--from", from).Err
 	}
+	// refused requires from's produce to be refused by the topic's allowlist (x/topics' code 10,
+	// Kafka's TOPIC_AUTHORIZATION_FAILED), not by anything else.
+	refused := func(from, why string) {
+		t.Helper()
+		r := n.CLI("", "tx", "topics", "produce", "acl-t", "from-"+from, "--from", from)
+		require.Error(t, r.Err, why)
+		require.Contains(t, r.Stderr, fmt.Sprintf("%s may not produce to topic %q: %s (codespace %s, code %d)",
+			n.Address(from), "acl-t", types.ErrUnauthorizedProducer.Error(), types.ModuleName, types.ErrUnauthorizedProducer.ABCICode()), why)
+	}
 	require.NoError(t, produce("carol"), "no ACLs: anyone may write")
 
 	adm := kadm.NewClient(must(kgo.NewClient(kgo.SeedBrokers(gw.Addr()))))
@@ -52,7 +63,7 @@ func TestKafkaACLsChangeChainPermissions(t *testing.T) {
 	require.Contains(t, group, bob)
 	require.NoError(t, produce("bob"), "bob may write")
 	require.NoError(t, produce("alice"), "the owner may write")
-	require.Error(t, produce("carol"), "carol may no longer write")
+	refused("carol", "carol may no longer write")
 
 	described, err := adm.DescribeACLs(ctx, kadm.NewACLs().AnyResource().Allow().AllowHosts().Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
 	require.NoError(t, err)
@@ -94,7 +105,7 @@ func TestKafkaACLsChangeChainPermissions(t *testing.T) {
 	require.NoError(t, deleted[0].Err)
 	require.Len(t, deleted[0].Deleted, 1)
 	require.NoError(t, deleted[0].Deleted[0].Err)
-	require.Error(t, produce("bob"), "bob's ACL is gone")
+	refused("bob", "bob's ACL is gone")
 	require.NoError(t, produce("alice"), "the last ACL gone, the topic stays its owner's")
 	t.Logf("ACLs: WRITE on acl-t and READ on acl-g for bob became the chain's allowlists; carol refused; a DENY refused; deleting bob's WRITE refused his next produce")
 }

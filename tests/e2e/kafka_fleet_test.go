@@ -63,8 +63,12 @@ func (b *balancer) serve() {
 // -G) on each in one group. The group is one group on chain: 400 records on 4 partitions are
 // read exactly once between the two consumers (each gateway coordinating alone read all 400
 // in each consumer). Then two franz-go consumers, one per balancer, read the topic as another
-// group and one gateway dies under them: its consumer reconnects through its balancer to the
-// other gateway; every record is read and the group's commits land on chain.
+// group, their commits of what they read land on chain, and one gateway dies under them: its
+// consumer reconnects through its balancer to the other gateway, which renews its member on chain
+// from its next heartbeat, so the group keeps its generation (no rebalance) and each consumer
+// goes on from its position: every record is read, none twice, and the commits land on chain.
+// (A rebalance would be Kafka's at-least-once: records read since the last commit on chain read
+// again by the partition's next owner; the test requires that none happened.)
 func TestKafkaGatewayFleetSharesGroups(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node")
@@ -178,11 +182,17 @@ func TestKafkaGatewayFleetSharesGroups(t *testing.T) {
 	for _, c := range consumers {
 		_ = c.Process.Kill()
 	}
+	// Each read: the record's value, its partition and offset, and the consumer that read it.
+	type read struct {
+		partition int32
+		offset    int64
+		by        int
+	}
 	var (
 		kmu   sync.Mutex
-		kseen = map[string]int{}
+		kseen = map[string][]read{}
 	)
-	member := func(lb *balancer) *kgo.Client {
+	member := func(i int, lb *balancer) *kgo.Client {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(lb.addr()), kgo.ConsumerGroup("fleet-kgo"), kgo.ConsumeTopics("fleet"),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.SessionTimeout(10*time.Second), kgo.HeartbeatInterval(time.Second),
 			kgo.AutoCommitInterval(time.Second))
@@ -193,32 +203,68 @@ func TestKafkaGatewayFleetSharesGroups(t *testing.T) {
 				if fs.IsClientClosed() {
 					return
 				}
-				fs.EachRecord(func(r *kgo.Record) { kmu.Lock(); kseen[string(r.Value)]++; kmu.Unlock() })
+				fs.EachRecord(func(r *kgo.Record) {
+					kmu.Lock()
+					kseen[string(r.Value)] = append(kseen[string(r.Value)], read{r.Partition, r.Offset, i})
+					kmu.Unlock()
+				})
 			}
 		}()
 		return cl
 	}
-	k1, k2 := member(lb1), member(lb2)
+	k1, k2 := member(1, lb1), member(2, lb2)
 	defer k1.Close()
 	defer k2.Close()
 	kread := func() (distinct, total int) {
 		kmu.Lock()
 		defer kmu.Unlock()
-		for _, c := range kseen {
-			distinct, total = distinct+1, total+c
+		for _, rs := range kseen {
+			distinct, total = distinct+1, total+len(rs)
 		}
 		return
 	}
 	require.Eventually(t, func() bool { d, _ := kread(); return d == 400 }, 90*time.Second, 200*time.Millisecond, "the franz-go group did not read the first 400")
+	// Their autocommits of the 400 on chain, and the generation both members are in.
+	require.NoError(t, chainCommittedSum(n, "fleet-kgo", 400), "the consumers' commits of the first 400 on chain")
+	generation := func() (kafkaGroup, error) {
+		var g kafkaGroup
+		r := n.CLI("", "query", "topics", "kafka-group", "fleet-kgo", "-o", "json")
+		if r.Err != nil {
+			return g, r.Err
+		}
+		return g, json.Unmarshal([]byte(r.Stdout), &g)
+	}
+	before, err := generation()
+	require.NoError(t, err)
+	require.Equal(t, "KAFKA_GROUP_STATE_STABLE", before.Group.State)
+	require.Len(t, before.Members, 2)
 
-	// Gateway 2 dies while both read; its consumer reconnects through its balancer to gateway 1.
+	// Gateway 2 dies while both read; its consumer reconnects through its balancer to gateway 1,
+	// whose coordinator renews the member on chain from its next heartbeat (well within its 10 s
+	// session): the group keeps its generation and each consumer its partitions and position.
 	killed := time.Now()
 	require.NoError(t, gw2.Close())
 	produce(400, 800)
 	require.Eventually(t, func() bool { d, _ := kread(); return d == 800 }, 120*time.Second, 200*time.Millisecond, "records were lost across the gateway's death")
+	readIn := time.Since(killed)
+	time.Sleep(3 * time.Second) // a record read again (a rebalance resuming from a commit) would show by now
+	after, err := generation()
+	require.NoError(t, err)
 	distinct, total = kread()
-	t.Logf("franz-go group: gateway 2 killed; all 800 records read %v later (%d read twice: at least once across the failover)",
-		time.Since(killed).Round(100*time.Millisecond), total-distinct)
+	kmu.Lock()
+	var twice []string
+	for v, rs := range kseen {
+		if len(rs) > 1 {
+			twice = append(twice, fmt.Sprintf("%s %+v", v, rs))
+		}
+	}
+	kmu.Unlock()
+	t.Logf("franz-go group: gateway 2 killed; all 800 records read %v later, %d read twice; generation %d before the kill, %d after (state %s, %d members)",
+		readIn.Round(100*time.Millisecond), total-distinct, before.Group.Generation, after.Group.Generation, after.Group.State, len(after.Members))
+	require.Equal(t, before.Group.Generation, after.Group.Generation, "the gateway's death rebalanced the group")
+	require.Len(t, after.Members, 2, "the dead gateway's member expired instead of being renewed by the survivor")
+	require.Equal(t, 800, distinct)
+	require.Empty(t, twice, "records read twice across the failover (the group did not rebalance, so each consumer went on from its position)")
 
 	// The group's commits are on chain: the committed offsets add up to the 800 records.
 	require.NoError(t, chainCommittedSum(n, "fleet-kgo", 800), "the consumers' commits on chain")
