@@ -35,7 +35,7 @@ func TestSoftwareUpgradeByGovernance(t *testing.T) {
 	}
 	old, ok := node.BinaryAt(t, upgradeFrom, "v1.0.0")
 	if !ok {
-		t.Skipf("this clone has no commit %s (shallow clone): the release before v2 cannot be built", upgradeFrom)
+		t.Fatalf("the release before v2 (commit %s) is neither in this clone nor fetchable from its origin (see the log above): it cannot be built", upgradeFrom)
 	}
 	net := node.StartNetwork(t, node.NetworkOptions{Validators: 4, Binary: old, EditGenesis: node.ShortGovernance(8 * time.Second)})
 	v0 := net.Nodes[0]

@@ -1,24 +1,32 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // BinaryAt builds bftlogd as it was at an earlier commit of this repository — a previous
-// release, for upgrade tests — stamped with version, and returns its path. ok is false when the
-// clone does not hold that commit (a shallow clone).
+// release, for upgrade tests — stamped with version, and returns its path. A clone that lacks
+// the commit (CI's shallow clone of main) fetches it from its origin first (fetchCommit). ok is
+// false when the commit can be had neither way; the reason is logged when t can log.
 func BinaryAt(t T, commit, version string) (path string, ok bool) {
 	t.Helper()
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if exec.Command("git", "-C", root, "cat-file", "-e", commit+"^{commit}").Run() != nil {
-		return "", false
+	if !hasCommit(root, commit) {
+		if err := fetchCommit(root, commit); err != nil {
+			if l, ok := t.(interface{ Logf(string, ...any) }); ok {
+				l.Logf("%v", err)
+			}
+			return "", false
+		}
 	}
 	src := filepath.Join(t.TempDir(), "src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
@@ -43,4 +51,61 @@ func BinaryAt(t T, commit, version string) (path string, ok bool) {
 		t.Fatalf("go build bftlogd at %s: %v\n%s", commit, err, out)
 	}
 	return path, true
+}
+
+func hasCommit(root, commit string) bool {
+	return exec.Command("git", "-C", root, "cat-file", "-e", commit+"^{commit}").Run() == nil
+}
+
+// fetchTimeout bounds each git fetch of fetchCommit: a remote that does not answer fails the
+// caller instead of hanging it.
+const fetchTimeout = 5 * time.Minute
+
+// fetchCommit brings commit into the clone at root from its remote origin: the commit alone
+// (in a shallow clone, with --depth=1: git archive needs its tree, not its history), then, if the
+// remote refuses to serve a commit by its id or commit is abbreviated, the whole history of a
+// shallow clone (--unshallow). The error says what was tried and what git answered.
+func fetchCommit(root, commit string) error {
+	git := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", root}, args...)...)
+		// Never wait for credentials on a terminal.
+		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+		out, err := cmd.CombinedOutput()
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w after %v", ctx.Err(), fetchTimeout)
+		}
+		return strings.TrimSpace(string(out)), err
+	}
+	remote, err := git("remote", "get-url", "origin")
+	if err != nil {
+		return fmt.Errorf("commit %s is not in this clone (%s), which has no remote origin to fetch it from: %v %s", commit, root, err, remote)
+	}
+	shallow, _ := git("rev-parse", "--is-shallow-repository")
+	isShallow := shallow == "true"
+	args := []string{"fetch", "--quiet", "--no-tags"}
+	if isShallow {
+		args = append(args, "--depth=1")
+	}
+	tried := []string{"git " + strings.Join(append(args, "origin", commit), " ")}
+	out, err := git(append(args, "origin", commit)...)
+	answers := []string{fmt.Sprintf("%v %s", err, out)}
+	if err == nil && hasCommit(root, commit) {
+		return nil
+	}
+	if isShallow {
+		tried = append(tried, "git fetch --quiet --no-tags --unshallow origin")
+		out, err = git("fetch", "--quiet", "--no-tags", "--unshallow", "origin")
+		answers = append(answers, fmt.Sprintf("%v %s", err, out))
+		if err == nil && hasCommit(root, commit) {
+			return nil
+		}
+	}
+	var msg strings.Builder
+	fmt.Fprintf(&msg, "commit %s is not in this clone (%s, shallow: %t) and could not be fetched from origin %s:", commit, root, isShallow, remote)
+	for i := range tried {
+		fmt.Fprintf(&msg, "\n  %s: %s", tried[i], answers[i])
+	}
+	return fmt.Errorf("%s", msg.String())
 }
