@@ -64,6 +64,17 @@ type chain struct {
 	nums   []uint64
 	// named counts the transactions the main node ran named by digest.
 	named int
+	// open is Config.Open.
+	open func(name string, a *app.App)
+}
+
+// reopen opens a node over db and home and hands it to c.open as name.
+func (c *chain) reopen(name string, db dbm.DB, home string) *node {
+	n := openNode(db, home)
+	if c.open != nil {
+		c.open(name, n.app)
+	}
+	return n
 }
 
 // errHalt marks a block-level step that failed: FinalizeBlock returned an error or Commit
@@ -72,14 +83,14 @@ var errHalt = errors.New("the chain halted")
 
 // newChain starts a chain of one validator and n funded accounts. Account 0 holds the
 // validator's delegation, so its votes pass governance proposals.
-func newChain(dir string, n int, start time.Time, twin bool) (*chain, error) {
-	c := &chain{time: start}
+func newChain(dir string, n int, start time.Time, twin bool, open func(string, *app.App)) (*chain, error) {
+	c := &chain{time: start, open: open}
 	mk := func(name string) (*node, error) {
 		home := filepath.Join(dir, name)
 		if err := os.MkdirAll(home, 0o755); err != nil {
 			return nil, err
 		}
-		return openNode(dbm.NewMemDB(), home), nil
+		return c.reopen(name, dbm.NewMemDB(), home), nil
 	}
 	var err error
 	if c.main, err = mk("main"); err != nil {
@@ -249,8 +260,8 @@ func (c *chain) block(txs [][]byte, t time.Time) (*abci.ResponseFinalizeBlock, e
 		}
 		if i == 0 {
 			first = res
-		} else if !bytes.Equal(res.AppHash, first.AppHash) {
-			return nil, fmt.Errorf("nondeterminism at height %d: the twin's app hash is %X, the node's %X", c.height, res.AppHash, first.AppHash)
+		} else if err := sameResults(c.height, first, res); err != nil {
+			return nil, err
 		}
 	}
 	c.height++
@@ -318,7 +329,7 @@ func (c *chain) crashBlock(txs [][]byte, t time.Time, point string) (*abci.Respo
 			return nil, err
 		}
 	}
-	c.main = openNode(c.main.db, c.main.home)
+	c.main = c.reopen("main", c.main.db, c.main.home)
 	if got := c.main.app.LastBlockHeight(); got != c.height-1 {
 		return nil, fmt.Errorf("after a crash %s at height %d the node restarted at height %d", point, c.height, got)
 	}
@@ -340,8 +351,8 @@ func (c *chain) crashBlock(txs [][]byte, t time.Time, point string) (*abci.Respo
 		if err := commit(c.twin, c.height); err != nil {
 			return nil, err
 		}
-		if !bytes.Equal(res.AppHash, again.AppHash) {
-			return nil, fmt.Errorf("nondeterminism at height %d (replayed after a crash %s): the twin's app hash is %X, the node's %X", c.height, point, res.AppHash, again.AppHash)
+		if err := sameResults(c.height, again, res); err != nil {
+			return nil, fmt.Errorf("replayed after a crash %s: %w", point, err)
 		}
 	}
 	c.height++
@@ -356,4 +367,60 @@ func precommit(n *node, ctx sdk.Context) (err error) {
 		}
 	}()
 	return n.app.TopicsKeeper.Precommit(ctx)
+}
+
+// sameResults compares the node's block results with its twin's: the app hash, the results
+// hash CometBFT puts in the next header (each transaction's code, data, gas wanted and gas
+// used), and every transaction's and the block's events. The node reuses signature checks and
+// decodings its twin does anew (app/verified.go, app/decode_cache.go); any of these may differ
+// where the app hash does not yet.
+func sameResults(height int64, node, twin *abci.ResponseFinalizeBlock) error {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("nondeterminism at height %d: %s", height, fmt.Sprintf(format, args...))
+	}
+	if len(node.TxResults) != len(twin.TxResults) {
+		return fail("the twin has %d transaction results, the node %d", len(twin.TxResults), len(node.TxResults))
+	}
+	for i, n := range node.TxResults {
+		t := twin.TxResults[i]
+		switch {
+		case n.Code != t.Code || n.Codespace != t.Codespace:
+			return fail("transaction %d ended %s/%d on the twin, %s/%d on the node", i, t.Codespace, t.Code, n.Codespace, n.Code)
+		case n.GasUsed != t.GasUsed || n.GasWanted != t.GasWanted:
+			return fail("transaction %d used %d of %d gas on the twin, %d of %d on the node", i, t.GasUsed, t.GasWanted, n.GasUsed, n.GasWanted)
+		case !bytes.Equal(n.Data, t.Data):
+			return fail("transaction %d answered %X on the twin, %X on the node", i, t.Data, n.Data)
+		}
+		// A transaction named by digest gets an event naming its hash (app/ordering.go): the
+		// node's alone, and outside the results hash.
+		events := n.Events
+		if k := len(events); k > 0 && events[k-1].Type == "ordered" {
+			events = events[:k-1]
+		}
+		if err := sameEvents(events, t.Events); err != nil {
+			return fail("transaction %d: %v", i, err)
+		}
+	}
+	if err := sameEvents(node.Events, twin.Events); err != nil {
+		return fail("block events: %v", err)
+	}
+	if a, b := cmttypes.NewResults(node.TxResults).Hash(), cmttypes.NewResults(twin.TxResults).Hash(); !bytes.Equal(a, b) {
+		return fail("the twin's results hash is %X, the node's %X", b, a)
+	}
+	if !bytes.Equal(node.AppHash, twin.AppHash) {
+		return fail("the twin's app hash is %X, the node's %X", twin.AppHash, node.AppHash)
+	}
+	return nil
+}
+
+func sameEvents(node, twin []abci.Event) error {
+	if len(node) != len(twin) {
+		return fmt.Errorf("%d events on the twin, %d on the node", len(twin), len(node))
+	}
+	for i := range node {
+		if a, b := node[i].String(), twin[i].String(); a != b {
+			return fmt.Errorf("event %d is %s on the twin, %s on the node", i, b, a)
+		}
+	}
+	return nil
 }

@@ -29,8 +29,22 @@ type gen struct {
 	hostile []bool
 	now     time.Time
 	gov     string
-	voted   map[uint64]bool
+	voted   map[voteKey]bool
+	options map[uint64]govv1.VoteOption
+	// refuse is set by a writer whose message the chain must refuse: the run fails if it does
+	// not, or refuses it with another code.
+	refuse *refusal
 }
+
+// refusal is what a transaction written to be refused must end with: one of codes
+// ("codespace/code"), never success.
+type refusal struct {
+	kind  string
+	codes []string
+}
+
+// refused marks the message being written as one the chain must refuse with one of codes.
+func (g *gen) refused(kind string, codes ...string) { g.refuse = &refusal{kind: kind, codes: codes} }
 
 const (
 	topicPool = 6
@@ -54,7 +68,7 @@ type action struct {
 var actions = []action{
 	{"create_topic", 4, 2, (*gen).createTopic},
 	{"update_topic_config", 3, 3, (*gen).updateTopicConfig},
-	{"add_partitions", 1, 1, (*gen).addPartitions},
+	{"add_partitions", 2, 1, (*gen).addPartitions},
 	{"delete_topic", 1, 2, (*gen).deleteTopic},
 	{"delete_records", 3, 3, (*gen).deleteRecords},
 	{"produce", 30, 10, (*gen).produce},
@@ -63,32 +77,37 @@ var actions = []action{
 	{"create_group", 3, 2, (*gen).createGroup},
 	{"join_group", 6, 3, (*gen).joinGroup},
 	{"heartbeat", 6, 2, (*gen).heartbeat},
-	{"leave_group", 2, 2, (*gen).leaveGroup},
+	{"leave_group", 5, 2, (*gen).leaveGroup},
 	{"commit_offsets", 8, 5, (*gen).commit},
 	{"reset_offsets", 2, 2, (*gen).reset},
 	{"delete_group", 2, 3, (*gen).deleteGroup},
 	{"delete_group_offsets", 2, 3, (*gen).deleteGroupOffsets},
 	{"update_group_policy", 2, 2, (*gen).updatePolicy},
-	{"remove_group_member", 2, 2, (*gen).removeMember},
+	{"remove_group_member", 3, 2, (*gen).removeMember},
 	{"transfer_group_admin", 1, 2, (*gen).transferAdmin},
 	{"kafka_join_group", 6, 4, (*gen).kafkaJoin},
 	{"kafka_sync_group", 5, 2, (*gen).kafkaSync},
 	{"kafka_heartbeat", 5, 2, (*gen).kafkaHeartbeat},
-	{"kafka_leave_group", 2, 2, (*gen).kafkaLeave},
+	{"kafka_leave_group", 4, 2, (*gen).kafkaLeave},
 	{"kafka_commit", 6, 3, (*gen).kafkaCommit},
 	{"proposal_params", 1, 1, (*gen).proposeParams},
 	{"proposal_topic", 1, 1, (*gen).proposeTopic},
-	{"proposal_poa", 1, 0, (*gen).proposePoa},
-	{"poa_hostile", 0, 1, (*gen).poaHostile},
+	{"proposal_poa", 2, 0, (*gen).proposePoa},
+	{"poa_hostile", 0, 2, (*gen).poaHostile},
 	{"create_validator", 2, 0, (*gen).createValidator},
 }
 
-// msgs writes one transaction's messages for account a.
-func (g *gen) msgs(a int) []sdk.Msg {
-	if a == 0 { // its votes alone, so no other message's refusal takes them down
-		if v := g.votes(); len(v) > 0 {
-			return v
+// msgs writes one transaction's messages for account a, and what it must be refused with if
+// it was written to be refused (such a message goes alone in its transaction, so that the
+// transaction's code is its own).
+func (g *gen) msgs(a int) ([]sdk.Msg, *refusal) {
+	if g.voter(a) { // its votes alone, so no other message's refusal takes them down
+		if v := g.votes(a); len(v) > 0 {
+			return v, nil
 		}
+	}
+	if m := g.createValidator(a); m != nil && !g.oneOf(3) { // an admitted operator soon creates its validator
+		return m, nil
 	}
 	n := 1
 	if g.r.Intn(8) == 0 {
@@ -96,11 +115,17 @@ func (g *gen) msgs(a int) []sdk.Msg {
 	}
 	var out []sdk.Msg
 	for len(out) < n {
-		if m := g.pick(a)(g, a); m != nil {
+		g.refuse = nil
+		m := g.pick(a)(g, a)
+		switch {
+		case m == nil:
+		case g.refuse != nil && len(out) == 0:
+			return m, g.refuse
+		case g.refuse == nil:
 			out = append(out, m...)
 		}
 	}
-	return out
+	return out, nil
 }
 
 func (g *gen) pick(a int) func(*gen, int) []sdk.Msg {
@@ -133,24 +158,51 @@ func (g *gen) oneOf(n int) bool { return g.r.Intn(n) == 0 }
 
 func (g *gen) topicName() string { return fmt.Sprintf("t%d", g.r.Intn(topicPool)) }
 
+// groupID is a native group's id; kafkaGroupID a Kafka group's. The two kinds draw from
+// pools of their own, so that neither takes every id of the other (a join of one kind to the
+// other is refused with code 40); hostile and a few honest joins cross over.
 func (g *gen) groupID() string { return fmt.Sprintf("g%d", g.r.Intn(groupPool)) }
 
-// joinable is a group id account a may join — one it administers, one open to it, or a free
-// id (a first join creates it) — mostly; otherwise any id (and a hostile account, any).
-func (g *gen) joinable(a int) string {
-	if g.hostile[a] || g.oneOf(5) {
-		return g.groupID()
+func (g *gen) kafkaGroupID() string { return fmt.Sprintf("k%d", g.r.Intn(groupPool)) }
+
+// freeGroupID is mostly a native group id no group holds yet, so that creations succeed.
+func (g *gen) freeGroupID() string {
+	for _, i := range g.r.Perm(groupPool) {
+		if id := fmt.Sprintf("g%d", i); !g.oneOf(8) {
+			if _, ok := g.w.group(id); !ok {
+				return id
+			}
+		}
 	}
+	return g.groupID()
+}
+
+// joinable is a group id account a may join — one it administers, one open to it, or a free
+// id (a first join creates it) — of the kind it joins (Kafka or native) mostly; otherwise any
+// id of either kind (and a hostile account, any).
+func (g *gen) joinable(a int, kafka bool) string {
+	pick := g.groupID
+	if kafka {
+		pick = g.kafkaGroupID
+	}
+	if g.oneOf(10) {
+		kafka = !kafka
+		pick = map[bool]func() string{true: g.kafkaGroupID, false: g.groupID}[kafka]
+	}
+	if g.hostile[a] || g.oneOf(5) {
+		return pick()
+	}
+	prefix := map[bool]string{true: "k", false: "g"}[kafka]
 	var pool []string
 	for i := 0; i < groupPool; i++ {
-		id := fmt.Sprintf("g%d", i)
+		id := fmt.Sprintf("%s%d", prefix, i)
 		grp, ok := g.w.group(id)
 		if !ok || grp.Admin == g.addr(a) || grp.JoinPolicy == types.JOIN_POLICY_ANYONE || slices.Contains(grp.AllowedMembers, g.addr(a)) {
 			pool = append(pool, id)
 		}
 	}
 	if len(pool) == 0 {
-		return g.groupID()
+		return pick()
 	}
 	return pool[g.r.Intn(len(pool))]
 }
@@ -253,7 +305,7 @@ func (g *gen) addPartitions(a int) []sdk.Msg {
 
 func (g *gen) deleteTopic(a int) []sdk.Msg {
 	t := g.ownedTopic(a)
-	if t == nil || !g.hostile[a] && !g.oneOf(3) {
+	if t == nil {
 		return nil
 	}
 	return []sdk.Msg{&types.MsgDeleteTopic{Authority: g.addr(a), Name: t.Name}}
@@ -386,29 +438,39 @@ func (g *gen) produceHostile(a int) []sdk.Msg {
 		t = &types.Topic{Name: g.topicName(), Partitions: 1}
 	}
 	b := g.batch(t, 0, 1+g.r.Intn(4))
+	// Whatever the batch, a topic deleted in this block (4) or closed to this producer (10)
+	// refuses it first.
+	state := []string{"topics/4", "topics/10"}
 	switch g.r.Intn(7) {
 	case 0:
 		b.RecordBatch[len(b.RecordBatch)-1-g.r.Intn(8)] ^= 0x5a
+		g.refused("corrupt batch", append(state, "topics/38")...)
 	case 1:
 		b.RecordCount++
-	case 2:
+		g.refused("lying record count", append(state, "topics/38")...)
+	case 2: // refused only if the topic is compacted when it runs, which this block may change
 		recs := g.records(nil, 2)
 		recs[0].Key, recs[1].Key = nil, nil
 		var err error
 		if b, err = types.NewProduceBatch(t.Name, 0, recs, types.CompressionNone); err != nil {
 			panic(err)
 		}
-	case 3:
-		b.Partition = t.Partitions + uint32(g.r.Intn(3))
+	case 3: // past any partition count this block can reach (an addition adds at most 2)
+		b.Partition = t.Partitions + 2 + uint32(g.r.Intn(3))
+		g.refused("partition out of range", append(state, "topics/5")...)
 	case 4:
 		big := make([]byte, g.w.params.MaxRecordBytes+1)
 		var err error
 		if b, err = types.NewProduceBatch(t.Name, 0, []types.BatchRecord{{Key: types.NewBytes([]byte("k0")), Value: types.NewBytes(big)}}, types.CompressionZstd); err != nil {
 			panic(err)
 		}
+		// 8: the record alone is over max_batch_bytes; 11: out of the gas it paid for, when
+		// governance raised the limit to megabytes.
+		g.refused("record over max_record_bytes", append(state, "topics/7", "topics/8", "sdk/11")...)
 	case 5:
 		b.Topic = "nope"
-	case 6:
+		g.refused("unknown topic", "topics/4")
+	case 6: // refused or bounded (paid for in gas) by the limits in force
 		zeros := make([]byte, 4<<20)
 		var err error
 		if b, err = types.NewProduceBatch(t.Name, 0, []types.BatchRecord{{Key: types.NewBytes([]byte("k0")), Value: types.NewBytes(zeros)}}, types.CompressionZstd); err != nil {
@@ -441,7 +503,7 @@ func (g *gen) transaction(a int) []sdk.Msg {
 }
 
 func (g *gen) createGroup(a int) []sdk.Msg {
-	msg := &types.MsgCreateGroup{Admin: g.addr(a), GroupId: g.groupID(), SessionTimeoutMs: []int64{0, 5_000, 20_000}[g.r.Intn(3)],
+	msg := &types.MsgCreateGroup{Admin: g.addr(a), GroupId: g.freeGroupID(), SessionTimeoutMs: []int64{0, 5_000, 20_000}[g.r.Intn(3)],
 		Assignor: types.Assignor(g.r.Intn(3))}
 	switch g.r.Intn(5) {
 	case 0:
@@ -477,7 +539,7 @@ func (g *gen) joinGroup(a int) []sdk.Msg {
 	if g.hostile[a] && g.oneOf(4) {
 		topics = append(topics, topics[0]) // listed twice
 	}
-	return []sdk.Msg{&types.MsgJoinGroup{Member: g.addr(a), GroupId: g.joinable(a), Topics: topics, SessionTimeoutMs: []int64{0, 4_000, 15_000}[g.r.Intn(3)]}}
+	return []sdk.Msg{&types.MsgJoinGroup{Member: g.addr(a), GroupId: g.joinable(a, false), Topics: topics, SessionTimeoutMs: []int64{0, 4_000, 15_000}[g.r.Intn(3)]}}
 }
 
 // membership is a native group account a is a member of (or, for a hostile account, any
@@ -701,6 +763,12 @@ func (g *gen) removeMember(a int) []sdk.Msg {
 	if !ok {
 		return nil
 	}
+	withMembers := func(x types.Group) bool {
+		return (x.Admin == g.addr(a) || g.hostile[a]) && len(g.w.members[x.GroupId])+len(g.w.kmembers[x.GroupId]) > 0
+	}
+	if x, ok := g.pickGroup(withMembers); ok && !g.oneOf(4) {
+		grp = x
+	}
 	member := g.addr(g.someone())
 	if ms := g.w.members[grp.GroupId]; len(ms) > 0 {
 		member = ms[g.r.Intn(len(ms))].Member
@@ -734,7 +802,7 @@ func (g *gen) kafkaJoin(a int) []sdk.Msg {
 		return []sdk.Msg{&types.MsgKafkaJoinGroup{Owner: m.Owner, GroupId: m.GroupId, MemberId: m.MemberId, ClientId: m.ClientId, ProtocolType: "consumer",
 			Protocols: m.Protocols, SessionTimeoutMs: m.SessionTimeoutMs, RebalanceTimeoutMs: m.RebalanceTimeoutMs}}
 	}
-	group := g.joinable(a)
+	group := g.joinable(a, true)
 	msg := &types.MsgKafkaJoinGroup{Owner: g.addr(a), GroupId: group, MemberId: g.kafkaMemberID(a, group), ClientId: "sim", ProtocolType: "consumer",
 		SessionTimeoutMs: []int32{6_000, 10_000, 30_000}[g.r.Intn(3)], RebalanceTimeoutMs: []int32{0, 5_000, 20_000}[g.r.Intn(3)]}
 	first := g.r.Intn(len(protocolNames))
@@ -939,7 +1007,19 @@ func (g *gen) operator(i int) string { return sdk.ValAddress(g.c.addrs[i]).Strin
 // proposePoa admits an account's operator, moves an admitted one's power or removes it.
 func (g *gen) proposePoa(a int) []sdk.Msg {
 	op := g.operator(1 + g.r.Intn(min(3, len(g.c.addrs)-1)))
-	switch g.r.Intn(3) {
+	n := g.r.Intn(3)
+	var admitted []string // by governance, of accounts 1 to 3 (not the genesis validator, whose stake no account votes)
+	for _, ad := range g.w.admitted {
+		for i := 1; i <= min(3, len(g.c.addrs)-1); i++ {
+			if ad.Operator == g.operator(i) {
+				admitted = append(admitted, ad.Operator)
+			}
+		}
+	}
+	if n > 0 && len(admitted) > 0 && !g.oneOf(4) {
+		op = admitted[g.r.Intn(len(admitted))]
+	}
+	switch n {
 	case 0:
 		return g.propose(a, &poatypes.MsgAdmitValidator{Authority: g.gov, Operator: op, Power: int64(1 + g.r.Intn(5))})
 	case 1:
@@ -952,11 +1032,13 @@ func (g *gen) proposePoa(a int) []sdk.Msg {
 func (g *gen) poaHostile(a int) []sdk.Msg {
 	switch g.r.Intn(2) {
 	case 0:
+		g.refused("validator admitted by an account", "poa/2")
 		return []sdk.Msg{&poatypes.MsgAdmitValidator{Authority: g.addr(a), Operator: sdk.ValAddress(g.c.addrs[a]).String(), Power: 100}}
 	}
 	if len(g.w.admitted) == 0 {
 		return nil
 	}
+	g.refused("delegation under proof of authority", "poa/5")
 	return []sdk.Msg{stakingtypes.NewMsgDelegate(g.addr(a), g.w.admitted[0].Operator, sdk.NewInt64Coin(sdk.DefaultBondDenom, 1_000_000))}
 }
 
@@ -978,20 +1060,51 @@ func (g *gen) createValidator(a int) []sdk.Msg {
 	return nil
 }
 
-// votes is account 0's votes (it holds the voting power) on every open proposal it has not
-// voted on: mostly yes.
-func (g *gen) votes() []sdk.Msg {
-	var out []sdk.Msg
-	for _, id := range g.w.proposals {
-		if g.voted[id] {
+// voter says whether account a votes: account 0 (the genesis validator's delegator) and
+// every account that operates a validator, so that governance keeps its quorum as x/poa admits
+// validators and moves power.
+func (g *gen) voter(a int) bool { return a == 0 || g.w.validators[g.operator(a)] }
+
+// voting lists the accounts that have proposals to vote on.
+func (g *gen) voting() []int {
+	var out []int
+	for a := range g.c.addrs {
+		if !g.voter(a) {
 			continue
 		}
-		g.voted[id] = true
-		opt := govv1.OptionYes
-		if g.oneOf(5) {
-			opt = govv1.OptionNo
+		for _, id := range g.w.proposals {
+			if !g.voted[voteKey{a, id}] {
+				out = append(out, a)
+				break
+			}
 		}
-		out = append(out, govv1.NewMsgVote(g.c.addrs[0], id, opt, ""))
+	}
+	return out
+}
+
+type voteKey struct {
+	account int
+	id      uint64
+}
+
+// votes is voter a's votes on every open proposal it has not voted on: mostly yes, the same
+// option from every voter.
+func (g *gen) votes(a int) []sdk.Msg {
+	var out []sdk.Msg
+	for _, id := range g.w.proposals {
+		if g.voted[voteKey{a, id}] {
+			continue
+		}
+		g.voted[voteKey{a, id}] = true
+		opt, ok := g.options[id]
+		if !ok {
+			opt = govv1.OptionYes
+			if g.oneOf(5) {
+				opt = govv1.OptionNo
+			}
+			g.options[id] = opt
+		}
+		out = append(out, govv1.NewMsgVote(g.c.addrs[a], id, opt, ""))
 	}
 	return out
 }

@@ -16,7 +16,7 @@ import (
 // The invariants catch what they are for: each corruption below, written straight into a
 // committed state that passes them, is reported.
 func TestInvariantsCatchBrokenState(t *testing.T) {
-	c, err := newChain(t.TempDir(), 2, time.Unix(1_760_000_000, 0).UTC(), false)
+	c, err := newChain(t.TempDir(), 2, time.Unix(1_760_000_000, 0).UTC(), false, nil)
 	require.NoError(t, err)
 	alice := c.addrs[0].String()
 	batch, err := types.NewProduceBatch("t", 0, []types.BatchRecord{{Key: types.NewBytes([]byte("k")), Value: types.NewBytes([]byte("v"))}}, types.CompressionNone)

@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,7 +17,9 @@ import (
 	"github.com/cosmos/cosmos-sdk/codec"
 	simtestutil "github.com/cosmos/cosmos-sdk/testutil/sims"
 	sdk "github.com/cosmos/cosmos-sdk/types"
+	govv1 "github.com/cosmos/cosmos-sdk/x/gov/types/v1"
 
+	"github.com/bftlog/bftlog/app"
 	poatypes "github.com/bftlog/bftlog/x/poa/types"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
@@ -36,6 +39,11 @@ type Config struct {
 	// Dir holds the nodes' homes (record segment files) and the run's message log.
 	Dir  string
 	Logf func(format string, args ...any)
+	// Require, if set, is what the run must have exercised (coverage.go) to pass.
+	Require *Coverage
+	// Open, if set, is called with each App the run opens ("main", "twin"; "main" again after a
+	// crash) before it runs a block: tests break a handler or tamper with one node through it.
+	Open func(name string, a *app.App)
 }
 
 // Result is what a run did.
@@ -108,16 +116,17 @@ func Run(cfg Config) (res Result, err error) {
 	}
 
 	r := rand.New(rand.NewSource(cfg.Seed))
-	c, err := newChain(cfg.Dir, cfg.Accounts, time.Unix(1_760_000_000, 0).UTC(), cfg.Twin)
+	c, err := newChain(cfg.Dir, cfg.Accounts, time.Unix(1_760_000_000, 0).UTC(), cfg.Twin, cfg.Open)
 	if err != nil {
 		return fail(1, err)
 	}
-	g := &gen{r: r, c: c, hostile: make([]bool, cfg.Accounts), gov: govAuthority(), voted: map[uint64]bool{}}
+	g := &gen{r: r, c: c, hostile: make([]bool, cfg.Accounts), gov: govAuthority(), voted: map[voteKey]bool{}, options: map[uint64]govv1.VoteOption{}}
 	for i := cfg.Accounts - cfg.Hostile; i < cfg.Accounts; i++ {
 		g.hostile[max(i, 1)] = true
 	}
 	cdc := c.main.app.AppCodec()
-	var sent [][]byte // earlier transactions, replayed by hostile accounts
+	var sent [][]byte               // earlier transactions, replayed by hostile accounts
+	outcomes := map[string]string{} // by transaction bytes: how sent ones ended
 	for b := 0; b < cfg.Blocks; b++ {
 		ctx := c.ctx()
 		if g.w, err = readWorld(c.main.app, ctx); err != nil {
@@ -128,20 +137,30 @@ func Run(cfg Config) (res Result, err error) {
 
 		var txs [][]byte
 		var written [][]sdk.Msg
-		for _, a := range r.Perm(cfg.Accounts)[:1+r.Intn(min(cfg.Accounts, 6))] {
-			msgs := g.msgs(a)
+		var wants []*refusal
+		signers := r.Perm(cfg.Accounts)[:1+r.Intn(min(cfg.Accounts, 6))]
+		for _, a := range g.voting() { // voters vote in the block after a proposal
+			if !slices.Contains(signers, a) {
+				signers = append(signers, a)
+			}
+		}
+		for _, a := range signers {
+			msgs, want := g.msgs(a)
 			tx, err := c.sign(a, msgs)
 			if err != nil {
 				return fail(c.height, err)
 			}
-			txs, written = append(txs, tx), append(written, msgs)
+			txs, written, wants = append(txs, tx), append(written, msgs), append(wants, want)
 			sent = append(sent, tx)
 		}
 		if len(sent) > 64 {
+			for _, tx := range sent[:len(sent)-64] {
+				delete(outcomes, string(tx))
+			}
 			sent = sent[len(sent)-64:]
 		}
 		if r.Intn(8) == 0 && len(sent) > 1 {
-			txs, written = append(txs, sent[r.Intn(len(sent)-1)]), append(written, nil) // a replayed transaction
+			txs, written, wants = append(txs, sent[r.Intn(len(sent)-1)]), append(written, nil), append(wants, nil) // a replayed transaction
 		}
 
 		fmt.Fprintf(log, "block %d time %s txs %d\n", c.height, g.now.Format(time.RFC3339Nano), len(txs))
@@ -164,8 +183,26 @@ func Run(cfg Config) (res Result, err error) {
 			if tr := out.TxResults[i]; tr.Code != 0 {
 				outcome = fmt.Sprintf("%s/%d", tr.Codespace, tr.Code)
 			}
+			want := wants[i]
 			if msgs == nil {
-				res.count("replayed_tx", outcome)
+				// A replay must fail: its sequence is spent (32), unless its first run failed before
+				// spending it (then it fails as that did); x/poa's and the fee rule's ante checks
+				// run before the sequence's and may refuse it first.
+				want = &refusal{kind: "replayed transaction", codes: []string{"sdk/32", "topics/33", "topics/34"}}
+				if first := outcomes[string(txs[i])]; first != "ok" {
+					want.codes = append(want.codes, first)
+				}
+				if strings.HasPrefix(outcome, poatypes.ModuleName+"/") {
+					want.codes = append(want.codes, outcome)
+				}
+			} else {
+				outcomes[string(txs[i])] = outcome
+			}
+			if want != nil {
+				res.count("refused: "+want.kind, outcome)
+				if !slices.Contains(want.codes, outcome) && err == nil {
+					err = fmt.Errorf("transaction %d (%s) ended %s; it must be refused with one of %v", i, want.kind, outcome, want.codes)
+				}
 			}
 			for _, m := range msgs {
 				res.count(msgName(m), outcome)
@@ -184,6 +221,15 @@ func Run(cfg Config) (res Result, err error) {
 		res.ProposalsPassed += countEvents(out.Events, "active_proposal", "proposal_result", "proposal_passed")
 		res.countEvents(out)
 		ctx = c.ctx()
+		if err := res.countProposals(out, func(id uint64) ([]sdk.Msg, error) {
+			p, err := c.main.app.GovKeeper.Proposals.Get(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			return p.GetMsgs()
+		}); err != nil {
+			return fail(height, err)
+		}
 		delta, err := supplyChange(out)
 		if err != nil {
 			return fail(height, err)
@@ -242,6 +288,11 @@ func Run(cfg Config) (res Result, err error) {
 	res.Elapsed = time.Since(start)
 	res.Named = c.named
 	fmt.Fprintf(log, "%s", res.Summary())
+	if cfg.Require != nil {
+		if missing := res.unexercised(cfg, *cfg.Require); len(missing) > 0 {
+			return fail(c.height, fmt.Errorf("the run did not exercise what it must (testutil/sim/coverage.go):\n  %s", strings.Join(missing, "\n  ")))
+		}
+	}
 	return res, nil
 }
 
