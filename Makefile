@@ -98,7 +98,7 @@ BFTLOG_STATESYNC_MB ?= 1024
 test-statesync:
 	BFTLOG_STATESYNC_MB=$(BFTLOG_STATESYNC_MB) BFTLOG_STATESYNC_INTERVAL=500 go test $(GOTEST_FLAGS) -count=1 -timeout 60m -v -run 'TestStateSyncJoinsWithTheLog' ./tests/e2e/
 
-# The randomized simulation of the state machine (testutil/sim; make test runs 150 blocks of
+# The randomized simulation of the state machine (testutil/sim; make test runs 500 blocks of
 # seed 27): SIM_BLOCKS blocks of seed SIM_SEED, or of SIM_SEEDS seeds from SIM_SEED on. A
 # failure prints the seed, the height and the message log (kept in SIM_DIR).
 SIM_SEED ?= 1

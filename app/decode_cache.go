@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
@@ -29,6 +30,8 @@ type proposalTxs struct {
 	// held is the pool's kept decoding of bytes it holds (pool.go decodedOf): the proposer's
 	// selection, recheck and a block carrying a transaction this node admitted reuse it.
 	held func([]byte) sdk.Tx
+	// reused counts the decodings Decode handed out again instead of decoding.
+	reused atomic.Uint64
 }
 
 type decodedTx struct {
@@ -57,10 +60,12 @@ func (p *proposalTxs) Decode(bz []byte) (sdk.Tx, error) {
 		d, ok := p.txs[unsafe.SliceData(bz)]
 		p.mu.Unlock()
 		if ok && len(d.bz) == len(bz) && bytes.Equal(d.tail, tailOf(bz)) {
+			p.reused.Add(1)
 			return d.tx, nil
 		}
 		if p.held != nil {
 			if tx := p.held(bz); tx != nil {
+				p.reused.Add(1)
 				return tx, nil
 			}
 		}

@@ -292,6 +292,10 @@ func (app *App) Commit() (*abci.ResponseCommit, error) {
 	return res, err
 }
 
+// DecodesReused is how many transactions this App's decoder handed out decoded before
+// (decode_cache.go) instead of decoding them again: the simulation requires some.
+func (app *App) DecodesReused() uint64 { return app.proposalTxs.reused.Load() }
+
 // NameHeld is txs with each transaction this node's pool holds replaced by its reference,
 // whatever its age: a proposal as a proposer with ordering.by-digest on could make it, for the
 // simulation, which runs such blocks beside a twin given the transactions themselves.

@@ -66,6 +66,8 @@ type chain struct {
 	named int
 	// open is Config.Open.
 	open func(name string, a *app.App)
+	// reused counts the decodings the main node's earlier Apps (before crashes) reused.
+	reused uint64
 }
 
 // reopen opens a node over db and home and hands it to c.open as name.
@@ -329,6 +331,7 @@ func (c *chain) crashBlock(txs [][]byte, t time.Time, point string) (*abci.Respo
 			return nil, err
 		}
 	}
+	c.reused += c.main.app.DecodesReused()
 	c.main = c.reopen("main", c.main.db, c.main.home)
 	if got := c.main.app.LastBlockHeight(); got != c.height-1 {
 		return nil, fmt.Errorf("after a crash %s at height %d the node restarted at height %d", point, c.height, got)

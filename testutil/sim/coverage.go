@@ -85,6 +85,9 @@ func (r Result) unexercised(cfg Config, cov Coverage) []string {
 	if cfg.Twin && r.Named*1000 < r.Txs*cov.MinNamedPermille {
 		out = append(out, fmt.Sprintf("%d of %d transactions named by digest (at least %d‰)", r.Named, r.Txs, cov.MinNamedPermille))
 	}
+	if cfg.Twin && r.Reused == 0 {
+		out = append(out, "the node reused no decoding (app/decode_cache.go): the twin compared nothing of it")
+	}
 	if cfg.CrashEvery > 0 {
 		for _, p := range []string{crashBeforeCommit, crashAfterPrecommit} {
 			if r.Crashes[p] == 0 {

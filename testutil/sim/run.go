@@ -55,6 +55,9 @@ type Result struct {
 	// Named counts the transactions the main node ran named by digest (app/ordering.go)
 	// while its twin ran them carried.
 	Named int
+	// Reused counts the transactions the main node's decoder reused (app/decode_cache.go)
+	// instead of decoding them again; its twin decodes every one.
+	Reused uint64
 	// Proposals that passed and were executed by governance.
 	ProposalsPassed int
 	// Events counts the x/topics and x/poa events of the blocks (what the run reached).
@@ -67,8 +70,8 @@ type Result struct {
 // Summary is the result in a few lines.
 func (r Result) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d blocks, %d transactions (%d named by digest), %d messages in %s; crashes replayed: %v; proposals passed: %d\n",
-		r.Blocks, r.Txs, r.Named, r.Msgs, r.Elapsed.Round(time.Millisecond), r.Crashes, r.ProposalsPassed)
+	fmt.Fprintf(&b, "%d blocks, %d transactions (%d named by digest, %d decodings reused), %d messages in %s; crashes replayed: %v; proposals passed: %d\n",
+		r.Blocks, r.Txs, r.Named, r.Reused, r.Msgs, r.Elapsed.Round(time.Millisecond), r.Crashes, r.ProposalsPassed)
 	var events []string
 	for _, e := range sortedKeys(r.Events) {
 		events = append(events, fmt.Sprintf("%s×%d", e, r.Events[e]))
@@ -287,6 +290,7 @@ func Run(cfg Config) (res Result, err error) {
 	}
 	res.Elapsed = time.Since(start)
 	res.Named = c.named
+	res.Reused = c.reused + c.main.app.DecodesReused()
 	fmt.Fprintf(log, "%s", res.Summary())
 	if cfg.Require != nil {
 		if missing := res.unexercised(cfg, *cfg.Require); len(missing) > 0 {
