@@ -44,7 +44,7 @@ func TestSimulation(t *testing.T) {
 		dir = t.TempDir()
 	}
 	t.Logf("simulation seed %d, %d blocks (SIM_SEED, SIM_BLOCKS); files in %s", seed, blocks, dir)
-	res, err := sim.Run(sim.Config{Seed: seed, Blocks: blocks, Accounts: 10, Hostile: 3, Twin: true, CrashEvery: 25, Dir: dir,
+	res, err := sim.Run(sim.Config{Seed: seed, Blocks: blocks, Accounts: 10, Hostile: 3, Twin: true, CrashEvery: 25, FaultEvery: 6, Dir: dir,
 		Require: coverage(blocks), Logf: func(format string, args ...any) { t.Logf(format, args...) }})
 	t.Logf("%s", res.Summary())
 	require.NoError(t, err)

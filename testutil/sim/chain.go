@@ -68,6 +68,10 @@ type chain struct {
 	open func(name string, a *app.App)
 	// reused counts the decodings the main node's earlier Apps (before crashes) reused.
 	reused uint64
+	// fault, if set, makes a faulty proposal of the block (faults.go), which the main node
+	// must vote against before it votes on the honest one; faults counts them by kind.
+	fault  func(txs, named [][]byte) (kind string, proposal [][]byte)
+	faults map[string]int
 }
 
 // reopen opens a node over db and home and hands it to c.open as name.
@@ -86,7 +90,7 @@ var errHalt = errors.New("the chain halted")
 // newChain starts a chain of one validator and n funded accounts. Account 0 holds the
 // validator's delegation, so its votes pass governance proposals.
 func newChain(dir string, n int, start time.Time, twin bool, open func(string, *app.App)) (*chain, error) {
-	c := &chain{time: start, open: open}
+	c := &chain{time: start, open: open, faults: map[string]int{}}
 	mk := func(name string) (*node, error) {
 		home := filepath.Join(dir, name)
 		if err := os.MkdirAll(home, 0o755); err != nil {
@@ -285,6 +289,17 @@ func (c *chain) propose(txs [][]byte, t time.Time) ([][]byte, error) {
 		}
 	}
 	named := c.main.app.NameHeld(txs)
+	if c.fault != nil {
+		if kind, bad := c.fault(txs, named); bad != nil {
+			res, err := c.main.app.ProcessProposal(&abci.RequestProcessProposal{Height: c.height, Time: t, Txs: bad})
+			if err != nil {
+				return nil, fmt.Errorf("%w: ProcessProposal of a faulty proposal (%s) at height %d: %w", errHalt, kind, c.height, err)
+			}
+			if c.faults[kind]++; res.Status == abci.ResponseProcessProposal_ACCEPT {
+				return nil, fmt.Errorf("the node voted for a faulty proposal at height %d: it %s", c.height, kind)
+			}
+		}
+	}
 	res, err := c.main.app.ProcessProposal(&abci.RequestProcessProposal{Height: c.height, Time: t, Txs: named})
 	if err != nil {
 		return nil, fmt.Errorf("%w: ProcessProposal at height %d: %w", errHalt, c.height, err)

@@ -88,6 +88,13 @@ func (r Result) unexercised(cfg Config, cov Coverage) []string {
 	if cfg.Twin && r.Reused == 0 {
 		out = append(out, "the node reused no decoding (app/decode_cache.go): the twin compared nothing of it")
 	}
+	if cfg.Twin && cfg.FaultEvery > 0 {
+		for _, k := range faultKinds {
+			if r.Faults[k] == 0 {
+				out = append(out, "no proposal that "+k)
+			}
+		}
+	}
 	if cfg.CrashEvery > 0 {
 		for _, p := range []string{crashBeforeCommit, crashAfterPrecommit} {
 			if r.Crashes[p] == 0 {

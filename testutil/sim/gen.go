@@ -438,9 +438,10 @@ func (g *gen) produceHostile(a int) []sdk.Msg {
 		t = &types.Topic{Name: g.topicName(), Partitions: 1}
 	}
 	b := g.batch(t, 0, 1+g.r.Intn(4))
-	// Whatever the batch, a topic deleted in this block (4) or closed to this producer (10)
-	// refuses it first.
-	state := []string{"topics/4", "topics/10"}
+	// Whatever the batch, a topic deleted in this block (4) or closed to this producer (10), or
+	// a limit governance lowered (records 7, batch bytes 8, records per batch 15, headers 18),
+	// may refuse it first.
+	state := []string{"topics/4", "topics/10", "topics/7", "topics/8", "topics/15", "topics/18"}
 	switch g.r.Intn(7) {
 	case 0:
 		b.RecordBatch[len(b.RecordBatch)-1-g.r.Intn(8)] ^= 0x5a
@@ -466,7 +467,7 @@ func (g *gen) produceHostile(a int) []sdk.Msg {
 		}
 		// 8: the record alone is over max_batch_bytes; 11: out of the gas it paid for, when
 		// governance raised the limit to megabytes.
-		g.refused("record over max_record_bytes", append(state, "topics/7", "topics/8", "sdk/11")...)
+		g.refused("record over max_record_bytes", append(state, "sdk/11")...)
 	case 5:
 		b.Topic = "nope"
 		g.refused("unknown topic", "topics/4")

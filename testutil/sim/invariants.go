@@ -141,7 +141,10 @@ func (v *invariants) groups() {
 	groupTopics := map[groupTopic]bool{}
 	v.check(k.GroupTopics.Walk(ctx, nil, func(key collections.Pair[string, string], _ bool) (bool, error) {
 		groupTopics[groupTopic{key.K1(), key.K2()}] = true
-		if _, ok := groups[key.K2()]; !ok {
+		// The purge of a deleted topic removes its entries within its budget and may stop right
+		// after a group's last offset, leaving the entry for its next block; a group deleted in
+		// between (it finds its topics by its offsets) leaves that entry to the purge.
+		if _, ok := groups[key.K2()]; !ok && !v.purging(key.K1()) {
 			v.failf("group-topic entry (%s, %s) of a group that does not exist", key.K1(), key.K2())
 		}
 		return false, nil

@@ -39,6 +39,9 @@ type Config struct {
 	// Dir holds the nodes' homes (record segment files) and the run's message log.
 	Dir  string
 	Logf func(format string, args ...any)
+	// FaultEvery makes a Byzantine proposer's faulty proposal precede the block, on average
+	// once every FaultEvery blocks (faults.go; needs Twin); 0: never.
+	FaultEvery int
 	// Require, if set, is what the run must have exercised (coverage.go) to pass.
 	Require *Coverage
 	// Open, if set, is called with each App the run opens ("main", "twin"; "main" again after a
@@ -58,6 +61,8 @@ type Result struct {
 	// Reused counts the transactions the main node's decoder reused (app/decode_cache.go)
 	// instead of decoding them again; its twin decodes every one.
 	Reused uint64
+	// Faults counts the faulty proposals the node voted against, by kind (faults.go).
+	Faults map[string]int
 	// Proposals that passed and were executed by governance.
 	ProposalsPassed int
 	// Events counts the x/topics and x/poa events of the blocks (what the run reached).
@@ -77,6 +82,13 @@ func (r Result) Summary() string {
 		events = append(events, fmt.Sprintf("%s×%d", e, r.Events[e]))
 	}
 	fmt.Fprintf(&b, "  events: %s\n", strings.Join(events, " "))
+	if len(r.Faults) > 0 {
+		var faults []string
+		for _, k := range sortedKeys(r.Faults) {
+			faults = append(faults, fmt.Sprintf("%s×%d", k, r.Faults[k]))
+		}
+		fmt.Fprintf(&b, "  faulty proposals voted against: %s\n", strings.Join(faults, "; "))
+	}
 	names := make([]string, 0, len(r.Outcomes))
 	for n := range r.Outcomes {
 		names = append(names, n)
@@ -130,6 +142,7 @@ func Run(cfg Config) (res Result, err error) {
 	cdc := c.main.app.AppCodec()
 	var sent [][]byte               // earlier transactions, replayed by hostile accounts
 	outcomes := map[string]string{} // by transaction bytes: how sent ones ended
+	signedBy := map[string]string{} // by transaction bytes: who signed sent ones
 	for b := 0; b < cfg.Blocks; b++ {
 		ctx := c.ctx()
 		if g.w, err = readWorld(c.main.app, ctx); err != nil {
@@ -141,29 +154,40 @@ func Run(cfg Config) (res Result, err error) {
 		var txs [][]byte
 		var written [][]sdk.Msg
 		var wants []*refusal
-		signers := r.Perm(cfg.Accounts)[:1+r.Intn(min(cfg.Accounts, 6))]
+		var signers []string // of txs
+		accounts := r.Perm(cfg.Accounts)[:1+r.Intn(min(cfg.Accounts, 6))]
 		for _, a := range g.voting() { // voters vote in the block after a proposal
-			if !slices.Contains(signers, a) {
-				signers = append(signers, a)
+			if !slices.Contains(accounts, a) {
+				accounts = append(accounts, a)
 			}
 		}
-		for _, a := range signers {
+		for _, a := range accounts {
 			msgs, want := g.msgs(a)
 			tx, err := c.sign(a, msgs)
 			if err != nil {
 				return fail(c.height, err)
 			}
-			txs, written, wants = append(txs, tx), append(written, msgs), append(wants, want)
+			txs, written, wants, signers = append(txs, tx), append(written, msgs), append(wants, want), append(signers, g.addr(a))
 			sent = append(sent, tx)
+			signedBy[string(tx)] = g.addr(a)
 		}
 		if len(sent) > 64 {
 			for _, tx := range sent[:len(sent)-64] {
 				delete(outcomes, string(tx))
+				delete(signedBy, string(tx))
 			}
 			sent = sent[len(sent)-64:]
 		}
 		if r.Intn(8) == 0 && len(sent) > 1 {
-			txs, written, wants = append(txs, sent[r.Intn(len(sent)-1)]), append(written, nil), append(wants, nil) // a replayed transaction
+			replay := sent[r.Intn(len(sent)-1)]
+			txs, written, wants, signers = append(txs, replay), append(written, nil), append(wants, nil), append(signers, signedBy[string(replay)])
+		}
+		c.fault = nil
+		if cfg.FaultEvery > 0 && r.Intn(cfg.FaultEvery) == 0 {
+			kind := faultKinds[r.Intn(len(faultKinds))]
+			c.fault = func(txs, named [][]byte) (string, [][]byte) {
+				return kind, byzantineProposal(r, kind, txs, named, signers)
+			}
 		}
 
 		fmt.Fprintf(log, "block %d time %s txs %d\n", c.height, g.now.Format(time.RFC3339Nano), len(txs))
@@ -291,6 +315,7 @@ func Run(cfg Config) (res Result, err error) {
 	res.Elapsed = time.Since(start)
 	res.Named = c.named
 	res.Reused = c.reused + c.main.app.DecodesReused()
+	res.Faults = c.faults
 	fmt.Fprintf(log, "%s", res.Summary())
 	if cfg.Require != nil {
 		if missing := res.unexercised(cfg, *cfg.Require); len(missing) > 0 {
