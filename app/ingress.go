@@ -3,7 +3,6 @@ package app
 import (
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -14,24 +13,21 @@ import (
 
 	"github.com/cosmos/cosmos-sdk/client"
 	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
+
+	"github.com/bftlog/bftlog/app/ordering"
 )
 
 // RawTxPath is the binary ingress for producers: POST a signed transaction's bytes
 // (application/octet-stream) and get the CheckTx result as JSON. It skips JSON-RPC's base64 and
 // the SDK gRPC interceptor's per-request formatting, which dominate a node's CPU for large
 // record batches (docs/performance.md), and hands the bytes to the in-process CometBFT client.
-const RawTxPath = "/bftlog/tx/raw"
+const RawTxPath = ordering.RawTxPath
 
 // maxRawTxBytes bounds the request body; mempool.max_tx_bytes is the real limit.
 const maxRawTxBytes = 32 << 20
 
-// RawTxResponse is the ingress's answer, a subset of the SDK's TxResponse.
-type RawTxResponse struct {
-	TxHash    string `json:"txhash"`
-	Code      uint32 `json:"code"`
-	Codespace string `json:"codespace,omitempty"`
-	RawLog    string `json:"raw_log,omitempty"`
-}
+// RawTxResponse is the ingress's answer (ordering.RawTxResponse).
+type RawTxResponse = ordering.RawTxResponse
 
 func (app *App) rawTxHandler(clientCtx client.Context) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -82,18 +78,10 @@ func hashHex(hash [32]byte) string { return strings.ToUpper(hex.EncodeToString(h
 // (results.go) or else from CometBFT's tx index. A client polling
 // CometBFT's /tx instead gets the whole transaction back, JSON-encoded, a few megabytes for a
 // record batch, and waits a polling interval past the commit.
-const RawTxResultPath = "/bftlog/tx/result"
+const RawTxResultPath = ordering.RawTxResultPath
 
-// RawTxResult is a committed transaction's result, a subset of the SDK's TxResponse; Data is
-// hex as in TxResponse.
-type RawTxResult struct {
-	TxHash    string `json:"txhash"`
-	Height    int64  `json:"height"`
-	Code      uint32 `json:"code"`
-	Codespace string `json:"codespace,omitempty"`
-	RawLog    string `json:"raw_log,omitempty"`
-	Data      string `json:"data,omitempty"`
-}
+// RawTxResult is a committed transaction's result (ordering.RawTxResult).
+type RawTxResult = ordering.RawTxResult
 
 const (
 	maxResultWait      = 30 * time.Second
@@ -141,7 +129,7 @@ func rawTxResultHandler(clientCtx client.Context, recent *recentResults) http.Ha
 				// told "not in a block" until it gave up (the soak's restart of every node).
 				// Asked once: a block committed while this waits is in the memory above.
 				if first {
-					found, serr := node.TxSearch(r.Context(), fmt.Sprintf("ordered.tx_hash='%X'", hash), false, nil, nil, "")
+					found, serr := node.TxSearch(r.Context(), ordering.OrderedQuery(hex.EncodeToString(hash)), false, nil, nil, "")
 					if serr == nil && found != nil && len(found.Txs) > 0 {
 						answer(found.Txs[0].Height, &found.Txs[0].TxResult)
 						return

@@ -273,9 +273,9 @@ func (app *App) FinalizeBlock(req *abci.RequestFinalizeBlock) (*abci.ResponseFin
 	// explorers find it. Events are not part of the results hash, so this is node-local.
 	for i, bz := range req.Txs {
 		if hash, ok := ParseTxRef(bz); ok && i < len(res.TxResults) {
-			res.TxResults[i].Events = append(res.TxResults[i].Events, abci.Event{Type: "ordered", Attributes: []abci.EventAttribute{
-				{Key: "tx_hash", Value: fmt.Sprintf("%X", hash), Index: true},
-				{Key: "tx_bytes", Value: strconv.Itoa(len(txs[i])), Index: false},
+			res.TxResults[i].Events = append(res.TxResults[i].Events, abci.Event{Type: ordering.EventOrdered, Attributes: []abci.EventAttribute{
+				{Key: ordering.AttributeTxHash, Value: fmt.Sprintf("%X", hash), Index: true},
+				{Key: ordering.AttributeTxBytes, Value: strconv.Itoa(len(txs[i])), Index: false},
 			}})
 		}
 	}

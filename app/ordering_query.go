@@ -3,7 +3,6 @@ package app
 import (
 	"bytes"
 	"encoding/hex"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -16,6 +15,8 @@ import (
 	codectypes "github.com/cosmos/cosmos-sdk/codec/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	txtypes "github.com/cosmos/cosmos-sdk/types/tx"
+
+	"github.com/bftlog/bftlog/app/ordering"
 )
 
 // NamedTxPath is the SDK's REST route for one transaction, which explorers read by the hash a
@@ -56,7 +57,7 @@ func namedTx(r *http.Request, clientCtx client.Context, pool *txPool, marshaler 
 		return nil, false
 	}
 	hash = strings.ToUpper(hash)
-	found, err := node.TxSearch(r.Context(), fmt.Sprintf("ordered.tx_hash='%s'", hash), false, nil, nil, "")
+	found, err := node.TxSearch(r.Context(), ordering.OrderedQuery(hash), false, nil, nil, "")
 	if err != nil || len(found.Txs) == 0 {
 		return nil, false
 	}

@@ -21,6 +21,8 @@ import (
 	"cosmossdk.io/log"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/bftlog/bftlog/app/ordering"
 )
 
 // txPool holds this node's copies of the transactions it admitted, by SHA-256 (CometBFT's tx
@@ -149,7 +151,7 @@ const maxPeerStagedBytes = maxPushQueueBytes
 
 // PoolPath serves this node's copy of a transaction by hash: GET /bftlog/pool/<hex sha256>.
 // Content-addressed, so it needs no authentication: the receiver checks the hash.
-const PoolPath = "/bftlog/pool/"
+const PoolPath = ordering.PoolPath
 
 const diskEntryHeader = 32 + 4 // sha256, big-endian length
 

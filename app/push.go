@@ -21,6 +21,8 @@ import (
 	"github.com/cometbft/cometbft/mempool"
 
 	"github.com/cosmos/cosmos-sdk/client"
+
+	"github.com/bftlog/bftlog/app/ordering"
 )
 
 // PushPath takes transactions another node admitted from its clients: POST a body of frames, each
@@ -44,7 +46,7 @@ import (
 // thirds of it and its peers hold it by their answers, or when the node that took it pushed it
 // here (pool.go forProposal); a validator the push missed (paused, queue full) fetches what a
 // proposal names before its vote.
-const PushPath = "/bftlog/pool"
+const PushPath = ordering.PushPath
 
 // HeldPath takes a peer's word that more than two thirds of the validators hold transactions it
 // pushed: POST a body of SHA-256 hashes, 32 bytes each. The node that took a batch from its
@@ -53,7 +55,7 @@ const PushPath = "/bftlog/pool"
 // when signed by the validator whose push brought the batch here: a false word costs what a
 // bad proposal costs, a round (the others fetch what they lack before their vote, or vote
 // against), and only that validator can cost it.
-const HeldPath = "/bftlog/held"
+const HeldPath = ordering.HeldPath
 
 // maxHeldRequestBytes bounds a HeldPath body.
 const maxHeldRequestBytes = 32 << 15

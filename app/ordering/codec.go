@@ -1,5 +1,6 @@
 // Package ordering holds MsgOrderedTx, what a block carries in place of a transaction the
-// validators already hold (app/ordering.go, docs/digest-ordering.md).
+// validators already hold (app/ordering.go, docs/digest-ordering.md), and the contract between
+// a node and its clients (contract.go: paths, answers, the event that names a transaction).
 package ordering
 
 import (

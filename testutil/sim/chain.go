@@ -33,6 +33,7 @@ import (
 	stakingtypes "github.com/cosmos/cosmos-sdk/x/staking/types"
 
 	"github.com/bftlog/bftlog/app"
+	"github.com/bftlog/bftlog/app/ordering"
 	topicstypes "github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -412,7 +413,7 @@ func sameResults(height int64, node, twin *abci.ResponseFinalizeBlock) error {
 		// A transaction named by digest gets an event naming its hash (app/ordering.go): the
 		// node's alone, and outside the results hash.
 		events := n.Events
-		if k := len(events); k > 0 && events[k-1].Type == "ordered" {
+		if k := len(events); k > 0 && events[k-1].Type == ordering.EventOrdered {
 			events = events[:k-1]
 		}
 		if err := sameEvents(events, t.Events); err != nil {

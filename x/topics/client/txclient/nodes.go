@@ -13,13 +13,14 @@ import (
 
 	rpchttp "github.com/cometbft/cometbft/rpc/client/http"
 	rpctypes "github.com/cometbft/cometbft/rpc/jsonrpc/types"
+
+	"github.com/bftlog/bftlog/app/ordering"
 )
 
-// The binary ingress and its result endpoint on a node's API server (app.RawTxPath and
-// app.RawTxResultPath; the app imports this package, so they are repeated here).
+// The binary ingress and its result endpoint on a node's API server.
 const (
-	rawTxPath       = "/bftlog/tx/raw"
-	rawTxResultPath = "/bftlog/tx/result"
+	rawTxPath       = ordering.RawTxPath
+	rawTxResultPath = ordering.RawTxResultPath
 )
 
 // Failover timing. A node that refuses connections fails a call at once; a paused or hung one

@@ -31,6 +31,7 @@ import (
 	txtypes "github.com/cosmos/cosmos-sdk/types/tx"
 	authtx "github.com/cosmos/cosmos-sdk/x/auth/tx"
 
+	"github.com/bftlog/bftlog/app/ordering"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -487,9 +488,7 @@ func Wait(clientCtx client.Context, hash string) (*sdk.TxResponse, error) {
 // OrderedQuery finds the result of a transaction a block named by its digest instead of
 // carrying it (ordering.by-digest, app/ordering.go): CometBFT indexes that result under the
 // reference's hash, with an "ordered" event naming the transaction's own.
-func OrderedQuery(hash string) string {
-	return fmt.Sprintf("ordered.tx_hash='%s'", strings.ToUpper(hash))
-}
+func OrderedQuery(hash string) string { return ordering.OrderedQuery(hash) }
 
 // waitFor asks lookup until it finds the committed tx (then fails on a non-zero code) or
 // CommitTimeout passes, pausing as long as lookup says between tries.
@@ -585,14 +584,8 @@ func ingressAnswer(resp *http.Response) (*sdk.TxResponse, error) {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		return nil, fmt.Errorf("ingress: %s: %s", resp.Status, bytes.TrimSpace(msg))
 	}
-	var out struct {
-		TxHash    string `json:"txhash"`
-		Height    int64  `json:"height"`
-		Code      uint32 `json:"code"`
-		Codespace string `json:"codespace"`
-		RawLog    string `json:"raw_log"`
-		Data      string `json:"data"`
-	}
+	var out ordering.RawTxResult // a RawTxResponse's fields are among its
+
 	// Bounded: a result is a few hundred bytes plus the messages' responses.
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(&out); err != nil {
 		return nil, err
