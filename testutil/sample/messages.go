@@ -67,6 +67,7 @@ func Messages(signer string) []sdk.Msg {
 		&poatypes.MsgAdmitValidator{Authority: signer, Operator: operator, Power: 50},
 		&poatypes.MsgSetValidatorPower{Authority: signer, Operator: operator, Power: 80},
 		&poatypes.MsgRemoveValidator{Authority: signer, Operator: operator},
+		&poatypes.MsgSetDataPlaneEndpoint{Operator: signer, Endpoint: "http://10.0.0.1:26680"},
 	}
 }
 

@@ -82,6 +82,9 @@ func (AppModule) ValidateGenesis(cdc codec.JSONCodec, _ client.TxEncodingConfig,
 		}
 		seen[a.Operator] = true
 	}
+	if err := gs.ValidateEndpoints(); err != nil {
+		return err
+	}
 	return gs.ValidateStake()
 }
 
@@ -112,6 +115,7 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 					RpcMethod: "Admission", Use: "admission [operator]", Short: "Show one operator's admission",
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "operator"}},
 				},
+				{RpcMethod: "DataPlaneEndpoints", Use: "data-plane-endpoints", Short: "List where each validator serves the data plane between validators"},
 			},
 		},
 		Tx: &autocliv1.ServiceCommandDescriptor{
@@ -120,6 +124,11 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 				{RpcMethod: "AdmitValidator", Skip: true, GovProposal: true},
 				{RpcMethod: "SetValidatorPower", Skip: true, GovProposal: true},
 				{RpcMethod: "RemoveValidator", Skip: true, GovProposal: true},
+				{
+					RpcMethod: "SetDataPlaneEndpoint", Use: "set-data-plane-endpoint [endpoint]",
+					Short: "Set where your validator serves the data plane ([ordering] listen-address as http://host:port; \"\" clears it); sign with the operator's key",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "endpoint"}},
+				},
 			},
 		},
 	}

@@ -18,6 +18,9 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 	if err := gs.ValidateStake(); err != nil {
 		return err
 	}
+	if err := gs.ValidateEndpoints(); err != nil {
+		return err
+	}
 	if err := k.initAdmissions(ctx, gs); err != nil {
 		return err
 	}
@@ -28,6 +31,15 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 	}
 	for _, c := range gs.Clawbacks {
 		if err := k.Clawbacks.Set(ctx, collections.Join(c.CompletionTime, []byte(sdk.MustAccAddressFromBech32(c.Account))), c.Amount); err != nil {
+			return err
+		}
+	}
+	for _, e := range gs.DataPlaneEndpoints {
+		op, err := k.operator(e.Operator)
+		if err != nil {
+			return err
+		}
+		if err := k.Endpoints.Set(ctx, op, e.Endpoint); err != nil {
 			return err
 		}
 	}
@@ -92,5 +104,9 @@ func (k Keeper) ExportGenesis(ctx context.Context) (*types.GenesisState, error) 
 		gs.Clawbacks = append(gs.Clawbacks, types.Clawback{CompletionTime: key.K1(), Account: sdk.AccAddress(key.K2()).String(), Amount: amt})
 		return false, nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	gs.DataPlaneEndpoints, err = k.AllEndpoints(ctx)
 	return gs, err
 }

@@ -34,6 +34,8 @@ type Keeper struct {
 	GenesisDone collections.Item[bool]
 	Granted     collections.Map[[]byte, math.Int]
 	Clawbacks   collections.Map[collections.Pair[time.Time, []byte], math.Int]
+	// Endpoints are the data-plane endpoints operators set (endpoints.go).
+	Endpoints collections.Map[[]byte, string]
 }
 
 // NewKeeper builds the keeper; authority is a bech32 account address (gov by default).
@@ -45,6 +47,7 @@ func NewKeeper(cdc codec.BinaryCodec, store corestore.KVStoreService, authority 
 		GenesisDone: collections.NewItem(sb, types.GenesisDonePrefix, "genesis_done", collections.BoolValue),
 		Granted:     collections.NewMap(sb, types.GrantedPrefix, "granted", collections.BytesKey, sdk.IntValue),
 		Clawbacks:   collections.NewMap(sb, types.ClawbacksPrefix, "clawbacks", collections.PairKeyCodec(sdk.TimeKey, collections.BytesKey), sdk.IntValue),
+		Endpoints:   collections.NewMap(sb, types.EndpointsPrefix, "data_plane_endpoints", collections.BytesKey, collections.StringValue),
 	}
 	schema, err := sb.Build()
 	if err != nil {

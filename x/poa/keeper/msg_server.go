@@ -19,6 +19,10 @@ func (m msgServer) SetValidatorPower(ctx context.Context, msg *types.MsgSetValid
 	return &types.MsgSetValidatorPowerResponse{}, m.k.SetPower(ctx, msg.Authority, msg.Operator, msg.Power)
 }
 
+func (m msgServer) SetDataPlaneEndpoint(ctx context.Context, msg *types.MsgSetDataPlaneEndpoint) (*types.MsgSetDataPlaneEndpointResponse, error) {
+	return &types.MsgSetDataPlaneEndpointResponse{}, m.k.SetEndpoint(ctx, msg.Operator, msg.Endpoint)
+}
+
 func (m msgServer) RemoveValidator(ctx context.Context, msg *types.MsgRemoveValidator) (*types.MsgRemoveValidatorResponse, error) {
 	return &types.MsgRemoveValidatorResponse{}, m.k.Remove(ctx, msg.Authority, msg.Operator)
 }

@@ -49,3 +49,8 @@ func (q queryServer) Admission(ctx context.Context, req *types.QueryAdmissionReq
 	}
 	return &types.QueryAdmissionResponse{Admission: st}, nil
 }
+
+func (q queryServer) DataPlaneEndpoints(ctx context.Context, _ *types.QueryDataPlaneEndpointsRequest) (*types.QueryDataPlaneEndpointsResponse, error) {
+	eps, err := q.k.AllEndpoints(ctx)
+	return &types.QueryDataPlaneEndpointsResponse{Endpoints: eps}, err
+}

@@ -13,10 +13,11 @@ func RegisterLegacyAminoCodec(cdc *codec.LegacyAmino) {
 	legacy.RegisterAminoMsg(cdc, &MsgAdmitValidator{}, "bftlog/poa/MsgAdmitValidator")
 	legacy.RegisterAminoMsg(cdc, &MsgSetValidatorPower{}, "bftlog/poa/MsgSetValidatorPower")
 	legacy.RegisterAminoMsg(cdc, &MsgRemoveValidator{}, "bftlog/poa/MsgRemoveValidator")
+	legacy.RegisterAminoMsg(cdc, &MsgSetDataPlaneEndpoint{}, "bftlog/poa/MsgSetDataPlaneEndpoint")
 }
 
 // RegisterInterfaces registers the module's messages.
 func RegisterInterfaces(registry codectypes.InterfaceRegistry) {
-	registry.RegisterImplementations((*sdk.Msg)(nil), &MsgAdmitValidator{}, &MsgSetValidatorPower{}, &MsgRemoveValidator{})
+	registry.RegisterImplementations((*sdk.Msg)(nil), &MsgAdmitValidator{}, &MsgSetValidatorPower{}, &MsgRemoveValidator{}, &MsgSetDataPlaneEndpoint{})
 	msgservice.RegisterMsgServiceDesc(registry, &_Msg_serviceDesc)
 }

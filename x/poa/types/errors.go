@@ -13,4 +13,6 @@ var (
 	ErrWrongStake    = errorsmod.Register(ModuleName, 8, "self-delegation must equal the admitted power")
 	ErrAlreadyExists = errorsmod.Register(ModuleName, 9, "validator already exists")
 	ErrInvalidGen    = errorsmod.Register(ModuleName, 10, "invalid genesis state")
+	// ErrInvalidEndpoint is a data-plane endpoint that is not http(s)://host:port alone.
+	ErrInvalidEndpoint = errorsmod.Register(ModuleName, 11, "invalid data-plane endpoint")
 )

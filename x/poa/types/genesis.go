@@ -4,7 +4,30 @@ import (
 	"fmt"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
+	"github.com/cosmos/cosmos-sdk/types/bech32"
 )
+
+// ValidateEndpoints checks the data-plane endpoints: operators well formed, each once, each
+// endpoint valid and not empty.
+func (gs GenesisState) ValidateEndpoints() error {
+	seen := map[string]bool{}
+	for _, e := range gs.DataPlaneEndpoints {
+		if _, _, err := bech32.DecodeAndConvert(e.Operator); err != nil {
+			return fmt.Errorf("%w: data-plane endpoint of %q: %v", ErrInvalidGen, e.Operator, err)
+		}
+		if e.Endpoint == "" {
+			return fmt.Errorf("%w: empty data-plane endpoint of %s", ErrInvalidGen, e.Operator)
+		}
+		if err := ValidateEndpoint(e.Endpoint); err != nil {
+			return fmt.Errorf("%w: data-plane endpoint of %s: %v", ErrInvalidGen, e.Operator, err)
+		}
+		if seen[e.Operator] {
+			return fmt.Errorf("%w: data-plane endpoint of %s listed twice", ErrInvalidGen, e.Operator)
+		}
+		seen[e.Operator] = true
+	}
+	return nil
+}
 
 // ValidateStake checks the minted stake x/poa still has to burn: accounts well formed, amounts
 // positive, one grant per account and one clawback per (completion time, account).

@@ -22,4 +22,6 @@ var (
 	// ClawbacksPrefix keys (unbonding completion time, operator account) to the granted stake
 	// that returns to the operator's account then and is burned in the same end block.
 	ClawbacksPrefix = collections.NewPrefix(3)
+	// EndpointsPrefix keys, by operator address bytes, the data-plane endpoint the operator set.
+	EndpointsPrefix = collections.NewPrefix(4)
 )

@@ -29,6 +29,86 @@ var _ = math.Inf
 // proto package needs to be updated.
 const _ = proto.GoGoProtoPackageIsVersion3 // please upgrade the proto package
 
+type QueryDataPlaneEndpointsRequest struct {
+}
+
+func (m *QueryDataPlaneEndpointsRequest) Reset()         { *m = QueryDataPlaneEndpointsRequest{} }
+func (m *QueryDataPlaneEndpointsRequest) String() string { return proto.CompactTextString(m) }
+func (*QueryDataPlaneEndpointsRequest) ProtoMessage()    {}
+func (*QueryDataPlaneEndpointsRequest) Descriptor() ([]byte, []int) {
+	return fileDescriptor_458459952deed121, []int{0}
+}
+func (m *QueryDataPlaneEndpointsRequest) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryDataPlaneEndpointsRequest) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryDataPlaneEndpointsRequest.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryDataPlaneEndpointsRequest) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryDataPlaneEndpointsRequest.Merge(m, src)
+}
+func (m *QueryDataPlaneEndpointsRequest) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryDataPlaneEndpointsRequest) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryDataPlaneEndpointsRequest.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryDataPlaneEndpointsRequest proto.InternalMessageInfo
+
+type QueryDataPlaneEndpointsResponse struct {
+	Endpoints []DataPlaneEndpoint `protobuf:"bytes,1,rep,name=endpoints,proto3" json:"endpoints"`
+}
+
+func (m *QueryDataPlaneEndpointsResponse) Reset()         { *m = QueryDataPlaneEndpointsResponse{} }
+func (m *QueryDataPlaneEndpointsResponse) String() string { return proto.CompactTextString(m) }
+func (*QueryDataPlaneEndpointsResponse) ProtoMessage()    {}
+func (*QueryDataPlaneEndpointsResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_458459952deed121, []int{1}
+}
+func (m *QueryDataPlaneEndpointsResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *QueryDataPlaneEndpointsResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_QueryDataPlaneEndpointsResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *QueryDataPlaneEndpointsResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_QueryDataPlaneEndpointsResponse.Merge(m, src)
+}
+func (m *QueryDataPlaneEndpointsResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *QueryDataPlaneEndpointsResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_QueryDataPlaneEndpointsResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_QueryDataPlaneEndpointsResponse proto.InternalMessageInfo
+
+func (m *QueryDataPlaneEndpointsResponse) GetEndpoints() []DataPlaneEndpoint {
+	if m != nil {
+		return m.Endpoints
+	}
+	return nil
+}
+
 type QueryAdmissionsRequest struct {
 	// pending_only lists only admissions whose validator does not exist yet.
 	PendingOnly bool `protobuf:"varint,1,opt,name=pending_only,json=pendingOnly,proto3" json:"pending_only,omitempty"`
@@ -38,7 +118,7 @@ func (m *QueryAdmissionsRequest) Reset()         { *m = QueryAdmissionsRequest{}
 func (m *QueryAdmissionsRequest) String() string { return proto.CompactTextString(m) }
 func (*QueryAdmissionsRequest) ProtoMessage()    {}
 func (*QueryAdmissionsRequest) Descriptor() ([]byte, []int) {
-	return fileDescriptor_458459952deed121, []int{0}
+	return fileDescriptor_458459952deed121, []int{2}
 }
 func (m *QueryAdmissionsRequest) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -82,7 +162,7 @@ func (m *QueryAdmissionsResponse) Reset()         { *m = QueryAdmissionsResponse
 func (m *QueryAdmissionsResponse) String() string { return proto.CompactTextString(m) }
 func (*QueryAdmissionsResponse) ProtoMessage()    {}
 func (*QueryAdmissionsResponse) Descriptor() ([]byte, []int) {
-	return fileDescriptor_458459952deed121, []int{1}
+	return fileDescriptor_458459952deed121, []int{3}
 }
 func (m *QueryAdmissionsResponse) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -126,7 +206,7 @@ func (m *QueryAdmissionRequest) Reset()         { *m = QueryAdmissionRequest{} }
 func (m *QueryAdmissionRequest) String() string { return proto.CompactTextString(m) }
 func (*QueryAdmissionRequest) ProtoMessage()    {}
 func (*QueryAdmissionRequest) Descriptor() ([]byte, []int) {
-	return fileDescriptor_458459952deed121, []int{2}
+	return fileDescriptor_458459952deed121, []int{4}
 }
 func (m *QueryAdmissionRequest) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -170,7 +250,7 @@ func (m *QueryAdmissionResponse) Reset()         { *m = QueryAdmissionResponse{}
 func (m *QueryAdmissionResponse) String() string { return proto.CompactTextString(m) }
 func (*QueryAdmissionResponse) ProtoMessage()    {}
 func (*QueryAdmissionResponse) Descriptor() ([]byte, []int) {
-	return fileDescriptor_458459952deed121, []int{3}
+	return fileDescriptor_458459952deed121, []int{5}
 }
 func (m *QueryAdmissionResponse) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -216,7 +296,7 @@ func (m *EventValidatorAdmitted) Reset()         { *m = EventValidatorAdmitted{}
 func (m *EventValidatorAdmitted) String() string { return proto.CompactTextString(m) }
 func (*EventValidatorAdmitted) ProtoMessage()    {}
 func (*EventValidatorAdmitted) Descriptor() ([]byte, []int) {
-	return fileDescriptor_458459952deed121, []int{4}
+	return fileDescriptor_458459952deed121, []int{6}
 }
 func (m *EventValidatorAdmitted) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -269,7 +349,7 @@ func (m *EventValidatorPowerSet) Reset()         { *m = EventValidatorPowerSet{}
 func (m *EventValidatorPowerSet) String() string { return proto.CompactTextString(m) }
 func (*EventValidatorPowerSet) ProtoMessage()    {}
 func (*EventValidatorPowerSet) Descriptor() ([]byte, []int) {
-	return fileDescriptor_458459952deed121, []int{5}
+	return fileDescriptor_458459952deed121, []int{7}
 }
 func (m *EventValidatorPowerSet) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -321,7 +401,7 @@ func (m *EventValidatorRemoved) Reset()         { *m = EventValidatorRemoved{} }
 func (m *EventValidatorRemoved) String() string { return proto.CompactTextString(m) }
 func (*EventValidatorRemoved) ProtoMessage()    {}
 func (*EventValidatorRemoved) Descriptor() ([]byte, []int) {
-	return fileDescriptor_458459952deed121, []int{6}
+	return fileDescriptor_458459952deed121, []int{8}
 }
 func (m *EventValidatorRemoved) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -370,7 +450,7 @@ func (m *EventBlockWorkSkipped) Reset()         { *m = EventBlockWorkSkipped{} }
 func (m *EventBlockWorkSkipped) String() string { return proto.CompactTextString(m) }
 func (*EventBlockWorkSkipped) ProtoMessage()    {}
 func (*EventBlockWorkSkipped) Descriptor() ([]byte, []int) {
-	return fileDescriptor_458459952deed121, []int{7}
+	return fileDescriptor_458459952deed121, []int{9}
 }
 func (m *EventBlockWorkSkipped) XXX_Unmarshal(b []byte) error {
 	return m.Unmarshal(b)
@@ -420,7 +500,62 @@ func (m *EventBlockWorkSkipped) GetReason() string {
 	return ""
 }
 
+// EventDataPlaneEndpointSet is emitted by MsgSetDataPlaneEndpoint (endpoint empty: cleared).
+type EventDataPlaneEndpointSet struct {
+	Operator string `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	Endpoint string `protobuf:"bytes,2,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+}
+
+func (m *EventDataPlaneEndpointSet) Reset()         { *m = EventDataPlaneEndpointSet{} }
+func (m *EventDataPlaneEndpointSet) String() string { return proto.CompactTextString(m) }
+func (*EventDataPlaneEndpointSet) ProtoMessage()    {}
+func (*EventDataPlaneEndpointSet) Descriptor() ([]byte, []int) {
+	return fileDescriptor_458459952deed121, []int{10}
+}
+func (m *EventDataPlaneEndpointSet) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *EventDataPlaneEndpointSet) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_EventDataPlaneEndpointSet.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *EventDataPlaneEndpointSet) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_EventDataPlaneEndpointSet.Merge(m, src)
+}
+func (m *EventDataPlaneEndpointSet) XXX_Size() int {
+	return m.Size()
+}
+func (m *EventDataPlaneEndpointSet) XXX_DiscardUnknown() {
+	xxx_messageInfo_EventDataPlaneEndpointSet.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_EventDataPlaneEndpointSet proto.InternalMessageInfo
+
+func (m *EventDataPlaneEndpointSet) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+func (m *EventDataPlaneEndpointSet) GetEndpoint() string {
+	if m != nil {
+		return m.Endpoint
+	}
+	return ""
+}
+
 func init() {
+	proto.RegisterType((*QueryDataPlaneEndpointsRequest)(nil), "bftlog.poa.v1.QueryDataPlaneEndpointsRequest")
+	proto.RegisterType((*QueryDataPlaneEndpointsResponse)(nil), "bftlog.poa.v1.QueryDataPlaneEndpointsResponse")
 	proto.RegisterType((*QueryAdmissionsRequest)(nil), "bftlog.poa.v1.QueryAdmissionsRequest")
 	proto.RegisterType((*QueryAdmissionsResponse)(nil), "bftlog.poa.v1.QueryAdmissionsResponse")
 	proto.RegisterType((*QueryAdmissionRequest)(nil), "bftlog.poa.v1.QueryAdmissionRequest")
@@ -429,43 +564,51 @@ func init() {
 	proto.RegisterType((*EventValidatorPowerSet)(nil), "bftlog.poa.v1.EventValidatorPowerSet")
 	proto.RegisterType((*EventValidatorRemoved)(nil), "bftlog.poa.v1.EventValidatorRemoved")
 	proto.RegisterType((*EventBlockWorkSkipped)(nil), "bftlog.poa.v1.EventBlockWorkSkipped")
+	proto.RegisterType((*EventDataPlaneEndpointSet)(nil), "bftlog.poa.v1.EventDataPlaneEndpointSet")
 }
 
 func init() { proto.RegisterFile("bftlog/poa/v1/query.proto", fileDescriptor_458459952deed121) }
 
 var fileDescriptor_458459952deed121 = []byte{
-	// 495 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0x9c, 0x53, 0x4f, 0x6b, 0x13, 0x41,
-	0x14, 0xcf, 0x26, 0xb6, 0x36, 0xaf, 0x7a, 0x19, 0xda, 0x34, 0x8d, 0xb2, 0xa6, 0x4b, 0x5a, 0x72,
-	0x90, 0x5d, 0xda, 0x1c, 0x05, 0xc1, 0xa0, 0x17, 0x2f, 0xea, 0x06, 0x14, 0x44, 0x28, 0x93, 0xec,
-	0xb8, 0x2e, 0xd9, 0xcc, 0x9b, 0xee, 0xcc, 0x46, 0x83, 0xe8, 0xc1, 0x83, 0xe7, 0x82, 0x5f, 0xaa,
-	0xc7, 0x82, 0x17, 0x4f, 0x22, 0x89, 0x1f, 0x44, 0x76, 0xf6, 0x4f, 0xdc, 0x56, 0x53, 0xf1, 0x94,
-	0xbc, 0xf7, 0x7b, 0xbf, 0x3f, 0x33, 0xf3, 0x16, 0x76, 0x87, 0xaf, 0x55, 0x88, 0xbe, 0x23, 0x90,
-	0x3a, 0xd3, 0x43, 0xe7, 0x24, 0x66, 0xd1, 0xcc, 0x16, 0x11, 0x2a, 0x24, 0x37, 0x53, 0xc8, 0x16,
-	0x48, 0xed, 0xe9, 0x61, 0x6b, 0xcb, 0x47, 0x1f, 0x35, 0xe2, 0x24, 0xff, 0xd2, 0xa1, 0xd6, 0x6d,
-	0x1f, 0xd1, 0x0f, 0x99, 0x43, 0x45, 0xe0, 0x50, 0xce, 0x51, 0x51, 0x15, 0x20, 0x97, 0x19, 0xba,
-	0x53, 0x56, 0x4f, 0x94, 0x34, 0x60, 0xdd, 0x83, 0xc6, 0xb3, 0xc4, 0xea, 0x81, 0x37, 0x09, 0xa4,
-	0x4c, 0x18, 0x2e, 0x3b, 0x89, 0x99, 0x54, 0x64, 0x0f, 0x6e, 0x08, 0xc6, 0xbd, 0x80, 0xfb, 0xc7,
-	0xc8, 0xc3, 0x59, 0xd3, 0x68, 0x1b, 0xdd, 0x0d, 0x77, 0x33, 0xeb, 0x3d, 0xe1, 0xe1, 0xcc, 0x3a,
-	0x86, 0x9d, 0x4b, 0x64, 0x29, 0x90, 0x4b, 0x46, 0x1e, 0x02, 0xd0, 0xa2, 0xdb, 0x34, 0xda, 0xb5,
-	0xee, 0xe6, 0x91, 0x69, 0x97, 0x0e, 0x62, 0x17, 0xb4, 0x81, 0xa2, 0x2a, 0x96, 0xfd, 0x6b, 0x67,
-	0xdf, 0xef, 0x54, 0xdc, 0xdf, 0x78, 0x56, 0x0f, 0xb6, 0xcb, 0x06, 0x79, 0xb8, 0x16, 0x6c, 0xa0,
-	0x60, 0x11, 0x55, 0x18, 0xe9, 0x60, 0x75, 0xb7, 0xa8, 0xad, 0x57, 0x17, 0x8f, 0x54, 0x84, 0xea,
-	0x43, 0xbd, 0x10, 0xd7, 0xb4, 0x7f, 0xcd, 0xb4, 0xa4, 0x59, 0x8f, 0xa1, 0xf1, 0x68, 0xca, 0xb8,
-	0x7a, 0x4e, 0xc3, 0xc0, 0x4b, 0xfc, 0x12, 0x86, 0x52, 0xcc, 0x5b, 0x95, 0x89, 0x6c, 0xc1, 0x9a,
-	0xc0, 0xb7, 0x2c, 0x6a, 0x56, 0xdb, 0x46, 0xb7, 0xe6, 0xa6, 0xc5, 0x65, 0xad, 0xa7, 0x49, 0x7b,
-	0xc0, 0xd4, 0x7f, 0x68, 0xf5, 0x60, 0xbb, 0xac, 0xe5, 0xb2, 0x09, 0x4e, 0x57, 0xc7, 0xb2, 0x68,
-	0x46, 0xea, 0x87, 0x38, 0x1a, 0xbf, 0xc0, 0x68, 0x3c, 0x18, 0x07, 0x42, 0x30, 0x8f, 0x34, 0xe1,
-	0x3a, 0x1d, 0x8d, 0x30, 0xe6, 0x2a, 0xe3, 0xe4, 0x25, 0x69, 0xc0, 0x3a, 0x9d, 0x68, 0xa0, 0xaa,
-	0x81, 0xac, 0x4a, 0xfa, 0x11, 0xa3, 0x12, 0x79, 0xb3, 0x96, 0xf6, 0xd3, 0xea, 0xe8, 0xb4, 0x0a,
-	0x6b, 0xfa, 0x39, 0xc8, 0x47, 0x80, 0xe5, 0xa2, 0x90, 0xfd, 0x0b, 0x17, 0xff, 0xe7, 0x2d, 0x6c,
-	0x1d, 0x5c, 0x35, 0x96, 0x3e, 0xad, 0xb5, 0xf7, 0xe9, 0xeb, 0xcf, 0x2f, 0xd5, 0x5b, 0x64, 0xd7,
-	0x29, 0x6f, 0xfa, 0x72, 0x99, 0xc8, 0x67, 0x03, 0xea, 0x05, 0x93, 0x74, 0x56, 0x0a, 0xe7, 0xf6,
-	0xfb, 0x57, 0x4c, 0x65, 0xee, 0x77, 0xb5, 0xfb, 0x01, 0xe9, 0xfc, 0xd5, 0xdd, 0x79, 0x9f, 0x5f,
-	0xfa, 0x87, 0xfe, 0xfd, 0xb3, 0xb9, 0x69, 0x9c, 0xcf, 0x4d, 0xe3, 0xc7, 0xdc, 0x34, 0x4e, 0x17,
-	0x66, 0xe5, 0x7c, 0x61, 0x56, 0xbe, 0x2d, 0xcc, 0xca, 0xcb, 0x8e, 0x1f, 0xa8, 0x37, 0xf1, 0xd0,
-	0x1e, 0xe1, 0x24, 0x57, 0xca, 0x7e, 0xde, 0x69, 0x49, 0x35, 0x13, 0x4c, 0x0e, 0xd7, 0xf5, 0xa7,
-	0xdb, 0xfb, 0x15, 0x00, 0x00, 0xff, 0xff, 0x48, 0xc7, 0x99, 0x1d, 0x33, 0x04, 0x00, 0x00,
+	// 596 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0x9c, 0x54, 0xcb, 0x6e, 0xd3, 0x4c,
+	0x14, 0x8e, 0x9b, 0xbf, 0xfd, 0x9b, 0x29, 0x6c, 0x46, 0xbd, 0x24, 0x06, 0xb9, 0xa9, 0x49, 0xaa,
+	0x48, 0x80, 0xad, 0x36, 0x4b, 0x24, 0x24, 0xa2, 0x76, 0xc3, 0x86, 0xe2, 0x48, 0x20, 0x21, 0xa4,
+	0x68, 0x12, 0x0f, 0xc6, 0x8a, 0x33, 0x67, 0x6a, 0x4f, 0x02, 0x11, 0x82, 0x05, 0x0b, 0xd6, 0x48,
+	0xbc, 0x00, 0xef, 0xc0, 0x4b, 0x74, 0x59, 0x89, 0x0d, 0x2b, 0x84, 0x12, 0x1e, 0x04, 0x79, 0x3c,
+	0x76, 0x48, 0xd2, 0x24, 0x15, 0x2b, 0xfb, 0x5c, 0xbe, 0xcb, 0x78, 0x8e, 0x0f, 0x2a, 0xb5, 0x5f,
+	0x89, 0x00, 0x3c, 0x9b, 0x03, 0xb1, 0x07, 0x47, 0xf6, 0x79, 0x9f, 0x86, 0x43, 0x8b, 0x87, 0x20,
+	0x00, 0xdf, 0x4c, 0x4a, 0x16, 0x07, 0x62, 0x0d, 0x8e, 0xf4, 0x6d, 0x0f, 0x3c, 0x90, 0x15, 0x3b,
+	0x7e, 0x4b, 0x9a, 0xf4, 0xdb, 0x1e, 0x80, 0x17, 0x50, 0x9b, 0x70, 0xdf, 0x26, 0x8c, 0x81, 0x20,
+	0xc2, 0x07, 0x16, 0xa9, 0xea, 0xde, 0x34, 0x7b, 0xcc, 0x24, 0x0b, 0x66, 0x19, 0x19, 0x4f, 0x63,
+	0xa9, 0x13, 0x22, 0xc8, 0x59, 0x40, 0x18, 0x3d, 0x65, 0x2e, 0x07, 0x9f, 0x89, 0xc8, 0xa1, 0xe7,
+	0x7d, 0x1a, 0x09, 0xd3, 0x43, 0xfb, 0x0b, 0x3b, 0x22, 0x0e, 0x2c, 0xa2, 0xf8, 0x04, 0x15, 0x68,
+	0x9a, 0x2c, 0x6a, 0xe5, 0x7c, 0x6d, 0xeb, 0xb8, 0x6c, 0x4d, 0x99, 0xb6, 0xe6, 0xd0, 0x8d, 0xff,
+	0x2e, 0x7e, 0xee, 0xe7, 0x9c, 0x09, 0xd0, 0x7c, 0x80, 0x76, 0xa5, 0xd0, 0x23, 0xb7, 0xe7, 0x47,
+	0x51, 0x6c, 0x5e, 0x59, 0xc0, 0x07, 0xe8, 0x06, 0xa7, 0xcc, 0xf5, 0x99, 0xd7, 0x02, 0x16, 0x0c,
+	0x8b, 0x5a, 0x59, 0xab, 0x6d, 0x3a, 0x5b, 0x2a, 0xf7, 0x84, 0x05, 0x43, 0xb3, 0x85, 0xf6, 0xe6,
+	0xc0, 0x99, 0x3b, 0x44, 0xb2, 0xac, 0xb2, 0x67, 0xcc, 0xd8, 0xcb, 0x60, 0x4d, 0x41, 0x44, 0x3f,
+	0x52, 0xe6, 0xfe, 0xc2, 0x99, 0x75, 0xb4, 0x33, 0x2d, 0x90, 0x9a, 0xd3, 0xd1, 0x26, 0x70, 0x1a,
+	0x12, 0x01, 0xa1, 0x34, 0x56, 0x70, 0xb2, 0xd8, 0x7c, 0x39, 0x7b, 0xa4, 0xcc, 0x54, 0x03, 0x15,
+	0x32, 0x72, 0x09, 0xbb, 0xae, 0xa7, 0x09, 0xcc, 0x7c, 0x8c, 0x76, 0x4f, 0x07, 0x94, 0x89, 0x67,
+	0x24, 0xf0, 0xdd, 0x58, 0x2f, 0x46, 0x08, 0x41, 0xdd, 0x65, 0x9e, 0xf0, 0x36, 0x5a, 0xe7, 0xf0,
+	0x86, 0x86, 0xc5, 0xb5, 0xb2, 0x56, 0xcb, 0x3b, 0x49, 0x30, 0xcf, 0x75, 0x16, 0xa7, 0x9b, 0x54,
+	0xfc, 0x03, 0x57, 0x1d, 0xed, 0x4c, 0x73, 0x39, 0xb4, 0x07, 0x83, 0xe5, 0xb6, 0x4c, 0xa2, 0x40,
+	0x8d, 0x00, 0x3a, 0xdd, 0xe7, 0x10, 0x76, 0x9b, 0x5d, 0x9f, 0x73, 0xea, 0xe2, 0x22, 0xfa, 0x9f,
+	0x74, 0x3a, 0xd0, 0x67, 0x42, 0x61, 0xd2, 0x10, 0xef, 0xa2, 0x0d, 0xd2, 0x93, 0x85, 0x35, 0x59,
+	0x50, 0x51, 0x9c, 0x0f, 0x29, 0x89, 0x80, 0x15, 0xf3, 0x49, 0x3e, 0x89, 0xcc, 0x26, 0x2a, 0x49,
+	0x89, 0xb9, 0x59, 0x5c, 0x75, 0x4c, 0x1d, 0x6d, 0xa6, 0x63, 0xaa, 0xa4, 0xb2, 0xf8, 0xf8, 0x5b,
+	0x1e, 0xad, 0xcb, 0x3b, 0xc6, 0x1f, 0x10, 0x9a, 0x4c, 0x1f, 0xae, 0xce, 0xdc, 0xe6, 0xd5, 0xa3,
+	0xad, 0x1f, 0xae, 0x6a, 0x4b, 0xe6, 0xc5, 0x3c, 0xf8, 0xf8, 0xfd, 0xf7, 0x97, 0xb5, 0x5b, 0xb8,
+	0x64, 0x4f, 0xff, 0xc9, 0x93, 0x09, 0xc5, 0x9f, 0x34, 0x54, 0xc8, 0x90, 0xb8, 0xb2, 0x94, 0x38,
+	0x95, 0xaf, 0xae, 0xe8, 0x52, 0xea, 0xf7, 0xa4, 0xfa, 0x21, 0xae, 0x2c, 0x54, 0xb7, 0xdf, 0xa5,
+	0x5f, 0xeb, 0x3d, 0xfe, 0xaa, 0x21, 0x3c, 0xbf, 0x2d, 0xf0, 0xfd, 0xab, 0xb4, 0x16, 0xee, 0x1d,
+	0xdd, 0xba, 0x6e, 0xbb, 0xf2, 0x78, 0x57, 0x7a, 0xac, 0xe2, 0x3b, 0x33, 0x1e, 0x5d, 0x22, 0x48,
+	0x8b, 0xc7, 0x98, 0x56, 0xb6, 0x6b, 0x1a, 0x0f, 0x2f, 0x46, 0x86, 0x76, 0x39, 0x32, 0xb4, 0x5f,
+	0x23, 0x43, 0xfb, 0x3c, 0x36, 0x72, 0x97, 0x63, 0x23, 0xf7, 0x63, 0x6c, 0xe4, 0x5e, 0x54, 0x3c,
+	0x5f, 0xbc, 0xee, 0xb7, 0xad, 0x0e, 0xf4, 0x52, 0x22, 0xf5, 0x78, 0x2b, 0x19, 0xc5, 0x90, 0xd3,
+	0xa8, 0xbd, 0x21, 0xb7, 0x67, 0xfd, 0x4f, 0x00, 0x00, 0x00, 0xff, 0xff, 0x48, 0x8a, 0x06, 0xce,
+	0xb6, 0x05, 0x00, 0x00,
 }
 
 // Reference imports to suppress errors if they are not otherwise used.
@@ -485,6 +628,8 @@ type QueryClient interface {
 	Admissions(ctx context.Context, in *QueryAdmissionsRequest, opts ...grpc.CallOption) (*QueryAdmissionsResponse, error)
 	// Admission returns one operator's admission.
 	Admission(ctx context.Context, in *QueryAdmissionRequest, opts ...grpc.CallOption) (*QueryAdmissionResponse, error)
+	// DataPlaneEndpoints lists the data-plane endpoints the operators set.
+	DataPlaneEndpoints(ctx context.Context, in *QueryDataPlaneEndpointsRequest, opts ...grpc.CallOption) (*QueryDataPlaneEndpointsResponse, error)
 }
 
 type queryClient struct {
@@ -513,6 +658,15 @@ func (c *queryClient) Admission(ctx context.Context, in *QueryAdmissionRequest, 
 	return out, nil
 }
 
+func (c *queryClient) DataPlaneEndpoints(ctx context.Context, in *QueryDataPlaneEndpointsRequest, opts ...grpc.CallOption) (*QueryDataPlaneEndpointsResponse, error) {
+	out := new(QueryDataPlaneEndpointsResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.poa.v1.Query/DataPlaneEndpoints", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // QueryServer is the server API for Query service.
 type QueryServer interface {
 	// Admissions lists every admission with its validator's state; "pending" ones have no
@@ -520,6 +674,8 @@ type QueryServer interface {
 	Admissions(context.Context, *QueryAdmissionsRequest) (*QueryAdmissionsResponse, error)
 	// Admission returns one operator's admission.
 	Admission(context.Context, *QueryAdmissionRequest) (*QueryAdmissionResponse, error)
+	// DataPlaneEndpoints lists the data-plane endpoints the operators set.
+	DataPlaneEndpoints(context.Context, *QueryDataPlaneEndpointsRequest) (*QueryDataPlaneEndpointsResponse, error)
 }
 
 // UnimplementedQueryServer can be embedded to have forward compatible implementations.
@@ -531,6 +687,9 @@ func (*UnimplementedQueryServer) Admissions(ctx context.Context, req *QueryAdmis
 }
 func (*UnimplementedQueryServer) Admission(ctx context.Context, req *QueryAdmissionRequest) (*QueryAdmissionResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Admission not implemented")
+}
+func (*UnimplementedQueryServer) DataPlaneEndpoints(ctx context.Context, req *QueryDataPlaneEndpointsRequest) (*QueryDataPlaneEndpointsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method DataPlaneEndpoints not implemented")
 }
 
 func RegisterQueryServer(s grpc1.Server, srv QueryServer) {
@@ -573,6 +732,24 @@ func _Query_Admission_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Query_DataPlaneEndpoints_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryDataPlaneEndpointsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServer).DataPlaneEndpoints(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.poa.v1.Query/DataPlaneEndpoints",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServer).DataPlaneEndpoints(ctx, req.(*QueryDataPlaneEndpointsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var Query_serviceDesc = _Query_serviceDesc
 var _Query_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "bftlog.poa.v1.Query",
@@ -586,9 +763,73 @@ var _Query_serviceDesc = grpc.ServiceDesc{
 			MethodName: "Admission",
 			Handler:    _Query_Admission_Handler,
 		},
+		{
+			MethodName: "DataPlaneEndpoints",
+			Handler:    _Query_DataPlaneEndpoints_Handler,
+		},
 	},
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "bftlog/poa/v1/query.proto",
+}
+
+func (m *QueryDataPlaneEndpointsRequest) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryDataPlaneEndpointsRequest) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryDataPlaneEndpointsRequest) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
+func (m *QueryDataPlaneEndpointsResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *QueryDataPlaneEndpointsResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *QueryDataPlaneEndpointsResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Endpoints) > 0 {
+		for iNdEx := len(m.Endpoints) - 1; iNdEx >= 0; iNdEx-- {
+			{
+				size, err := m.Endpoints[iNdEx].MarshalToSizedBuffer(dAtA[:i])
+				if err != nil {
+					return 0, err
+				}
+				i -= size
+				i = encodeVarintQuery(dAtA, i, uint64(size))
+			}
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
 }
 
 func (m *QueryAdmissionsRequest) Marshal() (dAtA []byte, err error) {
@@ -868,6 +1109,43 @@ func (m *EventBlockWorkSkipped) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *EventDataPlaneEndpointSet) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *EventDataPlaneEndpointSet) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *EventDataPlaneEndpointSet) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Endpoint) > 0 {
+		i -= len(m.Endpoint)
+		copy(dAtA[i:], m.Endpoint)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.Endpoint)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintQuery(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintQuery(dAtA []byte, offset int, v uint64) int {
 	offset -= sovQuery(v)
 	base := offset
@@ -879,6 +1157,30 @@ func encodeVarintQuery(dAtA []byte, offset int, v uint64) int {
 	dAtA[offset] = uint8(v)
 	return base
 }
+func (m *QueryDataPlaneEndpointsRequest) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *QueryDataPlaneEndpointsResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Endpoints) > 0 {
+		for _, e := range m.Endpoints {
+			l = e.Size()
+			n += 1 + l + sovQuery(uint64(l))
+		}
+	}
+	return n
+}
+
 func (m *QueryAdmissionsRequest) Size() (n int) {
 	if m == nil {
 		return 0
@@ -996,11 +1298,162 @@ func (m *EventBlockWorkSkipped) Size() (n int) {
 	return n
 }
 
+func (m *EventDataPlaneEndpointSet) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	l = len(m.Endpoint)
+	if l > 0 {
+		n += 1 + l + sovQuery(uint64(l))
+	}
+	return n
+}
+
 func sovQuery(x uint64) (n int) {
 	return (math_bits.Len64(x|1) + 6) / 7
 }
 func sozQuery(x uint64) (n int) {
 	return sovQuery(uint64((x << 1) ^ uint64((int64(x) >> 63))))
+}
+func (m *QueryDataPlaneEndpointsRequest) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryDataPlaneEndpointsRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryDataPlaneEndpointsRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *QueryDataPlaneEndpointsResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: QueryDataPlaneEndpointsResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: QueryDataPlaneEndpointsResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Endpoints", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Endpoints = append(m.Endpoints, DataPlaneEndpoint{})
+			if err := m.Endpoints[len(m.Endpoints)-1].Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
 }
 func (m *QueryAdmissionsRequest) Unmarshal(dAtA []byte) error {
 	l := len(dAtA)
@@ -1729,6 +2182,120 @@ func (m *EventBlockWorkSkipped) Unmarshal(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			m.Reason = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipQuery(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *EventDataPlaneEndpointSet) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowQuery
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: EventDataPlaneEndpointSet: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: EventDataPlaneEndpointSet: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Endpoint", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowQuery
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthQuery
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthQuery
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Endpoint = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex

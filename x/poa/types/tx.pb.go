@@ -311,6 +311,98 @@ func (m *MsgRemoveValidatorResponse) XXX_DiscardUnknown() {
 
 var xxx_messageInfo_MsgRemoveValidatorResponse proto.InternalMessageInfo
 
+type MsgSetDataPlaneEndpoint struct {
+	// operator is the admitted operator's account address (bftlog1..., the account of its
+	// bftlogvaloper... address).
+	Operator string `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	// endpoint is http(s)://host:port of the node's [ordering] listen-address, at most 200
+	// bytes, no path, query or credentials; empty clears it.
+	Endpoint string `protobuf:"bytes,2,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+}
+
+func (m *MsgSetDataPlaneEndpoint) Reset()         { *m = MsgSetDataPlaneEndpoint{} }
+func (m *MsgSetDataPlaneEndpoint) String() string { return proto.CompactTextString(m) }
+func (*MsgSetDataPlaneEndpoint) ProtoMessage()    {}
+func (*MsgSetDataPlaneEndpoint) Descriptor() ([]byte, []int) {
+	return fileDescriptor_4ec98d6ef5650dd5, []int{6}
+}
+func (m *MsgSetDataPlaneEndpoint) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgSetDataPlaneEndpoint) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgSetDataPlaneEndpoint.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgSetDataPlaneEndpoint) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgSetDataPlaneEndpoint.Merge(m, src)
+}
+func (m *MsgSetDataPlaneEndpoint) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgSetDataPlaneEndpoint) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgSetDataPlaneEndpoint.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgSetDataPlaneEndpoint proto.InternalMessageInfo
+
+func (m *MsgSetDataPlaneEndpoint) GetOperator() string {
+	if m != nil {
+		return m.Operator
+	}
+	return ""
+}
+
+func (m *MsgSetDataPlaneEndpoint) GetEndpoint() string {
+	if m != nil {
+		return m.Endpoint
+	}
+	return ""
+}
+
+type MsgSetDataPlaneEndpointResponse struct {
+}
+
+func (m *MsgSetDataPlaneEndpointResponse) Reset()         { *m = MsgSetDataPlaneEndpointResponse{} }
+func (m *MsgSetDataPlaneEndpointResponse) String() string { return proto.CompactTextString(m) }
+func (*MsgSetDataPlaneEndpointResponse) ProtoMessage()    {}
+func (*MsgSetDataPlaneEndpointResponse) Descriptor() ([]byte, []int) {
+	return fileDescriptor_4ec98d6ef5650dd5, []int{7}
+}
+func (m *MsgSetDataPlaneEndpointResponse) XXX_Unmarshal(b []byte) error {
+	return m.Unmarshal(b)
+}
+func (m *MsgSetDataPlaneEndpointResponse) XXX_Marshal(b []byte, deterministic bool) ([]byte, error) {
+	if deterministic {
+		return xxx_messageInfo_MsgSetDataPlaneEndpointResponse.Marshal(b, m, deterministic)
+	} else {
+		b = b[:cap(b)]
+		n, err := m.MarshalToSizedBuffer(b)
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+}
+func (m *MsgSetDataPlaneEndpointResponse) XXX_Merge(src proto.Message) {
+	xxx_messageInfo_MsgSetDataPlaneEndpointResponse.Merge(m, src)
+}
+func (m *MsgSetDataPlaneEndpointResponse) XXX_Size() int {
+	return m.Size()
+}
+func (m *MsgSetDataPlaneEndpointResponse) XXX_DiscardUnknown() {
+	xxx_messageInfo_MsgSetDataPlaneEndpointResponse.DiscardUnknown(m)
+}
+
+var xxx_messageInfo_MsgSetDataPlaneEndpointResponse proto.InternalMessageInfo
+
 func init() {
 	proto.RegisterType((*MsgAdmitValidator)(nil), "bftlog.poa.v1.MsgAdmitValidator")
 	proto.RegisterType((*MsgAdmitValidatorResponse)(nil), "bftlog.poa.v1.MsgAdmitValidatorResponse")
@@ -318,40 +410,47 @@ func init() {
 	proto.RegisterType((*MsgSetValidatorPowerResponse)(nil), "bftlog.poa.v1.MsgSetValidatorPowerResponse")
 	proto.RegisterType((*MsgRemoveValidator)(nil), "bftlog.poa.v1.MsgRemoveValidator")
 	proto.RegisterType((*MsgRemoveValidatorResponse)(nil), "bftlog.poa.v1.MsgRemoveValidatorResponse")
+	proto.RegisterType((*MsgSetDataPlaneEndpoint)(nil), "bftlog.poa.v1.MsgSetDataPlaneEndpoint")
+	proto.RegisterType((*MsgSetDataPlaneEndpointResponse)(nil), "bftlog.poa.v1.MsgSetDataPlaneEndpointResponse")
 }
 
 func init() { proto.RegisterFile("bftlog/poa/v1/tx.proto", fileDescriptor_4ec98d6ef5650dd5) }
 
 var fileDescriptor_4ec98d6ef5650dd5 = []byte{
-	// 444 bytes of a gzipped FileDescriptorProto
-	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xe2, 0x12, 0x4b, 0x4a, 0x2b, 0xc9,
-	0xc9, 0x4f, 0xd7, 0x2f, 0xc8, 0x4f, 0xd4, 0x2f, 0x33, 0xd4, 0x2f, 0xa9, 0xd0, 0x2b, 0x28, 0xca,
-	0x2f, 0xc9, 0x17, 0xe2, 0x85, 0x88, 0xeb, 0x15, 0xe4, 0x27, 0xea, 0x95, 0x19, 0x4a, 0x09, 0x26,
-	0xe6, 0x66, 0xe6, 0xe5, 0xeb, 0x83, 0x49, 0x88, 0x0a, 0x29, 0xc9, 0xe4, 0xfc, 0xe2, 0xdc, 0xfc,
-	0xe2, 0x78, 0x30, 0x4f, 0x1f, 0xc2, 0x81, 0x4a, 0x89, 0x43, 0x78, 0xfa, 0xb9, 0xc5, 0xe9, 0x20,
-	0x43, 0x73, 0x8b, 0xd3, 0x21, 0x12, 0x4a, 0x17, 0x19, 0xb9, 0x04, 0x7d, 0x8b, 0xd3, 0x1d, 0x53,
-	0x72, 0x33, 0x4b, 0xc2, 0x12, 0x73, 0x32, 0x53, 0x12, 0x4b, 0xf2, 0x8b, 0x84, 0xcc, 0xb8, 0x38,
-	0x13, 0x4b, 0x4b, 0x32, 0xf2, 0x8b, 0x32, 0x4b, 0x2a, 0x25, 0x18, 0x15, 0x18, 0x35, 0x38, 0x9d,
-	0x24, 0x2e, 0x6d, 0xd1, 0x15, 0x81, 0x9a, 0xe9, 0x98, 0x92, 0x52, 0x94, 0x5a, 0x5c, 0x1c, 0x5c,
-	0x52, 0x94, 0x99, 0x97, 0x1e, 0x84, 0x50, 0x2a, 0x64, 0xcb, 0xc5, 0x91, 0x5f, 0x90, 0x5a, 0x04,
-	0x32, 0x43, 0x82, 0x09, 0xac, 0x4d, 0xf1, 0xd2, 0x16, 0x5d, 0x59, 0xa8, 0x36, 0xb8, 0xf9, 0xa8,
-	0xfa, 0xe1, 0x5a, 0x84, 0x44, 0xb8, 0x58, 0x0b, 0xf2, 0xcb, 0x53, 0x8b, 0x24, 0x98, 0x15, 0x18,
-	0x35, 0x98, 0x83, 0x20, 0x1c, 0x2b, 0xfd, 0xa6, 0xe7, 0x1b, 0xb4, 0x10, 0x96, 0x74, 0x3d, 0xdf,
-	0xa0, 0x25, 0x83, 0x14, 0x46, 0x18, 0xae, 0x57, 0x92, 0xe6, 0x92, 0xc4, 0x10, 0x0c, 0x4a, 0x2d,
-	0x2e, 0xc8, 0xcf, 0x2b, 0x4e, 0x55, 0xba, 0xce, 0xc8, 0x25, 0xe2, 0x5b, 0x9c, 0x1e, 0x9c, 0x8a,
-	0x90, 0x0b, 0x00, 0x59, 0x33, 0xb8, 0xfc, 0x6c, 0x84, 0xe9, 0x67, 0x79, 0x54, 0x3f, 0x63, 0x78,
-	0x40, 0x49, 0x8e, 0x4b, 0x06, 0x9b, 0x38, 0xdc, 0xe7, 0x7b, 0x19, 0xb9, 0x84, 0x7c, 0x8b, 0xd3,
-	0x83, 0x52, 0x73, 0xf3, 0xcb, 0x52, 0x07, 0x3a, 0xae, 0xad, 0x0c, 0x30, 0x7d, 0x28, 0x8b, 0xea,
-	0x43, 0x34, 0x87, 0x2a, 0xc9, 0x70, 0x49, 0x61, 0x8a, 0xc2, 0x7c, 0x67, 0xb4, 0x89, 0x89, 0x8b,
-	0xd9, 0xb7, 0x38, 0x5d, 0x28, 0x86, 0x8b, 0x0f, 0x2d, 0x31, 0x2b, 0xe8, 0xa1, 0xe4, 0x1c, 0x3d,
-	0x8c, 0xb4, 0x21, 0xa5, 0x41, 0x48, 0x05, 0xcc, 0x16, 0xa1, 0x54, 0x2e, 0x41, 0xcc, 0x94, 0xa3,
-	0x8c, 0xa9, 0x1d, 0x43, 0x91, 0x94, 0x36, 0x11, 0x8a, 0xe0, 0xd6, 0xc4, 0x73, 0xf1, 0xa3, 0x47,
-	0x93, 0x22, 0xa6, 0x7e, 0x34, 0x25, 0x52, 0x9a, 0x04, 0x95, 0xc0, 0x2c, 0x90, 0x62, 0x6d, 0x78,
-	0xbe, 0x41, 0x8b, 0xd1, 0xc9, 0xee, 0xc4, 0x23, 0x39, 0xc6, 0x0b, 0x8f, 0xe4, 0x18, 0x1f, 0x3c,
-	0x92, 0x63, 0x9c, 0xf0, 0x58, 0x8e, 0xe1, 0xc2, 0x63, 0x39, 0x86, 0x1b, 0x8f, 0xe5, 0x18, 0xa2,
-	0x54, 0xd2, 0x33, 0x4b, 0x32, 0x4a, 0x93, 0xf4, 0x92, 0xf3, 0x73, 0xf5, 0xa1, 0xd1, 0x02, 0xa5,
-	0x2a, 0xc0, 0xf1, 0x53, 0x52, 0x59, 0x90, 0x5a, 0x9c, 0xc4, 0x06, 0x2e, 0x44, 0x8c, 0x01, 0x01,
-	0x00, 0x00, 0xff, 0xff, 0x53, 0xfe, 0xa3, 0x4b, 0xb4, 0x04, 0x00, 0x00,
+	// 525 bytes of a gzipped FileDescriptorProto
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xcc, 0x54, 0x4f, 0x6b, 0x13, 0x41,
+	0x14, 0xcf, 0x18, 0x2a, 0xed, 0x03, 0x95, 0x2c, 0xc1, 0xa6, 0x63, 0xba, 0x4d, 0x56, 0x91, 0x18,
+	0xe9, 0xae, 0xad, 0xc5, 0x43, 0x40, 0xa1, 0x45, 0x8f, 0x81, 0xb2, 0x05, 0x0f, 0x22, 0x94, 0x49,
+	0x77, 0x9c, 0x2e, 0x64, 0x77, 0x96, 0x9d, 0x69, 0x6c, 0x6f, 0xe2, 0xd1, 0x93, 0x5f, 0x41, 0x3f,
+	0x41, 0x0e, 0xbd, 0x7a, 0xf7, 0x58, 0x7b, 0xd1, 0xa3, 0x24, 0x87, 0x7c, 0x0d, 0xd9, 0x3f, 0x99,
+	0x34, 0x99, 0x48, 0x7a, 0xd3, 0xcb, 0x2e, 0xef, 0xbd, 0xdf, 0x7b, 0xef, 0xf7, 0x9b, 0xf7, 0x66,
+	0xe0, 0x6e, 0xe7, 0x9d, 0xec, 0x72, 0xe6, 0x44, 0x9c, 0x38, 0xbd, 0x2d, 0x47, 0x9e, 0xda, 0x51,
+	0xcc, 0x25, 0x37, 0x6e, 0x65, 0x7e, 0x3b, 0xe2, 0xc4, 0xee, 0x6d, 0xe1, 0x12, 0x09, 0xfc, 0x90,
+	0x3b, 0xe9, 0x37, 0x43, 0xe0, 0xb5, 0x23, 0x2e, 0x02, 0x2e, 0x0e, 0x53, 0xcb, 0xc9, 0x8c, 0x3c,
+	0xb4, 0x9a, 0x59, 0x4e, 0x20, 0x58, 0x52, 0x34, 0x10, 0x2c, 0x0b, 0x58, 0x3f, 0x10, 0x94, 0xda,
+	0x82, 0xed, 0x7a, 0x81, 0x2f, 0x5f, 0x93, 0xae, 0xef, 0x11, 0xc9, 0x63, 0xe3, 0x19, 0xac, 0x90,
+	0x13, 0x79, 0xcc, 0x63, 0x5f, 0x9e, 0x55, 0x50, 0x0d, 0x35, 0x56, 0xf6, 0x2a, 0x97, 0xe7, 0x9b,
+	0xe5, 0xbc, 0xe6, 0xae, 0xe7, 0xc5, 0x54, 0x88, 0x03, 0x19, 0xfb, 0x21, 0x73, 0x27, 0x50, 0xe3,
+	0x39, 0x2c, 0xf3, 0x88, 0xc6, 0x49, 0x8d, 0xca, 0x8d, 0x34, 0xad, 0x7e, 0x79, 0xbe, 0xb9, 0x9e,
+	0xa7, 0xa9, 0xfa, 0xd3, 0xf9, 0x2a, 0xc5, 0x28, 0xc3, 0x52, 0xc4, 0xdf, 0xd3, 0xb8, 0x52, 0xac,
+	0xa1, 0x46, 0xd1, 0xcd, 0x8c, 0x96, 0xf3, 0x71, 0xd4, 0x6f, 0x4e, 0x9a, 0x7c, 0x1a, 0xf5, 0x9b,
+	0xd5, 0x2b, 0x67, 0xa4, 0xb1, 0xb7, 0xee, 0xc1, 0x9a, 0xe6, 0x74, 0xa9, 0x88, 0x78, 0x28, 0xa8,
+	0xf5, 0x13, 0x41, 0xb9, 0x2d, 0xd8, 0x01, 0x9d, 0xc4, 0xf6, 0x93, 0x36, 0xff, 0x97, 0xe6, 0x6d,
+	0x5d, 0xf3, 0xc6, 0xb4, 0x66, 0x4d, 0x80, 0x65, 0x42, 0x75, 0x9e, 0x5f, 0x29, 0xff, 0x86, 0xc0,
+	0x68, 0x0b, 0xe6, 0xd2, 0x80, 0xf7, 0xe8, 0xbf, 0x9e, 0x75, 0xeb, 0x89, 0xae, 0x70, 0x7d, 0x5a,
+	0xe1, 0x0c, 0x51, 0xab, 0x0a, 0x58, 0xf7, 0x2a, 0x75, 0x5f, 0x10, 0xac, 0x66, 0xf2, 0x5f, 0x12,
+	0x49, 0xf6, 0xbb, 0x24, 0xa4, 0xaf, 0x42, 0x2f, 0xe2, 0x7e, 0x28, 0x8d, 0x9d, 0x2b, 0x54, 0x17,
+	0x29, 0x9c, 0x4c, 0x06, 0xc3, 0x32, 0xcd, 0x2b, 0x64, 0x02, 0x5d, 0x65, 0xb7, 0x76, 0x12, 0xf6,
+	0x0a, 0x9a, 0x90, 0xb7, 0xb4, 0xf1, 0x68, 0x3c, 0xac, 0x3a, 0x6c, 0xfc, 0x25, 0x34, 0x96, 0xb1,
+	0xfd, 0xb5, 0x08, 0xc5, 0xb6, 0x60, 0xc6, 0x5b, 0xb8, 0x3d, 0x73, 0x27, 0x6b, 0xf6, 0xd4, 0x03,
+	0x60, 0x6b, 0x2b, 0x8e, 0x1b, 0x8b, 0x10, 0xe3, 0x2e, 0x06, 0x85, 0x92, 0x7e, 0x01, 0xee, 0xeb,
+	0xe9, 0x1a, 0x08, 0x3f, 0xbe, 0x06, 0x48, 0xb5, 0x39, 0x84, 0x3b, 0xb3, 0xdb, 0x56, 0xd7, 0xf3,
+	0x67, 0x20, 0xf8, 0xd1, 0x42, 0x88, 0x6a, 0x10, 0x42, 0x79, 0xee, 0xc0, 0x1f, 0xce, 0x65, 0xa9,
+	0xe1, 0xb0, 0x7d, 0x3d, 0xdc, 0xb8, 0x1f, 0x5e, 0xfa, 0x30, 0xea, 0x37, 0xd1, 0xde, 0x8b, 0xef,
+	0x03, 0x13, 0x5d, 0x0c, 0x4c, 0xf4, 0x7b, 0x60, 0xa2, 0xcf, 0x43, 0xb3, 0x70, 0x31, 0x34, 0x0b,
+	0xbf, 0x86, 0x66, 0xe1, 0xcd, 0x03, 0xe6, 0xcb, 0xe3, 0x93, 0x8e, 0x7d, 0xc4, 0x03, 0x27, 0x5f,
+	0x88, 0xfc, 0x77, 0x9a, 0x6e, 0x86, 0x3c, 0x8b, 0xa8, 0xe8, 0xdc, 0x4c, 0xdf, 0xde, 0xa7, 0x7f,
+	0x02, 0x00, 0x00, 0xff, 0xff, 0x13, 0x73, 0x61, 0x62, 0xeb, 0x05, 0x00, 0x00,
 }
 
 // Reference imports to suppress errors if they are not otherwise used.
@@ -372,6 +471,10 @@ type MsgClient interface {
 	SetValidatorPower(ctx context.Context, in *MsgSetValidatorPower, opts ...grpc.CallOption) (*MsgSetValidatorPowerResponse, error)
 	// RemoveValidator revokes an admission; the validator leaves the active set at the next end block.
 	RemoveValidator(ctx context.Context, in *MsgRemoveValidator, opts ...grpc.CallOption) (*MsgRemoveValidatorResponse, error)
+	// SetDataPlaneEndpoint sets (or, empty, clears) where the validator of the signing operator
+	// serves the data plane between validators (app/dataplane_listener.go); signed by the
+	// operator's own account, not the authority. Its peers push to and fetch from it.
+	SetDataPlaneEndpoint(ctx context.Context, in *MsgSetDataPlaneEndpoint, opts ...grpc.CallOption) (*MsgSetDataPlaneEndpointResponse, error)
 }
 
 type msgClient struct {
@@ -409,6 +512,15 @@ func (c *msgClient) RemoveValidator(ctx context.Context, in *MsgRemoveValidator,
 	return out, nil
 }
 
+func (c *msgClient) SetDataPlaneEndpoint(ctx context.Context, in *MsgSetDataPlaneEndpoint, opts ...grpc.CallOption) (*MsgSetDataPlaneEndpointResponse, error) {
+	out := new(MsgSetDataPlaneEndpointResponse)
+	err := c.cc.Invoke(ctx, "/bftlog.poa.v1.Msg/SetDataPlaneEndpoint", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MsgServer is the server API for Msg service.
 type MsgServer interface {
 	// AdmitValidator lets an operator create a validator with a power (or restores a removed one).
@@ -417,6 +529,10 @@ type MsgServer interface {
 	SetValidatorPower(context.Context, *MsgSetValidatorPower) (*MsgSetValidatorPowerResponse, error)
 	// RemoveValidator revokes an admission; the validator leaves the active set at the next end block.
 	RemoveValidator(context.Context, *MsgRemoveValidator) (*MsgRemoveValidatorResponse, error)
+	// SetDataPlaneEndpoint sets (or, empty, clears) where the validator of the signing operator
+	// serves the data plane between validators (app/dataplane_listener.go); signed by the
+	// operator's own account, not the authority. Its peers push to and fetch from it.
+	SetDataPlaneEndpoint(context.Context, *MsgSetDataPlaneEndpoint) (*MsgSetDataPlaneEndpointResponse, error)
 }
 
 // UnimplementedMsgServer can be embedded to have forward compatible implementations.
@@ -431,6 +547,9 @@ func (*UnimplementedMsgServer) SetValidatorPower(ctx context.Context, req *MsgSe
 }
 func (*UnimplementedMsgServer) RemoveValidator(ctx context.Context, req *MsgRemoveValidator) (*MsgRemoveValidatorResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method RemoveValidator not implemented")
+}
+func (*UnimplementedMsgServer) SetDataPlaneEndpoint(ctx context.Context, req *MsgSetDataPlaneEndpoint) (*MsgSetDataPlaneEndpointResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SetDataPlaneEndpoint not implemented")
 }
 
 func RegisterMsgServer(s grpc1.Server, srv MsgServer) {
@@ -491,6 +610,24 @@ func _Msg_RemoveValidator_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Msg_SetDataPlaneEndpoint_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsgSetDataPlaneEndpoint)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MsgServer).SetDataPlaneEndpoint(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bftlog.poa.v1.Msg/SetDataPlaneEndpoint",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MsgServer).SetDataPlaneEndpoint(ctx, req.(*MsgSetDataPlaneEndpoint))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var Msg_serviceDesc = _Msg_serviceDesc
 var _Msg_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "bftlog.poa.v1.Msg",
@@ -507,6 +644,10 @@ var _Msg_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RemoveValidator",
 			Handler:    _Msg_RemoveValidator_Handler,
+		},
+		{
+			MethodName: "SetDataPlaneEndpoint",
+			Handler:    _Msg_SetDataPlaneEndpoint_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
@@ -703,6 +844,66 @@ func (m *MsgRemoveValidatorResponse) MarshalToSizedBuffer(dAtA []byte) (int, err
 	return len(dAtA) - i, nil
 }
 
+func (m *MsgSetDataPlaneEndpoint) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgSetDataPlaneEndpoint) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgSetDataPlaneEndpoint) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if len(m.Endpoint) > 0 {
+		i -= len(m.Endpoint)
+		copy(dAtA[i:], m.Endpoint)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Endpoint)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Operator) > 0 {
+		i -= len(m.Operator)
+		copy(dAtA[i:], m.Operator)
+		i = encodeVarintTx(dAtA, i, uint64(len(m.Operator)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *MsgSetDataPlaneEndpointResponse) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *MsgSetDataPlaneEndpointResponse) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *MsgSetDataPlaneEndpointResponse) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	return len(dAtA) - i, nil
+}
+
 func encodeVarintTx(dAtA []byte, offset int, v uint64) int {
 	offset -= sovTx(v)
 	base := offset
@@ -790,6 +991,32 @@ func (m *MsgRemoveValidator) Size() (n int) {
 }
 
 func (m *MsgRemoveValidatorResponse) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	return n
+}
+
+func (m *MsgSetDataPlaneEndpoint) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Operator)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	l = len(m.Endpoint)
+	if l > 0 {
+		n += 1 + l + sovTx(uint64(l))
+	}
+	return n
+}
+
+func (m *MsgSetDataPlaneEndpointResponse) Size() (n int) {
 	if m == nil {
 		return 0
 	}
@@ -1311,6 +1538,170 @@ func (m *MsgRemoveValidatorResponse) Unmarshal(dAtA []byte) error {
 		}
 		if fieldNum <= 0 {
 			return fmt.Errorf("proto: MsgRemoveValidatorResponse: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgSetDataPlaneEndpoint) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgSetDataPlaneEndpoint: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgSetDataPlaneEndpoint: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Operator", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Operator = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Endpoint", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowTx
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthTx
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthTx
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Endpoint = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipTx(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthTx
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *MsgSetDataPlaneEndpointResponse) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowTx
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: MsgSetDataPlaneEndpointResponse: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: MsgSetDataPlaneEndpointResponse: illegal tag %d (wire type %d)", fieldNum, wire)
 		}
 		switch fieldNum {
 		default:

@@ -1,0 +1,65 @@
+package keeper_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/bftlog/bftlog/x/poa/types"
+)
+
+// An admitted operator sets its own data-plane endpoint with its own account, clears it, and
+// finds it in queries and in an export; everyone else is refused.
+func TestOperatorSetsItsDataPlaneEndpoint(t *testing.T) {
+	f := newFixture(t)
+	op, addr, _ := f.bondedValidator("bonded", 10)
+	account, err := f.accCodec.BytesToString(addr)
+	require.NoError(t, err)
+
+	_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: account, Endpoint: "http://10.0.0.1:26680"})
+	require.NoError(t, err)
+	f.requireEvent("bftlog.poa.v1.EventDataPlaneEndpointSet")
+	got, err := f.query.DataPlaneEndpoints(f.ctx, &types.QueryDataPlaneEndpointsRequest{})
+	require.NoError(t, err)
+	require.Equal(t, []types.DataPlaneEndpoint{{Operator: op, Endpoint: "http://10.0.0.1:26680"}}, got.Endpoints)
+	gs, err := f.k.ExportGenesis(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, got.Endpoints, gs.DataPlaneEndpoints)
+
+	// Import: the same endpoints in a fresh keeper.
+	g := newFixture(t)
+	require.NoError(t, g.k.InitGenesis(g.ctx, gs))
+	again, err := g.query.DataPlaneEndpoints(g.ctx, &types.QueryDataPlaneEndpointsRequest{})
+	require.NoError(t, err)
+	require.Equal(t, got.Endpoints, again.Endpoints)
+
+	_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: account, Endpoint: ""})
+	require.NoError(t, err)
+	got, err = f.query.DataPlaneEndpoints(f.ctx, &types.QueryDataPlaneEndpointsRequest{})
+	require.NoError(t, err)
+	require.Empty(t, got.Endpoints)
+}
+
+// Hostile: an account that is not an admitted operator cannot set one (so no account can make
+// the validators push to a host of its choosing), nor can an operator's endpoint be anything
+// but http(s)://host:port.
+func TestAttackDataPlaneEndpointRefusals(t *testing.T) {
+	f := newFixture(t)
+	_, addr, _ := f.bondedValidator("bonded", 10)
+	account, err := f.accCodec.BytesToString(addr)
+	require.NoError(t, err)
+	before := f.state()
+
+	_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: f.alice, Endpoint: "http://10.0.0.9:1"})
+	require.ErrorIs(t, err, types.ErrNotAdmitted)
+	for _, bad := range []string{"10.0.0.1:26680", "ftp://h:1", "http://h", "http://h:0", "http://h:70000", "http://:80",
+		"http://u:p@h:1", "http://h:1/x", "http://h:1?q", "http://h:1#f", "http://" + strings.Repeat("a", 200) + ":1"} {
+		_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: account, Endpoint: bad})
+		require.ErrorIs(t, err, types.ErrInvalidEndpoint, bad)
+	}
+	require.Equal(t, before, f.state())
+
+	gs := &types.GenesisState{DataPlaneEndpoints: []types.DataPlaneEndpoint{{Operator: "nope", Endpoint: "http://h:1"}}}
+	require.ErrorIs(t, gs.ValidateEndpoints(), types.ErrInvalidGen)
+}
