@@ -126,7 +126,7 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 				{RpcMethod: "RemoveValidator", Skip: true, GovProposal: true},
 				{
 					RpcMethod: "SetDataPlaneEndpoint", Use: "set-data-plane-endpoint [endpoint]",
-					Short: "Set where your validator serves the data plane ([ordering] listen-address as http://host:port; \"\" clears it); sign with the operator's key",
+					Short:          "Set where your validator serves the data plane ([ordering] listen-address as http://host:port; \"\" clears it); sign with the operator's key",
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "endpoint"}},
 				},
 			},
