@@ -65,6 +65,8 @@ type App struct {
 	proposalTxs       *proposalTxs                    // ProcessProposal's decoded transactions, for FinalizeBlock
 	pool              *txPool                         // admitted transactions by hash, for blocks that name them (ordering.go)
 	orderByDigest     bool                            // this node's proposals name pooled transactions
+	peersFromChain    bool                            // the data plane's peers are the validators' endpoints on chain
+	fallbackPeers     []string                        // asked for what this node lacks while no endpoint is set
 	push              *txPush                         // sends its clients' transactions to the peers once (push.go)
 	dataPlaneAddress  string                          // ordering.listen-address: the data plane's own listener (dataplane_listener.go)
 	byz               *byzantine                      // nil but in the e2e harness's faulty validator (byzantine.go, -tags byzantine)
@@ -198,6 +200,12 @@ func New(
 	app.orderByDigest = cast.ToBool(appOpts.Get(FlagOrderByDigest))
 	// Ordering by digest sends what this node's clients give it to the peers itself (push.go).
 	app.push = newTxPush(PushPeers(appOpts), pool, logger)
+	// Without ordering.peers, the peers are the other validators' endpoints on chain
+	// (x/poa MsgSetDataPlaneEndpoint), read after each commit; until one is set, fetches go to
+	// the persistent peers' hosts and nothing is pushed.
+	if app.orderByDigest && len(orderingPeers(appOpts.Get(FlagOrderingPeers))) == 0 {
+		app.peersFromChain, app.fallbackPeers = true, pool.peerList()
+	}
 	app.push.lastHeight = app.LastBlockHeight
 	app.push.mempoolTx = app.stageTx
 	// Data-plane requests are signed with this node's consensus key and checked against the

@@ -112,7 +112,7 @@ func (b *byzantine) start() {
 				body.Write(frame)
 				hashes[i] = sha256.Sum256(frame)
 			}
-			for _, q := range b.app.push.queues {
+			for _, q := range b.app.push.peerQueues() {
 				req, err := http.NewRequest(http.MethodPost, q.peer+PushPath, bytes.NewReader(body.Bytes()))
 				if err != nil {
 					continue

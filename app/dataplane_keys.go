@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/client/flags"
 	cryptocodec "github.com/cosmos/cosmos-sdk/crypto/codec"
 	servertypes "github.com/cosmos/cosmos-sdk/server/types"
+	sdk "github.com/cosmos/cosmos-sdk/types"
 )
 
 // Data-plane identity. Validators push transactions to each other and answer what they hold
@@ -140,6 +142,7 @@ func (app *App) refreshDataPlaneKeys() {
 	reduction := app.StakingKeeper.PowerReduction(ctx)
 	set := make(map[string]dataPlaneValidator, len(vals))
 	var total int64
+	var endpoints []string
 	for _, v := range vals {
 		pk, err := v.ConsPubKey()
 		if err != nil {
@@ -153,8 +156,25 @@ func (app *App) refreshDataPlaneKeys() {
 		if power <= 0 {
 			continue
 		}
-		set[strings.ToUpper(hex.EncodeToString(cpk.Address()))] = dataPlaneValidator{pub: cpk, power: power}
+		addr := strings.ToUpper(hex.EncodeToString(cpk.Address()))
+		set[addr] = dataPlaneValidator{pub: cpk, power: power}
 		total += power
+		if app.peersFromChain && addr != app.pool.keys.selfAddress() {
+			if ep := app.validatorEndpoint(ctx, v.OperatorAddress); ep != "" {
+				endpoints = append(endpoints, ep)
+			}
+		}
+	}
+	if app.peersFromChain {
+		// Sorted: GetLastValidators' order follows power, which must not churn the queues.
+		slices.Sort(endpoints)
+		endpoints = slices.Compact(endpoints)
+		if len(endpoints) == 0 {
+			app.pool.setPeers(app.fallbackPeers)
+		} else {
+			app.pool.setPeers(endpoints)
+		}
+		app.push.setPeers(endpoints)
 	}
 	k := app.pool.keys
 	k.mu.Lock()
@@ -347,4 +367,18 @@ func registerCounterVec(opts prometheus.CounterOpts, labels []string) *prometheu
 		}
 	}
 	return c
+}
+
+// validatorEndpoint is the data-plane endpoint the operator set on chain, "" if none.
+func (app *App) validatorEndpoint(ctx sdk.Context, operator string) string {
+	op, err := app.StakingKeeper.ValidatorAddressCodec().StringToBytes(operator)
+	if err != nil {
+		return ""
+	}
+	ep, err := app.PoaKeeper.Endpoint(ctx, op)
+	if err != nil {
+		app.Logger().Error("data plane: reading a validator's endpoint", "operator", operator, "err", err)
+		return ""
+	}
+	return ep
 }

@@ -159,7 +159,7 @@ const proposalFetchWait = 500 * time.Millisecond
 // proposer cannot make validators fetch and hold more than that.
 func (app *App) resolveProposal(height int64, txs [][]byte, maxBytes int64) (out [][]byte, refs []*ordering.MsgOrderedTx, held map[[32]byte][]byte, missing int) {
 	out, refs, held, missing = app.resolveHeld(txs)
-	if missing == 0 || len(app.pool.peers) == 0 || (maxBytes > 0 && namedBytes(refs) > uint64(maxBytes)) {
+	if missing == 0 || len(app.pool.peerList()) == 0 || (maxBytes > 0 && namedBytes(refs) > uint64(maxBytes)) {
 		return out, refs, held, missing
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), proposalFetchWait)
@@ -195,7 +195,7 @@ func (app *App) resolveProposal(height int64, txs [][]byte, maxBytes int64) (out
 // wait for ever.
 func (app *App) resolveBlock(height int64, txs [][]byte) ([][]byte, map[[32]byte][]byte, error) {
 	out, refs, held, missing := app.resolveHeld(txs)
-	if missing > 0 && len(app.pool.peers) == 0 {
+	if missing > 0 && len(app.pool.peerList()) == 0 {
 		return nil, nil, fmt.Errorf("block %d names %d transactions this node does not hold, and ordering.peers in app.toml lists no node to fetch them from", height, missing)
 	}
 	// All at once, each from any peer that answers with its hash, retried until it comes.

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"cosmossdk.io/log"
@@ -35,8 +36,8 @@ import (
 // it again after a crash, and serve it to a peer that lacks it; those files are deleted
 // keepHeights heights later.
 type txPool struct {
-	dir         string   // "" keeps nothing on disk (an in-memory test chain)
-	peers       []string // other nodes' API servers, asked for a transaction this node lacks
+	dir         string                   // "" keeps nothing on disk (an in-memory test chain)
+	peers       atomic.Pointer[[]string] // other nodes' data planes, asked for a transaction this node lacks (setPeers)
 	keepHeights int64
 	keepBytes   int64
 	minAge      time.Duration // minNameAge
@@ -155,9 +156,24 @@ const PoolPath = ordering.PoolPath
 
 const diskEntryHeader = 32 + 4 // sha256, big-endian length
 
+// peerList is the peers' data planes this node asks for what it lacks.
+func (p *txPool) peerList() []string {
+	if l := p.peers.Load(); l != nil {
+		return *l
+	}
+	return nil
+}
+
+// setPeers replaces them: configured (ordering.peers) once, or the validators' endpoints on
+// chain after each commit (App.refreshDataPlaneKeys).
+func (p *txPool) setPeers(peers []string) {
+	l := slices.Clone(peers)
+	p.peers.Store(&l)
+}
+
 func newTxPool(dir string, peers []string, keepHeights, keepBytes int64, logger log.Logger) (*txPool, error) {
 	p := &txPool{
-		dir: dir, peers: peers, keepHeights: max(keepHeights, 2), keepBytes: keepBytes, minAge: minNameAge, logger: logger,
+		dir: dir, keepHeights: max(keepHeights, 2), keepBytes: keepBytes, minAge: minNameAge, logger: logger,
 		clientBytes: maxPoolMemBytes / 2,
 		client:      &http.Client{Timeout: 30 * time.Second},
 		mem:         map[[32]byte]*poolTx{},
@@ -171,6 +187,7 @@ func newTxPool(dir string, peers []string, keepHeights, keepBytes int64, logger 
 		byHeight:    map[int64][][32]byte{},
 		diskBytes:   map[int64]int64{},
 	}
+	p.setPeers(peers)
 	if dir == "" {
 		return p, nil
 	}
@@ -521,7 +538,7 @@ func (p *txPool) acked(hash [32]byte, validator string, power int64) (quorum boo
 // thirds of the validator set's. A node with no peers is a single validator's chain (or a
 // node whose blocks name what it alone holds, which the others vote against): it holds enough.
 func (p *txPool) quorumLocked(acked int64) bool {
-	if len(p.peers) == 0 {
+	if len(p.peerList()) == 0 {
 		return true
 	}
 	own, total := p.keys.powers()
@@ -834,7 +851,7 @@ func (p *txPool) fetch(ctx context.Context, hash [32]byte, size int64) []byte {
 		}
 		if attempt%20 == 19 {
 			p.logger.Error("pool: a block names a transaction this node does not hold and no peer answered it (ordering.peers in app.toml)",
-				"hash", fmt.Sprintf("%X", hash), "peers", len(p.peers), "attempts", attempt+1)
+				"hash", fmt.Sprintf("%X", hash), "peers", len(p.peerList()), "attempts", attempt+1)
 		}
 		select {
 		case <-ctx.Done():
@@ -855,8 +872,9 @@ var serveWriteTimeout = 8 * time.Second
 func (p *txPool) askPeers(ctx context.Context, path string, hash [32]byte, size int64) ([]byte, bool) {
 	ctx, cancel := context.WithTimeout(ctx, fetchAttemptTimeout+time.Duration(size>>20)*time.Second)
 	defer cancel()
-	found := make(chan []byte, len(p.peers))
-	for _, peer := range p.peers {
+	peers := p.peerList()
+	found := make(chan []byte, len(peers))
+	for _, peer := range peers {
 		go func() {
 			bz, err := peerCall(ctx, p.client, strings.TrimSuffix(peer, "/")+path, nil, min(size, maxRawTxBytes)+1)
 			if err != nil || sha256.Sum256(bz) != hash {
@@ -869,7 +887,7 @@ func (p *txPool) askPeers(ctx context.Context, path string, hash [32]byte, size 
 			found <- bz
 		}()
 	}
-	for range p.peers {
+	for range peers {
 		if bz := <-found; bz != nil {
 			return bz, true
 		}

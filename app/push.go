@@ -89,8 +89,9 @@ const (
 type txPush struct {
 	logger log.Logger
 	client *http.Client
-	queues []*pushQueue
-	pool   *txPool // counts the peers' answers
+	qmu    sync.Mutex
+	queues []*pushQueue // one per peer (setPeers)
+	pool   *txPool      // counts the peers' answers
 	keys   *dataPlaneKeys
 	byz    *byzantine // nil: a node that follows the protocol
 
@@ -131,6 +132,7 @@ type pushQueue struct {
 	dropped int
 	held    [][32]byte // hashes more than two thirds hold, for HeldPath
 	wake    chan struct{}
+	stop    chan struct{} // closed when the peer is no longer one
 }
 
 func newTxPush(peers []string, pool *txPool, logger log.Logger) *txPush {
@@ -147,12 +149,42 @@ func newTxPush(peers []string, pool *txPool, logger log.Logger) *txPush {
 			return bz, false, false, false
 		},
 	}
-	for _, peer := range peers {
-		q := &pushQueue{peer: strings.TrimSuffix(peer, "/"), wake: make(chan struct{}, 1)}
-		p.queues = append(p.queues, q)
-		go p.run(q)
-	}
+	p.setPeers(peers)
 	return p
+}
+
+// peerQueues are the queues of the current peers.
+func (p *txPush) peerQueues() []*pushQueue {
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	return p.queues
+}
+
+// setPeers makes peers the nodes pushed to: a new one gets a queue and a sender, one that is
+// no longer a peer has its sender stopped and what waited for it dropped (what a proposal
+// names and it lacks, it fetches).
+func (p *txPush) setPeers(peers []string) {
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	keep := map[string]*pushQueue{}
+	for _, q := range p.queues {
+		keep[q.peer] = q
+	}
+	var queues []*pushQueue
+	for _, peer := range peers {
+		peer = strings.TrimSuffix(peer, "/")
+		q, ok := keep[peer]
+		if !ok {
+			q = &pushQueue{peer: peer, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+			go p.run(q)
+		}
+		delete(keep, peer)
+		queues = append(queues, q)
+	}
+	for _, q := range keep {
+		close(q.stop)
+	}
+	p.queues = queues
 }
 
 // fromPeer tells CheckTx which validator's push is giving it bz ("" if none).
@@ -172,7 +204,7 @@ func (p *txPush) fromPeer(bz []byte) string {
 
 // admitted queues a transaction this node's own client gave it for every peer.
 func (p *txPush) admitted(bz []byte, hash [32]byte) {
-	queues, claim := p.byz.pushTo(p.queues)
+	queues, claim := p.byz.pushTo(p.peerQueues())
 	for _, q := range queues {
 		q.add(pushed{bz, hash})
 		if claim {
@@ -256,8 +288,18 @@ func (q *pushQueue) putBack(txs []pushed) {
 func (p *txPush) run(q *pushQueue) {
 	var buf bytes.Buffer
 	failures := 0
-	for range q.wake {
+	for {
+		select {
+		case <-q.stop:
+			return
+		case <-q.wake:
+		}
 		for {
+			select {
+			case <-q.stop:
+				return
+			default:
+			}
 			txs, dropped := q.take()
 			if dropped > 0 {
 				p.logger.Info("pool: push queue full, a peer fetches these if a proposal names them", "peer", q.peer, "dropped", dropped)
@@ -305,7 +347,7 @@ func (p *txPush) run(q *pushQueue) {
 			}
 			for i, tx := range txs {
 				if held[i] == '1' && p.pool.acked(tx.hash, signer, power) {
-					for _, other := range p.queues {
+					for _, other := range p.peerQueues() {
 						other.tell(tx.hash)
 					}
 				}

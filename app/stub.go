@@ -47,7 +47,7 @@ func parseStub(bz []byte) ([32]byte, int, bool) {
 }
 
 // stubs says whether this node's mempool holds stubs: ordering by digest with push.
-func (app *App) stubs() bool { return app.orderByDigest && len(app.push.queues) > 0 }
+func (app *App) stubs() bool { return app.orderByDigest && len(app.push.peerQueues()) > 0 }
 
 // mempoolTx is what goes to CometBFT's mempool for bz, which a client gave this node (the
 // ingress), and bz's hash; see stageTx.

@@ -49,6 +49,9 @@ type NetworkOptions struct {
 	// Ordering sets ordering.by-digest on every validator (app/ordering.go); empty leaves the
 	// binary's default.
 	Ordering Ordering
+	// PeersFromChain leaves ordering.peers empty: the validators' data-plane peers are the
+	// endpoints their operators set on chain (x/poa MsgSetDataPlaneEndpoint; SetEndpoints).
+	PeersFromChain bool
 }
 
 // StartNetwork creates a chain with opts.Validators validators of equal power ("val0", ...,
@@ -121,7 +124,9 @@ func StartNetwork(t T, opts NetworkOptions) *Network {
 				apis = append(apis, m.dataPlaneURL())
 			}
 		}
-		n.Env = append(n.Env, "BFTLOGD_ORDERING_PEERS="+strings.Join(apis, ","))
+		if !opts.PeersFromChain {
+			n.Env = append(n.Env, "BFTLOGD_ORDERING_PEERS="+strings.Join(apis, ","))
+		}
 		switch opts.Ordering {
 		case OrderingByDigest:
 			n.Env = append(n.Env, "BFTLOGD_ORDERING_BY_DIGEST=true")
