@@ -25,7 +25,7 @@ var directKinds = []string{
 	"MsgCreateGroup", "MsgJoinGroup", "MsgHeartbeat", "MsgLeaveGroup", "MsgCommitOffsets", "MsgResetOffsets",
 	"MsgDeleteGroup", "MsgDeleteGroupOffsets", "MsgUpdateGroupPolicy", "MsgRemoveGroupMember", "MsgTransferGroupAdmin",
 	"MsgKafkaJoinGroup", "MsgKafkaSyncGroup", "MsgKafkaHeartbeat", "MsgKafkaLeaveGroup",
-	"MsgSubmitProposal", "MsgVote", "MsgCreateValidator",
+	"MsgSubmitProposal", "MsgVote", "MsgCreateValidator", "MsgSetDataPlaneEndpoint",
 }
 
 // neverOK are messages the generator writes only to see them refused.
@@ -103,7 +103,8 @@ func (r Result) unexercised(cfg Config, cov Coverage) []string {
 		}
 	}
 	for _, k := range []string{"replayed transaction", "corrupt batch", "lying record count", "partition out of range",
-		"record over max_record_bytes", "unknown topic", "validator admitted by an account", "delegation under proof of authority"} {
+		"record over max_record_bytes", "unknown topic", "validator admitted by an account", "delegation under proof of authority",
+		"data-plane endpoint by an account no operator", "malformed data-plane endpoint"} {
 		if len(r.Outcomes["refused: "+k]) == 0 {
 			out = append(out, "no "+k+" was sent")
 		}

@@ -95,6 +95,7 @@ var actions = []action{
 	{"proposal_poa", 2, 0, (*gen).proposePoa},
 	{"poa_hostile", 0, 2, (*gen).poaHostile},
 	{"create_validator", 2, 0, (*gen).createValidator},
+	{"set_data_plane_endpoint", 6, 1, (*gen).setEndpoint},
 }
 
 // msgs writes one transaction's messages for account a, and what it must be refused with if
@@ -1112,3 +1113,26 @@ func (g *gen) votes(a int) []sdk.Msg {
 
 // govAuthority is the address governance signs with.
 func govAuthority() string { return authtypes.NewModuleAddress(govtypes.ModuleName).String() }
+
+// setEndpoint is an operator's data-plane endpoint (x/poa): its own, cleared, or malformed; a
+// hostile account, no operator, tries to set one. The endpoints are closed ports on 127.0.0.1:
+// the node under test then pushes to and fetches from peers that refuse at once.
+func (g *gen) setEndpoint(a int) []sdk.Msg {
+	admitted := false
+	for _, ad := range g.w.admitted {
+		admitted = admitted || ad.Operator == g.operator(a)
+	}
+	msg := &poatypes.MsgSetDataPlaneEndpoint{Operator: g.addr(a), Endpoint: fmt.Sprintf("http://127.0.0.1:%d", 1+a)}
+	switch {
+	case !admitted && (g.hostile[a] || g.oneOf(4)):
+		g.refused("data-plane endpoint by an account no operator", "poa/4")
+	case !admitted:
+		return nil
+	case g.oneOf(3):
+		msg.Endpoint = []string{"127.0.0.1:1", "http://h:1/x", "ftp://h:1", "http://u:p@h:1"}[g.r.Intn(4)]
+		g.refused("malformed data-plane endpoint", "poa/11")
+	case g.oneOf(4):
+		msg.Endpoint = ""
+	}
+	return []sdk.Msg{msg}
+}
