@@ -44,7 +44,7 @@ func initRootCmd(rootCmd *cobra.Command, txConfig client.TxConfig, basicManager 
 	// keybase, status, genesis, query and tx commands
 	rootCmd.AddCommand(
 		server.StatusCommand(),
-		genesisCommand(txConfig, basicManager),
+		genesisCommand(txConfig, basicManager, setDataPlaneEndpointGenesisCmd()),
 		queryCommand(),
 		txCommand(),
 		keys.Commands(),
