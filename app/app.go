@@ -183,7 +183,7 @@ func New(
 	app.SetAnteHandler(func(ctx sdk.Context, tx sdk.Tx, simulate bool) (sdk.Context, error) {
 		return poaCheck.AnteHandle(app.skipVerified(app.checkHeight(ctx), tx, simulate), tx, simulate, withFee)
 	})
-	// Proposals carrying transactions that break the fee rule are voted down (fees.go); the
+	// Proposals carrying transactions that break the fee rule are voted down (process_proposal.go); the
 	// transactions decoded for that are reused by FinalizeBlock (decode_cache.go).
 	app.proposalTxs = newProposalTxs(app.txConfig.TxDecoder())
 	app.SetTxDecoder(app.proposalTxs.Decode)
