@@ -2,19 +2,14 @@ package app
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,8 +17,6 @@ import (
 	"cosmossdk.io/log"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
-
-	"github.com/bftlog/bftlog/app/ordering"
 )
 
 // txPool holds this node's copies of the transactions it admitted, by SHA-256 (CometBFT's tx
@@ -130,12 +123,6 @@ type orderedKeys struct {
 // sequence refuses it anyway.
 const orderedWindow = 100
 
-type diskTx struct {
-	height int64
-	off    int64
-	size   int
-}
-
 // maxPoolMemBytes bounds the admitted copies in memory: twice the mempool's default
 // max_txs_bytes (128 MiB), so a transaction the mempool still holds is rarely dropped here.
 const maxPoolMemBytes = 256 << 20
@@ -149,27 +136,6 @@ const maxTailCandidates = 4
 // maxPeerStagedBytes is each validator's budget of pushed transactions held here before
 // CheckTx judges them: what one push queue holds.
 const maxPeerStagedBytes = maxPushQueueBytes
-
-// PoolPath serves this node's copy of a transaction by hash: GET /bftlog/pool/<hex sha256>.
-// Content-addressed, so it needs no authentication: the receiver checks the hash.
-const PoolPath = ordering.PoolPath
-
-const diskEntryHeader = 32 + 4 // sha256, big-endian length
-
-// peerList is the peers' data planes this node asks for what it lacks.
-func (p *txPool) peerList() []string {
-	if l := p.peers.Load(); l != nil {
-		return *l
-	}
-	return nil
-}
-
-// setPeers replaces them: configured (ordering.peers) once, or the validators' endpoints on
-// chain after each commit (App.refreshDataPlaneKeys).
-func (p *txPool) setPeers(peers []string) {
-	l := slices.Clone(peers)
-	p.peers.Store(&l)
-}
 
 func newTxPool(dir string, peers []string, keepHeights, keepBytes int64, logger log.Logger) (*txPool, error) {
 	p := &txPool{
@@ -195,64 +161,6 @@ func newTxPool(dir string, peers []string, keepHeights, keepBytes int64, logger 
 		return nil, err
 	}
 	return p, p.loadIndex()
-}
-
-// loadIndex reads the height files' entry headers; a torn last entry (a crash while writing,
-// before the sync that precedes any vote) is cut off.
-func (p *txPool) loadIndex() error {
-	names, err := os.ReadDir(p.dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range names {
-		h, err := strconv.ParseInt(e.Name(), 10, 64)
-		if err != nil {
-			continue
-		}
-		f, err := os.OpenFile(filepath.Join(p.dir, e.Name()), os.O_RDWR, 0)
-		if err != nil {
-			return err
-		}
-		// Only a torn or damaged entry ends the scan early: an error reading or sizing the file
-		// must not cut whole entries off.
-		st, err := f.Stat()
-		var off int64
-		var hdr [diskEntryHeader]byte
-		for err == nil {
-			if _, err = f.ReadAt(hdr[:], off); err != nil {
-				break
-			}
-			// Past the end of the file, or larger than any transaction the pool holds (admit):
-			// damaged, and what follows cannot be found.
-			size := int64(binary.BigEndian.Uint32(hdr[32:]))
-			if size > maxPoolMemBytes/4 || off+diskEntryHeader+size > st.Size() {
-				break
-			}
-			hash := [32]byte(hdr[:32])
-			// Written again at a later height (persist): the newest copy is kept longest, and the
-			// files are read in name order, not by height.
-			if d, ok := p.disk[hash]; !ok || d.height < h {
-				p.disk[hash] = diskTx{height: h, off: off + diskEntryHeader, size: int(size)}
-			}
-			p.byHeight[h] = append(p.byHeight[h], hash)
-			off += diskEntryHeader + size
-		}
-		if errors.Is(err, io.EOF) { // a torn header
-			err = nil
-		}
-		if err == nil {
-			p.diskBytes[h] = off
-			p.onDisk += off
-			err = f.Truncate(off)
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // admit keeps a transaction CheckTx accepted, and its decoding; sender is the validator whose
@@ -624,112 +532,6 @@ func (p *txPool) get(hash [32]byte) ([]byte, bool) {
 	return bz, true
 }
 
-func (p *txPool) readDisk(d diskTx) ([]byte, error) {
-	f, err := os.Open(filepath.Join(p.dir, strconv.FormatInt(d.height, 10)))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	bz := make([]byte, d.size)
-	_, err = f.ReadAt(bz, d.off)
-	return bz, err
-}
-
-// Seams for tests (pool_disk_test.go): a failed write and a directory's sync are otherwise
-// unobservable.
-var (
-	poolWriteAt = (*os.File).WriteAt
-	syncDir     = func(dir string) error {
-		d, err := os.Open(dir)
-		if err != nil {
-			return err
-		}
-		return errors.Join(d.Sync(), d.Close())
-	}
-)
-
-// persist writes the named transactions not in height's file yet to it and syncs it: done
-// before this node votes for a proposal that names them. One written at an older height is
-// written again: that height's file goes first, and this block's replay or a peer asking for
-// it would find nothing.
-func (p *txPool) persist(height int64, txs map[[32]byte][]byte) (err error) {
-	if p.dir == "" || len(txs) == 0 {
-		return nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	hashes := make([][32]byte, 0, len(txs))
-	for h := range txs {
-		if d, ok := p.disk[h]; !ok || d.height < height {
-			hashes = append(hashes, h)
-		}
-	}
-	if len(hashes) == 0 {
-		return nil
-	}
-	slices.SortFunc(hashes, func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
-	// A new file's name is durable only once its directory is synced too: O_EXCL tells one.
-	name := filepath.Join(p.dir, strconv.FormatInt(height, 10))
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
-	created := err == nil
-	if errors.Is(err, os.ErrExist) {
-		f, err = os.OpenFile(name, os.O_RDWR, 0)
-	}
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	off := int64(-1)
-	defer func() {
-		// A partial entry left in place would be read as the header of the next one appended
-		// after it. A new file goes whole, so that the next attempt creates it, and syncs its
-		// directory, again.
-		switch {
-		case err == nil:
-		case created:
-			err = errors.Join(err, os.Remove(name))
-		case off >= 0:
-			err = errors.Join(err, f.Truncate(off))
-		}
-	}()
-	if off, err = f.Seek(0, io.SeekEnd); err != nil {
-		off = -1
-		return err
-	}
-	var hdr [diskEntryHeader]byte
-	placed := make([]diskTx, len(hashes))
-	w := off
-	for i, h := range hashes {
-		bz := txs[h]
-		copy(hdr[:32], h[:])
-		binary.BigEndian.PutUint32(hdr[32:], uint32(len(bz)))
-		if _, err := poolWriteAt(f, hdr[:], w); err != nil {
-			return err
-		}
-		if _, err := poolWriteAt(f, bz, w+diskEntryHeader); err != nil {
-			return err
-		}
-		placed[i] = diskTx{height: height, off: w + diskEntryHeader, size: len(bz)}
-		w += diskEntryHeader + int64(len(bz))
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if created {
-		if err := syncDir(p.dir); err != nil {
-			return err
-		}
-	}
-	// A copy at an older height stays in its file, unindexed (committed deletes by height).
-	for i, h := range hashes {
-		p.disk[h] = placed[i]
-		p.byHeight[height] = append(p.byHeight[height], h)
-	}
-	p.diskBytes[height] += w - off
-	p.onDisk += w - off
-	return nil
-}
-
 // markOrdered records that a finalized block at height named these transactions.
 func (p *txPool) markOrdered(height int64, txs map[[32]byte][]byte) {
 	p.mu.Lock()
@@ -821,105 +623,6 @@ func (p *txPool) drop(bz []byte) {
 	}
 }
 
-// maxParallelFetches bounds the transactions fetched at once for one proposal or block.
-const maxParallelFetches = 16
-
-// fetchEach runs f(i) for each of these indices, at most maxParallelFetches at a time, and
-// returns when all have.
-func (p *txPool) fetchEach(indices []int, f func(i int)) {
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, maxParallelFetches)
-	for _, i := range indices {
-		wg.Add(1)
-		slots <- struct{}{}
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			f(i)
-		}()
-	}
-	wg.Wait()
-}
-
-// fetch asks the peers for a transaction of at most size bytes, all at once, each attempt
-// bounded by fetchAttemptTimeout (a paused peer accepts the connection and never answers),
-// until one answers bytes with its hash. A block's execution cannot skip it: it waits, logging.
-func (p *txPool) fetch(ctx context.Context, hash [32]byte, size int64) []byte {
-	path := PoolPath + strings.ToUpper(hex.EncodeToString(hash[:]))
-	for attempt := 0; ; attempt++ {
-		if bz, ok := p.askPeers(ctx, path, hash, size); ok {
-			return bz
-		}
-		if attempt%20 == 19 {
-			p.logger.Error("pool: a block names a transaction this node does not hold and no peer answered it (ordering.peers in app.toml)",
-				"hash", fmt.Sprintf("%X", hash), "peers", len(p.peerList()), "attempts", attempt+1)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-// fetchAttemptTimeout, plus a second per MiB of the transaction asked for: a slow link still
-// gets a large transaction through in one attempt.
-const fetchAttemptTimeout = 5 * time.Second
-
-// serveWriteTimeout bounds the answer to one PoolPath request (32 MiB at 4 MiB/s).
-var serveWriteTimeout = 8 * time.Second
-
-// askPeers reads at most size bytes of an answer (what the reference says the transaction is).
-func (p *txPool) askPeers(ctx context.Context, path string, hash [32]byte, size int64) ([]byte, bool) {
-	ctx, cancel := context.WithTimeout(ctx, fetchAttemptTimeout+time.Duration(size>>20)*time.Second)
-	defer cancel()
-	peers := p.peerList()
-	found := make(chan []byte, len(peers))
-	for _, peer := range peers {
-		go func() {
-			bz, err := peerCall(ctx, p.client, strings.TrimSuffix(peer, "/")+path, nil, min(size, maxRawTxBytes)+1)
-			if err != nil || sha256.Sum256(bz) != hash {
-				if ctx.Err() == nil || err == nil {
-					dataPlaneFetchFailures.WithLabelValues(peer).Inc()
-					p.logger.Debug("pool: a peer did not serve a named transaction", "peer", peer, "err", err)
-				}
-				bz = nil
-			}
-			found <- bz
-		}()
-	}
-	for range peers {
-		if bz := <-found; bz != nil {
-			return bz, true
-		}
-	}
-	return nil, false
-}
-
-// peerCall sends one request to a peer's API server (a GET without body, else a POST of body)
-// and returns the body of a 200 answer, at most limit bytes.
-func peerCall(ctx context.Context, cl *http.Client, url string, body []byte, limit int64) ([]byte, error) {
-	method, reader := http.MethodGet, io.Reader(nil)
-	if body != nil {
-		method, reader = http.MethodPost, bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, reader)
-	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/octet-stream")
-	}
-	res, err := cl.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s", url, res.Status)
-	}
-	return io.ReadAll(io.LimitReader(res.Body, limit))
-}
-
 // keep holds a transaction fetched for a proposal, for the block's execution.
 func (p *txPool) keep(hash [32]byte, bz []byte, lastHeight int64) {
 	p.mu.Lock()
@@ -928,22 +631,4 @@ func (p *txPool) keep(hash [32]byte, bz []byte, lastHeight int64) {
 		p.addLocked(hash, &poolTx{bz: bz, seenAt: lastHeight, admitted: time.Now(), fetched: true})
 		p.fetchedBytes += len(bz)
 	}
-}
-
-// serve answers PoolPath requests.
-func (p *txPool) serve(w http.ResponseWriter, r *http.Request) {
-	raw, err := hex.DecodeString(strings.TrimPrefix(r.URL.Path, PoolPath))
-	if err != nil || len(raw) != 32 {
-		http.Error(w, "want "+PoolPath+"<the transaction's SHA-256 in hex>", http.StatusBadRequest)
-		return
-	}
-	bz, ok := p.get([32]byte(raw))
-	if !ok || p.byz.withholds() {
-		http.Error(w, "not held by this node", http.StatusNotFound)
-		return
-	}
-	// A reader that never reads would pin the buffer and the connection: bounded in time.
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(serveWriteTimeout))
-	w.Header().Set("Content-Type", "application/octet-stream")
-	_, _ = w.Write(bz)
 }
