@@ -89,6 +89,7 @@ type poolTx struct {
 	budget   int
 	ackedBy  []string
 	ackPower int64
+	receipts []*receipt // the signed answers behind ackedBy, shown to the others (HeldPath)
 	// quorum: the peer that pushed it said more than two thirds of this node's peers and
 	// itself answered that they hold it (push.go HeldPath).
 	quorum bool
@@ -429,7 +430,7 @@ func (p *txPool) dropCarried(txs [][]byte) {
 // acked counts a validator's signed answer that it holds hash, after this node pushed it there
 // (each validator once, with its voting power); quorum says that this answer is the one that
 // makes this node and the validators that answered more than two thirds of the voting power.
-func (p *txPool) acked(hash [32]byte, validator string, power int64) (quorum bool) {
+func (p *txPool) acked(hash [32]byte, validator string, power int64, rc *receipt) (quorum bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, ok := p.mem[hash]
@@ -439,7 +440,20 @@ func (p *txPool) acked(hash [32]byte, validator string, power int64) (quorum boo
 	was := p.quorumLocked(e.ackPower)
 	e.ackedBy = append(e.ackedBy, validator)
 	e.ackPower += power
+	if rc != nil {
+		e.receipts = append(e.receipts, rc)
+	}
 	return p.quorumLocked(e.ackPower) && !was
+}
+
+// receiptsOf are the receipts behind hash's acknowledgements.
+func (p *txPool) receiptsOf(hash [32]byte) []*receipt {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.mem[hash]; ok {
+		return slices.Clone(e.receipts)
+	}
+	return nil
 }
 
 // quorumLocked: this node's voting power and acked, other validators', are more than two

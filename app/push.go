@@ -48,17 +48,20 @@ import (
 // proposal names before its vote.
 const PushPath = ordering.PushPath
 
-// HeldPath takes a peer's word that more than two thirds of the validators hold transactions it
-// pushed: POST a body of SHA-256 hashes, 32 bytes each. The node that took a batch from its
-// client learns that from its peers' answers, and tells them; a proposer other than that node
-// then names the batch at once instead of carrying it until minNameAge has passed. Taken only
-// when signed by the validator whose push brought the batch here: a false word costs what a
-// bad proposal costs, a round (the others fetch what they lack before their vote, or vote
-// against), and only that validator can cost it.
+// HeldPath takes a peer's word that more than two thirds of the voting power hold transactions
+// it pushed, with the receipts that show it (dataplane_receipts.go: encodeHeld). The node that
+// took a batch from its client learns that from its peers' signed answers, and tells them; a
+// proposer other than that node then names the batch at once instead of carrying it until
+// minNameAge has passed. Taken only when signed by the validator whose push brought the batch
+// here, and only for the hashes its receipts prove: a word alone proves nothing.
 const HeldPath = ordering.HeldPath
 
-// maxHeldRequestBytes bounds a HeldPath body.
-const maxHeldRequestBytes = 32 << 15
+// maxHeldRequestBytes bounds a HeldPath body: claims and receipts, each receipt with its
+// request's frame hashes (up to 8,192 × 33 bytes); maxHeldClaims the hashes waiting for one.
+const (
+	maxHeldRequestBytes = 4 << 20
+	maxHeldClaims       = 1 << 15
+)
 
 const (
 	// maxPushQueueBytes bounds what waits for one peer; past it a transaction is not pushed to
@@ -237,23 +240,49 @@ func (q *pushQueue) signal() {
 // tell queues word that more than two thirds hold hash.
 func (q *pushQueue) tell(hash [32]byte) {
 	q.mu.Lock()
-	if len(q.held) < maxHeldRequestBytes/32 {
+	if len(q.held) < maxHeldClaims {
 		q.held = append(q.held, hash)
 	}
 	q.mu.Unlock()
 	q.signal()
 }
 
-// takeHeld returns the queued word of held hashes, as a HeldPath body.
-func (q *pushQueue) takeHeld() []byte {
+// heldBody takes the queued word of held hashes with the receipts that show it, as a HeldPath
+// body of at most maxHeldRequestBytes; what does not fit waits for the next.
+func (p *txPush) heldBody(q *pushQueue) []byte {
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	body := make([]byte, 0, 32*len(q.held))
-	for _, h := range q.held {
-		body = append(body, h[:]...)
+	held := q.held
+	q.held = nil
+	q.mu.Unlock()
+	if len(held) == 0 {
+		return nil
 	}
-	q.held = q.held[:0]
-	return body
+	var claims [][32]byte
+	var receipts []*receipt
+	size := 8
+	included := map[*receipt]bool{}
+	for n, h := range held {
+		add := 32
+		var more []*receipt
+		for _, r := range p.pool.receiptsOf(h) {
+			if !included[r] {
+				more = append(more, r)
+				add += r.heldSize()
+			}
+		}
+		if len(claims) > 0 && size+add > maxHeldRequestBytes {
+			q.mu.Lock()
+			q.held = append(held[n:len(held):len(held)], q.held...)
+			q.mu.Unlock()
+			break
+		}
+		claims, size = append(claims, h), size+add
+		for _, r := range more {
+			included[r] = true
+			receipts = append(receipts, r)
+		}
+	}
+	return encodeHeld(claims, receipts)
 }
 
 // take returns what is queued for one request: a body of at most maxPushRequestBytes, frames'
@@ -307,8 +336,8 @@ func (p *txPush) run(q *pushQueue) {
 			if len(txs) == 0 {
 				// After the pushes, in the same order: a peer hears that a batch is held only
 				// after this node sent it the batch.
-				if held := q.takeHeld(); len(held) > 0 {
-					if _, _, _, err := p.call(q.peer, HeldPath, held, sha256.Sum256(held), 0); err != nil {
+				if held := p.heldBody(q); len(held) > 0 {
+					if _, _, _, _, err := p.call(q.peer, HeldPath, held, sha256.Sum256(held), 0); err != nil {
 						p.logger.Debug("pool: telling a peer what the others hold failed", "peer", q.peer, "err", err)
 					}
 					continue
@@ -325,7 +354,7 @@ func (p *txPush) run(q *pushQueue) {
 				hashes[i] = tx.hash
 			}
 			// The client's timeout (pushTimeout) bounds a paused peer.
-			held, signer, power, err := p.call(q.peer, PushPath, buf.Bytes(), framesDigest(hashes), maxPushFrames)
+			held, signer, power, header, err := p.call(q.peer, PushPath, buf.Bytes(), framesDigest(hashes), maxPushFrames)
 			if err == nil && len(held) != len(txs) {
 				err = fmt.Errorf("answered %d frames of %d", len(held), len(txs))
 			}
@@ -345,8 +374,9 @@ func (p *txPush) run(q *pushQueue) {
 			if power == 0 {
 				continue // an answer no validator signed counts for no quorum
 			}
+			rc := receiptOf(header, hashes, held) // what the others are shown once it makes a quorum
 			for i, tx := range txs {
-				if held[i] == '1' && p.pool.acked(tx.hash, signer, power) {
+				if held[i] == '1' && p.pool.acked(tx.hash, signer, power, rc) {
 					for _, other := range p.peerQueues() {
 						other.tell(tx.hash)
 					}
@@ -358,34 +388,34 @@ func (p *txPush) run(q *pushQueue) {
 
 // call POSTs a signed body to a peer's path and returns its answer, at most limit bytes, and
 // the validator that signed the answer with its power (0 when none of the chain's did).
-func (p *txPush) call(peer, path string, body []byte, digest [32]byte, limit int64) (answer []byte, signer string, power int64, err error) {
+func (p *txPush) call(peer, path string, body []byte, digest [32]byte, limit int64) (answer []byte, signer string, power int64, header http.Header, err error) {
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, peer+path, bytes.NewReader(body))
 	if err != nil {
-		return nil, "", 0, err
+		return nil, "", 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
 	p.keys.sign(req.Header, path, digest)
 	res, err := p.client.Do(req)
 	if err != nil {
-		return nil, "", 0, err
+		return nil, "", 0, nil, err
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(res.Body, 512))
 		err := fmt.Errorf("%s%s: %s: %s", peer, path, res.Status, bytes.TrimSpace(msg))
 		if res.StatusCode >= 400 && res.StatusCode < 500 {
-			return nil, "", 0, &refusedError{err} // the same request would be refused again
+			return nil, "", 0, nil, &refusedError{err} // the same request would be refused again
 		}
-		return nil, "", 0, err
+		return nil, "", 0, nil, err
 	}
 	if answer, err = io.ReadAll(io.LimitReader(res.Body, limit)); err != nil {
-		return nil, "", 0, err
+		return nil, "", 0, nil, err
 	}
 	if signer, power, err = p.keys.verify(res.Header, path+answerPathSuffix, answerDigest(digest, answer)); err != nil {
 		p.logger.Debug("pool: a peer's answer is not signed by a validator", "peer", peer, "err", err)
-		return answer, "", 0, nil
+		return answer, "", 0, nil, nil
 	}
-	return answer, signer, power, nil
+	return answer, signer, power, res.Header, nil
 }
 
 // refusedError is a peer's refusal of a request (4xx), which sending it again cannot change.
@@ -520,19 +550,32 @@ func (p *txPush) refused(sender, reason string, n int) {
 // heldHandler serves HeldPath: word signed by the validator that pushed each batch here.
 func (p *txPush) heldHandler(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxHeldRequestBytes))
-	if err != nil || len(body)%32 != 0 {
-		http.Error(w, "want SHA-256 hashes, 32 bytes each, at most "+strconv.Itoa(maxHeldRequestBytes/32), http.StatusBadRequest)
+	if err != nil {
+		http.Error(w, "at most "+strconv.Itoa(maxHeldRequestBytes)+" bytes", http.StatusRequestEntityTooLarge)
 		return
 	}
-	sender, _, err := p.keys.verify(r.Header, HeldPath, sha256.Sum256(body))
+	claims, receipts, err := decodeHeld(body)
+	if err != nil {
+		http.Error(w, "want claims and receipts (app/dataplane_receipts.go): "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	sender, power, err := p.keys.verify(r.Header, HeldPath, sha256.Sum256(body))
 	if err != nil {
 		p.refused("client", "unsigned word", 1)
 		http.Error(w, "only a validator tells what the validators hold: "+err.Error(), http.StatusForbidden)
 		return
 	}
-	for i := 0; i < len(body); i += 32 {
-		p.pool.heldByQuorum([32]byte(body[i:i+32]), sender)
+	proven, bad := p.keys.provenHeld(claims, receipts, sender, power)
+	if bad > 0 {
+		p.refused(sender, "bad receipt", bad)
 	}
+	if n := len(claims) - len(proven); n > 0 {
+		p.refused(sender, "held without receipts", n)
+	}
+	for _, h := range proven {
+		p.pool.heldByQuorum(h, sender)
+	}
+	dataPlaneHeldProven.WithLabelValues(sender).Add(float64(len(proven)))
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -211,15 +211,16 @@ func TestAdmittedTransactionsPushedOnceToEachPeer(t *testing.T) {
 		res.Body.Close()
 		require.Equal(t, http.StatusBadRequest, res.StatusCode, name)
 	}
-	// Word of what the validators hold: signed by a validator only, whole hashes only.
-	res, err = fromElsewhere.Post(srv.URL+app.HeldPath, "application/octet-stream", bytes.NewReader(make([]byte, 32)))
+	// Word of what the validators hold: signed by a validator only, well formed only (an empty
+	// word is 8 zero bytes: no claims, no receipts).
+	res, err = fromElsewhere.Post(srv.URL+app.HeldPath, "application/octet-stream", bytes.NewReader(make([]byte, 8)))
 	require.NoError(t, err)
 	res.Body.Close()
 	require.Equal(t, http.StatusForbidden, res.StatusCode, "unsigned word")
 	res, err = http.Post(srv.URL+app.HeldPath, "application/octet-stream", bytes.NewReader(make([]byte, 33)))
 	require.NoError(t, err)
 	res.Body.Close()
-	require.Equal(t, http.StatusBadRequest, res.StatusCode, "a torn hash")
+	require.Equal(t, http.StatusBadRequest, res.StatusCode, "a torn word")
 	junk := bytes.Repeat([]byte{7}, 2048)
 	res, err = fromElsewhere.Post(srv.URL+app.PushPath, "application/octet-stream", bytes.NewReader(frames(junk, txs[0])))
 	require.NoError(t, err)

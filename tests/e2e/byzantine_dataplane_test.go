@@ -97,6 +97,18 @@ func TestAttackByzantineValidatorOnTheDataPlane(t *testing.T) {
 			}
 		}
 		require.Positive(t, played, "the faulty validator played %s", act)
+		if act == "false-held" { // its word comes without receipts: every honest node refuses it
+			refused := 0.0
+			for _, n := range net.Nodes[:3] {
+				for labels, v := range series(scrape(t, n.Prometheus+"/metrics"), "bftlog_data_plane_refused_total") {
+					if strings.Contains(labels, "reason=held without receipts") {
+						refused += v
+					}
+				}
+			}
+			t.Logf("false-held: the honest nodes refused %.0f claims without receipts", refused)
+			require.Positive(t, refused, "the faulty validator's unproven word was taken")
+		}
 		require.Greater(t, end, start+3, "the chain kept committing while one validator played %s", act)
 		require.Positive(t, n, "producers were acknowledged while one validator played %s", act)
 		for h := start; h <= end; h++ {

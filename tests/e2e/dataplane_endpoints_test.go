@@ -120,6 +120,22 @@ func TestDataPlanePeersFromEndpointsOnChain(t *testing.T) {
 	after := namedIn(first, last)
 	t.Logf("endpoints on chain: %d of %d batches named by digest (heights %d-%d)", after, len(hashes), first, last)
 	require.NotZero(t, after, "no batch named once the endpoints were on chain")
+	// Words that batches are held came with receipts that proved them, on every node.
+	var proven, unproven float64
+	for _, n := range net.Nodes {
+		fams := scrape(t, n.Prometheus+"/metrics")
+		for _, v := range series(fams, "bftlog_data_plane_held_proven_total") {
+			proven += v
+		}
+		for labels, v := range series(fams, "bftlog_data_plane_refused_total") {
+			if strings.Contains(labels, "reason=held without receipts") || strings.Contains(labels, "reason=bad receipt") {
+				unproven += v
+			}
+		}
+	}
+	t.Logf("held words: %.0f claims proven by their receipts, %.0f refused", proven, unproven)
+	require.Positive(t, proven)
+	require.Zero(t, unproven)
 	for _, n := range net.Nodes {
 		eventually(t, "every node serves every record", 60*time.Second, func() bool {
 			out := n.CLI("", "query", "topics", "partitions", "endpoints", "--output", "json")

@@ -1,0 +1,63 @@
+package app
+
+import (
+	"crypto/sha256"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A word that transactions are held by more than two thirds counts only what its receipts
+// prove: each a validator's signed answer to a push, checked against the validator set, each
+// validator once, never the sender's own, never a forged or altered one. Four validators of
+// power 1: the sender and two receipts make 3 of 4; the sender and one make 2, not enough.
+func TestHeldWordCountsOnlyReceipts(t *testing.T) {
+	names := []string{"sender", "a", "b", "c"}
+	vals := map[string]dataPlaneValidator{}
+	keys := map[string]*dataPlaneKeys{}
+	for _, n := range names {
+		key := validatorKeyOf(n)
+		vals[addrHex(key)] = dataPlaneValidator{pub: key.PubKey(), power: 1}
+		k := newDataPlaneKeys()
+		k.useKey(key)
+		keys[n] = k
+	}
+	for _, k := range keys {
+		k.vals, k.total, k.chainID = vals, 4, "receipts"
+	}
+	h1, h2, h3 := sha256.Sum256([]byte("one")), sha256.Sum256([]byte("two")), sha256.Sum256([]byte("three"))
+	frames := [][32]byte{h1, h2}
+	answer := func(who, held string) *receipt {
+		h := http.Header{}
+		require.True(t, keys[who].sign(h, PushPath+answerPathSuffix, answerDigest(framesDigest(frames), []byte(held))))
+		return receiptOf(h, frames, []byte(held))
+	}
+	a, b, own := answer("a", "11"), answer("b", "10"), answer("sender", "11")
+	forged := answer("c", "01")
+	forged.answer = []byte("11") // c signed "01"
+	sender := keys["sender"].selfAddr
+	claims := [][32]byte{h1, h2, h3}
+
+	// Through the wire format, as a receiver reads it.
+	gotClaims, gotReceipts, err := decodeHeld(encodeHeld(claims, []*receipt{a, b, b, own, forged}))
+	require.NoError(t, err)
+	require.Equal(t, claims, gotClaims)
+	proven, bad := keys["c"].provenHeld(gotClaims, gotReceipts, sender, 1)
+	require.Equal(t, [][32]byte{h1}, proven, "h1: sender, a, b; h2: sender and a only (b's twice counts once, the sender's own and c's altered one not at all)")
+	require.Equal(t, 2, bad, "the sender's own receipt and the altered one")
+
+	proven, _ = keys["c"].provenHeld(claims, nil, sender, 1)
+	require.Empty(t, proven, "a word without receipts proves nothing")
+
+	for name, body := range map[string][]byte{
+		"empty":               nil,
+		"claims past the end": {0, 0, 1, 0},
+		"a receipt cut short": append(encodeHeld(claims, []*receipt{a}), 0)[:60+32*3],
+		"trailing bytes":      append(encodeHeld(claims, []*receipt{a}), 0),
+	} {
+		_, _, err := decodeHeld(body)
+		require.ErrorIs(t, err, errBadReceipt, name)
+	}
+	t.Logf("a word of 3 claims with 5 receipts (%d bytes): 1 proven, 2 receipts refused", len(encodeHeld(claims, []*receipt{a, b, b, own, forged})))
+}
