@@ -32,16 +32,6 @@ type receipt struct {
 	answer []byte     // '1' for a frame it holds, '0' otherwise
 }
 
-// holds says whether r says it holds hash.
-func (r *receipt) holds(hash [32]byte) bool {
-	for i, h := range r.hashes {
-		if h == hash {
-			return i < len(r.answer) && r.answer[i] == '1'
-		}
-	}
-	return false
-}
-
 // verifyReceipt checks r's signature as the answer to a push of its frames, and returns its
 // signer's power (dataPlaneSkew bounds its age, as for any signed request).
 func (k *dataPlaneKeys) verifyReceipt(r *receipt) (int64, error) {
@@ -86,7 +76,9 @@ func encodeHeld(claims [][32]byte, receipts []*receipt) []byte {
 }
 
 // heldSize is what r adds to a HeldPath body.
-func (r *receipt) heldSize() int { return 1 + len(r.signer) + 8 + 1 + len(r.sig) + 4 + 33*len(r.hashes) }
+func (r *receipt) heldSize() int {
+	return 1 + len(r.signer) + 8 + 1 + len(r.sig) + 4 + 33*len(r.hashes)
+}
 
 // decodeHeld parses a HeldPath body; every count is checked against what is left of it.
 func decodeHeld(b []byte) (claims [][32]byte, receipts []*receipt, err error) {
