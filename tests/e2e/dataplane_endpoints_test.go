@@ -60,17 +60,7 @@ func TestDataPlanePeersFromEndpointsOnChain(t *testing.T) {
 		rpc := strings.Replace(n0.RPC, "tcp://", "http://", 1)
 		n := 0
 		for h := from; h <= to; h++ {
-			var block struct {
-				Result struct {
-					Block struct {
-						Data struct {
-							Txs [][]byte `json:"txs"`
-						} `json:"data"`
-					} `json:"block"`
-				} `json:"result"`
-			}
-			getJSON(t, fmt.Sprintf("%s/block?height=%d", rpc, h), &block)
-			for _, tx := range block.Result.Block.Data.Txs {
+			for _, tx := range blockTxs(t, rpc, h) {
 				if _, ok := app.ParseTxRef(tx); ok {
 					n++
 				}

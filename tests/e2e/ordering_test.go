@@ -64,17 +64,7 @@ func TestOrderingByDigestAcrossValidators(t *testing.T) {
 	var refHeight int64
 	rpc := strings.Replace(n0.RPC, "tcp://", "http://", 1)
 	for h := int64(1); h <= last; h++ {
-		var block struct {
-			Result struct {
-				Block struct {
-					Data struct {
-						Txs [][]byte `json:"txs"`
-					} `json:"data"`
-				} `json:"block"`
-			} `json:"result"`
-		}
-		getJSON(t, fmt.Sprintf("%s/block?height=%d", rpc, h), &block)
-		for _, tx := range block.Result.Block.Data.Txs {
+		for _, tx := range blockTxs(t, rpc, h) {
 			if hash, ok := app.ParseTxRef(tx); ok {
 				named = append(named, fmt.Sprintf("%X", hash))
 				refs[named[len(named)-1]] = tx
@@ -206,4 +196,21 @@ func getJSON(t *testing.T, url string, v any) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
 	require.NoError(t, json.Unmarshal(body, v), string(body))
+}
+
+// blockTxs are the transactions of the block at height h, as CometBFT's RPC at rpc serves them
+// (references, for what the block named by digest).
+func blockTxs(t *testing.T, rpc string, h int64) [][]byte {
+	t.Helper()
+	var block struct {
+		Result struct {
+			Block struct {
+				Data struct {
+					Txs [][]byte `json:"txs"`
+				} `json:"data"`
+			} `json:"block"`
+		} `json:"result"`
+	}
+	getJSON(t, fmt.Sprintf("%s/block?height=%d", rpc, h), &block)
+	return block.Result.Block.Data.Txs
 }
