@@ -106,7 +106,7 @@ func decodeHeld(b []byte) (claims [][32]byte, receipts []*receipt, err error) {
 		v, _ := bytesN(32)
 		claims = append(claims, [32]byte(v))
 	}
-	if n, ok = u32(); !ok || n > len(b)/80 {
+	if n, ok = u32(); !ok || n > maxHeldReceipts || n > len(b)/80 {
 		return nil, nil, errBadReceipt
 	}
 	for i := 0; i < n; i++ {

@@ -3,6 +3,7 @@ package app
 import (
 	"crypto/sha256"
 	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -55,6 +56,7 @@ func TestHeldWordCountsOnlyReceipts(t *testing.T) {
 		"claims past the end": {0, 0, 1, 0},
 		"a receipt cut short": append(encodeHeld(claims, []*receipt{a}), 0)[:60+32*3],
 		"trailing bytes":      append(encodeHeld(claims, []*receipt{a}), 0),
+		"too many receipts":   encodeHeld(claims, slices.Repeat([]*receipt{a}, maxHeldReceipts+1)),
 	} {
 		_, _, err := decodeHeld(body)
 		require.ErrorIs(t, err, errBadReceipt, name)

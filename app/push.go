@@ -58,9 +58,12 @@ const HeldPath = ordering.HeldPath
 
 // maxHeldRequestBytes bounds a HeldPath body: claims and receipts, each receipt with its
 // request's frame hashes (up to 8,192 × 33 bytes); maxHeldClaims the hashes waiting for one.
+// maxHeldReceipts bounds the receipts of one word, so that checking their signatures (about
+// 50 µs each) costs a receiver at most ~50 ms per request, within the sender's own slots.
 const (
 	maxHeldRequestBytes = 4 << 20
 	maxHeldClaims       = 1 << 15
+	maxHeldReceipts     = 1024
 )
 
 const (
@@ -270,7 +273,7 @@ func (p *txPush) heldBody(q *pushQueue) []byte {
 				add += r.heldSize()
 			}
 		}
-		if len(claims) > 0 && size+add > maxHeldRequestBytes {
+		if len(claims) > 0 && (size+add > maxHeldRequestBytes || len(receipts)+len(more) > maxHeldReceipts) {
 			q.mu.Lock()
 			q.held = append(held[n:len(held):len(held)], q.held...)
 			q.mu.Unlock()
