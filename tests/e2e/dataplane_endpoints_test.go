@@ -12,6 +12,7 @@ import (
 	"github.com/bftlog/bftlog/app"
 	"github.com/bftlog/bftlog/testutil/node"
 	poatypes "github.com/bftlog/bftlog/x/poa/types"
+	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -32,41 +33,11 @@ func TestDataPlanePeersFromEndpointsOnChain(t *testing.T) {
 	signer.UseRawIngress(n0.API + app.RawTxPath)
 
 	produce := func(round string, batches int) (hashes []string, first, last int64) {
-		for b := 0; b < batches; b++ {
-			recs := make([]types.BatchRecord, 50)
-			for i := range recs {
-				recs[i] = types.BatchRecord{Value: types.NewBytes([]byte(fmt.Sprintf("%s batch %03d record %03d %s", round, b, i, strings.Repeat("x", 60))))}
-			}
-			batch, err := types.NewProduceBatch("endpoints", 0, recs, types.CompressionNone)
-			require.NoError(t, err)
-			hash, err := signer.Submit(&types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{batch}})
-			require.NoError(t, err)
-			hashes = append(hashes, hash)
-			if b%4 == 3 {
-				time.Sleep(400 * time.Millisecond)
-			}
-		}
-		for _, h := range hashes {
-			res := waitResult(t, n0, h)
-			require.Zero(t, res.Code, res.RawLog)
-			if first == 0 || res.Height < first {
-				first = res.Height
-			}
-			last = max(last, res.Height)
-		}
-		return hashes, first, last
+		return produceLarge(t, n0, signer, "endpoints", round, batches)
 	}
 	namedIn := func(from, to int64) int {
-		rpc := strings.Replace(n0.RPC, "tcp://", "http://", 1)
-		n := 0
-		for h := from; h <= to; h++ {
-			for _, tx := range blockTxs(t, rpc, h) {
-				if _, ok := app.ParseTxRef(tx); ok {
-					n++
-				}
-			}
-		}
-		return n
+		named, _ := namedAndCarried(t, n0, from, to)
+		return named
 	}
 
 	_, first, last := produce("before", 12)
@@ -111,7 +82,49 @@ func TestDataPlanePeersFromEndpointsOnChain(t *testing.T) {
 	t.Logf("endpoints on chain: %d of %d batches named by digest (heights %d-%d)", after, len(hashes), first, last)
 	require.NotZero(t, after, "no batch named once the endpoints were on chain")
 	// Words that batches are held came with receipts that proved them, on every node.
-	var proven, unproven float64
+	proven, unproven := heldClaims(t, net)
+	t.Logf("held words: %.0f claims proven by their receipts, %.0f refused", proven, unproven)
+	require.Positive(t, proven)
+	require.Zero(t, unproven)
+	for _, n := range net.Nodes {
+		eventually(t, "every node serves every record", 60*time.Second, func() bool {
+			out := n.CLI("", "query", "topics", "partitions", "endpoints", "--output", "json")
+			return out.Err == nil && strings.Contains(out.Stdout, `"high_watermark":"1800"`)
+		})
+	}
+}
+
+// produceLarge sends batches of 50 records (about 5 KB, large enough to be named by digest
+// rather than carried) to partition 0 of topic through n's ingress, and waits for each.
+func produceLarge(t *testing.T, n *node.Node, signer *txclient.Signer, topic, round string, batches int) (hashes []string, first, last int64) {
+	for b := 0; b < batches; b++ {
+		recs := make([]types.BatchRecord, 50)
+		for i := range recs {
+			recs[i] = types.BatchRecord{Value: types.NewBytes([]byte(fmt.Sprintf("%s batch %03d record %03d %s", round, b, i, strings.Repeat("x", 60))))}
+		}
+		batch, err := types.NewProduceBatch(topic, 0, recs, types.CompressionNone)
+		require.NoError(t, err)
+		hash, err := signer.Submit(&types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{batch}})
+		require.NoError(t, err)
+		hashes = append(hashes, hash)
+		if b%4 == 3 {
+			time.Sleep(400 * time.Millisecond)
+		}
+	}
+	for _, h := range hashes {
+		res := waitResult(t, n, h)
+		require.Zero(t, res.Code, res.RawLog)
+		if first == 0 || res.Height < first {
+			first = res.Height
+		}
+		last = max(last, res.Height)
+	}
+	return hashes, first, last
+}
+
+// heldClaims are the claims that batches are held which the network's nodes took as proven by
+// their receipts, and those they refused for want of receipts or for a bad one.
+func heldClaims(t *testing.T, net *node.Network) (proven, unproven float64) {
 	for _, n := range net.Nodes {
 		fams := scrape(t, n.Prometheus+"/metrics")
 		for _, v := range series(fams, "bftlog_data_plane_held_proven_total") {
@@ -123,13 +136,5 @@ func TestDataPlanePeersFromEndpointsOnChain(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("held words: %.0f claims proven by their receipts, %.0f refused", proven, unproven)
-	require.Positive(t, proven)
-	require.Zero(t, unproven)
-	for _, n := range net.Nodes {
-		eventually(t, "every node serves every record", 60*time.Second, func() bool {
-			out := n.CLI("", "query", "topics", "partitions", "endpoints", "--output", "json")
-			return out.Err == nil && strings.Contains(out.Stdout, `"high_watermark":"1800"`)
-		})
-	}
+	return proven, unproven
 }

@@ -131,6 +131,54 @@ func TestAttackDataPlaneFloodFromAValidatorsHost(t *testing.T) {
 	time.Sleep(window)
 	quietRate, quietP99, _ := log.window(quiet, time.Now())
 
+	// The forged name is a validator's: node 1's consensus address.
+	spec := floodSpec{DataPlane: n0.DataPlane, API: n0.API, Validator: consensusAddress(t, net.Nodes[1]), Slower: 1}
+	floodCtx, stopFlood := context.WithTimeout(context.Background(), window+2*time.Second)
+	defer stopFlood()
+	var stats []floodStat
+	done := make(chan struct{})
+	go func() { defer close(done); stats = runFlood(floodCtx, spec) }()
+	time.Sleep(time.Second) // the flood under way
+	flooded := time.Now()
+	time.Sleep(window)
+	floodRate, floodP99, _ := log.window(flooded, time.Now())
+	stopFlood()
+	<-done
+	total := logFlood(t, "", stats)
+	t.Logf("producers unflooded: %.0f records/s, p99 %s; under a %.0f MB flood from the validators' host: %.0f records/s (%.0f%%), p99 %s",
+		quietRate, quietP99.Round(time.Millisecond), float64(total)/1e6, floodRate, 100*floodRate/quietRate, floodP99.Round(time.Millisecond))
+	for _, n := range net.Nodes {
+		out := n.MustCLI("", "query", "topics", "partitions", "flooded", "-o", "json")
+		require.NotContains(t, out, "error")
+	}
+	require.GreaterOrEqual(t, floodRate, 0.8*quietRate, "producers' throughput under the flood within 20%% of the unflooded run")
+	stop()
+	for i, n := range net.Nodes {
+		t.Logf("node %d: %d acknowledged records verified exactly once", i, acked.verify(t, n))
+	}
+}
+
+// floodSpec is a junk flood against one node: its data-plane listener and its API server.
+type floodSpec struct {
+	DataPlane, API string
+	// Validator is a validator's consensus address, which the forged pushes name.
+	Validator string
+	// Slower stretches every request interval (several flooding processes share one rate).
+	Slower int
+}
+
+// floodStat is what one kind of flood request sent and how it was answered.
+type floodStat struct {
+	Name  string
+	Bytes int64
+	Codes map[int]int64
+}
+
+// runFlood floods until ctx ends: unsigned pushes of fresh-looking 2 KiB frames to the
+// data-plane listener and to the API server, pushes naming a validator with a forged
+// signature, unsigned word of what is held, fetches of hashes nobody holds, and junk to the
+// ingress.
+func runFlood(ctx context.Context, spec floodSpec) []floodStat {
 	rng := rand.New(rand.NewSource(39))
 	bodies := make([][]byte, 16)
 	for i := range bodies {
@@ -144,17 +192,7 @@ func TestAttackDataPlaneFloodFromAValidatorsHost(t *testing.T) {
 		bodies[i] = b.Bytes()
 	}
 	forged := http.Header{}
-	forged.Set(app.HeaderValidator, strings.Repeat("AB", 20))
-	forged.Set(app.HeaderSignedAt, strconv.FormatInt(time.Now().UnixMilli(), 10))
 	forged.Set(app.HeaderSignature, base64.StdEncoding.EncodeToString(make([]byte, 64)))
-	// The forged name is a validator's: node 1's consensus address.
-	var key struct {
-		Address string `json:"address"`
-	}
-	keyFile, err := os.ReadFile(filepath.Join(net.Nodes[1].Home, "config", "priv_validator_key.json"))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(keyFile, &key))
-	valAddr := key.Address
 	type flood struct {
 		name, method, url string
 		header            http.Header
@@ -163,35 +201,34 @@ func TestAttackDataPlaneFloodFromAValidatorsHost(t *testing.T) {
 	}
 	junkHash := func(i int) string { return fmt.Sprintf("%064X", i) }
 	floods := []flood{
-		{"unsigned pushes to the data plane", http.MethodPost, n0.DataPlane + app.PushPath, nil, func(i int) []byte { return bodies[i%len(bodies)] }, 60 * time.Millisecond},
-		{"unsigned pushes to the API server", http.MethodPost, n0.API + app.PushPath, nil, func(i int) []byte { return bodies[(i+7)%len(bodies)] }, 60 * time.Millisecond},
-		{"pushes with a validator's name, forged", http.MethodPost, n0.DataPlane + app.PushPath, forged, func(i int) []byte { return bodies[(i+3)%len(bodies)] }, 20 * time.Millisecond},
-		{"unsigned word of what is held", http.MethodPost, n0.DataPlane + app.HeldPath, nil, func(i int) []byte { return make([]byte, 32*64) }, 5 * time.Millisecond},
+		{"unsigned pushes to the data plane", http.MethodPost, spec.DataPlane + app.PushPath, nil, func(i int) []byte { return bodies[i%len(bodies)] }, 60 * time.Millisecond},
+		{"unsigned pushes to the API server", http.MethodPost, spec.API + app.PushPath, nil, func(i int) []byte { return bodies[(i+7)%len(bodies)] }, 60 * time.Millisecond},
+		{"pushes with a validator's name, forged", http.MethodPost, spec.DataPlane + app.PushPath, forged, func(i int) []byte { return bodies[(i+3)%len(bodies)] }, 20 * time.Millisecond},
+		{"unsigned word of what is held", http.MethodPost, spec.DataPlane + app.HeldPath, nil, func(i int) []byte { return make([]byte, 32*64) }, 5 * time.Millisecond},
 		{"fetches of hashes nobody holds", http.MethodGet, "", nil, nil, 5 * time.Millisecond},
-		{"junk to the ingress", http.MethodPost, n0.API + app.RawTxPath, nil, func(i int) []byte { return bodies[i%len(bodies)][4 : 4+2048] }, 5 * time.Millisecond},
+		{"junk to the ingress", http.MethodPost, spec.API + app.RawTxPath, nil, func(i int) []byte { return bodies[i%len(bodies)][4 : 4+2048] }, 5 * time.Millisecond},
 	}
-	floodCtx, stopFlood := context.WithTimeout(context.Background(), window+2*time.Second)
-	defer stopFlood()
-	var fwg sync.WaitGroup
-	sent := make([]atomic.Int64, len(floods))
-	status := make([]sync.Map, len(floods))
+	stats := make([]floodStat, len(floods))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
 	client := &http.Client{Timeout: 5 * time.Second}
 	for k, f := range floods {
-		fwg.Add(1)
+		stats[k] = floodStat{Name: f.name, Codes: map[int]int64{}}
+		wg.Add(1)
 		go func() {
-			defer fwg.Done()
-			tick := time.NewTicker(f.every)
+			defer wg.Done()
+			tick := time.NewTicker(f.every * time.Duration(max(spec.Slower, 1)))
 			defer tick.Stop()
-			for i := 0; floodCtx.Err() == nil; i++ {
+			for i := 0; ctx.Err() == nil; i++ {
 				url := f.url
 				var body []byte
 				if f.body != nil {
 					body = f.body(i)
 				}
 				if f.method == http.MethodGet {
-					url = n0.DataPlane + app.PoolPath + junkHash(i)
+					url = spec.DataPlane + app.PoolPath + junkHash(i)
 				}
-				req, err := http.NewRequestWithContext(floodCtx, f.method, url, bytes.NewReader(body))
+				req, err := http.NewRequestWithContext(ctx, f.method, url, bytes.NewReader(body))
 				if err != nil {
 					return
 				}
@@ -199,49 +236,53 @@ func TestAttackDataPlaneFloodFromAValidatorsHost(t *testing.T) {
 					req.Header[key] = v
 				}
 				if f.header != nil {
-					req.Header.Set(app.HeaderValidator, valAddr)
+					req.Header.Set(app.HeaderValidator, spec.Validator)
 					req.Header.Set(app.HeaderSignedAt, strconv.FormatInt(time.Now().UnixMilli(), 10))
 				}
+				code := -1 // no answer
 				if res, err := client.Do(req); err == nil {
 					_, _ = io.Copy(io.Discard, res.Body)
 					res.Body.Close()
-					n, _ := status[k].LoadOrStore(res.StatusCode, new(atomic.Int64))
-					n.(*atomic.Int64).Add(1)
+					code = res.StatusCode
+				} else if ctx.Err() != nil {
+					return // the flood's end cut this request short
 				}
-				sent[k].Add(int64(len(body)))
+				mu.Lock()
+				stats[k].Bytes += int64(len(body))
+				stats[k].Codes[code]++
+				mu.Unlock()
 				select {
 				case <-tick.C:
-				case <-floodCtx.Done():
+				case <-ctx.Done():
 				}
 			}
 		}()
 	}
-	time.Sleep(time.Second) // the flood under way
-	flooded := time.Now()
-	time.Sleep(window)
-	floodRate, floodP99, _ := log.window(flooded, time.Now())
-	stopFlood()
-	fwg.Wait()
-	var total int64
-	for k, f := range floods {
+	wg.Wait()
+	return stats
+}
+
+// logFlood logs what a flood sent and how it was answered, and returns the bytes sent.
+func logFlood(t *testing.T, from string, stats []floodStat) (total int64) {
+	for _, st := range stats {
 		var codes []string
-		status[k].Range(func(code, n any) bool {
-			codes = append(codes, fmt.Sprintf("%v×%d", code, n.(*atomic.Int64).Load()))
-			return true
-		})
+		for code, n := range st.Codes {
+			codes = append(codes, fmt.Sprintf("%d×%d", code, n))
+		}
 		slices.Sort(codes)
-		total += sent[k].Load()
-		t.Logf("flood: %s: %.1f MB sent, answers %s", f.name, float64(sent[k].Load())/1e6, strings.Join(codes, " "))
+		total += st.Bytes
+		t.Logf("flood%s: %s: %.1f MB sent, answers %s", from, st.Name, float64(st.Bytes)/1e6, strings.Join(codes, " "))
 	}
-	t.Logf("producers unflooded: %.0f records/s, p99 %s; under a %.0f MB flood from the validators' host: %.0f records/s (%.0f%%), p99 %s",
-		quietRate, quietP99.Round(time.Millisecond), float64(total)/1e6, floodRate, 100*floodRate/quietRate, floodP99.Round(time.Millisecond))
-	for _, n := range net.Nodes {
-		out := n.MustCLI("", "query", "topics", "partitions", "flooded", "-o", "json")
-		require.NotContains(t, out, "error")
+	return total
+}
+
+// consensusAddress is a validator's consensus address (hex), as the data plane's requests name it.
+func consensusAddress(t *testing.T, n *node.Node) string {
+	var key struct {
+		Address string `json:"address"`
 	}
-	require.GreaterOrEqual(t, floodRate, 0.8*quietRate, "producers' throughput under the flood within 20%% of the unflooded run")
-	stop()
-	for i, n := range net.Nodes {
-		t.Logf("node %d: %d acknowledged records verified exactly once", i, acked.verify(t, n))
-	}
+	keyFile, err := os.ReadFile(filepath.Join(n.Home, "config", "priv_validator_key.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(keyFile, &key))
+	return key.Address
 }

@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// Network is several bftlogd validator processes on 127.0.0.1 that peer with each other.
+// Network is several bftlogd validator processes that peer with each other, on 127.0.0.1 or
+// on hosts of their own (NetworkOptions.Hosts).
 type Network struct {
 	t     T
 	Nodes []*Node
@@ -18,6 +19,9 @@ type Network struct {
 	Genesis string
 	// Links are the peer-connection proxies of a Proxied network.
 	Links []*Link
+	// Hosts are the hosts of a network started with Hosts: true (Nodes[i] on the i-th); more
+	// can be added for other processes on the network.
+	Hosts *Hosts
 	ids   []string
 }
 
@@ -49,6 +53,9 @@ type NetworkOptions struct {
 	// Ordering sets ordering.by-digest on every validator (app/ordering.go); empty leaves the
 	// binary's default.
 	Ordering Ordering
+	// Hosts runs each validator on a host of its own (a network namespace with an address of
+	// its own, Hosts): needs root; the test is skipped without it.
+	Hosts bool
 	// PeersFromChain leaves ordering.peers empty: the validators' data-plane peers are the
 	// endpoints their operators set on chain (x/poa MsgSetDataPlaneEndpoint; SetEndpoints).
 	PeersFromChain bool
@@ -63,9 +70,18 @@ func StartNetwork(t T, opts NetworkOptions) *Network {
 		bin = Binary(t)
 	}
 	net := &Network{t: t}
+	if opts.Hosts {
+		if opts.Proxied {
+			t.Fatal("a network on hosts of their own is not Proxied")
+		}
+		net.Hosts = NewHosts(t)
+	}
 	root := t.TempDir()
 	for i := 0; i < opts.Validators; i++ {
 		n := &Node{t: t, Bin: bin, Home: filepath.Join(root, fmt.Sprintf("node%d", i)), P2PPort: FreePort(t)}
+		if net.Hosts != nil {
+			n.Host = net.Hosts.Add()
+		}
 		n.mustRun("init", fmt.Sprintf("node%d", i), "--chain-id", ChainID)
 		n.mustRun("keys", "add", fmt.Sprintf("val%d", i), "--keyring-backend", "test")
 		net.Nodes = append(net.Nodes, n)
@@ -146,7 +162,11 @@ func StartNetwork(t T, opts NetworkOptions) *Network {
 				net.Links = append(net.Links, l)
 				port = l.Port
 			}
-			peers = append(peers, fmt.Sprintf("%s@127.0.0.1:%d", net.ids[j], port))
+			host := m.addr()
+			if opts.Proxied {
+				host = "127.0.0.1"
+			}
+			peers = append(peers, fmt.Sprintf("%s@%s:%d", net.ids[j], host, port))
 		}
 		n.Peers = strings.Join(peers, ",")
 		n.Start()
@@ -178,7 +198,7 @@ func (net *Network) newFullNode(name string) *Node {
 	var peers []string
 	for _, m := range net.Nodes {
 		id := strings.TrimSpace(m.mustRun("comet", "show-node-id"))
-		peers = append(peers, fmt.Sprintf("%s@127.0.0.1:%d", id, m.P2PPort))
+		peers = append(peers, fmt.Sprintf("%s@%s:%d", id, m.addr(), m.P2PPort))
 	}
 	n.Peers = strings.Join(peers, ",")
 	var apis []string

@@ -170,7 +170,9 @@ type Node struct {
 	// Peers is the persistent_peers list the node starts with (id@127.0.0.1:port,...).
 	Peers string
 	// Env is added to the process's environment (BFTLOGD_<SECTION>_<KEY> overrides config).
-	Env     []string
+	Env []string
+	// Host is where the process runs: a host of its own (Hosts.Add), or 127.0.0.1 when unset.
+	Host    Host
 	rpcPort int
 	cmd     *exec.Cmd
 	logFile *os.File
@@ -209,9 +211,9 @@ func (n *Node) Start() {
 		t.Fatal(err)
 	}
 	n.logFile = f
-	n.cmd = exec.Command(n.Bin, "start", "--home", n.Home,
+	n.cmd = n.Host.Command(n.Bin, "start", "--home", n.Home,
 		"--rpc.laddr", n.RPC,
-		"--p2p.laddr", "tcp://127.0.0.1:"+strconv.Itoa(n.P2PPort),
+		"--p2p.laddr", "tcp://"+n.addr()+":"+strconv.Itoa(n.P2PPort),
 		"--p2p.persistent_peers", n.Peers,
 		"--grpc.address", n.GRPC,
 		"--api.enable", "--api.address", strings.Replace(n.API, "http://", "tcp://", 1),
@@ -229,24 +231,33 @@ func (n *Node) Start() {
 	t.Cleanup(n.Stop)
 }
 
+// addr is the node's address: its host's, or 127.0.0.1.
+func (n *Node) addr() string {
+	if n.Host.Addr != "" {
+		return n.Host.Addr
+	}
+	return "127.0.0.1"
+}
+
 // assignPorts picks the node's ports once; restarts keep them so peers find the node again.
 func (n *Node) assignPorts() {
 	t := n.t
 	t.Helper()
 	if n.rpcPort == 0 {
 		n.rpcPort = FreePort(t)
-		n.RPC = "tcp://127.0.0.1:" + strconv.Itoa(n.rpcPort)
-		n.GRPC = "127.0.0.1:" + strconv.Itoa(FreePort(t))
-		n.API = "http://127.0.0.1:" + strconv.Itoa(FreePort(t))
-		n.DataPlane = "http://127.0.0.1:" + strconv.Itoa(FreePort(t))
-		n.Prometheus = "http://127.0.0.1:" + strconv.Itoa(FreePort(t))
+		a := n.addr()
+		n.RPC = "tcp://" + a + ":" + strconv.Itoa(n.rpcPort)
+		n.GRPC = a + ":" + strconv.Itoa(FreePort(t))
+		n.API = "http://" + a + ":" + strconv.Itoa(FreePort(t))
+		n.DataPlane = "http://" + a + ":" + strconv.Itoa(FreePort(t))
+		n.Prometheus = "http://" + a + ":" + strconv.Itoa(FreePort(t))
 		if n.P2PPort == 0 {
 			n.P2PPort = FreePort(t)
 		}
 		switch laddr := os.Getenv("BFTLOG_PPROF_LADDR"); laddr {
 		case "":
 		case "auto":
-			n.Pprof = "127.0.0.1:" + strconv.Itoa(FreePort(t))
+			n.Pprof = a + ":" + strconv.Itoa(FreePort(t))
 		default:
 			n.Pprof = laddr
 		}
@@ -309,7 +320,7 @@ func (n *Node) LogTail(lines int) string {
 
 // Height returns the latest committed height from CometBFT RPC.
 func (n *Node) Height() (int64, error) {
-	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(n.rpcPort) + "/status")
+	resp, err := http.Get("http://" + n.addr() + ":" + strconv.Itoa(n.rpcPort) + "/status")
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,105 @@
+package node
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+)
+
+// Hosts puts processes on hosts of their own: each host is a network namespace with an address
+// of its own on a bridge (10.39.<k>.0/24), as machines on one LAN. The test process reaches
+// every host through the bridge (10.39.<k>.254). It needs root and iproute2 (`ip netns`, veth);
+// `tc netem` is not needed. Nothing a node decides may depend on an address; on one loopback
+// address a test cannot show that, on distinct hosts it can.
+type Hosts struct {
+	t      T
+	k      int
+	bridge string
+	mu     sync.Mutex
+	n      int
+}
+
+// hostsSubnets hands each Hosts of this process a /24 of its own.
+var hostsSubnets struct {
+	sync.Mutex
+	next int
+}
+
+// CanMakeHosts says why NewHosts cannot work here, or "" when it can.
+func CanMakeHosts() string {
+	if os.Geteuid() != 0 {
+		return "network namespaces need root"
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return "no ip command (iproute2)"
+	}
+	return ""
+}
+
+// NewHosts makes the bridge; the hosts come with Add. Everything is removed when the test ends.
+// Tests check CanMakeHosts first (and skip): here it is a failure.
+func NewHosts(t T) *Hosts {
+	t.Helper()
+	if why := CanMakeHosts(); why != "" {
+		t.Fatal(why)
+	}
+	hostsSubnets.Lock()
+	k := 20 + (os.Getpid()+hostsSubnets.next)%200
+	hostsSubnets.next++
+	hostsSubnets.Unlock()
+	h := &Hosts{t: t, k: k, bridge: fmt.Sprintf("blbr%d", k)}
+	_ = exec.Command("ip", "link", "del", h.bridge).Run() // left by a killed run
+	h.ip("link", "add", h.bridge, "type", "bridge")
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", h.bridge).Run() })
+	h.ip("addr", "add", h.Gateway()+"/24", "dev", h.bridge)
+	h.ip("link", "set", h.bridge, "up")
+	return h
+}
+
+// Gateway is the test process's own address on the hosts' network.
+func (h *Hosts) Gateway() string { return fmt.Sprintf("10.39.%d.254", h.k) }
+
+// Host is one host: its namespace and address.
+type Host struct {
+	Netns string
+	Addr  string
+}
+
+// Add makes the next host.
+func (h *Hosts) Add() Host {
+	h.t.Helper()
+	h.mu.Lock()
+	i := h.n
+	h.n++
+	h.mu.Unlock()
+	ns := fmt.Sprintf("bftlog-%d-%d", h.k, i)
+	veth := fmt.Sprintf("blv%d-%d", h.k, i)
+	_ = exec.Command("ip", "netns", "del", ns).Run()
+	h.ip("netns", "add", ns)
+	h.t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	h.ip("link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
+	h.ip("link", "set", veth, "master", h.bridge, "up")
+	addr := fmt.Sprintf("10.39.%d.%d", h.k, i+1)
+	h.ip("-n", ns, "addr", "add", addr+"/24", "dev", "eth0")
+	h.ip("-n", ns, "link", "set", "eth0", "up")
+	h.ip("-n", ns, "link", "set", "lo", "up")
+	return Host{Netns: ns, Addr: addr}
+}
+
+func (h *Hosts) ip(args ...string) {
+	h.t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		h.t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+// Command runs name on host (in its namespace; `ip netns exec` execs it, so the process is
+// name's own: signals reach it).
+func (host Host) Command(name string, args ...string) *exec.Cmd {
+	if host.Netns == "" {
+		return exec.Command(name, args...)
+	}
+	return exec.Command("ip", append([]string{"netns", "exec", host.Netns, name}, args...)...)
+}
