@@ -27,15 +27,36 @@ var hostsSubnets struct {
 	next int
 }
 
-// CanMakeHosts says why NewHosts cannot work here, or "" when it can.
+// CanMakeHosts says why NewHosts cannot work here, or "" when it can: it tries once, making
+// and removing a namespace and a bridge (root alone is not enough in every container).
 func CanMakeHosts() string {
-	if os.Geteuid() != 0 {
-		return "network namespaces need root"
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		return "no ip command (iproute2)"
-	}
-	return ""
+	canMakeHosts.Do(func() {
+		if os.Geteuid() != 0 {
+			canMakeHosts.why = "network namespaces need root"
+			return
+		}
+		if _, err := exec.LookPath("ip"); err != nil {
+			canMakeHosts.why = "no ip command (iproute2)"
+			return
+		}
+		ns, br := fmt.Sprintf("bftlog-probe-%d", os.Getpid()), fmt.Sprintf("blprobe%d", os.Getpid()%100000)
+		defer func() {
+			_ = exec.Command("ip", "netns", "del", ns).Run()
+			_ = exec.Command("ip", "link", "del", br).Run()
+		}()
+		for _, args := range [][]string{{"netns", "add", ns}, {"link", "add", br, "type", "bridge"}} {
+			if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+				canMakeHosts.why = fmt.Sprintf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+				return
+			}
+		}
+	})
+	return canMakeHosts.why
+}
+
+var canMakeHosts struct {
+	sync.Once
+	why string
 }
 
 // NewHosts makes the bridge; the hosts come with Add. Everything is removed when the test ends.
