@@ -86,6 +86,12 @@ BENCH_LARGE_GB ?= 5
 bench-large:
 	go run ./bench/cmd/bftlogbench -large-gb $(BENCH_LARGE_GB) $(BENCH_FLAGS)
 
+# The data plane's two ways to authenticate peers by their keys, side by side on loopback:
+# signed requests (as it is) and mutual TLS; both answer with a signed receipt (about 20 s).
+.PHONY: bench-transport
+bench-transport:
+	BFTLOG_TRANSPORT_SECONDS=3 go test -count=1 -run TestTransport -v ./bench/transport/
+
 # 4 validators with 0, 20, 50 and 100 ms round trip between every two (per-pair delaying
 # proxies), each with its recommended block timing: about 9 minutes.
 .PHONY: bench-regions
