@@ -104,7 +104,7 @@ func (r Result) unexercised(cfg Config, cov Coverage) []string {
 	}
 	for _, k := range []string{"replayed transaction", "corrupt batch", "lying record count", "partition out of range",
 		"record over max_record_bytes", "unknown topic", "validator admitted by an account", "delegation under proof of authority",
-		"data-plane endpoint by an account no operator", "malformed data-plane endpoint"} {
+		"data-plane endpoint by an account no operator", "malformed data-plane endpoint", "malformed data-plane key"} {
 		if len(r.Outcomes["refused: "+k]) == 0 {
 			out = append(out, "no "+k+" was sent")
 		}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -1133,6 +1134,17 @@ func (g *gen) setEndpoint(a int) []sdk.Msg {
 		g.refused("malformed data-plane endpoint", "poa/11")
 	case g.oneOf(4):
 		msg.Endpoint = ""
+	case g.oneOf(3):
+		// Its own data-plane key (one per operator, so never another's), or one of the wrong
+		// size: x/poa takes only 32 bytes. (A key another operator registered is refused too:
+		// x/poa/keeper's test; here a later message without a key clears it, so whether one is
+		// registered depends on what executed.)
+		key := sha256.Sum256([]byte(g.operator(a)))
+		msg.DataPlaneKey = key[:]
+		if g.oneOf(3) {
+			msg.DataPlaneKey = key[:31]
+			g.refused("malformed data-plane key", "poa/12")
+		}
 	}
 	return []sdk.Msg{msg}
 }

@@ -1,6 +1,7 @@
 package keeper_test
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -34,6 +35,27 @@ func TestOperatorSetsItsDataPlaneEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, got.Endpoints, again.Endpoints)
 
+	// A data-plane key of its own beside the endpoint, then the key alone, then neither.
+	key := bytes.Repeat([]byte{7}, types.DataPlaneKeyBytes)
+	_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: account, Endpoint: "http://10.0.0.1:26680", DataPlaneKey: key})
+	require.NoError(t, err)
+	got, err = f.query.DataPlaneEndpoints(f.ctx, &types.QueryDataPlaneEndpointsRequest{})
+	require.NoError(t, err)
+	require.Equal(t, []types.DataPlaneEndpoint{{Operator: op, Endpoint: "http://10.0.0.1:26680", DataPlaneKey: key}}, got.Endpoints)
+	gs, err = f.k.ExportGenesis(f.ctx)
+	require.NoError(t, err)
+	require.NoError(t, gs.ValidateEndpoints())
+	h := newFixture(t)
+	require.NoError(t, h.k.InitGenesis(h.ctx, gs))
+	again, err = h.query.DataPlaneEndpoints(h.ctx, &types.QueryDataPlaneEndpointsRequest{})
+	require.NoError(t, err)
+	require.Equal(t, got.Endpoints, again.Endpoints)
+	_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: account, DataPlaneKey: key})
+	require.NoError(t, err)
+	got, err = f.query.DataPlaneEndpoints(f.ctx, &types.QueryDataPlaneEndpointsRequest{})
+	require.NoError(t, err)
+	require.Equal(t, []types.DataPlaneEndpoint{{Operator: op, DataPlaneKey: key}}, got.Endpoints)
+
 	_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: account, Endpoint: ""})
 	require.NoError(t, err)
 	got, err = f.query.DataPlaneEndpoints(f.ctx, &types.QueryDataPlaneEndpointsRequest{})
@@ -59,7 +81,36 @@ func TestAttackDataPlaneEndpointRefusals(t *testing.T) {
 		require.ErrorIs(t, err, types.ErrInvalidEndpoint, bad)
 	}
 	require.Equal(t, before, f.state())
+	// A key another operator registered is refused: a node without its consensus key finds its
+	// validator by its key.
+	other, otherAddr, _ := f.bondedValidator("keyholder", 10)
+	otherAccount, err := f.accCodec.BytesToString(otherAddr)
+	require.NoError(t, err)
+	taken := bytes.Repeat([]byte{9}, types.DataPlaneKeyBytes)
+	_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: otherAccount, DataPlaneKey: taken})
+	require.NoError(t, err)
+	before = f.state()
+	_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: account, Endpoint: "http://10.0.0.1:1", DataPlaneKey: taken})
+	require.ErrorIs(t, err, types.ErrInvalidDataPlaneKey)
+	require.Equal(t, before, f.state())
+	_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: otherAccount, Endpoint: "http://10.0.0.2:1", DataPlaneKey: taken})
+	require.NoError(t, err, "its own key again")
+	gs := &types.GenesisState{DataPlaneEndpoints: []types.DataPlaneEndpoint{{Operator: other, DataPlaneKey: taken}}}
+	require.NoError(t, gs.ValidateEndpoints())
+	before = f.state()
+	for _, n := range []int{1, 31, 33, 64} {
+		_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: account, Endpoint: "http://10.0.0.1:1", DataPlaneKey: make([]byte, n)})
+		require.ErrorIs(t, err, types.ErrInvalidDataPlaneKey, "%d bytes", n)
+	}
+	require.Equal(t, before, f.state())
 
-	gs := &types.GenesisState{DataPlaneEndpoints: []types.DataPlaneEndpoint{{Operator: "nope", Endpoint: "http://h:1"}}}
+	gs = &types.GenesisState{DataPlaneEndpoints: []types.DataPlaneEndpoint{{Operator: "nope", Endpoint: "http://h:1"}}}
+	require.ErrorIs(t, gs.ValidateEndpoints(), types.ErrInvalidGen)
+	op, _, _ := f.bondedValidator("other", 10)
+	gs = &types.GenesisState{DataPlaneEndpoints: []types.DataPlaneEndpoint{{Operator: op, DataPlaneKey: taken}, {Operator: other, DataPlaneKey: taken}}}
+	require.ErrorIs(t, gs.ValidateEndpoints(), types.ErrInvalidGen)
+	gs = &types.GenesisState{DataPlaneEndpoints: []types.DataPlaneEndpoint{{Operator: op, Endpoint: "http://h:1", DataPlaneKey: make([]byte, 31)}}}
+	require.ErrorIs(t, gs.ValidateEndpoints(), types.ErrInvalidGen)
+	gs = &types.GenesisState{DataPlaneEndpoints: []types.DataPlaneEndpoint{{Operator: op}}}
 	require.ErrorIs(t, gs.ValidateEndpoints(), types.ErrInvalidGen)
 }

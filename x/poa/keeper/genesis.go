@@ -39,8 +39,15 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 		if err != nil {
 			return err
 		}
-		if err := k.Endpoints.Set(ctx, op, e.Endpoint); err != nil {
-			return err
+		if e.Endpoint != "" {
+			if err := k.Endpoints.Set(ctx, op, e.Endpoint); err != nil {
+				return err
+			}
+		}
+		if len(e.DataPlaneKey) > 0 {
+			if err := k.DataPlaneKeys.Set(ctx, op, e.DataPlaneKey); err != nil {
+				return err
+			}
 		}
 	}
 	return k.GenesisDone.Set(ctx, true)

@@ -36,6 +36,8 @@ type Keeper struct {
 	Clawbacks   collections.Map[collections.Pair[time.Time, []byte], math.Int]
 	// Endpoints are the data-plane endpoints operators set (endpoints.go).
 	Endpoints collections.Map[[]byte, string]
+	// DataPlaneKeys are the data-plane public keys operators set (endpoints.go).
+	DataPlaneKeys collections.Map[[]byte, []byte]
 }
 
 // NewKeeper builds the keeper; authority is a bech32 account address (gov by default).
@@ -43,11 +45,12 @@ func NewKeeper(cdc codec.BinaryCodec, store corestore.KVStoreService, authority 
 	sb := collections.NewSchemaBuilder(store)
 	k := Keeper{
 		authority: authority, staking: sk, bank: bk, slashing: slk, valCodec: sk.ValidatorAddressCodec(),
-		Admissions:  collections.NewMap(sb, types.AdmissionsPrefix, "admissions", collections.BytesKey, codec.CollValue[types.Admission](cdc)),
-		GenesisDone: collections.NewItem(sb, types.GenesisDonePrefix, "genesis_done", collections.BoolValue),
-		Granted:     collections.NewMap(sb, types.GrantedPrefix, "granted", collections.BytesKey, sdk.IntValue),
-		Clawbacks:   collections.NewMap(sb, types.ClawbacksPrefix, "clawbacks", collections.PairKeyCodec(sdk.TimeKey, collections.BytesKey), sdk.IntValue),
-		Endpoints:   collections.NewMap(sb, types.EndpointsPrefix, "data_plane_endpoints", collections.BytesKey, collections.StringValue),
+		Admissions:    collections.NewMap(sb, types.AdmissionsPrefix, "admissions", collections.BytesKey, codec.CollValue[types.Admission](cdc)),
+		GenesisDone:   collections.NewItem(sb, types.GenesisDonePrefix, "genesis_done", collections.BoolValue),
+		Granted:       collections.NewMap(sb, types.GrantedPrefix, "granted", collections.BytesKey, sdk.IntValue),
+		Clawbacks:     collections.NewMap(sb, types.ClawbacksPrefix, "clawbacks", collections.PairKeyCodec(sdk.TimeKey, collections.BytesKey), sdk.IntValue),
+		Endpoints:     collections.NewMap(sb, types.EndpointsPrefix, "data_plane_endpoints", collections.BytesKey, collections.StringValue),
+		DataPlaneKeys: collections.NewMap(sb, types.DataPlaneKeysPrefix, "data_plane_keys", collections.BytesKey, collections.BytesValue),
 	}
 	schema, err := sb.Build()
 	if err != nil {

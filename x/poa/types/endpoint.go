@@ -40,3 +40,16 @@ func ValidateEndpoint(endpoint string) error {
 	}
 	return nil
 }
+
+// DataPlaneKeyBytes is the size of a data-plane key: an ed25519 public key.
+const DataPlaneKeyBytes = 32
+
+// ValidateDataPlaneKey checks a data-plane key: empty (the consensus key signs) or 32 bytes.
+// Which bytes an ed25519 key holds is not checked here: a key nobody holds the private half of
+// costs its own validator the data plane, as a wrong endpoint does.
+func ValidateDataPlaneKey(key []byte) error {
+	if len(key) != 0 && len(key) != DataPlaneKeyBytes {
+		return errorsmod.Wrapf(ErrInvalidDataPlaneKey, "%d bytes, want an ed25519 public key of %d", len(key), DataPlaneKeyBytes)
+	}
+	return nil
+}

@@ -15,4 +15,6 @@ var (
 	ErrInvalidGen    = errorsmod.Register(ModuleName, 10, "invalid genesis state")
 	// ErrInvalidEndpoint is a data-plane endpoint that is not http(s)://host:port alone.
 	ErrInvalidEndpoint = errorsmod.Register(ModuleName, 11, "invalid data-plane endpoint")
+	// ErrInvalidDataPlaneKey is a data-plane key that is not an ed25519 public key of 32 bytes.
+	ErrInvalidDataPlaneKey = errorsmod.Register(ModuleName, 12, "invalid data-plane key")
 )

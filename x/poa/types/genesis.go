@@ -8,23 +8,32 @@ import (
 )
 
 // ValidateEndpoints checks the data-plane endpoints: operators well formed, each once, each
-// endpoint valid and not empty.
+// endpoint and key valid, not both empty.
 func (gs GenesisState) ValidateEndpoints() error {
 	seen := map[string]bool{}
 	for _, e := range gs.DataPlaneEndpoints {
 		if _, _, err := bech32.DecodeAndConvert(e.Operator); err != nil {
 			return fmt.Errorf("%w: data-plane endpoint of %q: %v", ErrInvalidGen, e.Operator, err)
 		}
-		if e.Endpoint == "" {
+		if e.Endpoint == "" && len(e.DataPlaneKey) == 0 {
 			return fmt.Errorf("%w: empty data-plane endpoint of %s", ErrInvalidGen, e.Operator)
 		}
 		if err := ValidateEndpoint(e.Endpoint); err != nil {
 			return fmt.Errorf("%w: data-plane endpoint of %s: %v", ErrInvalidGen, e.Operator, err)
 		}
+		if err := ValidateDataPlaneKey(e.DataPlaneKey); err != nil {
+			return fmt.Errorf("%w: data-plane key of %s: %v", ErrInvalidGen, e.Operator, err)
+		}
 		if seen[e.Operator] {
 			return fmt.Errorf("%w: data-plane endpoint of %s listed twice", ErrInvalidGen, e.Operator)
 		}
 		seen[e.Operator] = true
+		if len(e.DataPlaneKey) > 0 {
+			if seen["key:"+string(e.DataPlaneKey)] {
+				return fmt.Errorf("%w: data-plane key of %s registered by another validator too", ErrInvalidGen, e.Operator)
+			}
+			seen["key:"+string(e.DataPlaneKey)] = true
+		}
 	}
 	return nil
 }

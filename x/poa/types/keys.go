@@ -24,4 +24,8 @@ var (
 	ClawbacksPrefix = collections.NewPrefix(3)
 	// EndpointsPrefix keys, by operator address bytes, the data-plane endpoint the operator set.
 	EndpointsPrefix = collections.NewPrefix(4)
+	// DataPlaneKeysPrefix keys, by operator address bytes, the data-plane public key the
+	// operator set (beside its endpoint, in a map of its own so that state written before it
+	// needs no migration).
+	DataPlaneKeysPrefix = collections.NewPrefix(5)
 )
