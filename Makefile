@@ -123,7 +123,7 @@ sim:
 # 76 s with a warm build cache (2026-12-04; a cold one adds the -race build of the SDK, minutes).
 # RACE_SKIP leaves out single-goroutine tests the detector cannot add to, which make test runs
 # without it: the keeper's 4 GiB decompression bound took 68 of 142 s under -race.
-RACE_PKGS = $(shell go list ./x/topics/... | grep -E '/keeper$$|/recordstore$$|/client/txclient$$') ./gateway/kafka/
+RACE_PKGS = $(shell go list ./x/topics/... | grep -E '/keeper$$|/recordstore$$|/client/txclient$$') ./gateway/kafka/ ./app/dataplane/
 RACE_SKIP = ^TestAttackFetchRecordsDecompressionIsBounded$$
 test-race:
 	go test $(GOTEST_FLAGS) -race -short -count=1 -skip '$(RACE_SKIP)' $(RACE_PKGS)

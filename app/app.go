@@ -3,14 +3,10 @@
 package app
 
 import (
-	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync/atomic"
 
 	dbm "github.com/cosmos/cosmos-db"
@@ -42,6 +38,7 @@ import (
 	slashingkeeper "github.com/cosmos/cosmos-sdk/x/slashing/keeper"
 	stakingkeeper "github.com/cosmos/cosmos-sdk/x/staking/keeper"
 
+	"github.com/bftlog/bftlog/app/dataplane"
 	"github.com/bftlog/bftlog/x/poa"
 	poakeeper "github.com/bftlog/bftlog/x/poa/keeper"
 	"github.com/bftlog/bftlog/x/topics/client/console"
@@ -63,12 +60,8 @@ type App struct {
 
 	recentResults     *recentResults
 	proposalTxs       *proposalTxs                    // ProcessProposal's decoded transactions, for FinalizeBlock
-	pool              *txPool                         // admitted transactions by hash, for blocks that name them (ordering.go)
+	plane             *dataplane.Plane                // admitted transactions by hash, for blocks that name them (ordering.go); pushes and fetches
 	orderByDigest     bool                            // this node's proposals name pooled transactions
-	peersFromChain    bool                            // the data plane's peers are the validators' endpoints on chain
-	fallbackPeers     []string                        // asked for what this node lacks while no endpoint is set
-	push              *txPush                         // sends its clients' transactions to the peers once (push.go)
-	dataPlaneAddress  string                          // ordering.listen-address: the data plane's own listener (dataplane_listener.go)
 	byz               *byzantine                      // nil but in the e2e harness's faulty validator (byzantine.go, -tags byzantine)
 	sigsReused        atomic.Int64                    // executions that reused CheckTx's signature check (verified.go)
 	maxTxBytes        int                             // CometBFT's mempool.max_tx_bytes, which a stub's transaction must respect (stub.go)
@@ -190,38 +183,22 @@ func New(
 	app.SetProcessProposal(app.processProposal)
 	// Proposals keep each account's transactions in sequence (proposal.go).
 	app.SetPrepareProposal(app.prepareProposal)
-	// Blocks may name transactions the validators hold instead of carrying them (ordering.go).
-	pool, err := newOrderingPool(appOpts, logger)
-	if err != nil {
-		panic(err)
-	}
-	app.pool = pool
-	app.proposalTxs.held = pool.decodedOf
-	app.orderByDigest = cast.ToBool(appOpts.Get(FlagOrderByDigest))
-	// Ordering by digest sends what this node's clients give it to the peers itself (push.go).
-	app.push = newTxPush(PushPeers(appOpts), pool, logger)
-	// Without ordering.peers, the peers are the other validators' endpoints on chain
-	// (x/poa MsgSetDataPlaneEndpoint), read after each commit; until one is set, fetches go to
-	// the persistent peers' hosts and nothing is pushed.
-	if app.orderByDigest && len(orderingPeers(appOpts.Get(FlagOrderingPeers))) == 0 {
-		app.peersFromChain, app.fallbackPeers = true, pool.peerList()
-	}
-	app.push.lastHeight = app.LastBlockHeight
-	app.push.mempoolTx = app.stageTx
-	// Data-plane requests are signed with this node's consensus key and checked against the
-	// chain's validators (dataplane_keys.go), read again after each commit.
-	key, err := loadValidatorKey(appOpts)
-	if err != nil {
-		panic(err)
-	}
-	pool.keys.useKey(key)
-	app.dataPlaneAddress = cast.ToString(appOpts.Get(FlagOrderingListen))
+	// Blocks may name transactions the validators hold instead of carrying them (ordering.go),
+	// which the data plane holds, sends to the peers once (ordering by digest) and fetches
+	// (app/dataplane). Its requests are signed with this node's consensus key and checked
+	// against the chain's validators, read again after each commit (dataplane.go).
+	planeCfg := dataplane.ConfigFromAppOptions(appOpts)
+	app.orderByDigest = planeCfg.ByDigest
 	app.byz = newByzantine(app)
-	app.push.byz, app.pool.byz = app.byz, app.byz
+	plane, err := dataplane.New(planeCfg, planeHost{app}, app.byz.faults(), logger)
+	if err != nil {
+		panic(err)
+	}
+	app.plane = plane
+	app.proposalTxs.held = plane.DecodedOf
 	app.byz.start()
 	// With stubs in the mempool (stub.go) the pool holds what CometBFT's limits bounded.
-	app.maxTxBytes = mempoolLimit(appOpts, "mempool.max_tx_bytes", 1<<20)
-	pool.clientBytes = min(mempoolLimit(appOpts, "mempool.max_txs_bytes", 1<<30), maxPoolMemBytes/2)
+	app.maxTxBytes = planeCfg.MaxTxBytes
 
 	// register streaming services (ABCI listeners configured in app.toml)
 	if err := app.RegisterStreamingServices(appOpts, app.kvStoreKeys()); err != nil {
@@ -230,7 +207,7 @@ func New(
 	app.registerTopicsMetrics(appOpts)
 	// Committed transactions' results for the ingress (results.go).
 	app.recentResults = newRecentResults()
-	app.recentResults.hash = app.pool.hashOf
+	app.recentResults.hash = plane.HashOf
 	sm := app.StreamingManager()
 	sm.ABCIListeners = append(slices.Clip(sm.ABCIListeners), app.recentResults)
 	app.SetStreamingManager(sm)
@@ -272,96 +249,6 @@ func newRecordStore(pending *storetypes.TransientStoreKey, db dbm.DB, appOpts se
 		return topicskeeper.NewDBRecordStore(pending, index)
 	}
 	return topicskeeper.NewRecordStore(pending, index, filepath.Join(home, "data", "records"))
-}
-
-// The [ordering] section of app.toml (ordering.go).
-const (
-	FlagOrderByDigest      = "ordering.by-digest"
-	FlagOrderingPeers      = "ordering.peers"
-	FlagOrderingKeepBlocks = "ordering.keep-heights"
-	FlagOrderingKeepBytes  = "ordering.keep-bytes"
-	FlagOrderingListen     = "ordering.listen-address" // the data plane's own listener (dataplane_listener.go)
-)
-
-// A node keeps the transactions blocks named for as many heights as it keeps blocks
-// (DefaultRetainBlocks), so a validator that was away catches up by block sync as far back
-// as before, but at most DefaultOrderingKeepBytes of them, so the log's bytes are not kept a
-// second time: past that window a node rejoins by state sync (docs/digest-ordering.md).
-const (
-	DefaultOrderingKeepHeights = DefaultRetainBlocks
-	DefaultOrderingKeepBytes   = 4 << 30
-)
-
-// mempoolLimit is a mempool setting of config.toml, or CometBFT's default when unset (as in
-// tests without a home).
-func mempoolLimit(appOpts servertypes.AppOptions, key string, def int) int {
-	if v := cast.ToInt(appOpts.Get(key)); v > 0 {
-		return v
-	}
-	return def
-}
-
-// newOrderingPool is the node's pool, under <home>/data/pool (in memory without a home).
-func newOrderingPool(appOpts servertypes.AppOptions, logger log.Logger) (*txPool, error) {
-	var dir string
-	if home := cast.ToString(appOpts.Get(flags.FlagHome)); home != "" {
-		dir = filepath.Join(home, "data", "pool")
-	}
-	keep := cast.ToInt64(appOpts.Get(FlagOrderingKeepBlocks))
-	if keep <= 0 {
-		keep = DefaultOrderingKeepHeights
-	}
-	keepBytes := cast.ToInt64(appOpts.Get(FlagOrderingKeepBytes))
-	if keepBytes <= 0 {
-		keepBytes = DefaultOrderingKeepBytes
-	}
-	peers := orderingPeers(appOpts.Get(FlagOrderingPeers))
-	if len(peers) == 0 {
-		peers = peersFromPersistentPeers(cast.ToString(appOpts.Get("p2p.persistent_peers")), cast.ToString(appOpts.Get("api.address")))
-	}
-	return newTxPool(dir, peers, keep, keepBytes, logger)
-}
-
-// PushPeers are the API servers a node with ordering.by-digest on sends its clients'
-// transactions to (push.go): ordering.peers as configured, never guessed from the persistent
-// peers, since a node that pushes stops its mempool's gossip (cmd/bftlogd). A node that has none
-// gossips, and its proposals name only what no peer needs (a single validator).
-func PushPeers(appOpts servertypes.AppOptions) []string {
-	if !cast.ToBool(appOpts.Get(FlagOrderByDigest)) {
-		return nil
-	}
-	return orderingPeers(appOpts.Get(FlagOrderingPeers))
-}
-
-// peersFromPersistentPeers is ordering.peers when app.toml leaves it empty: the persistent
-// peers' hosts (id@host:port,...) at this node's own API port, as a network whose nodes serve
-// their API on one port needs nothing more.
-func peersFromPersistentPeers(persistent, apiAddress string) []string {
-	u, err := url.Parse(apiAddress)
-	if err != nil || u.Port() == "" {
-		return nil
-	}
-	var out []string
-	for _, p := range strings.Split(persistent, ",") {
-		p = strings.TrimSpace(p)
-		if i := strings.LastIndex(p, "@"); i >= 0 {
-			p = p[i+1:]
-		}
-		if host, _, err := net.SplitHostPort(p); err == nil && host != "" {
-			out = append(out, "http://"+net.JoinHostPort(host, u.Port()))
-		}
-	}
-	return out
-}
-
-// orderingPeers reads ordering.peers: a list in app.toml, or one string of URLs separated by
-// commas or spaces (BFTLOGD_ORDERING_PEERS).
-func orderingPeers(v any) []string {
-	var out []string
-	for _, s := range cast.ToStringSlice(v) {
-		out = append(out, strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })...)
-	}
-	return out
 }
 
 // LegacyAmino returns the app's amino codec.
@@ -409,12 +296,13 @@ func (app *App) RegisterAPIRoutes(apiSvr *api.Server, apiConfig config.APIConfig
 	app.App.RegisterAPIRoutes(apiSvr, apiConfig)
 	apiSvr.Router.Handle(RawTxPath, app.rawTxHandler(apiSvr.ClientCtx)).Methods(http.MethodPost)
 	apiSvr.Router.Handle(RawTxResultPath, rawTxResultHandler(apiSvr.ClientCtx, app.recentResults)).Methods(http.MethodGet)
-	apiSvr.Router.PathPrefix(PoolPath).HandlerFunc(app.pool.serve).Methods(http.MethodGet)
-	apiSvr.Router.Handle(PushPath, app.push.handler(apiSvr.ClientCtx)).Methods(http.MethodPost)
-	apiSvr.Router.HandleFunc(HeldPath, app.push.heldHandler).Methods(http.MethodPost)
-	apiSvr.Router.Handle(NamedTxPath, namedTxHandler(apiSvr.ClientCtx, apiSvr.GRPCGatewayRouter, app.pool)).Methods(http.MethodGet)
-	if _, err := app.serveDataPlane(app.dataPlaneAddress, apiSvr.ClientCtx); err != nil {
-		panic(fmt.Errorf("%s %q: %w", FlagOrderingListen, app.dataPlaneAddress, err))
+	apiSvr.Router.PathPrefix(PoolPath).Handler(app.plane.TxHandler()).Methods(http.MethodGet)
+	apiSvr.Router.Handle(PushPath, app.plane.PushHandler(apiSvr.ClientCtx)).Methods(http.MethodPost)
+	apiSvr.Router.Handle(HeldPath, app.plane.HeldHandler()).Methods(http.MethodPost)
+	apiSvr.Router.Handle(NamedTxPath, namedTxHandler(apiSvr.ClientCtx, apiSvr.GRPCGatewayRouter, app.plane)).Methods(http.MethodGet)
+	// The data plane's own listener, when ordering.listen-address sets one.
+	if _, err := app.plane.Listen(apiSvr.ClientCtx, app.Logger()); err != nil {
+		panic(err)
 	}
 	// The OpenAPI description of x/topics' REST routes (generated from the protos) and the
 	// read-only topic console; both only read what the REST routes already serve.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/bftlog/bftlog/app/dataplane"
 )
 
 // A faulty validator for the e2e harness (tests/e2e/byzantine_dataplane_test.go), built only with
@@ -46,7 +48,16 @@ func newByzantine(app *App) *byzantine {
 
 func (b *byzantine) on(act string) bool { return b != nil && b.acts[act] }
 
-func (b *byzantine) withholds() bool {
+// faults are the data plane's faulty acts (dataplane.Faults), nil when it plays none.
+func (b *byzantine) faults() dataplane.Faults {
+	if b == nil {
+		return nil
+	}
+	return b
+}
+
+// Withholds implements dataplane.Faults.
+func (b *byzantine) Withholds() bool {
 	if b.on("withhold") {
 		b.log("withhold")
 		return true
@@ -60,12 +71,13 @@ func (b *byzantine) log(act string) {
 	}
 }
 
-func (b *byzantine) pushTo(queues []*pushQueue) ([]*pushQueue, bool) {
-	if !b.on("false-held") || len(queues) == 0 {
-		return queues, false
+// PushTo implements dataplane.Faults.
+func (b *byzantine) PushTo(peers int) (int, bool) {
+	if !b.on("false-held") || peers == 0 {
+		return peers, false
 	}
 	b.log("false-held")
-	return queues[:1], true
+	return 1, true
 }
 
 func (b *byzantine) proposal(txs [][]byte, height int64) [][]byte {
@@ -79,7 +91,7 @@ func (b *byzantine) proposal(txs [][]byte, height int64) [][]byte {
 		if !ok {
 			continue
 		}
-		full, ok := b.app.pool.get([32]byte(ref.TxHash))
+		full, ok := b.app.plane.Get([32]byte(ref.TxHash))
 		if !ok {
 			continue
 		}
@@ -87,7 +99,7 @@ func (b *byzantine) proposal(txs [][]byte, height int64) [][]byte {
 		look[len(look)/2] ^= 1
 		hash := sha256.Sum256(look)
 		if b.on("lookalike") {
-			b.app.pool.keep(hash, look, height-1)
+			b.app.plane.Keep(hash, look, height-1)
 			b.log("lookalike")
 		} else {
 			b.log("unheld")
@@ -112,12 +124,12 @@ func (b *byzantine) start() {
 				body.Write(frame)
 				hashes[i] = sha256.Sum256(frame)
 			}
-			for _, q := range b.app.push.peerQueues() {
-				req, err := http.NewRequest(http.MethodPost, q.peer+PushPath, bytes.NewReader(body.Bytes()))
+			for _, peer := range b.app.plane.PushPeers() {
+				req, err := http.NewRequest(http.MethodPost, peer+PushPath, bytes.NewReader(body.Bytes()))
 				if err != nil {
 					continue
 				}
-				b.app.pool.keys.sign(req.Header, PushPath, framesDigest(hashes))
+				b.app.plane.Keys().Sign(req.Header, PushPath, dataplane.FramesDigest(hashes))
 				if res, err := http.DefaultClient.Do(req); err == nil {
 					res.Body.Close()
 				}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net/http"
@@ -153,30 +152,6 @@ type stalledMempool struct {
 func (m stalledMempool) BroadcastTxSync(context.Context, cmttypes.Tx) (*coretypes.ResultBroadcastTx, error) {
 	<-m.done
 	return nil, context.Canceled
-}
-
-// M3: tiny frames, too many frames, and a torn body are refused whole before any CheckTx.
-func TestAttackDataPlaneTinyAndManyFrames(t *testing.T) {
-	c := newValidatorChain(t, "receiver", nil, "receiver")
-	mempool := &mempoolOf{app: c.app, seen: map[string]bool{}}
-	srv := httptest.NewServer(c.app.PushHandler(mempool))
-	defer srv.Close()
-	var tiny bytes.Buffer
-	for range 100_000 {
-		tiny.Write(binary.BigEndian.AppendUint32(nil, 1))
-		tiny.WriteByte(7)
-	}
-	_, many := junkFrames(8193, 64)
-	for name, body := range map[string][]byte{
-		"100,000 one-byte frames": tiny.Bytes(),
-		"8,193 frames":            many,
-	} {
-		start := time.Now()
-		status, answer := pushAs(t, srv.URL, nil, body)
-		require.Equal(t, http.StatusBadRequest, status, name)
-		require.Empty(t, mempool.received(), name)
-		t.Logf("%s (%d bytes): %d %s in %v, no CheckTx", name, len(body), status, strings.TrimSpace(answer), time.Since(start))
-	}
 }
 
 // M1 and L1: transactions were identified by their length and last 64 bytes (the signature).

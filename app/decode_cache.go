@@ -24,11 +24,12 @@ type proposalTxs struct {
 	txs  map[*byte]decodedTx
 	size int // bytes of the kept transactions
 	// checking is the transaction CheckTx is running, whose decoding is kept in checked for
-	// the pool (pool.go), so that a block naming it does not decode it again.
+	// the pool (dataplane/pool.go), so that a block naming it does not decode it again.
 	checking *byte
 	checked  sdk.Tx
-	// held is the pool's kept decoding of bytes it holds (pool.go decodedOf): the proposer's
-	// selection, recheck and a block carrying a transaction this node admitted reuse it.
+	// held is the pool's kept decoding of bytes it holds (dataplane/pool.go DecodedOf): the
+	// proposer's selection, recheck and a block carrying a transaction this node admitted
+	// reuse it.
 	held func([]byte) sdk.Tx
 	// reused counts the decodings Decode handed out again instead of decoding.
 	reused atomic.Uint64

@@ -2,18 +2,19 @@ package app
 
 import (
 	"crypto/sha256"
-
 	"encoding/json"
-	cmtcrypto "github.com/cometbft/cometbft/crypto"
-	dto "github.com/prometheus/client_model/go"
 	"net/http"
 	"sync/atomic"
 	"testing"
 
+	cmtcrypto "github.com/cometbft/cometbft/crypto"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cosmos/cosmos-sdk/client"
 	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/bftlog/bftlog/app/dataplane"
 )
 
 // The joined app state is what encoding/json makes of the same modules (compact), so a genesis
@@ -42,20 +43,20 @@ func TestJoinAppStateMatchesEncodingJSON(t *testing.T) {
 // PoolHandler serves the node's pool as its API server does (PoolPath), for tests of fetching.
 func (app *App) PoolHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc(PoolPath, app.pool.serve)
+	mux.Handle(PoolPath, app.plane.TxHandler())
 	return mux
 }
 
 // NameOnlyAfterACommit makes the proposer's pool ignore how long ago it admitted a
 // transaction, so a test's timing cannot change what its proposals name.
-func (app *App) NameOnlyAfterACommit() { app.pool.minAge = 1 << 62 }
+func (app *App) NameOnlyAfterACommit() { app.plane.SetMinNameAge(1 << 62) }
 
 // PushHandler serves the node's push endpoint (PushPath) over node, which stands for its
 // CometBFT mempool.
 func (app *App) PushHandler(node client.CometRPC) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(PushPath, app.push.handler(client.Context{}.WithClient(node)))
-	mux.HandleFunc(HeldPath, app.push.heldHandler)
+	mux.Handle(PushPath, app.plane.PushHandler(client.Context{}.WithClient(node)))
+	mux.Handle(HeldPath, app.plane.HeldHandler())
 	return mux
 }
 
@@ -72,7 +73,7 @@ func (app *App) CountDecodes() *atomic.Int64 {
 
 // UseValidatorKey makes the node sign its data-plane requests and answers with key, as a
 // validator's priv_validator_key.json would.
-func (app *App) UseValidatorKey(key cmtcrypto.PrivKey) { app.pool.keys.useKey(key) }
+func (app *App) UseValidatorKey(key cmtcrypto.PrivKey) { app.plane.Keys().UseKey(key) }
 
 // SignPush signs a push of txs to PushPath with key, as a validator's node does; the headers
 // are set on h. The chain ID is the node's.
@@ -81,30 +82,45 @@ func (app *App) SignPush(key cmtcrypto.PrivKey, h http.Header, txs ...[]byte) {
 	for i, tx := range txs {
 		hashes[i] = sha256.Sum256(tx)
 	}
-	app.SignDataPlane(key, h, PushPath, framesDigest(hashes))
+	app.SignDataPlane(key, h, PushPath, dataplane.FramesDigest(hashes))
 }
 
 // SignDataPlane signs a data-plane message to path with key, over digest.
 func (app *App) SignDataPlane(key cmtcrypto.PrivKey, h http.Header, path string, digest [32]byte) {
-	k := &dataPlaneKeys{chainID: app.ChainID()}
-	k.useKey(key)
-	k.vals = map[string]dataPlaneValidator{k.selfAddr: {pub: key.PubKey(), power: 1}}
-	k.sign(h, path, digest)
+	k := dataplane.NewKeys()
+	k.UseKey(key)
+	k.SetValidators(app.ChainID(), []dataplane.Validator{{PubKey: key.PubKey(), Power: 1}})
+	k.Sign(h, path, digest)
 }
 
-// DataPlaneRefused is how many of sender's pushes this process refused for reason.
+// DataPlaneRefused is how many of sender's pushes this process refused for reason
+// (bftlog_data_plane_refused_total).
 func DataPlaneRefused(sender, reason string) float64 {
-	m := &dto.Metric{}
-	if err := dataPlaneRefusals.WithLabelValues(sender, reason).Write(m); err != nil {
+	families, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
 		return -1
 	}
-	return m.GetCounter().GetValue()
+	for _, f := range families {
+		if f.GetName() != "bftlog_data_plane_refused_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["sender"] == sender && labels["reason"] == reason {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
 
 // PoolHolds is bz's hash and whether the node's pool holds it.
 func (app *App) PoolHolds(bz []byte) ([32]byte, bool) {
 	hash := sha256.Sum256(bz)
-	_, ok := app.pool.get(hash)
+	_, ok := app.plane.Get(hash)
 	return hash, ok
 }
 
@@ -120,7 +136,7 @@ func (app *App) IngressHandler(node client.CometRPC) http.Handler {
 }
 
 // LimitClientPool makes the pool stage at most n bytes of clients' transactions (stub.go).
-func (app *App) LimitClientPool(n int) { app.pool.clientBytes = n }
+func (app *App) LimitClientPool(n int) { app.plane.LimitClientBytes(n) }
 
 // LimitTxBytes stands for mempool.max_tx_bytes = n in config.toml.
 func (app *App) LimitTxBytes(n int) { app.maxTxBytes = n }

@@ -14,6 +14,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/client"
 	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
 
+	"github.com/bftlog/bftlog/app/dataplane"
 	"github.com/bftlog/bftlog/app/ordering"
 )
 
@@ -23,8 +24,9 @@ import (
 // record batches (docs/performance.md), and hands the bytes to the in-process CometBFT client.
 const RawTxPath = ordering.RawTxPath
 
-// maxRawTxBytes bounds the request body; mempool.max_tx_bytes is the real limit.
-const maxRawTxBytes = 32 << 20
+// maxRawTxBytes bounds the request body, as the data plane bounds a transaction;
+// mempool.max_tx_bytes is the real limit.
+const maxRawTxBytes = dataplane.MaxTxBytes
 
 // RawTxResponse is the ingress's answer (ordering.RawTxResponse).
 type RawTxResponse = ordering.RawTxResponse
@@ -51,7 +53,7 @@ func (app *App) rawTxHandler(clientCtx client.Context) http.HandlerFunc {
 		// Staged here and never taken by CheckTx: forgotten, unless the same stub is in the
 		// mempool's cache (another request's, whose CheckTx may still be waiting for it).
 		if created && (err != nil || res.Code != sdkerrors.ErrTxInMempoolCache.ABCICode() || res.Codespace != sdkerrors.ErrTxInMempoolCache.Codespace()) {
-			app.pool.unstage(hash)
+			app.plane.Unstage(hash)
 		}
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)

@@ -17,19 +17,21 @@ import (
 	txtypes "github.com/cosmos/cosmos-sdk/types/tx"
 	authsigning "github.com/cosmos/cosmos-sdk/x/auth/signing"
 
+	"github.com/bftlog/bftlog/app/dataplane"
 	"github.com/bftlog/bftlog/app/ordering"
 )
 
 // Ordering by digest (docs/digest-ordering.md): a block names a transaction that the
-// validators already hold — the node that took it pushed it to each of them (push.go) and each
-// keeps it in its pool (pool.go) — by a reference of ~130 bytes (MsgOrderedTx) instead of
+// validators already hold — the node that took it pushed it to each of them and each keeps it
+// in its pool (app/dataplane) — by a reference of ~130 bytes (MsgOrderedTx) instead of
 // carrying it.
 // CometBFT then moves, writes to its WAL and block store and indexes the reference, not the
 // record batch.
 //
 //   - PrepareProposal names a transaction when more than two thirds of this node and its peers
 //     answered that they hold it, or when a peer pushed it here before the last commit or
-//     minNameAge ago (ordering.by-digest in app.toml, on for new nodes). Others travel whole.
+//     150 ms ago (dataplane/pool.go minNameAge; ordering.by-digest in app.toml, on for new
+//     nodes). Others travel whole.
 //   - ProcessProposal fetches what a proposal names and this node lacks from its peers (at most
 //     500 ms), votes against a proposal naming anything it still lacks, and syncs what it names
 //     to disk before voting for it. A block is therefore committed only when more than 2/3 of
@@ -120,6 +122,15 @@ func unresolved(out [][]byte, refs []*ordering.MsgOrderedTx) []int {
 	return idx
 }
 
+// lackingOf is what the references at these indices name, for a fetch.
+func lackingOf(refs []*ordering.MsgOrderedTx, indices []int) []dataplane.Named {
+	named := make([]dataplane.Named, len(indices))
+	for j, i := range indices {
+		named[j] = dataplane.Named{Hash: [32]byte(refs[i].TxHash), Size: int64(min(refs[i].TxBytes, maxRawTxBytes))}
+	}
+	return named
+}
+
 // resolveHeld replaces the references of a proposal by the transactions this node holds; held
 // maps what was named to its bytes, refs[i] is the reference txs[i] was (nil if none) and
 // missing counts the references left unresolved (nil in out).
@@ -137,7 +148,7 @@ func (app *App) resolveHeld(txs [][]byte) (out [][]byte, refs []*ordering.MsgOrd
 		}
 		refs[i] = ref
 		hash := [32]byte(ref.TxHash)
-		full, ok := app.pool.get(hash)
+		full, ok := app.plane.Get(hash)
 		if !ok {
 			missing++
 			continue
@@ -159,27 +170,23 @@ const proposalFetchWait = 500 * time.Millisecond
 // proposer cannot make validators fetch and hold more than that.
 func (app *App) resolveProposal(height int64, txs [][]byte, maxBytes int64) (out [][]byte, refs []*ordering.MsgOrderedTx, held map[[32]byte][]byte, missing int) {
 	out, refs, held, missing = app.resolveHeld(txs)
-	if missing == 0 || len(app.pool.peerList()) == 0 || (maxBytes > 0 && namedBytes(refs) > uint64(maxBytes)) {
+	if missing == 0 || len(app.plane.Peers()) == 0 || (maxBytes > 0 && namedBytes(refs) > uint64(maxBytes)) {
 		return out, refs, held, missing
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), proposalFetchWait)
 	defer cancel()
 	began, fetched := time.Now(), 0
-	// All at once (at most maxParallelFetches): one after another, a proposal naming many
-	// transactions this node lacks would spend its wait on round trips and be voted down.
-	got := make([][]byte, len(txs))
-	app.pool.fetchEach(unresolved(out, refs), func(i int) {
-		hash := [32]byte(refs[i].TxHash)
-		if full, ok := app.pool.askPeers(ctx, PoolPath+fmt.Sprintf("%X", hash), hash, int64(min(refs[i].TxBytes, maxRawTxBytes))); ok {
-			got[i] = full
-		}
-	})
-	for i, full := range got {
+	// All at once (16 at a time): one after another, a proposal naming many transactions this
+	// node lacks would spend its wait on round trips and be voted down.
+	lacking := unresolved(out, refs)
+	got := app.plane.FetchOnce(ctx, lackingOf(refs, lacking))
+	for j, full := range got {
 		if full == nil {
 			continue
 		}
+		i := lacking[j]
 		hash := [32]byte(refs[i].TxHash)
-		app.pool.keep(hash, full, height-1)
+		app.plane.Keep(hash, full, height-1)
 		out[i], held[hash] = full, full
 		missing--
 		fetched++
@@ -195,20 +202,19 @@ func (app *App) resolveProposal(height int64, txs [][]byte, maxBytes int64) (out
 // wait for ever.
 func (app *App) resolveBlock(height int64, txs [][]byte) ([][]byte, map[[32]byte][]byte, error) {
 	out, refs, held, missing := app.resolveHeld(txs)
-	if missing > 0 && len(app.pool.peerList()) == 0 {
+	if missing > 0 && len(app.plane.Peers()) == 0 {
 		return nil, nil, fmt.Errorf("block %d names %d transactions this node does not hold, and ordering.peers in app.toml lists no node to fetch them from", height, missing)
 	}
 	// All at once, each from any peer that answers with its hash, retried until it comes.
 	lacking := unresolved(out, refs)
-	app.pool.fetchEach(lacking, func(i int) {
-		out[i] = app.pool.fetch(context.Background(), [32]byte(refs[i].TxHash), int64(min(refs[i].TxBytes, maxRawTxBytes)))
-	})
-	for _, i := range lacking {
-		held[[32]byte(refs[i].TxHash)] = out[i]
+	for j, full := range app.plane.FetchAll(context.Background(), lackingOf(refs, lacking)) {
+		i := lacking[j]
+		out[i] = full
+		held[[32]byte(refs[i].TxHash)] = full
 	}
 	// On disk already when this node voted for the block; not when it got it by block sync or
 	// fetched it. A replay after a crash should not have to ask again, and peers may ask.
-	if err := app.pool.persist(height, held); err != nil {
+	if err := app.plane.Persist(height, held); err != nil {
 		app.Logger().Error("pool: writing named transactions", "height", height, "err", err)
 	}
 	return out, held, nil
@@ -222,7 +228,7 @@ func (app *App) CheckTx(req *abci.RequestCheckTx) (*abci.ResponseCheckTx, error)
 	if hash, size, ok := parseStub(req.Tx); ok {
 		return app.checkStub(req, hash, size)
 	}
-	if app.pool.orderedBytes(req.Tx) {
+	if app.plane.OrderedBytes(req.Tx) {
 		return &abci.ResponseCheckTx{Codespace: "bftlog", Code: ErrTxOrdered.ABCICode(), Log: ErrTxOrdered.Error()}, nil
 	}
 	var res *abci.ResponseCheckTx
@@ -233,18 +239,12 @@ func (app *App) CheckTx(req *abci.RequestCheckTx) (*abci.ResponseCheckTx, error)
 	switch {
 	case err != nil:
 	case res.Code == abci.CodeTypeOK && req.Type == abci.CheckTxType_New:
-		sender := app.push.fromPeer(req.Tx)
-		hash, held := app.pool.admit(req.Tx, app.LastBlockHeight(), sender, decoded, true)
-		if sender == "" {
-			if !held {
-				hash = sha256.Sum256(req.Tx) // small: carried whole, hashed for the push's signature
-			}
-			app.push.admitted(req.Tx, hash)
-		}
+		// Kept for proposals that name it; a client's is pushed to the peers.
+		app.plane.Admit(req.Tx, app.LastBlockHeight(), decoded)
 	case res.Code != abci.CodeTypeOK && req.Type == abci.CheckTxType_Recheck:
 		// The mempool lets it go; so does the pool, which holds no more than the mempool and
 		// the blocks' window: an account whose transactions turn invalid cannot fill it.
-		app.pool.drop(req.Tx)
+		app.plane.Drop(req.Tx)
 	}
 	return res, err
 }
@@ -257,7 +257,7 @@ func (app *App) FinalizeBlock(req *abci.RequestFinalizeBlock) (*abci.ResponseFin
 	if err != nil {
 		return nil, err
 	}
-	defer app.pool.dropCarried(req.Txs)
+	defer app.plane.DropCarried(req.Txs)
 	if named == nil {
 		return app.App.FinalizeBlock(req)
 	}
@@ -267,7 +267,7 @@ func (app *App) FinalizeBlock(req *abci.RequestFinalizeBlock) (*abci.ResponseFin
 	if err != nil {
 		return res, err
 	}
-	app.pool.markOrdered(req.Height, named)
+	app.plane.MarkOrdered(req.Height, named)
 	// CometBFT indexes a result under its block transaction's hash, the reference's; this
 	// event names the transaction itself, so tx_search "ordered.tx_hash='<hash>'" and
 	// explorers find it. Events are not part of the results hash, so this is node-local.
@@ -286,7 +286,7 @@ func (app *App) FinalizeBlock(req *abci.RequestFinalizeBlock) (*abci.ResponseFin
 func (app *App) Commit() (*abci.ResponseCommit, error) {
 	res, err := app.App.Commit()
 	if err == nil {
-		app.pool.committed(app.LastBlockHeight())
+		app.plane.Committed(app.LastBlockHeight())
 		app.refreshDataPlaneKeys() // the validators whose signatures the data plane takes
 	}
 	return res, err
@@ -303,11 +303,11 @@ func (app *App) NameHeld(txs [][]byte) [][]byte {
 	out := make([][]byte, len(txs))
 	for i, bz := range txs {
 		out[i] = bz
-		if len(bz) < minRefBytes {
+		if len(bz) < dataplane.MinRefBytes {
 			continue
 		}
 		hash := sha256.Sum256(bz)
-		if _, ok := app.pool.get(hash); !ok {
+		if _, ok := app.plane.Get(hash); !ok {
 			continue
 		}
 		if tx, err := app.txConfig.TxDecoder()(bz); err == nil {

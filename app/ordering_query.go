@@ -16,6 +16,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	txtypes "github.com/cosmos/cosmos-sdk/types/tx"
 
+	"github.com/bftlog/bftlog/app/dataplane"
 	"github.com/bftlog/bftlog/app/ordering"
 )
 
@@ -26,7 +27,7 @@ import (
 // would have.
 const NamedTxPath = "/cosmos/tx/v1beta1/txs/{hash}"
 
-func namedTxHandler(clientCtx client.Context, sdkGateway http.Handler, pool *txPool) http.HandlerFunc {
+func namedTxHandler(clientCtx client.Context, sdkGateway http.Handler, pool *dataplane.Plane) http.HandlerFunc {
 	marshaler := &gateway.JSONPb{EmitDefaults: true, OrigName: true, AnyResolver: clientCtx.InterfaceRegistry}
 	return func(w http.ResponseWriter, r *http.Request) {
 		rec := &bufferedResponse{header: http.Header{}, code: http.StatusOK}
@@ -47,7 +48,7 @@ func namedTxHandler(clientCtx client.Context, sdkGateway http.Handler, pool *txP
 }
 
 // namedTx is the SDK's GetTxResponse for a named transaction, if hash is one this node can show.
-func namedTx(r *http.Request, clientCtx client.Context, pool *txPool, marshaler *gateway.JSONPb, hash string) ([]byte, bool) {
+func namedTx(r *http.Request, clientCtx client.Context, pool *dataplane.Plane, marshaler *gateway.JSONPb, hash string) ([]byte, bool) {
 	raw, err := hex.DecodeString(hash)
 	if err != nil || len(raw) != 32 {
 		return nil, false
@@ -62,7 +63,7 @@ func namedTx(r *http.Request, clientCtx client.Context, pool *txPool, marshaler 
 		return nil, false
 	}
 	ref := found.Txs[0]
-	bz, ok := pool.get([32]byte(raw))
+	bz, ok := pool.Get([32]byte(raw))
 	if !ok { // outside this node's window: the reference is what it can show
 		return nil, false
 	}

@@ -19,6 +19,7 @@ import (
 	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
 
 	"github.com/bftlog/bftlog/app"
+	"github.com/bftlog/bftlog/app/dataplane"
 	"github.com/bftlog/bftlog/app/ordering"
 )
 
@@ -27,8 +28,14 @@ var orderingSecret = []byte("ordering-by-digest")
 // newOrderingApp is a bftlog app over db and home; byDigest turns on its proposals' references,
 // peers are the API servers it fetches named transactions from.
 func newOrderingApp(db dbm.DB, home string, byDigest bool, peers ...string) *app.App {
-	opts := simtestutil.AppOptionsMap{flags.FlagHome: home, app.FlagOrderByDigest: byDigest, app.FlagOrderingPeers: peers}
+	opts := simtestutil.AppOptionsMap{flags.FlagHome: home, dataplane.FlagByDigest: byDigest, dataplane.FlagPeers: peers}
 	return app.New(log.NewNopLogger(), db, nil, true, opts, baseapp.SetChainID("fees"))
+}
+
+// A node keeps the transactions blocks named for as many heights as it keeps blocks, so a
+// validator that was away catches up by block sync as far back as before.
+func TestPoolKeepsAsManyHeightsAsBlocks(t *testing.T) {
+	require.EqualValues(t, app.DefaultRetainBlocks, dataplane.DefaultKeepHeights)
 }
 
 // orderingLoad is a topic on c and one ~4 KB produce from each of two accounts, signed.

@@ -59,7 +59,7 @@ func (app *App) processProposal(ctx sdk.Context, req *abci.RequestProcessProposa
 		}
 		total += gas
 	}
-	if err := app.pool.persist(req.Height, named); err != nil {
+	if err := app.plane.Persist(req.Height, named); err != nil {
 		app.Logger().Error("pool: cannot store a proposal's named transactions; voting against it", "height", req.Height, "err", err)
 		return reject, nil
 	}

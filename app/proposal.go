@@ -26,7 +26,7 @@ func (app *App) prepareProposal(ctx sdk.Context, req *abci.RequestPrepareProposa
 	out := make([][]byte, 0, len(req.Txs))
 	for _, bz := range req.Txs {
 		if hash, _, ok := parseStub(bz); ok { // the mempool's stand-in (stub.go)
-			if bz, ok = app.pool.get(hash); !ok {
+			if bz, ok = app.plane.Get(hash); !ok {
 				continue // dropped since CheckTx; recheck drops the stub
 			}
 		}
@@ -95,10 +95,10 @@ func (app *App) namedInProposal(bz []byte, signers [][]byte, height int64) (ref,
 	if !app.orderByDigest {
 		return nil, nil
 	}
-	if app.pool.orderedBytes(bz) {
+	if app.plane.OrderedBytes(bz) {
 		return nil, bz
 	}
-	hash, full, ok := app.pool.forProposal(bz, height)
+	hash, full, ok := app.plane.ForProposal(bz, height)
 	if !ok || len(signers) == 0 {
 		return nil, nil
 	}

@@ -25,7 +25,7 @@ type recentResults struct {
 	order   [][32]byte // insertion order, oldest first, for eviction
 	bytes   int        // what byHash holds, as committedTx.size counts it
 	// hash is a transaction's SHA-256; the pool knows those it holds without hashing them
-	// again (pool.go hashOf).
+	// again (dataplane/pool.go HashOf).
 	hash func([]byte) [32]byte
 }
 

@@ -9,10 +9,12 @@ import (
 	errorsmod "cosmossdk.io/errors"
 
 	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
+
+	"github.com/bftlog/bftlog/app/dataplane"
 )
 
 // Stubs in the mempool. With ordering by digest and push (ordering.peers), a record batch
-// that reaches this node through the ingress or a peer's push waits in the pool (pool.go),
+// that reaches this node through the ingress or a peer's push waits in the pool (app/dataplane),
 // and CometBFT's mempool holds a stub of ~100 bytes in its place: a reference without a
 // signer, TxRef(hash, size, ""). CheckTx of the stub runs the SDK's CheckTx on the held
 // transaction, so admission is unchanged; the proposer puts the reference or the transaction
@@ -47,12 +49,12 @@ func parseStub(bz []byte) ([32]byte, int, bool) {
 }
 
 // stubs says whether this node's mempool holds stubs: ordering by digest with push.
-func (app *App) stubs() bool { return app.orderByDigest && len(app.push.peerQueues()) > 0 }
+func (app *App) stubs() bool { return app.orderByDigest && app.plane.Pushes() }
 
 // mempoolTx is what goes to CometBFT's mempool for bz, which a client gave this node (the
 // ingress), and bz's hash; see stageTx.
 func (app *App) mempoolTx(bz []byte) (tx []byte, hash [32]byte, staged, created, full bool) {
-	if !app.stubs() || len(bz) < minRefBytes {
+	if !app.stubs() || len(bz) < dataplane.MinRefBytes {
 		return bz, hash, false, false, false
 	}
 	hash = sha256.Sum256(bz)
@@ -66,10 +68,10 @@ func (app *App) mempoolTx(bz []byte) (tx []byte, hash [32]byte, staged, created,
 // pool holds as much of its clients' transactions as the mempool would, or as much of the
 // sender's pushes as its budget allows (the caller answers "mempool is full", or '0').
 func (app *App) stageTx(bz []byte, hash [32]byte, sender string) (tx []byte, staged, created, full bool) {
-	if !app.stubs() || len(bz) < minRefBytes {
+	if !app.stubs() || len(bz) < dataplane.MinRefBytes {
 		return bz, false, false, false
 	}
-	ok, created := app.pool.stage(bz, hash, app.LastBlockHeight(), sender)
+	ok, created := app.plane.Stage(bz, hash, app.LastBlockHeight(), sender)
 	if !ok {
 		return nil, false, false, true
 	}
@@ -79,7 +81,7 @@ func (app *App) stageTx(bz []byte, hash [32]byte, sender string) (tx []byte, sta
 // checkStub is CheckTx of a stub: the SDK's CheckTx on the transaction it stands for.
 func (app *App) checkStub(req *abci.RequestCheckTx, hash [32]byte, size int) (*abci.ResponseCheckTx, error) {
 	isNew := req.Type == abci.CheckTxType_New
-	bz, _, fromPeer, staged, admitted, ordered := app.pool.stubbed(hash, isNew)
+	bz, _, fromPeer, staged, admitted, ordered := app.plane.Stubbed(hash, isNew)
 	switch {
 	case ordered:
 		return checkTxError(ErrTxOrdered), nil
@@ -91,7 +93,7 @@ func (app *App) checkStub(req *abci.RequestCheckTx, hash [32]byte, size int) (*a
 		// resending it would be told "in the mempool" while it is in no mempool.
 		return checkTxError(sdkerrors.ErrTxInMempoolCache), nil
 	case len(bz) > app.maxTxBytes:
-		app.pool.checked(hash, false, nil)
+		app.plane.Checked(hash, false, nil)
 		return checkTxError(sdkerrors.ErrTxTooLarge.Wrapf("%d bytes, mempool.max_tx_bytes is %d", len(bz), app.maxTxBytes)), nil
 	}
 	var res *abci.ResponseCheckTx
@@ -103,14 +105,14 @@ func (app *App) checkStub(req *abci.RequestCheckTx, hash [32]byte, size int) (*a
 	switch {
 	case isNew:
 		// Refused, a validator's push is dropped like a client's, and counted against it.
-		if sender := app.pool.checked(hash, ok, decoded); !ok && sender != "" {
-			app.push.refused(sender, "refused by CheckTx", 1)
+		if sender := app.plane.Checked(hash, ok, decoded); !ok && sender != "" {
+			app.plane.Refused(sender, "refused by CheckTx", 1)
 		}
 		if ok && !fromPeer {
-			app.push.admitted(bz, hash)
+			app.plane.Push(bz, hash)
 		}
 	case !ok:
-		app.pool.drop(bz) // the mempool lets the stub go on this answer
+		app.plane.Drop(bz) // the mempool lets the stub go on this answer
 	}
 	return res, err
 }

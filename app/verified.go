@@ -26,7 +26,7 @@ import (
 // skipVerified returns ctx with signature verification off when this node's CheckTx admitted
 // the transaction being executed, byte for byte; counted in app.sigsReused.
 func (app *App) skipVerified(ctx sdk.Context, tx sdk.Tx, simulate bool) sdk.Context {
-	if simulate || ctx.IsCheckTx() || ctx.IsReCheckTx() || !onlySignModeDirect(tx) || !app.pool.sigsVerified(ctx.TxBytes()) {
+	if simulate || ctx.IsCheckTx() || ctx.IsReCheckTx() || !onlySignModeDirect(tx) || !app.plane.SigsVerified(ctx.TxBytes()) {
 		return ctx
 	}
 	app.sigsReused.Add(1)

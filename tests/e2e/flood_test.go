@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand"
@@ -132,7 +131,7 @@ func TestAttackDataPlaneFloodFromAValidatorsHost(t *testing.T) {
 	quietRate, quietP99, _ := log.window(quiet, time.Now())
 
 	// The forged name is a validator's: node 1's consensus address.
-	spec := floodSpec{DataPlane: n0.DataPlane, API: n0.API, Validator: consensusAddress(t, net.Nodes[1]), Slower: 1}
+	spec := floodSpec{DataPlane: n0.DataPlane, API: n0.API, Validator: net.Nodes[1].ConsensusAddress(), Slower: 1}
 	floodCtx, stopFlood := context.WithTimeout(context.Background(), window+2*time.Second)
 	defer stopFlood()
 	var stats []floodStat
@@ -274,15 +273,4 @@ func logFlood(t *testing.T, from string, stats []floodStat) (total int64) {
 		t.Logf("flood%s: %s: %.1f MB sent, answers %s", from, st.Name, float64(st.Bytes)/1e6, strings.Join(codes, " "))
 	}
 	return total
-}
-
-// consensusAddress is a validator's consensus address (hex), as the data plane's requests name it.
-func consensusAddress(t *testing.T, n *node.Node) string {
-	var key struct {
-		Address string `json:"address"`
-	}
-	keyFile, err := os.ReadFile(filepath.Join(n.Home, "config", "priv_validator_key.json"))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(keyFile, &key))
-	return key.Address
 }

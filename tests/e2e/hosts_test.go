@@ -68,7 +68,7 @@ func TestDataPlaneAcrossHosts(t *testing.T) {
 	require.Positive(t, named, "no batch named by digest between hosts; node 0's log:\n%s", grepLog(n0, "push", "data plane", "endpoint", "pool"))
 
 	// The flooders: this test's binary again, as TestFloodProcess, on three hosts.
-	spec := floodSpec{DataPlane: n0.DataPlane, API: n0.API, Validator: consensusAddress(t, net.Nodes[1]), Slower: 3}
+	spec := floodSpec{DataPlane: n0.DataPlane, API: n0.API, Validator: net.Nodes[1].ConsensusAddress(), Slower: 3}
 	specJSON, err := json.Marshal(spec)
 	require.NoError(t, err)
 	hosts := []struct {

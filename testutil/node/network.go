@@ -56,6 +56,9 @@ type NetworkOptions struct {
 	// Hosts runs each validator on a host of its own (a network namespace with an address of
 	// its own, Hosts): needs root; the test is skipped without it.
 	Hosts bool
+	// RemoteSigners are the validators whose consensus keys leave their homes for a signer in
+	// the test process (CometBFT's remote-signer protocol), as with an HSM or a KMS.
+	RemoteSigners []int
 	// PeersFromChain leaves ordering.peers empty: the validators' data-plane peers are the
 	// endpoints their operators set on chain (x/poa MsgSetDataPlaneEndpoint; SetEndpoints).
 	PeersFromChain bool
@@ -127,6 +130,9 @@ func StartNetwork(t T, opts NetworkOptions) *Network {
 		}
 		setAppConfig(t, n.Home, opts.AppConfig...)
 		net.ids = append(net.ids, strings.TrimSpace(n.mustRun("comet", "show-node-id")))
+	}
+	for _, i := range opts.RemoteSigners {
+		net.Nodes[i].useRemoteSigner()
 	}
 	// Each node pushes to and fetches from the others' data-plane listeners (ordering.peers),
 	// so all ports are known before any node starts.

@@ -172,7 +172,9 @@ type Node struct {
 	// Env is added to the process's environment (BFTLOGD_<SECTION>_<KEY> overrides config).
 	Env []string
 	// Host is where the process runs: a host of its own (Hosts.Add), or 127.0.0.1 when unset.
-	Host    Host
+	Host Host
+	// keyFile is the consensus key's file when a remote signer in this process holds it.
+	keyFile string
 	rpcPort int
 	cmd     *exec.Cmd
 	logFile *os.File

@@ -49,6 +49,7 @@ func initRootCmd(rootCmd *cobra.Command, txConfig client.TxConfig, basicManager 
 		txCommand(),
 		keys.Commands(),
 		newKafkaCmd(),
+		dataPlaneKeyCmd(),
 	)
 }
 

@@ -10,6 +10,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/bftlog/bftlog/app"
+	"github.com/bftlog/bftlog/app/dataplane"
 	"github.com/bftlog/bftlog/x/topics/metrics"
 )
 
@@ -92,16 +93,8 @@ type CustomAppConfig struct {
 	serverconfig.Config `mapstructure:",squash"`
 
 	TopicsMetrics TopicsMetricsConfig `mapstructure:"topics-metrics"`
-	Ordering      OrderingConfig      `mapstructure:"ordering"`
-}
-
-// OrderingConfig is the [ordering] section, read by app.New (app/ordering.go).
-type OrderingConfig struct {
-	ByDigest      bool     `mapstructure:"by-digest"`
-	Peers         []string `mapstructure:"peers"`
-	ListenAddress string   `mapstructure:"listen-address"`
-	KeepHeights   int64    `mapstructure:"keep-heights"`
-	KeepBytes     int64    `mapstructure:"keep-bytes"`
+	// Ordering is the [ordering] section (dataplane.SettingsTemplate), read by app.New.
+	Ordering dataplane.Settings `mapstructure:"ordering"`
 }
 
 // TopicsMetricsConfig is the [topics-metrics] section, read by app.New.
@@ -143,44 +136,6 @@ lag-groups = [{{ range $i, $g := .TopicsMetrics.LagGroups }}{{ if $i }}, {{ end 
 label-topics = [{{ range $i, $t := .TopicsMetrics.LabelTopics }}{{ if $i }}, {{ end }}"{{ $t }}"{{ end }}]
 `
 
-// orderingTemplate is appended to the SDK's app.toml template.
-const orderingTemplate = `
-###############################################################################
-###                    Ordering by digest (docs/digest-ordering.md)          ###
-###############################################################################
-
-[ordering]
-
-# When true, this node sends each transaction its clients give it once to each of the peers
-# below (instead of the mempool's gossip), and its block proposals name, by SHA-256, the
-# transactions more than two thirds of the validators hold instead of carrying them: blocks,
-# the consensus WAL, the block store and the tx index then hold ~130 bytes per record batch.
-# With no peers listed, a node gossips and its proposals carry every transaction, unless it is
-# the only validator. Every node executes such blocks whatever this says; on a chain that
-# started on an older release, turn it on once every validator runs one that understands them.
-by-digest = {{ .Ordering.ByDigest }}
-
-# The other validators' API servers (e.g. ["http://10.0.0.2:1317"]; [api] enable = true and
-# reachable from the peers). With by-digest, this node pushes its clients' transactions to
-# them; any node asks them for a transaction a block names that it does not hold (it was away).
-# Empty: nothing is pushed, and transactions are fetched from the hosts of
-# p2p.persistent_peers at this node's own API port.
-peers = [{{ range $i, $p := .Ordering.Peers }}{{ if $i }}, {{ end }}"{{ $p }}"{{ end }}]
-
-# The data plane's own listener (e.g. "tcp://0.0.0.0:1318"): pushes, word of what is held and
-# fetches between validators, with limits of their own (connections, requests per validator,
-# deadlines) and apart from the public API's clients; list the others' data-plane URLs in peers
-# then. Requests are authenticated by the validators' consensus keys, never by address. Empty:
-# the data plane is served by the API server only.
-listen-address = "{{ .Ordering.ListenAddress }}"
-
-# Named transactions are kept on disk (data/pool), to replay after a crash and to serve peers
-# that were away, for keep-heights heights but at most keep-bytes bytes, oldest deleted first.
-# A node away for longer than the window its peers keep rejoins by state sync.
-keep-heights = {{ .Ordering.KeepHeights }}
-keep-bytes = {{ .Ordering.KeepBytes }}
-`
-
 // initAppConfig returns the app.toml template and default values of bftlogd.
 func initAppConfig() (string, interface{}) {
 	srvCfg := serverconfig.DefaultConfig()
@@ -212,7 +167,7 @@ func initAppConfig() (string, interface{}) {
 	customAppConfig := CustomAppConfig{
 		Config:        *srvCfg,
 		TopicsMetrics: TopicsMetricsConfig{Enabled: true, Config: metrics.DefaultConfig()},
-		Ordering:      OrderingConfig{ByDigest: true, KeepHeights: app.DefaultOrderingKeepHeights, KeepBytes: app.DefaultOrderingKeepBytes},
+		Ordering:      dataplane.DefaultSettings(),
 	}
-	return serverconfig.DefaultConfigTemplate + topicsMetricsTemplate + orderingTemplate, customAppConfig
+	return serverconfig.DefaultConfigTemplate + topicsMetricsTemplate + dataplane.SettingsTemplate, customAppConfig
 }

@@ -1,7 +1,10 @@
 package cmd_test
 
 import (
+	"bytes"
+	"encoding/base64"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -40,4 +43,28 @@ func TestGenesisSetsDataPlaneEndpoints(t *testing.T) {
 	require.NoError(t, run("genesis", "validate"))
 	require.NoError(t, run("genesis", "set-data-plane-endpoint", op, ""))
 	require.NotContains(t, state(), op)
+
+	// The node's data-plane key, as `bftlogd data-plane-key` prints it, beside the endpoint.
+	root := cmd.NewRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetArgs([]string{"data-plane-key", "--home", home})
+	require.NoError(t, svrcmd.Execute(root, "BFTLOGD_GENESIS_TEST", home))
+	key := strings.TrimSpace(out.String())
+	raw, err := base64.StdEncoding.DecodeString(key)
+	require.NoError(t, err, out.String())
+	require.Len(t, raw, 32)
+	again := cmd.NewRootCmd()
+	var out2 bytes.Buffer
+	again.SetOut(&out2)
+	again.SetArgs([]string{"data-plane-key", "--home", home})
+	require.NoError(t, svrcmd.Execute(again, "BFTLOGD_GENESIS_TEST", home))
+	require.Equal(t, out.String(), out2.String(), "the same key each time")
+	require.NoError(t, run("genesis", "set-data-plane-endpoint", op, "http://10.0.0.1:1318", key))
+	require.Contains(t, state(), `"data_plane_key": "`+key+`"`)
+	before = state()
+	require.Error(t, run("genesis", "set-data-plane-endpoint", op, "http://10.0.0.1:1318", base64.StdEncoding.EncodeToString(raw[:31])))
+	require.Error(t, run("genesis", "set-data-plane-endpoint", op, "http://10.0.0.1:1318", "not base64!"))
+	require.Equal(t, before, state())
+	require.NoError(t, run("genesis", "validate"))
 }

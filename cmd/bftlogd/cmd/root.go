@@ -23,6 +23,7 @@ import (
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
 
 	"github.com/bftlog/bftlog/app"
+	"github.com/bftlog/bftlog/app/dataplane"
 	"github.com/bftlog/bftlog/x/topics"
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/client/verifycli"
@@ -102,9 +103,9 @@ func NewRootCmd() *cobra.Command {
 			if err := server.InterceptConfigsPreRunHandler(cmd, customAppTemplate, customAppConfig, customCMTConfig); err != nil {
 				return err
 			}
-			// A node that pushes its clients' transactions to each peer once (app/push.go) does
-			// not also gossip them: gossip sends each again, once per relaying peer.
-			if svrCtx := server.GetServerContextFromCmd(cmd); len(app.PushPeers(svrCtx.Viper)) > 0 {
+			// A node that pushes its clients' transactions to each peer once (app/dataplane/push.go)
+			// does not also gossip them: gossip sends each again, once per relaying peer.
+			if svrCtx := server.GetServerContextFromCmd(cmd); len(dataplane.PushPeers(svrCtx.Viper)) > 0 {
 				svrCtx.Config.Mempool.Broadcast = false
 			}
 			return nil

@@ -1,4 +1,4 @@
-package app
+package dataplane
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ type diskTx struct {
 
 // loadIndex reads the height files' entry headers; a torn last entry (a crash while writing,
 // before the sync that precedes any vote) is cut off.
-func (p *txPool) loadIndex() error {
+func (p *Pool) loadIndex() error {
 	names, err := os.ReadDir(p.dir)
 	if err != nil {
 		return err
@@ -81,7 +81,7 @@ func (p *txPool) loadIndex() error {
 	return nil
 }
 
-func (p *txPool) readDisk(d diskTx) ([]byte, error) {
+func (p *Pool) readDisk(d diskTx) ([]byte, error) {
 	f, err := os.Open(filepath.Join(p.dir, strconv.FormatInt(d.height, 10)))
 	if err != nil {
 		return nil, err
@@ -105,11 +105,11 @@ var (
 	}
 )
 
-// persist writes the named transactions not in height's file yet to it and syncs it: done
+// Persist writes the named transactions not in height's file yet to it and syncs it: done
 // before this node votes for a proposal that names them. One written at an older height is
 // written again: that height's file goes first, and this block's replay or a peer asking for
 // it would find nothing.
-func (p *txPool) persist(height int64, txs map[[32]byte][]byte) (err error) {
+func (p *Pool) Persist(height int64, txs map[[32]byte][]byte) (err error) {
 	if p.dir == "" || len(txs) == 0 {
 		return nil
 	}

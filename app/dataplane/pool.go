@@ -1,4 +1,4 @@
-package app
+package dataplane
 
 import (
 	"bytes"
@@ -19,16 +19,16 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 )
 
-// txPool holds this node's copies of the transactions it admitted, by SHA-256 (CometBFT's tx
-// hash), so that a block can name a transaction instead of carrying it (ordering.go). It is
+// Pool holds this node's copies of the transactions it admitted, by SHA-256 (CometBFT's tx
+// hash), so that a block can name a transaction instead of carrying it (app/ordering.go). It is
 // node-local and never enters the app hash.
 //
 // Admitted copies live in memory, bounded in bytes, oldest dropped first. A transaction a
 // proposal names is written to <home>/data/pool/<height> and synced before this node votes
 // for the proposal (ProcessProposal), so every validator that voted for a block can execute
 // it again after a crash, and serve it to a peer that lacks it; those files are deleted
-// keepHeights heights later.
-type txPool struct {
+// keepHeights heights later (pool_disk.go).
+type Pool struct {
 	dir         string                   // "" keeps nothing on disk (an in-memory test chain)
 	peers       atomic.Pointer[[]string] // other nodes' data planes, asked for a transaction this node lacks (setPeers)
 	keepHeights int64
@@ -59,10 +59,10 @@ type txPool struct {
 	// (push.go): a sender's own budget, so that one cannot crowd out the others or the clients.
 	peerStaged      map[string]int
 	peerStagedTotal int
-	// fetchedBytes are the copies fetched for proposals (keep), not the clients' either.
+	// fetchedBytes are the copies fetched for proposals (Keep), not the clients' either.
 	fetchedBytes int
-	keys         *dataPlaneKeys // voting powers, for the quorum of answers
-	byz          *byzantine     // nil: a node that follows the protocol
+	keys         *Keys  // voting powers, for the quorum of answers
+	faults       Faults // nil: a node that follows the protocol
 	// disk indexes the height files: where each written transaction is.
 	disk      map[[32]byte]diskTx
 	byHeight  map[int64][][32]byte
@@ -84,21 +84,21 @@ type poolTx struct {
 	// share until CheckTx judges it. ackedBy are the validators whose signed answers said they
 	// hold it, after this node pushed it to them, and ackPower their voting power.
 	fromPeer bool
-	fetched  bool // fetched for a proposal (keep)
+	fetched  bool // fetched for a proposal (Keep)
 	sender   string
 	budget   int
 	ackedBy  []string
 	ackPower int64
-	receipts []*receipt // the signed answers behind ackedBy, shown to the others (HeldPath)
+	receipts []*Receipt // the signed answers behind ackedBy, shown to the others (HeldPath)
 	// quorum: the peer that pushed it said more than two thirds of this node's peers and
 	// itself answered that they hold it (push.go HeldPath).
 	quorum bool
-	// staged: taken with its stub on the way to CheckTx, which has not run yet (stub.go).
+	// staged: taken with its stub on the way to CheckTx, which has not run yet (app/stub.go).
 	staged bool
-	// sigsVerified: this node's CheckTx admitted these bytes, signatures verified (verified.go).
+	// sigsVerified: this node's CheckTx admitted these bytes, signatures verified (app/verified.go).
 	sigsVerified bool
 	// decoded is what CheckTx decoded, reused by ProcessProposal and FinalizeBlock when a
-	// block names the transaction (decode_cache.go): each validator decodes each batch once.
+	// block names the transaction (app/decode_cache.go): each validator decodes each batch once.
 	decoded sdk.Tx
 }
 
@@ -128,8 +128,12 @@ const orderedWindow = 100
 // max_txs_bytes (128 MiB), so a transaction the mempool still holds is rarely dropped here.
 const maxPoolMemBytes = 256 << 20
 
-// minRefBytes: smaller transactions travel in the block; a reference costs ~130 bytes.
-const minRefBytes = 1024
+// MinRefBytes: smaller transactions travel in the block; a reference costs ~130 bytes.
+const MinRefBytes = 1024
+
+// MaxTxBytes bounds a transaction on the data plane (a pushed frame, what a fetch reads): the
+// ingress's bound on a request body (app/ingress.go); mempool.max_tx_bytes is the real limit.
+const MaxTxBytes = 32 << 20
 
 // maxTailCandidates bounds the copies byTail indexes under one tail.
 const maxTailCandidates = 4
@@ -138,15 +142,15 @@ const maxTailCandidates = 4
 // CheckTx judges them: what one push queue holds.
 const maxPeerStagedBytes = maxPushQueueBytes
 
-func newTxPool(dir string, peers []string, keepHeights, keepBytes int64, logger log.Logger) (*txPool, error) {
-	p := &txPool{
+func newPool(dir string, peers []string, keepHeights, keepBytes int64, logger log.Logger) (*Pool, error) {
+	p := &Pool{
 		dir: dir, keepHeights: max(keepHeights, 2), keepBytes: keepBytes, minAge: minNameAge, logger: logger,
 		clientBytes: maxPoolMemBytes / 2,
 		client:      &http.Client{Timeout: 30 * time.Second},
 		mem:         map[[32]byte]*poolTx{},
 		byTail:      map[string][][32]byte{},
 		peerStaged:  map[string]int{},
-		keys:        newDataPlaneKeys(),
+		keys:        NewKeys(),
 		ordered:     map[[32]byte]int64{},
 		orderedTail: map[string]int64{},
 		orderedAt:   map[int64][]orderedKeys{},
@@ -168,8 +172,8 @@ func newTxPool(dir string, peers []string, keepHeights, keepBytes int64, logger 
 // push brought it ("" for a client's). It keeps CometBFT's slice, not a copy: the mempool never writes into it, and
 // holding it keeps that memory from being reused for other bytes.
 // It returns bz's hash, or false when bz is too small or too large to be held.
-func (p *txPool) admit(bz []byte, lastHeight int64, sender string, decoded sdk.Tx, checked bool) ([32]byte, bool) {
-	if len(bz) < minRefBytes || len(bz) > maxPoolMemBytes/4 {
+func (p *Pool) admit(bz []byte, lastHeight int64, sender string, decoded sdk.Tx, checked bool) ([32]byte, bool) {
+	if len(bz) < MinRefBytes || len(bz) > maxPoolMemBytes/4 {
 		return [32]byte{}, false
 	}
 	p.mu.Lock()
@@ -199,7 +203,7 @@ func (p *txPool) admit(bz []byte, lastHeight int64, sender string, decoded sdk.T
 }
 
 // addLocked holds a new entry, dropping the oldest past maxPoolMemBytes.
-func (p *txPool) addLocked(hash [32]byte, e *poolTx) {
+func (p *Pool) addLocked(hash [32]byte, e *poolTx) {
 	p.mem[hash] = e
 	if k := tailKey(e.bz); len(p.byTail[k]) < maxTailCandidates {
 		p.byTail[k] = append(p.byTail[k], hash)
@@ -212,14 +216,14 @@ func (p *txPool) addLocked(hash [32]byte, e *poolTx) {
 	}
 }
 
-func (p *txPool) keepDecodedLocked(e *poolTx, decoded sdk.Tx) {
+func (p *Pool) keepDecodedLocked(e *poolTx, decoded sdk.Tx) {
 	if e.decoded == nil && decoded != nil && p.decBytes+len(e.bz) <= maxDecodedBytes {
 		e.decoded = decoded
 		p.decBytes += len(e.bz)
 	}
 }
 
-// stage holds a transaction whose stub goes to the mempool in its place (stub.go): one this
+// Stage holds a transaction whose stub goes to the mempool in its place (app/stub.go): one this
 // node's client gave it (the ingress), or a peer pushed. A client's is refused (false) while
 // the pool holds clientBytes or more, as CometBFT's mempool refuses past max_txs_bytes;
 // a peer's push is not, its sender bounds it. One held already is not staged again: its
@@ -227,7 +231,7 @@ func (p *txPool) keepDecodedLocked(e *poolTx, decoded sdk.Tx) {
 // created says this call staged it (the caller may unstage it then, and only then).
 // sender is the validator whose push brought it ("" for a client's): a push is refused while
 // that validator's pushes not yet judged by CheckTx hold maxPeerStagedBytes here.
-func (p *txPool) stage(bz []byte, hash [32]byte, lastHeight int64, sender string) (ok, created bool) {
+func (p *Pool) Stage(bz []byte, hash [32]byte, lastHeight int64, sender string) (ok, created bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.mem[hash]; ok {
@@ -254,7 +258,7 @@ func (p *txPool) stage(bz []byte, hash [32]byte, lastHeight int64, sender string
 }
 
 // releaseLocked gives back what e counted against its sender's budget.
-func (p *txPool) releaseLocked(e *poolTx) {
+func (p *Pool) releaseLocked(e *poolTx) {
 	if e.budget == 0 {
 		return
 	}
@@ -265,11 +269,11 @@ func (p *txPool) releaseLocked(e *poolTx) {
 	e.budget = 0
 }
 
-// stubbed is what CheckTx needs for a stub of hash: the held bytes and decoding, whether a
+// Stubbed is what CheckTx needs for a stub of hash: the held bytes and decoding, whether a
 // peer pushed it, whether its stub was awaited (taken now when claim: a second stub of the
 // same transaction finds it taken), whether this node's CheckTx admitted it already, and
 // whether a block named it.
-func (p *txPool) stubbed(hash [32]byte, claim bool) (bz []byte, decoded sdk.Tx, fromPeer, staged, admitted, ordered bool) {
+func (p *Pool) Stubbed(hash [32]byte, claim bool) (bz []byte, decoded sdk.Tx, fromPeer, staged, admitted, ordered bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ordered = p.ordered[hash]; ordered {
@@ -286,11 +290,11 @@ func (p *txPool) stubbed(hash [32]byte, claim bool) (bz []byte, decoded sdk.Tx, 
 	return e.bz, e.decoded, e.fromPeer, staged, e.sigsVerified, false
 }
 
-// checked records CheckTx's verdict on a staged transaction: admitted (kept with its decoding,
+// Checked records CheckTx's verdict on a staged transaction: admitted (kept with its decoding,
 // its signatures verified) or forgotten, a peer's push too: what CheckTx refuses is held for
 // nobody (a proposal naming it is fetched, as for anything this node lacks). It returns the
 // validator whose push brought it, "" for a client's.
-func (p *txPool) checked(hash [32]byte, admitted bool, decoded sdk.Tx) (sender string) {
+func (p *Pool) Checked(hash [32]byte, admitted bool, decoded sdk.Tx) (sender string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, held := p.mem[hash]
@@ -311,9 +315,9 @@ func (p *txPool) checked(hash [32]byte, admitted bool, decoded sdk.Tx) (sender s
 	return sender
 }
 
-// unstage forgets a staged transaction whose stub never reached CheckTx (CometBFT's cache
+// Unstage forgets a staged transaction whose stub never reached CheckTx (CometBFT's cache
 // turned it away, or the node did not answer).
-func (p *txPool) unstage(hash [32]byte) {
+func (p *Pool) Unstage(hash [32]byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if e, ok := p.mem[hash]; ok && e.staged {
@@ -322,7 +326,7 @@ func (p *txPool) unstage(hash [32]byte) {
 }
 
 // forgetLocked drops a copy from memory.
-func (p *txPool) forgetLocked(hash [32]byte) {
+func (p *Pool) forgetLocked(hash [32]byte) {
 	e, ok := p.mem[hash]
 	if !ok {
 		return
@@ -342,17 +346,17 @@ func (p *txPool) forgetLocked(hash [32]byte) {
 	}
 }
 
-func (p *txPool) dropDecodedLocked(e *poolTx) {
+func (p *Pool) dropDecodedLocked(e *poolTx) {
 	if e.decoded != nil {
 		e.decoded = nil
 		p.decBytes -= len(e.bz)
 	}
 }
 
-// hashOf is bz's SHA-256: found by its signature bytes when the pool holds bz (compared, not
+// HashOf is bz's SHA-256: found by its signature bytes when the pool holds bz (compared, not
 // hashed), computed otherwise.
-func (p *txPool) hashOf(bz []byte) [32]byte {
-	if len(bz) >= minRefBytes {
+func (p *Pool) HashOf(bz []byte) [32]byte {
+	if len(bz) >= MinRefBytes {
 		p.mu.Lock()
 		hash, ok := p.heldByTail(bz)
 		p.mu.Unlock()
@@ -363,20 +367,20 @@ func (p *txPool) hashOf(bz []byte) [32]byte {
 	return sha256.Sum256(bz)
 }
 
-// sigsVerified tells whether this node's CheckTx admitted exactly bz (verified.go).
-func (p *txPool) sigsVerified(bz []byte) bool {
+// SigsVerified tells whether this node's CheckTx admitted exactly bz (app/verified.go).
+func (p *Pool) SigsVerified(bz []byte) bool {
 	_, verified := p.heldBytes(bz)
 	return verified
 }
 
 // holds tells whether the pool holds bz in memory, without hashing it.
-func (p *txPool) holds(bz []byte) bool {
+func (p *Pool) holds(bz []byte) bool {
 	held, _ := p.heldBytes(bz)
 	return held
 }
 
-func (p *txPool) heldBytes(bz []byte) (held, sigsVerified bool) {
-	if len(bz) < minRefBytes {
+func (p *Pool) heldBytes(bz []byte) (held, sigsVerified bool) {
+	if len(bz) < MinRefBytes {
 		return false, false
 	}
 	p.mu.Lock()
@@ -385,9 +389,9 @@ func (p *txPool) heldBytes(bz []byte) (held, sigsVerified bool) {
 	return ok, ok && p.mem[h].sigsVerified
 }
 
-// decodedOf is CheckTx's decoding of bz, if the pool kept it: found by its signature bytes.
-func (p *txPool) decodedOf(bz []byte) sdk.Tx {
-	if len(bz) < minRefBytes {
+// DecodedOf is CheckTx's decoding of bz, if the pool kept it: found by its signature bytes.
+func (p *Pool) DecodedOf(bz []byte) sdk.Tx {
+	if len(bz) < MinRefBytes {
 		return nil
 	}
 	p.mu.Lock()
@@ -400,7 +404,7 @@ func (p *txPool) decodedOf(bz []byte) sdk.Tx {
 
 // heldByTail is the hash of a copy of bz in memory, found without hashing bz: a candidate
 // under bz's tail whose bytes are bz's. A miss is only slower for the caller, never wrong.
-func (p *txPool) heldByTail(bz []byte) ([32]byte, bool) {
+func (p *Pool) heldByTail(bz []byte) ([32]byte, bool) {
 	for _, h := range p.byTail[tailKey(bz)] {
 		if e, ok := p.mem[h]; ok && bytes.Equal(e.bz, bz) {
 			return h, true
@@ -409,14 +413,14 @@ func (p *txPool) heldByTail(bz []byte) ([32]byte, bool) {
 	return [32]byte{}, false
 }
 
-// dropCarried forgets the copies of transactions a block carried whole: executed, they are
+// DropCarried forgets the copies of transactions a block carried whole: executed, they are
 // never named, and a node whose proposals carry everything (by-digest off) would otherwise
 // hold them until orderedWindow passed.
-func (p *txPool) dropCarried(txs [][]byte) {
+func (p *Pool) DropCarried(txs [][]byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, bz := range txs {
-		if len(bz) < minRefBytes {
+		if len(bz) < MinRefBytes {
 			continue
 		}
 		if h, ok := p.heldByTail(bz); ok {
@@ -430,11 +434,11 @@ func (p *txPool) dropCarried(txs [][]byte) {
 // acked counts a validator's signed answer that it holds hash, after this node pushed it there
 // (each validator once, with its voting power); quorum says that this answer is the one that
 // makes this node and the validators that answered more than two thirds of the voting power.
-func (p *txPool) acked(hash [32]byte, validator string, power int64, rc *receipt) (quorum bool) {
+func (p *Pool) acked(hash [32]byte, validator string, power int64, rc *Receipt) (quorum bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, ok := p.mem[hash]
-	if !ok || power <= 0 || validator == p.keys.selfAddress() || slices.Contains(e.ackedBy, validator) {
+	if !ok || power <= 0 || validator == p.keys.SelfAddress() || slices.Contains(e.ackedBy, validator) {
 		return false // this node's own answer (its URL among its peers) counts once, as its own
 	}
 	was := p.quorumLocked(e.ackPower)
@@ -447,7 +451,7 @@ func (p *txPool) acked(hash [32]byte, validator string, power int64, rc *receipt
 }
 
 // receiptsOf are the receipts behind hash's acknowledgements.
-func (p *txPool) receiptsOf(hash [32]byte) []*receipt {
+func (p *Pool) receiptsOf(hash [32]byte) []*Receipt {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if e, ok := p.mem[hash]; ok {
@@ -459,8 +463,8 @@ func (p *txPool) receiptsOf(hash [32]byte) []*receipt {
 // quorumLocked: this node's voting power and acked, other validators', are more than two
 // thirds of the validator set's. A node with no peers is a single validator's chain (or a
 // node whose blocks name what it alone holds, which the others vote against): it holds enough.
-func (p *txPool) quorumLocked(acked int64) bool {
-	if len(p.peerList()) == 0 {
+func (p *Pool) quorumLocked(acked int64) bool {
+	if len(p.Peers()) == 0 {
 		return true
 	}
 	own, total := p.keys.powers()
@@ -469,7 +473,7 @@ func (p *txPool) quorumLocked(acked int64) bool {
 
 // heldByQuorum records a validator's word that more than two thirds of the voting power hold
 // what it pushed here (push.go HeldPath): taken only from the validator that pushed it.
-func (p *txPool) heldByQuorum(hash [32]byte, sender string) {
+func (p *Pool) heldByQuorum(hash [32]byte, sender string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if e, ok := p.mem[hash]; ok && e.fromPeer && e.sender == sender {
@@ -477,15 +481,15 @@ func (p *txPool) heldByQuorum(hash [32]byte, sender string) {
 	}
 }
 
-// forProposal is a transaction's hash and the pool's copy if a proposal at height may name it
+// ForProposal is a transaction's hash and the pool's copy if a proposal at height may name it
 // instead of carrying it: held in memory, and either held by more than two thirds of this node
 // and its peers by their own answers (push.go), or pushed here by the node that took it, which
 // sent it to every peer, and admitted before the last commit or minNameAge ago. Otherwise (no
 // push configured, peers unreachable) it is carried whole, as without ordering by digest: a
 // validator that cannot fetch what a proposal names votes against it.
 // It is found by its signature bytes, so the proposer does not hash every transaction again.
-func (p *txPool) forProposal(bz []byte, height int64) ([32]byte, []byte, bool) {
-	if len(bz) < minRefBytes {
+func (p *Pool) ForProposal(bz []byte, height int64) ([32]byte, []byte, bool) {
+	if len(bz) < MinRefBytes {
 		return [32]byte{}, nil, false
 	}
 	p.mu.Lock()
@@ -504,11 +508,11 @@ func (p *txPool) forProposal(bz []byte, height int64) ([32]byte, []byte, bool) {
 	return hash, e.bz, true
 }
 
-// orderedBytes tells CheckTx's recheck that a block named these bytes: hashed only when a
+// OrderedBytes tells CheckTx's recheck that a block named these bytes: hashed only when a
 // named transaction has their tail, and decided by the hash (a look-alike of a named
 // transaction, with its signatures on other bytes, is not refused as ordered).
-func (p *txPool) orderedBytes(bz []byte) bool {
-	if len(bz) < minRefBytes {
+func (p *Pool) OrderedBytes(bz []byte) bool {
+	if len(bz) < MinRefBytes {
 		return false
 	}
 	p.mu.Lock()
@@ -524,10 +528,17 @@ func (p *txPool) orderedBytes(bz []byte) bool {
 	return ok
 }
 
+// tailKey is what byTail indexes a transaction under: its length and last tailBytes bytes
+// (its signatures).
 func tailKey(bz []byte) string { return strconv.Itoa(len(bz)) + string(tailOf(bz)) }
 
-// get returns a held transaction: from memory, else from the height files.
-func (p *txPool) get(hash [32]byte) ([]byte, bool) {
+// tailBytes is how much of a transaction's end tailKey takes.
+const tailBytes = 64
+
+func tailOf(bz []byte) []byte { return bz[max(0, len(bz)-tailBytes):] }
+
+// Get returns a held transaction: from memory, else from the height files.
+func (p *Pool) Get(hash [32]byte) ([]byte, bool) {
 	p.mu.Lock()
 	e, ok := p.mem[hash]
 	d, onDisk := p.disk[hash]
@@ -546,8 +557,8 @@ func (p *txPool) get(hash [32]byte) ([]byte, bool) {
 	return bz, true
 }
 
-// markOrdered records that a finalized block at height named these transactions.
-func (p *txPool) markOrdered(height int64, txs map[[32]byte][]byte) {
+// MarkOrdered records that a finalized block at height named these transactions.
+func (p *Pool) MarkOrdered(height int64, txs map[[32]byte][]byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for h, bz := range txs {
@@ -561,11 +572,11 @@ func (p *txPool) markOrdered(height int64, txs map[[32]byte][]byte) {
 	}
 }
 
-// committed forgets what is older than the kept windows: ordered copies leave memory a few
+// Committed forgets what is older than the kept windows: ordered copies leave memory a few
 // heights after their block (they are on disk), height files after keepHeights heights or
 // when they hold more than keepBytes, oldest first; an admitted copy no block named within
 // orderedWindow heights is dropped (recheck normally drops it first: drop).
-func (p *txPool) committed(height int64) {
+func (p *Pool) Committed(height int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for h, e := range p.mem {
@@ -623,9 +634,9 @@ func (p *txPool) committed(height int64) {
 	}
 }
 
-// drop forgets an admitted copy the mempool let go (its recheck failed).
-func (p *txPool) drop(bz []byte) {
-	if len(bz) < minRefBytes {
+// Drop forgets an admitted copy the mempool let go (its recheck failed).
+func (p *Pool) Drop(bz []byte) {
+	if len(bz) < MinRefBytes {
 		return
 	}
 	p.mu.Lock()
@@ -637,8 +648,8 @@ func (p *txPool) drop(bz []byte) {
 	}
 }
 
-// keep holds a transaction fetched for a proposal, for the block's execution.
-func (p *txPool) keep(hash [32]byte, bz []byte, lastHeight int64) {
+// Keep holds a transaction fetched for a proposal, for the block's execution.
+func (p *Pool) Keep(hash [32]byte, bz []byte, lastHeight int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.mem[hash]; !ok {

@@ -1,4 +1,4 @@
-package app
+package dataplane
 
 import (
 	"encoding/binary"
@@ -13,9 +13,9 @@ import (
 	"cosmossdk.io/log"
 )
 
-func diskPool(t *testing.T, dir string, keepHeights int64) *txPool {
+func diskPool(t *testing.T, dir string, keepHeights int64) *Pool {
 	t.Helper()
-	p, err := newTxPool(dir, nil, keepHeights, 0, log.NewNopLogger())
+	p, err := newPool(dir, nil, keepHeights, 0, log.NewNopLogger())
 	require.NoError(t, err)
 	return p
 }
@@ -47,23 +47,23 @@ func TestPoolHeightFilesSyncTheirDirectoryWhenCreated(t *testing.T) {
 	ha, a := poolTxOf('a')
 	hb, b := poolTxOf('b')
 	hc, c := poolTxOf('c')
-	require.NoError(t, p.persist(1, map[[32]byte][]byte{ha: a}))
+	require.NoError(t, p.Persist(1, map[[32]byte][]byte{ha: a}))
 	require.Equal(t, 1, synced, "a new height file")
-	require.NoError(t, p.persist(1, map[[32]byte][]byte{hb: b}))
-	require.NoError(t, p.persist(1, map[[32]byte][]byte{ha: a}))
+	require.NoError(t, p.Persist(1, map[[32]byte][]byte{hb: b}))
+	require.NoError(t, p.Persist(1, map[[32]byte][]byte{ha: a}))
 	require.Equal(t, 1, synced, "appending to an existing file")
 
 	fail = true
-	require.Error(t, p.persist(2, map[[32]byte][]byte{hc: c}))
+	require.Error(t, p.Persist(2, map[[32]byte][]byte{hc: c}))
 	require.Equal(t, 2, synced)
 	_, err := os.Stat(filepath.Join(dir, "2"))
 	require.ErrorIs(t, err, os.ErrNotExist, "the new file whose directory sync failed is gone")
-	_, ok := p.get(hc)
+	_, ok := p.Get(hc)
 	require.False(t, ok)
 	fail = false
-	require.NoError(t, p.persist(2, map[[32]byte][]byte{hc: c}))
+	require.NoError(t, p.Persist(2, map[[32]byte][]byte{hc: c}))
 	require.Equal(t, 3, synced, "created again, synced again")
-	got, ok := p.get(hc)
+	got, ok := p.Get(hc)
 	require.True(t, ok)
 	require.Equal(t, c, got)
 }
@@ -77,7 +77,7 @@ func TestPoolHeightFilesCutAFailedWriteBack(t *testing.T) {
 	hb, b := poolTxOf('b')
 	hc, c := poolTxOf('c')
 	hd, d := poolTxOf('d')
-	require.NoError(t, p.persist(3, map[[32]byte][]byte{ha: a}))
+	require.NoError(t, p.Persist(3, map[[32]byte][]byte{ha: a}))
 
 	// The second write (the first entry's bytes) stops halfway, as on a full disk.
 	was := poolWriteAt
@@ -90,24 +90,24 @@ func TestPoolHeightFilesCutAFailedWriteBack(t *testing.T) {
 		}
 		return was(f, bz, off)
 	}
-	require.ErrorIs(t, p.persist(3, map[[32]byte][]byte{hb: b, hc: c}), syscall.ENOSPC)
+	require.ErrorIs(t, p.Persist(3, map[[32]byte][]byte{hb: b, hc: c}), syscall.ENOSPC)
 	require.Equal(t, int64(diskEntryHeader+len(a)), heightFileSize(t, dir, 3), "cut back to where the call began")
 	// In a file this call created: removed.
 	calls = 0
-	require.ErrorIs(t, p.persist(4, map[[32]byte][]byte{hb: b}), syscall.ENOSPC)
+	require.ErrorIs(t, p.Persist(4, map[[32]byte][]byte{hb: b}), syscall.ENOSPC)
 	_, err := os.Stat(filepath.Join(dir, "4"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 	poolWriteAt = was
 
-	require.NoError(t, p.persist(3, map[[32]byte][]byte{hd: d}))
-	for _, q := range []*txPool{p, diskPool(t, dir, 5)} { // as written, and after a restart
+	require.NoError(t, p.Persist(3, map[[32]byte][]byte{hd: d}))
+	for _, q := range []*Pool{p, diskPool(t, dir, 5)} { // as written, and after a restart
 		for h, want := range map[[32]byte][]byte{ha: a, hd: d} {
-			got, ok := q.get(h)
+			got, ok := q.Get(h)
 			require.True(t, ok)
 			require.Equal(t, want, got)
 		}
 		for _, h := range [][32]byte{hb, hc} {
-			_, ok := q.get(h)
+			_, ok := q.Get(h)
 			require.False(t, ok, "the failed write's transactions are not held")
 		}
 	}
@@ -120,25 +120,25 @@ func TestPoolHeightFilesKeepATransactionNamedAgain(t *testing.T) {
 	dir := t.TempDir()
 	p := diskPool(t, dir, 2)
 	ha, a := poolTxOf('a')
-	require.NoError(t, p.persist(5, map[[32]byte][]byte{ha: a}))
-	require.NoError(t, p.persist(5, map[[32]byte][]byte{ha: a}))
+	require.NoError(t, p.Persist(5, map[[32]byte][]byte{ha: a}))
+	require.NoError(t, p.Persist(5, map[[32]byte][]byte{ha: a}))
 	require.Equal(t, int64(diskEntryHeader+len(a)), heightFileSize(t, dir, 5), "once per height file")
-	require.NoError(t, p.persist(12, map[[32]byte][]byte{ha: a}))
+	require.NoError(t, p.Persist(12, map[[32]byte][]byte{ha: a}))
 	require.Equal(t, int64(diskEntryHeader+len(a)), heightFileSize(t, dir, 12))
 
 	// Rebuilt at start, the index names the newest copy: "12" is read before "5".
 	p = diskPool(t, dir, 2)
 	require.Equal(t, int64(12), p.disk[ha].height)
-	p.committed(12)
+	p.Committed(12)
 	_, err := os.Stat(filepath.Join(dir, "5"))
 	require.ErrorIs(t, err, os.ErrNotExist, "height 5 is past keep-heights")
-	got, ok := p.get(ha)
+	got, ok := p.Get(ha)
 	require.True(t, ok)
 	require.Equal(t, a, got)
 
 	p = diskPool(t, dir, 2)
 	require.Equal(t, int64(12), p.disk[ha].height)
-	got, ok = p.get(ha)
+	got, ok = p.Get(ha)
 	require.True(t, ok)
 	require.Equal(t, a, got)
 }
@@ -150,7 +150,7 @@ func TestPoolHeightFilesStopAtAnImplausibleLength(t *testing.T) {
 	p := diskPool(t, dir, 5)
 	ha, a := poolTxOf('a')
 	hb, _ := poolTxOf('b')
-	require.NoError(t, p.persist(7, map[[32]byte][]byte{ha: a}))
+	require.NoError(t, p.Persist(7, map[[32]byte][]byte{ha: a}))
 	whole := int64(diskEntryHeader + len(a))
 
 	f, err := os.OpenFile(filepath.Join(dir, "7"), os.O_RDWR, 0)
@@ -167,9 +167,9 @@ func TestPoolHeightFilesStopAtAnImplausibleLength(t *testing.T) {
 	p = diskPool(t, dir, 5)
 	require.Equal(t, whole, heightFileSize(t, dir, 7), "cut at the implausible header")
 	require.Equal(t, whole, p.onDisk)
-	_, ok := p.get(hb)
+	_, ok := p.Get(hb)
 	require.False(t, ok)
-	got, ok := p.get(ha)
+	got, ok := p.Get(ha)
 	require.True(t, ok)
 	require.Equal(t, a, got)
 
@@ -179,6 +179,6 @@ func TestPoolHeightFilesStopAtAnImplausibleLength(t *testing.T) {
 	_, err = f.WriteAt([]byte{'z'}, whole-1)
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
-	_, ok = diskPool(t, dir, 5).get(ha)
+	_, ok = diskPool(t, dir, 5).Get(ha)
 	require.False(t, ok)
 }

@@ -1,7 +1,6 @@
-package app
+package dataplane
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -11,14 +10,11 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"cosmossdk.io/log"
-	"github.com/cometbft/cometbft/mempool"
 
 	"github.com/cosmos/cosmos-sdk/client"
 
@@ -28,7 +24,7 @@ import (
 // PushPath takes transactions another node admitted from its clients: POST a body of frames, each
 // a big-endian uint32 length and a transaction (at least minPushFrameBytes, at most
 // maxPushFrames in a request). The answer is one byte per frame: '1' this node holds it, '0'
-// refused, signed by this node's validator key when it has one (dataplane_keys.go).
+// refused, signed by this node's validator key when it has one (keys.go).
 //
 // A push signed by a validator of the chain is held at once and answered before CheckTx (which
 // waits while the node executes a block), counted against that validator's own budget
@@ -44,12 +40,12 @@ import (
 // formats every duplicate as hex for a debug line. A transaction that came by push is not sent
 // on, so each validator receives each batch once. A proposer names a batch once more than two
 // thirds of it and its peers hold it by their answers, or when the node that took it pushed it
-// here (pool.go forProposal); a validator the push missed (paused, queue full) fetches what a
+// here (pool.go ForProposal); a validator the push missed (paused, queue full) fetches what a
 // proposal names before its vote.
 const PushPath = ordering.PushPath
 
 // HeldPath takes a peer's word that more than two thirds of the voting power hold transactions
-// it pushed, with the receipts that show it (dataplane_receipts.go: encodeHeld). The node that
+// it pushed, with the receipts that show it (receipts.go: encodeHeld). The node that
 // took a batch from its client learns that from its peers' signed answers, and tells them; a
 // proposer other than that node then names the batch at once instead of carrying it until
 // minNameAge has passed. Taken only when signed by the validator whose push brought the batch
@@ -76,7 +72,7 @@ const (
 	maxPushRequestBytes = 8 << 20
 	// maxPushBodyBytes is what the endpoint reads of a body: a full request, or one transaction
 	// of the largest size the ingress takes.
-	maxPushBodyBytes = 4 + maxRawTxBytes
+	maxPushBodyBytes = 4 + MaxTxBytes
 	// minPushFrameBytes: no signed SDK transaction is smaller (a signature alone is 64 bytes);
 	// a body of tiny frames would cost an allocation and a CheckTx per few bytes.
 	minPushFrameBytes = 64
@@ -90,16 +86,17 @@ const (
 	pushBackoff = 100 * time.Millisecond
 )
 
-// txPush sends admitted transactions to the peers, one queue and one sender per peer, so a paused
+// Pusher sends admitted transactions to the peers, one queue and one sender per peer, so a paused
 // peer delays only its own.
-type txPush struct {
+type Pusher struct {
 	logger log.Logger
 	client *http.Client
 	qmu    sync.Mutex
 	queues []*pushQueue // one per peer (setPeers)
-	pool   *txPool      // counts the peers' answers
-	keys   *dataPlaneKeys
-	byz    *byzantine // nil: a node that follows the protocol
+	pool   *Pool        // counts the peers' answers
+	keys   *Keys
+	host   Host   // stages what validators push, for the mempool (StageTx, ParseStub)
+	faults Faults // nil: a node that follows the protocol
 
 	mu sync.Mutex
 	// incoming are the transactions a validator's push is giving to CheckTx right now, by
@@ -111,10 +108,6 @@ type txPush struct {
 	mempoolBytes map[string]int
 	mempoolNode  client.CometRPC
 	mempoolWake  chan struct{}
-	lastHeight   func() int64
-	// mempoolTx stages a transaction of this hash that a validator (sender) pushed and gives
-	// what goes to the mempool in its place (App.stageTx: a stub, or the transaction itself).
-	mempoolTx func(bz []byte, hash [32]byte, sender string) (tx []byte, staged, created, full bool)
 }
 
 type queuedTx struct {
@@ -141,26 +134,23 @@ type pushQueue struct {
 	stop    chan struct{} // closed when the peer is no longer one
 }
 
-func newTxPush(peers []string, pool *txPool, logger log.Logger) *txPush {
-	p := &txPush{
+func newPusher(peers []string, pool *Pool, host Host, logger log.Logger) *Pusher {
+	p := &Pusher{
 		logger:       logger,
 		pool:         pool,
 		keys:         pool.keys,
+		host:         host,
 		client:       &http.Client{Timeout: pushTimeout},
 		incoming:     map[string][]queuedTx{},
 		mempoolBytes: map[string]int{},
 		mempoolWake:  make(chan struct{}, 1),
-		lastHeight:   func() int64 { return 0 },
-		mempoolTx: func(bz []byte, _ [32]byte, _ string) ([]byte, bool, bool, bool) {
-			return bz, false, false, false
-		},
 	}
 	p.setPeers(peers)
 	return p
 }
 
 // peerQueues are the queues of the current peers.
-func (p *txPush) peerQueues() []*pushQueue {
+func (p *Pusher) peerQueues() []*pushQueue {
 	p.qmu.Lock()
 	defer p.qmu.Unlock()
 	return p.queues
@@ -169,7 +159,7 @@ func (p *txPush) peerQueues() []*pushQueue {
 // setPeers makes peers the nodes pushed to: a new one gets a queue and a sender, one that is
 // no longer a peer has its sender stopped and what waited for it dropped (what a proposal
 // names and it lacks, it fetches).
-func (p *txPush) setPeers(peers []string) {
+func (p *Pusher) setPeers(peers []string) {
 	p.qmu.Lock()
 	defer p.qmu.Unlock()
 	keep := map[string]*pushQueue{}
@@ -193,24 +183,14 @@ func (p *txPush) setPeers(peers []string) {
 	p.queues = queues
 }
 
-// fromPeer tells CheckTx which validator's push is giving it bz ("" if none).
-func (p *txPush) fromPeer(bz []byte) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.incoming) == 0 {
-		return ""
-	}
-	for _, in := range p.incoming[tailKey(bz)] {
-		if bytes.Equal(in.tx, bz) {
-			return in.sender
-		}
-	}
-	return ""
-}
-
 // admitted queues a transaction this node's own client gave it for every peer.
-func (p *txPush) admitted(bz []byte, hash [32]byte) {
-	queues, claim := p.byz.pushTo(p.peerQueues())
+func (p *Pusher) admitted(bz []byte, hash [32]byte) {
+	queues, claim := p.peerQueues(), false
+	if p.faults != nil {
+		var n int
+		n, claim = p.faults.PushTo(len(queues))
+		queues = queues[:n]
+	}
 	for _, q := range queues {
 		q.add(pushed{bz, hash})
 		if claim {
@@ -252,7 +232,7 @@ func (q *pushQueue) tell(hash [32]byte) {
 
 // heldBody takes the queued word of held hashes with the receipts that show it, as a HeldPath
 // body of at most maxHeldRequestBytes; what does not fit waits for the next.
-func (p *txPush) heldBody(q *pushQueue) []byte {
+func (p *Pusher) heldBody(q *pushQueue) []byte {
 	q.mu.Lock()
 	held := q.held
 	q.held = nil
@@ -261,12 +241,12 @@ func (p *txPush) heldBody(q *pushQueue) []byte {
 		return nil
 	}
 	var claims [][32]byte
-	var receipts []*receipt
+	var receipts []*Receipt
 	size := 8
-	included := map[*receipt]bool{}
+	included := map[*Receipt]bool{}
 	for n, h := range held {
 		add := 32
-		var more []*receipt
+		var more []*Receipt
 		for _, r := range p.pool.receiptsOf(h) {
 			if !included[r] {
 				more = append(more, r)
@@ -317,7 +297,7 @@ func (q *pushQueue) putBack(txs []pushed) {
 	}
 }
 
-func (p *txPush) run(q *pushQueue) {
+func (p *Pusher) run(q *pushQueue) {
 	var buf bytes.Buffer
 	failures := 0
 	for {
@@ -357,7 +337,7 @@ func (p *txPush) run(q *pushQueue) {
 				hashes[i] = tx.hash
 			}
 			// The client's timeout (pushTimeout) bounds a paused peer.
-			held, signer, power, header, err := p.call(q.peer, PushPath, buf.Bytes(), framesDigest(hashes), maxPushFrames)
+			held, signer, power, header, err := p.call(q.peer, PushPath, buf.Bytes(), FramesDigest(hashes), maxPushFrames)
 			if err == nil && len(held) != len(txs) {
 				err = fmt.Errorf("answered %d frames of %d", len(held), len(txs))
 			}
@@ -391,13 +371,13 @@ func (p *txPush) run(q *pushQueue) {
 
 // call POSTs a signed body to a peer's path and returns its answer, at most limit bytes, and
 // the validator that signed the answer with its power (0 when none of the chain's did).
-func (p *txPush) call(peer, path string, body []byte, digest [32]byte, limit int64) (answer []byte, signer string, power int64, header http.Header, err error) {
+func (p *Pusher) call(peer, path string, body []byte, digest [32]byte, limit int64) (answer []byte, signer string, power int64, header http.Header, err error) {
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, peer+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, "", 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
-	p.keys.sign(req.Header, path, digest)
+	p.keys.Sign(req.Header, path, digest)
 	res, err := p.client.Do(req)
 	if err != nil {
 		return nil, "", 0, nil, err
@@ -425,241 +405,3 @@ func (p *txPush) call(peer, path string, body []byte, digest [32]byte, limit int
 type refusedError struct{ error }
 
 func (e *refusedError) Unwrap() error { return e.error }
-
-// readFrames reads a push body: frames of at least minPushFrameBytes, at most maxPushFrames.
-func readFrames(r io.Reader) ([][]byte, error) {
-	body := bufio.NewReader(r)
-	var txs [][]byte
-	for {
-		var hdr [4]byte
-		if _, err := io.ReadFull(body, hdr[:]); errors.Is(err, io.EOF) {
-			return txs, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("want frames of a big-endian uint32 length and a transaction: %w", err)
-		}
-		if len(txs) == maxPushFrames {
-			return nil, fmt.Errorf("more than %d transactions in one request", maxPushFrames)
-		}
-		n := binary.BigEndian.Uint32(hdr[:])
-		if n < minPushFrameBytes || n > maxRawTxBytes {
-			return nil, fmt.Errorf("a transaction of %d bytes (want %d to %d)", n, minPushFrameBytes, maxRawTxBytes)
-		}
-		// Past 64 KiB, grown as the bytes arrive, not allocated from the header's word: a
-		// 4-byte header must not cost 32 MiB before the bytes come.
-		var tx []byte
-		var err error
-		if n <= 64<<10 {
-			tx = make([]byte, n)
-			_, err = io.ReadFull(body, tx)
-		} else if tx, err = io.ReadAll(io.LimitReader(body, int64(n))); err == nil && len(tx) < int(n) {
-			err = io.ErrUnexpectedEOF
-		}
-		if err != nil {
-			return nil, fmt.Errorf("a truncated transaction: %w", err)
-		}
-		txs = append(txs, tx)
-	}
-}
-
-// handler serves PushPath: a validator's signed push is held and queued for the mempool, a
-// client's goes through CheckTx first (through CometBFT, whose cache turns away one already held).
-func (p *txPush) handler(clientCtx client.Context) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if clientCtx.Client == nil {
-			http.Error(w, "this node's API server has no CometBFT client", http.StatusServiceUnavailable)
-			return
-		}
-		sender := ""
-		if signed(r.Header) {
-			// Who it claims to be, and when, are checked before the body is read.
-			if err := p.keys.known(r.Header); err != nil {
-				p.refused("client", "unknown signer", 1)
-				http.Error(w, err.Error(), http.StatusForbidden)
-				return
-			}
-		}
-		txs, err := readFrames(http.MaxBytesReader(w, r.Body, maxPushBodyBytes))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		hashes := make([][32]byte, len(txs))
-		for i, tx := range txs {
-			hashes[i] = sha256.Sum256(tx)
-		}
-		digest := framesDigest(hashes)
-		if p.byz.withholds() {
-			held := bytes.Repeat([]byte{'1'}, len(txs))
-			p.keys.sign(w.Header(), PushPath+answerPathSuffix, answerDigest(digest, held))
-			_, _ = w.Write(held)
-			return
-		}
-		if signed(r.Header) {
-			addr, _, err := p.keys.verify(r.Header, PushPath, digest)
-			if err == nil {
-				err = p.keys.firstUse(r.Header, digest)
-			}
-			if err != nil {
-				p.refused("client", "bad signature or replay", len(txs))
-				http.Error(w, err.Error(), http.StatusForbidden)
-				return
-			}
-			sender = addr
-		}
-		held := make([]byte, len(txs))
-		for i, tx := range txs {
-			held[i] = '0'
-			switch {
-			case sender != "":
-				// A validator's push: held once in the pool, answered at once. Its mempool
-				// entry follows (CheckTx waits while the node executes a block), in arrival
-				// order, so that an account's sequence stays in order.
-				stub, staged, created, full := p.mempoolTx(tx, hashes[i], sender)
-				switch {
-				case full:
-					p.refused(sender, "over budget", 1)
-				case staged && !created:
-					// Held already (another's push, a client's, or this request replayed to
-					// another node): nothing to queue, nothing charged.
-					held[i] = '1'
-				case p.toMempool(clientCtx.Client, sender, stub, len(tx)):
-					held[i] = '1'
-				default:
-					if created {
-						p.pool.unstage(hashes[i])
-					}
-					p.refused(sender, "over budget", 1)
-				}
-			case r.Context().Err() != nil:
-				// The client hung up: the rest of its body goes nowhere.
-			case p.pool.holds(tx):
-				held[i] = '1' // already: its mempool entry may be a stub (stub.go), not these bytes
-			case p.deliver(r.Context(), clientCtx.Client, tx, ""):
-				held[i] = '1'
-			}
-		}
-		w.Header().Set("Content-Type", "application/octet-stream")
-		p.keys.sign(w.Header(), PushPath+answerPathSuffix, answerDigest(digest, held))
-		_, _ = w.Write(held)
-	}
-}
-
-// refused logs and counts what a sender's push cost it.
-func (p *txPush) refused(sender, reason string, n int) {
-	dataPlaneRefusals.WithLabelValues(sender, reason).Add(float64(n))
-	p.logger.Debug("pool: refused a push", "sender", sender, "reason", reason, "txs", n)
-}
-
-// heldHandler serves HeldPath: word signed by the validator that pushed each batch here.
-func (p *txPush) heldHandler(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxHeldRequestBytes))
-	if err != nil {
-		http.Error(w, "at most "+strconv.Itoa(maxHeldRequestBytes)+" bytes", http.StatusRequestEntityTooLarge)
-		return
-	}
-	claims, receipts, err := decodeHeld(body)
-	if err != nil {
-		http.Error(w, "want claims and receipts (app/dataplane_receipts.go): "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	sender, power, err := p.keys.verify(r.Header, HeldPath, sha256.Sum256(body))
-	if err != nil {
-		p.refused("client", "unsigned word", 1)
-		http.Error(w, "only a validator tells what the validators hold: "+err.Error(), http.StatusForbidden)
-		return
-	}
-	proven, bad := p.keys.provenHeld(claims, receipts, sender, power)
-	if bad > 0 {
-		p.refused(sender, "bad receipt", bad)
-	}
-	if n := len(claims) - len(proven); n > 0 {
-		p.refused(sender, "held without receipts", n)
-	}
-	for _, h := range proven {
-		p.pool.heldByQuorum(h, sender)
-	}
-	dataPlaneHeldProven.WithLabelValues(sender).Add(float64(len(proven)))
-	w.WriteHeader(http.StatusOK)
-}
-
-// toMempool queues a validator's transaction for this node's mempool, within that validator's
-// maxPushQueueBytes; false past it. A stub counts as the size of what it stands for.
-func (p *txPush) toMempool(node client.CometRPC, sender string, tx []byte, size int) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.mempoolBytes[sender]+size > maxPushQueueBytes {
-		return false
-	}
-	p.mempoolBytes[sender] += size
-	p.mempoolQueue = append(p.mempoolQueue, queuedTx{tx: tx, size: size, sender: sender})
-	if p.mempoolNode == nil {
-		p.mempoolNode = node
-		go p.runMempool()
-	}
-	select {
-	case p.mempoolWake <- struct{}{}:
-	default:
-	}
-	return true
-}
-
-func (p *txPush) runMempool() {
-	for range p.mempoolWake {
-		for {
-			p.mu.Lock()
-			if len(p.mempoolQueue) == 0 {
-				p.mu.Unlock()
-				break
-			}
-			q := p.mempoolQueue[0]
-			p.mempoolQueue = p.mempoolQueue[1:]
-			if p.mempoolBytes[q.sender] -= q.size; p.mempoolBytes[q.sender] <= 0 {
-				delete(p.mempoolBytes, q.sender)
-			}
-			node := p.mempoolNode
-			p.mu.Unlock()
-			// A stub's CheckTx finds in the pool that a peer pushed it, and counts a refusal
-			// against its sender there (stub.go).
-			hash, _, isStub := parseStub(q.tx)
-			sender := q.sender
-			if isStub {
-				sender = ""
-			}
-			if !p.deliver(context.Background(), node, q.tx, sender) && !isStub {
-				p.refused(q.sender, "refused by CheckTx", 1)
-			}
-			if isStub {
-				// Its CheckTx never ran (the mempool was full, the node did not answer): the
-				// copy and what it counts against its sender are let go.
-				p.pool.unstage(hash)
-			}
-		}
-	}
-}
-
-// deliver gives tx to the mempool through CometBFT; sender is the validator whose push brought
-// it, for CheckTx (fromPeer), "" for a client's or a stub.
-func (p *txPush) deliver(ctx context.Context, node client.CometRPC, tx []byte, sender string) bool {
-	if sender != "" {
-		key := tailKey(tx)
-		p.mu.Lock()
-		p.incoming[key] = append(p.incoming[key], queuedTx{tx: tx, sender: sender})
-		p.mu.Unlock()
-		defer func() {
-			p.mu.Lock()
-			rest := slices.DeleteFunc(p.incoming[key], func(in queuedTx) bool { return unsafe.SliceData(in.tx) == unsafe.SliceData(tx) })
-			if len(rest) == 0 {
-				delete(p.incoming, key)
-			} else {
-				p.incoming[key] = rest
-			}
-			p.mu.Unlock()
-		}()
-	}
-	// Sync: CheckTx has run when it returns, so the mark above is still there when it looks.
-	res, err := node.BroadcastTxSync(ctx, tx)
-	if errors.Is(err, mempool.ErrTxInCache) {
-		return true
-	}
-	return err == nil && res.Code == 0
-}

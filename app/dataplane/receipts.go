@@ -1,4 +1,4 @@
-package app
+package dataplane
 
 import (
 	"encoding/base64"
@@ -8,13 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Availability receipts. A validator's signed answer to a push says, frame by frame, which
 // transactions it holds: that signature (over the request's frame hashes and the answer,
-// dataplane_keys.go) is a receipt anyone can check who has the frame hashes. The node that
+// keys.go) is a receipt anyone can check who has the frame hashes. The node that
 // pushed a batch collects its peers' receipts, and when more than two thirds of the voting
 // power hold a transaction (its own included: it took the transaction from its client) it
 // tells the others so with the receipts attached (HeldPath). A receiver counts only receipts
@@ -23,8 +21,8 @@ import (
 // names the transaction at once; every voter still fetches what it lacks and syncs it to disk
 // before it votes (the prevote rule), which stays the guarantee.
 
-// receipt is one validator's signed answer to one push request.
-type receipt struct {
+// Receipt is one validator's signed answer to one push request.
+type Receipt struct {
 	signer string // consensus address, upper-case hex
 	at     int64  // Unix ms the answer was signed at
 	sig    []byte
@@ -33,8 +31,8 @@ type receipt struct {
 }
 
 // verifyReceipt checks r's signature as the answer to a push of its frames, and returns its
-// signer's power (dataPlaneSkew bounds its age, as for any signed request).
-func (k *dataPlaneKeys) verifyReceipt(r *receipt) (int64, error) {
+// signer's power (maxSkew bounds its age, as for any signed request).
+func (k *Keys) verifyReceipt(r *Receipt) (int64, error) {
 	if len(r.answer) != len(r.hashes) {
 		return 0, errBadReceipt
 	}
@@ -42,7 +40,7 @@ func (k *dataPlaneKeys) verifyReceipt(r *receipt) (int64, error) {
 	h.Set(HeaderValidator, r.signer)
 	h.Set(HeaderSignedAt, strconv.FormatInt(r.at, 10))
 	h.Set(HeaderSignature, base64.StdEncoding.EncodeToString(r.sig))
-	_, power, err := k.verify(h, PushPath+answerPathSuffix, answerDigest(framesDigest(r.hashes), r.answer))
+	_, power, err := k.verify(h, PushPath+answerPathSuffix, answerDigest(FramesDigest(r.hashes), r.answer))
 	return power, err
 }
 
@@ -54,7 +52,7 @@ var errBadReceipt = errors.New("malformed receipt")
 //	u32 claims, claims × 32-byte SHA-256
 //	u32 receipts, each: u8 len + signer, u64 signed-at ms, u8 len + signature,
 //	                    u32 frames, frames × 32-byte SHA-256, frames answer bytes
-func encodeHeld(claims [][32]byte, receipts []*receipt) []byte {
+func encodeHeld(claims [][32]byte, receipts []*Receipt) []byte {
 	b := binary.BigEndian.AppendUint32(nil, uint32(len(claims)))
 	for _, c := range claims {
 		b = append(b, c[:]...)
@@ -76,12 +74,12 @@ func encodeHeld(claims [][32]byte, receipts []*receipt) []byte {
 }
 
 // heldSize is what r adds to a HeldPath body.
-func (r *receipt) heldSize() int {
+func (r *Receipt) heldSize() int {
 	return 1 + len(r.signer) + 8 + 1 + len(r.sig) + 4 + 33*len(r.hashes)
 }
 
 // decodeHeld parses a HeldPath body; every count is checked against what is left of it.
-func decodeHeld(b []byte) (claims [][32]byte, receipts []*receipt, err error) {
+func decodeHeld(b []byte) (claims [][32]byte, receipts []*Receipt, err error) {
 	u32 := func() (int, bool) {
 		if len(b) < 4 {
 			return 0, false
@@ -110,7 +108,7 @@ func decodeHeld(b []byte) (claims [][32]byte, receipts []*receipt, err error) {
 		return nil, nil, errBadReceipt
 	}
 	for i := 0; i < n; i++ {
-		r := &receipt{}
+		r := &Receipt{}
 		l, ok := bytesN(1)
 		if !ok {
 			return nil, nil, errBadReceipt
@@ -150,7 +148,7 @@ func decodeHeld(b []byte) (claims [][32]byte, receipts []*receipt, err error) {
 }
 
 // receiptOf is the receipt in a push answer's headers (nil if they carry none that parses).
-func receiptOf(h http.Header, hashes [][32]byte, answer []byte) *receipt {
+func receiptOf(h http.Header, hashes [][32]byte, answer []byte) *Receipt {
 	at, err := strconv.ParseInt(h.Get(HeaderSignedAt), 10, 64)
 	if err != nil {
 		return nil
@@ -159,12 +157,12 @@ func receiptOf(h http.Header, hashes [][32]byte, answer []byte) *receipt {
 	if err != nil {
 		return nil
 	}
-	return &receipt{signer: strings.ToUpper(h.Get(HeaderValidator)), at: at, sig: sig, hashes: hashes, answer: answer}
+	return &Receipt{signer: strings.ToUpper(h.Get(HeaderValidator)), at: at, sig: sig, hashes: hashes, answer: answer}
 }
 
 // provenHeld are the claims that the receipts show held by more than two thirds of the voting
 // power, counting the sender (sender, senderPower) and each validator whose receipt checks once.
-func (k *dataPlaneKeys) provenHeld(claims [][32]byte, receipts []*receipt, sender string, senderPower int64) (proven [][32]byte, bad int) {
+func (k *Keys) provenHeld(claims [][32]byte, receipts []*Receipt, sender string, senderPower int64) (proven [][32]byte, bad int) {
 	_, total := k.powers()
 	if total <= 0 {
 		return nil, 0
@@ -192,9 +190,3 @@ func (k *dataPlaneKeys) provenHeld(claims [][32]byte, receipts []*receipt, sende
 	}
 	return proven, bad
 }
-
-// dataPlaneHeldProven counts the claims of a sender's held words that its receipts proved.
-var dataPlaneHeldProven = registerCounterVec(prometheus.CounterOpts{
-	Namespace: "bftlog", Subsystem: "data_plane", Name: "held_proven_total",
-	Help: "Claims that more than two thirds hold a transaction, proved by the receipts that came with them, by sender.",
-}, []string{"sender"})

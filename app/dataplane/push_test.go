@@ -1,18 +1,30 @@
-package app
+package dataplane
 
 import (
 	"bytes"
+	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	cmtcrypto "github.com/cometbft/cometbft/crypto"
 	cmted25519 "github.com/cometbft/cometbft/crypto/ed25519"
+	coretypes "github.com/cometbft/cometbft/rpc/core/types"
+	cmttypes "github.com/cometbft/cometbft/types"
 	"github.com/stretchr/testify/require"
+
+	"cosmossdk.io/log"
+
+	"github.com/cosmos/cosmos-sdk/client"
 )
 
 func validatorKeyOf(secret string) cmtcrypto.PrivKey {
@@ -58,24 +70,24 @@ func TestPushRequestsFitTheLimit(t *testing.T) {
 // L2: the quorum counted configured URLs; it counts voting power: with powers 3, 1, 1 (this
 // node has 1), answers from the two small validators (3 of 5) are not enough, the big one's is.
 func TestQuorumCountsVotingPower(t *testing.T) {
-	p, err := newTxPool("", []string{"http://a", "http://b"}, 10, 0, nil)
+	p, err := newPool("", []string{"http://a", "http://b"}, 10, 0, nil)
 	require.NoError(t, err)
 	self, big, small := validatorKeyOf("self"), validatorKeyOf("big"), validatorKeyOf("small")
-	p.keys.useKey(self)
-	p.keys.vals = map[string]dataPlaneValidator{
-		p.keys.selfAddr: {pub: self.PubKey(), power: 1},
-		addrHex(big):    {pub: big.PubKey(), power: 3},
-		addrHex(small):  {pub: small.PubKey(), power: 1},
+	p.keys.UseKey(self)
+	p.keys.vals = map[string]Validator{
+		p.keys.selfAddr: {PubKey: self.PubKey(), Power: 1},
+		addrHex(big):    {PubKey: big.PubKey(), Power: 3},
+		addrHex(small):  {PubKey: small.PubKey(), Power: 1},
 	}
 	p.keys.total = 5
-	bz := bytes.Repeat([]byte{1}, minRefBytes)
+	bz := bytes.Repeat([]byte{1}, MinRefBytes)
 	hash, ok := p.admit(bz, 1, "", nil, true)
 	require.True(t, ok)
 	require.False(t, p.acked(hash, addrHex(small), 1, nil), "1 + 1 of 5")
 	require.False(t, p.acked(hash, addrHex(small), 1, nil), "the same validator twice counts once")
 	require.False(t, p.acked(hash, p.keys.selfAddr, 1, nil), "this node's own answer counts once")
 	require.True(t, p.acked(hash, addrHex(big), 3, nil), "1 + 1 + 3 of 5")
-	_, _, named := p.forProposal(bz, 2)
+	_, _, named := p.ForProposal(bz, 2)
 	require.True(t, named)
 }
 
@@ -85,7 +97,7 @@ func TestQuorumCountsVotingPower(t *testing.T) {
 func TestPoolAnswerHasAWriteDeadline(t *testing.T) {
 	defer func(d time.Duration) { serveWriteTimeout = d }(serveWriteTimeout)
 	serveWriteTimeout = 300 * time.Millisecond
-	p, err := newTxPool("", nil, 10, 0, nil)
+	p, err := newPool("", nil, 10, 0, nil)
 	require.NoError(t, err)
 	bz := bytes.Repeat([]byte{7}, 32<<20)
 	hash, ok := p.admit(bz, 1, "", nil, true)
@@ -108,5 +120,69 @@ func TestPoolAnswerHasAWriteDeadline(t *testing.T) {
 		require.Less(t, took, 5*time.Second)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the handler is still writing to a reader that never reads")
+	}
+}
+
+// recordingNode stands for a node's CometBFT client: it records what reaches broadcast_tx and
+// admits it.
+type recordingNode struct {
+	client.CometRPC
+
+	mu  sync.Mutex
+	got [][]byte
+}
+
+func (n *recordingNode) BroadcastTxSync(_ context.Context, tx cmttypes.Tx) (*coretypes.ResultBroadcastTx, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.got = append(n.got, tx)
+	return &coretypes.ResultBroadcastTx{Hash: tx.Hash()}, nil
+}
+
+func (n *recordingNode) received() [][]byte {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.got)
+}
+
+// noStubs is a host whose mempool holds transactions themselves.
+type noStubs struct{}
+
+func (noStubs) StageTx(bz []byte, _ [32]byte, _ string) ([]byte, bool, bool, bool) {
+	return bz, false, false, false
+}
+func (noStubs) ParseStub([]byte) ([32]byte, bool) { return [32]byte{}, false }
+
+// M3: tiny frames, too many frames, and a torn body are refused whole before any CheckTx.
+func TestAttackDataPlaneTinyAndManyFrames(t *testing.T) {
+	plane, err := New(Config{}, noStubs{}, nil, log.NewNopLogger())
+	require.NoError(t, err)
+	node := &recordingNode{}
+	srv := httptest.NewServer(plane.PushHandler(client.Context{}.WithClient(node)))
+	defer srv.Close()
+	var tiny bytes.Buffer
+	for range 100_000 {
+		tiny.Write(binary.BigEndian.AppendUint32(nil, 1))
+		tiny.WriteByte(7)
+	}
+	var many bytes.Buffer
+	for range 8193 {
+		frame := make([]byte, 64)
+		_, _ = rand.Read(frame)
+		many.Write(binary.BigEndian.AppendUint32(nil, uint32(len(frame))))
+		many.Write(frame)
+	}
+	for name, body := range map[string][]byte{
+		"100,000 one-byte frames": tiny.Bytes(),
+		"8,193 frames":            many.Bytes(),
+	} {
+		start := time.Now()
+		res, err := http.Post(srv.URL+PushPath, "application/octet-stream", bytes.NewReader(body))
+		require.NoError(t, err)
+		answer, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.Equal(t, http.StatusBadRequest, res.StatusCode, name)
+		require.Empty(t, node.received(), name)
+		t.Logf("%s (%d bytes): %d %s in %v, no CheckTx", name, len(body), res.StatusCode, strings.TrimSpace(string(answer)), time.Since(start))
 	}
 }

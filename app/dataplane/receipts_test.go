@@ -1,4 +1,4 @@
-package app
+package dataplane
 
 import (
 	"crypto/sha256"
@@ -15,13 +15,13 @@ import (
 // power 1: the sender and two receipts make 3 of 4; the sender and one make 2, not enough.
 func TestHeldWordCountsOnlyReceipts(t *testing.T) {
 	names := []string{"sender", "a", "b", "c"}
-	vals := map[string]dataPlaneValidator{}
-	keys := map[string]*dataPlaneKeys{}
+	vals := map[string]Validator{}
+	keys := map[string]*Keys{}
 	for _, n := range names {
 		key := validatorKeyOf(n)
-		vals[addrHex(key)] = dataPlaneValidator{pub: key.PubKey(), power: 1}
-		k := newDataPlaneKeys()
-		k.useKey(key)
+		vals[addrHex(key)] = Validator{PubKey: key.PubKey(), Power: 1}
+		k := NewKeys()
+		k.UseKey(key)
 		keys[n] = k
 	}
 	for _, k := range keys {
@@ -29,9 +29,9 @@ func TestHeldWordCountsOnlyReceipts(t *testing.T) {
 	}
 	h1, h2, h3 := sha256.Sum256([]byte("one")), sha256.Sum256([]byte("two")), sha256.Sum256([]byte("three"))
 	frames := [][32]byte{h1, h2}
-	answer := func(who, held string) *receipt {
+	answer := func(who, held string) *Receipt {
 		h := http.Header{}
-		require.True(t, keys[who].sign(h, PushPath+answerPathSuffix, answerDigest(framesDigest(frames), []byte(held))))
+		require.True(t, keys[who].Sign(h, PushPath+answerPathSuffix, answerDigest(FramesDigest(frames), []byte(held))))
 		return receiptOf(h, frames, []byte(held))
 	}
 	a, b, own := answer("a", "11"), answer("b", "10"), answer("sender", "11")
@@ -41,7 +41,7 @@ func TestHeldWordCountsOnlyReceipts(t *testing.T) {
 	claims := [][32]byte{h1, h2, h3}
 
 	// Through the wire format, as a receiver reads it.
-	gotClaims, gotReceipts, err := decodeHeld(encodeHeld(claims, []*receipt{a, b, b, own, forged}))
+	gotClaims, gotReceipts, err := decodeHeld(encodeHeld(claims, []*Receipt{a, b, b, own, forged}))
 	require.NoError(t, err)
 	require.Equal(t, claims, gotClaims)
 	proven, bad := keys["c"].provenHeld(gotClaims, gotReceipts, sender, 1)
@@ -54,12 +54,12 @@ func TestHeldWordCountsOnlyReceipts(t *testing.T) {
 	for name, body := range map[string][]byte{
 		"empty":               nil,
 		"claims past the end": {0, 0, 1, 0},
-		"a receipt cut short": append(encodeHeld(claims, []*receipt{a}), 0)[:60+32*3],
-		"trailing bytes":      append(encodeHeld(claims, []*receipt{a}), 0),
-		"too many receipts":   encodeHeld(claims, slices.Repeat([]*receipt{a}, maxHeldReceipts+1)),
+		"a receipt cut short": append(encodeHeld(claims, []*Receipt{a}), 0)[:60+32*3],
+		"trailing bytes":      append(encodeHeld(claims, []*Receipt{a}), 0),
+		"too many receipts":   encodeHeld(claims, slices.Repeat([]*Receipt{a}, maxHeldReceipts+1)),
 	} {
 		_, _, err := decodeHeld(body)
 		require.ErrorIs(t, err, errBadReceipt, name)
 	}
-	t.Logf("a word of 3 claims with 5 receipts (%d bytes): 1 proven, 2 receipts refused", len(encodeHeld(claims, []*receipt{a, b, b, own, forged})))
+	t.Logf("a word of 3 claims with 5 receipts (%d bytes): 1 proven, 2 receipts refused", len(encodeHeld(claims, []*Receipt{a, b, b, own, forged})))
 }
