@@ -152,6 +152,7 @@ func TestFloodProcess(t *testing.T) {
 
 // namedAndCarried counts the produces that blocks from..to of n name by digest and those they carry.
 func namedAndCarried(t *testing.T, n *node.Node, from, to int64) (named, carried int) {
+	require.NoError(t, n.WaitForHeight(to, 30*time.Second)) // the heights may come from another node
 	rpc := strings.Replace(n.RPC, "tcp://", "http://", 1)
 	for h := from; h <= to; h++ {
 		for _, tx := range blockTxs(t, rpc, h) {
