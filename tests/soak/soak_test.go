@@ -4,9 +4,11 @@ package soak
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	mathrand "math/rand/v2"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -212,6 +214,9 @@ type run struct {
 	unacked []uint64
 	prods   []*producer
 	group   *groupLog
+	// restartDelays are, per restart of every node, how long after the first new block the
+	// slowest producer was acknowledged again (ackedAgain).
+	restartDelays []time.Duration
 	// Sampling state, touched by the test's goroutine only.
 	samples    int
 	lastSample time.Time
@@ -242,6 +247,7 @@ func (r *run) problem(format string, args ...any) {
 type ackBatch struct {
 	base, first uint64
 	count       uint32
+	at          time.Time // when it was acknowledged
 }
 
 // producer p writes partition p. Records arrive at a steady rate (rate/partitions each); the
@@ -395,7 +401,7 @@ func (pr *producer) run(ctx context.Context) {
 			}
 			r.rec.Acked(acked, lat)
 			pr.mu.Lock()
-			pr.acked = append(pr.acked, ackBatch{base: res0.BaseOffset, first: pr.next, count: uint32(n)})
+			pr.acked = append(pr.acked, ackBatch{base: res0.BaseOffset, first: pr.next, count: uint32(n), at: acked})
 			pr.next += n
 			if res0.Duplicate {
 				pr.dups++
@@ -617,6 +623,10 @@ func (c config) allowed(kind string) string {
 func (nm *nemesis) inject(kind string, i int, hold time.Duration) {
 	r, net := nm.r, nm.r.net
 	from := time.Now()
+	// After a restart of every node: a height no lower than the first new block's, and when the
+	// nodes were started again.
+	var restartHeight int64
+	var restartedAt time.Time
 	node := i
 	if kind == "restart-all" {
 		node = -1
@@ -639,6 +649,7 @@ func (nm *nemesis) inject(kind string, i int, hold time.Duration) {
 	case "restart-all":
 		// All four crash at once (kill -9) and restart from disk: a crash of every node, not
 		// a Byzantine one, so safety must hold; liveness returns with them.
+		before, _ := r.heights()
 		for _, n := range net.Nodes {
 			n.Kill()
 		}
@@ -646,6 +657,7 @@ func (nm *nemesis) inject(kind string, i int, hold time.Duration) {
 		for _, n := range net.Nodes {
 			n.Start()
 		}
+		restartHeight, restartedAt = slices.Max(append(before, 0))+1, time.Now()
 	}
 	healed := time.Now()
 	err := r.waitCaughtUp(3 * time.Minute)
@@ -653,6 +665,8 @@ func (nm *nemesis) inject(kind string, i int, hold time.Duration) {
 	if err != nil {
 		nm.err = fmt.Errorf("after %s of node %d: %w", kind, i, err)
 		note = err.Error()
+	} else if restartHeight > 1 {
+		note += "; " + r.ackedAgain(restartHeight, restartedAt)
 	}
 	if node >= 0 {
 		note += "; " + r.switchDelays(node, from, healed)
@@ -734,6 +748,82 @@ func (nm *nemesis) doubleSign(v int) {
 		nm.err = fmt.Errorf("after the twin: %w", err)
 	}
 	r.rec.Fault("twin", v, from, stopped, time.Now(), note+"; "+r.switchDelays(v, from, stopped))
+}
+
+// restartTarget is the soak's target after a restart of every node: each producer's records
+// acknowledged again within this long of the first new block.
+const restartTarget = 10 * time.Second
+
+// ackedAgain tells how soon after the first new block (the first from height h on made after
+// the nodes were started again at restarted) each producer had a batch acknowledged, waiting at
+// most twice restartTarget, and records the slowest in r.restartDelays.
+func (r *run) ackedAgain(h int64, restarted time.Time) string {
+	var at time.Time
+	for ; ; h++ {
+		t, err := r.blockTime(h)
+		if err != nil {
+			return fmt.Sprintf("no time for block %d: %v", h, err)
+		}
+		if t.After(restarted) {
+			at = t
+			break
+		}
+	}
+	deadline := time.Now().Add(2 * restartTarget)
+	var slowest time.Duration
+	for _, pr := range r.prods {
+		for {
+			first, ok := pr.firstAckAfter(at)
+			if ok {
+				slowest = max(slowest, first.Sub(at))
+				break
+			}
+			if time.Now().After(deadline) {
+				slowest = max(slowest, time.Since(at))
+				r.problem("producer %d: nothing acknowledged within %s of block %d, the first after a restart of every node", pr.p, time.Since(at).Round(time.Second), h)
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	r.mu.Lock()
+	r.restartDelays = append(r.restartDelays, slowest)
+	r.mu.Unlock()
+	return fmt.Sprintf("every producer acknowledged again within %.1fs of block %d, the first after the restart", slowest.Seconds(), h)
+}
+
+// firstAckAfter is when the producer's first batch acknowledged after t was.
+func (pr *producer) firstAckAfter(t time.Time) (time.Time, bool) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	for i := len(pr.acked) - 1; i >= 0 && pr.acked[i].at.After(t); i-- {
+		if i == 0 || !pr.acked[i-1].at.After(t) {
+			return pr.acked[i].at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// blockTime is block h's time, as node 0 has it.
+func (r *run) blockTime(h int64) (time.Time, error) {
+	resp, err := http.Get(fmt.Sprintf("%s/block?height=%d", strings.Replace(r.net.Nodes[0].RPC, "tcp://", "http://", 1), h))
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer resp.Body.Close()
+	var b struct {
+		Result struct {
+			Block struct {
+				Header struct {
+					Time time.Time `json:"time"`
+				} `json:"header"`
+			} `json:"block"`
+		} `json:"result"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&b); err != nil {
+		return time.Time{}, err
+	}
+	return b.Result.Block.Header.Time, nil
 }
 
 // switchDelays tells how soon after from the producers using node i moved to another node
@@ -931,10 +1021,14 @@ func TestSoak(t *testing.T) {
 		agreed, validators, appHash, nm.twin, peak, tot.LastDiskMiB)
 	t.Logf("soak result: producers per kind of fault, from its start until every node caught up after it (throughput: records acknowledged in that time; latency: records handed over in it):\n%s", rep.FaultTable())
 	for _, f := range rep.ByFault {
-		if f.Kind == "pause" || f.Kind == "kill" {
+		if f.Kind == "pause" || f.Kind == "kill" || f.Kind == "partition" {
 			met := f.Acked > 0 && f.P99Ratio <= 2 && f.ThroughputRatio >= 0.7
 			t.Logf("soak result: one validator %s: p99 %.2f× and throughput %.0f%% of fault-free (target ≤ 2×, ≥ 70%%): met %v", f.Kind, f.P99Ratio, 100*f.ThroughputRatio, met)
 		}
+	}
+	if len(r.restartDelays) > 0 {
+		t.Logf("soak result: restart of every node: every producer acknowledged again within %v of the first new block (each restart; target ≤ %s): met %v",
+			r.restartDelays, restartTarget, slices.Max(r.restartDelays) <= restartTarget)
 	}
 	t.Logf("soak result: %s, %s", pngPath, jsonPath)
 	if r.nProblem > 0 {
