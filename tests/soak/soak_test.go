@@ -754,20 +754,31 @@ func (nm *nemesis) doubleSign(v int) {
 // acknowledged again within this long of the first new block.
 const restartTarget = 10 * time.Second
 
-// ackedAgain tells how soon after the first new block (the first from height h on made after
-// the nodes were started again at restarted) each producer had a batch acknowledged, waiting at
-// most twice restartTarget, and records the slowest in r.restartDelays.
+// ackedAgain tells how soon after the first new block each producer had a batch acknowledged,
+// waiting at most twice restartTarget, and records the slowest in r.restartDelays. The first
+// new block is the first from height h on committed after the nodes were started again at
+// restarted; a block's commit time is the next block's header time (CometBFT's BFT time: the
+// median of the commit's precommit times).
 func (r *run) ackedAgain(h int64, restarted time.Time) string {
+	// The first new block's commit time is in the block after it: wait for two.
+	_ = r.net.Nodes[0].WaitForHeight(h+2, 30*time.Second)
+	top, err := r.net.Nodes[0].Height()
+	if err != nil {
+		return fmt.Sprintf("no height: %v", err)
+	}
 	var at time.Time
-	for ; ; h++ {
-		t, err := r.blockTime(h)
+	for ; h < top; h++ {
+		t, err := r.blockTime(h + 1)
 		if err != nil {
-			return fmt.Sprintf("no time for block %d: %v", h, err)
+			return fmt.Sprintf("no time for block %d: %v", h+1, err)
 		}
 		if t.After(restarted) {
 			at = t
 			break
 		}
+	}
+	if at.IsZero() {
+		return fmt.Sprintf("no block committed after the restart below height %d", top)
 	}
 	deadline := time.Now().Add(2 * restartTarget)
 	var slowest time.Duration
@@ -822,6 +833,9 @@ func (r *run) blockTime(h int64) (time.Time, error) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&b); err != nil {
 		return time.Time{}, err
+	}
+	if b.Result.Block.Header.Time.IsZero() {
+		return time.Time{}, fmt.Errorf("block %d: no such block", h)
 	}
 	return b.Result.Block.Header.Time, nil
 }
