@@ -324,9 +324,14 @@ func (k *Keys) known(h http.Header) error {
 // signer is the validator h names, its entry in the set and the time it signed, checked
 // against maxSkew: what known and verify both check before the signature.
 func (k *Keys) signer(h http.Header) (addr string, val Validator, at int64, err error) {
-	addr = strings.ToUpper(h.Get(HeaderValidator))
+	addr = h.Get(HeaderValidator)
 	if addr == "" {
 		return "", val, 0, errUnsigned
+	}
+	// Only the canonical spelling (upper-case hex, as Sign writes it): one validator has one
+	// name, so it is counted once wherever names are compared (receipts, quorums, budgets).
+	if addr != strings.ToUpper(addr) {
+		return addr, val, 0, errNotAValidator
 	}
 	k.mu.RLock()
 	val, ok := k.vals[addr]

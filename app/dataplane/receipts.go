@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // Availability receipts. A validator's signed answer to a push says, frame by frame, which
@@ -157,7 +156,7 @@ func receiptOf(h http.Header, hashes [][32]byte, answer []byte) *Receipt {
 	if err != nil {
 		return nil
 	}
-	return &Receipt{signer: strings.ToUpper(h.Get(HeaderValidator)), at: at, sig: sig, hashes: hashes, answer: answer}
+	return &Receipt{signer: h.Get(HeaderValidator), at: at, sig: sig, hashes: hashes, answer: answer}
 }
 
 // provenHeld are the claims that the receipts show held by more than two thirds of the voting

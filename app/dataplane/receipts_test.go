@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -50,6 +51,20 @@ func TestHeldWordCountsOnlyReceipts(t *testing.T) {
 
 	proven, _ = keys["c"].provenHeld(claims, nil, sender, 1)
 	require.Empty(t, proven, "a word without receipts proves nothing")
+
+	// One receipt under other spellings of its signer's name (hex is case-free, the name is
+	// not): counted once, and the sender's own in lower case still not at all.
+	respelled := func(r *Receipt, name string) *Receipt { c := *r; c.signer = name; return &c }
+	mixed := []byte(a.signer)
+	for i := range mixed {
+		if i%2 == 0 {
+			mixed[i] = strings.ToLower(string(mixed[i]))[0]
+		}
+	}
+	variants := []*Receipt{a, respelled(a, strings.ToLower(a.signer)), respelled(a, string(mixed)), respelled(own, strings.ToLower(own.signer))}
+	proven, bad = keys["c"].provenHeld(claims, variants, sender, 1)
+	require.Empty(t, proven, "the sender and a alone: 2 of 4, however a's name is spelled")
+	require.Equal(t, 3, bad, "the respelled receipts are refused")
 
 	for name, body := range map[string][]byte{
 		"empty":               nil,
