@@ -94,8 +94,11 @@ func TestDataPlaneKeyWithARemoteSigner(t *testing.T) {
 	require.Zero(t, before)
 
 	for i, n := range net.Nodes {
-		key := strings.TrimSpace(n.MustRun("data-plane-key"))
-		waitTxOK(t, n, n.MustCLI("", "tx", "poa", "set-data-plane-endpoint", n.DataPlane, key, "--from", fmt.Sprintf("val%d", i), "--output", "json"))
+		// The flags that register the node's key with its proof for the operator's address.
+		operator := strings.TrimSpace(n.MustRun("keys", "show", fmt.Sprintf("val%d", i), "-a", "--keyring-backend", "test"))
+		flags := strings.Fields(n.MustRun("data-plane-key", "--operator", operator))
+		args := append([]string{"tx", "poa", "set-data-plane-endpoint", n.DataPlane}, flags...)
+		waitTxOK(t, n, n.MustCLI("", append(args, "--from", fmt.Sprintf("val%d", i), "--output", "json")...))
 	}
 	out := n0.MustCLI("", "query", "poa", "data-plane-endpoints", "--output", "json")
 	require.Equal(t, 4, strings.Count(out, `"data_plane_key"`), out)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"crypto/ed25519"
 	"crypto/sha256"
 	"fmt"
 	"math/rand"
@@ -9,8 +10,9 @@ import (
 
 	sdkmath "cosmossdk.io/math"
 
-	"github.com/cosmos/cosmos-sdk/crypto/keys/ed25519"
+	sdked25519 "github.com/cosmos/cosmos-sdk/crypto/keys/ed25519"
 	sdk "github.com/cosmos/cosmos-sdk/types"
+	"github.com/cosmos/cosmos-sdk/types/bech32"
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
 	govtypes "github.com/cosmos/cosmos-sdk/x/gov/types"
 	govv1 "github.com/cosmos/cosmos-sdk/x/gov/types/v1"
@@ -1053,7 +1055,7 @@ func (g *gen) createValidator(a int) []sdk.Msg {
 			continue
 		}
 		stake := sdk.NewCoin(sdk.DefaultBondDenom, sdk.DefaultPowerReduction.MulRaw(ad.Power))
-		msg, err := stakingtypes.NewMsgCreateValidator(op, ed25519.GenPrivKey().PubKey(), stake, stakingtypes.Description{Moniker: fmt.Sprintf("v%d", a)},
+		msg, err := stakingtypes.NewMsgCreateValidator(op, sdked25519.GenPrivKey().PubKey(), stake, stakingtypes.Description{Moniker: fmt.Sprintf("v%d", a)},
 			stakingtypes.NewCommissionRates(sdkmath.LegacyZeroDec(), sdkmath.LegacyZeroDec(), sdkmath.LegacyZeroDec()), sdkmath.OneInt())
 		if err != nil {
 			panic(err)
@@ -1135,14 +1137,21 @@ func (g *gen) setEndpoint(a int) []sdk.Msg {
 	case g.oneOf(4):
 		msg.Endpoint = ""
 	case g.oneOf(3):
-		// Its own data-plane key (one per operator, so never another's), or one of the wrong
-		// size: x/poa takes only 32 bytes. (A key another operator registered is refused too:
+		// Its own data-plane key (one per operator, so never another's) with its proof, or one
+		// of the wrong size, or a proof that fails: x/poa takes only 32 bytes, proven. (A key another operator registered is refused too:
 		// x/poa/keeper's test; here a later message without a key clears it, so whether one is
 		// registered depends on what executed.)
-		key := sha256.Sum256([]byte(g.operator(a)))
-		msg.DataPlaneKey = key[:]
-		if g.oneOf(3) {
-			msg.DataPlaneKey = key[:31]
+		seed := sha256.Sum256([]byte(g.operator(a)))
+		priv := ed25519.NewKeyFromSeed(seed[:])
+		_, op, _ := bech32.DecodeAndConvert(g.operator(a))
+		msg.DataPlaneKey = priv.Public().(ed25519.PublicKey)
+		msg.DataPlaneKeyProof = ed25519.Sign(priv, poatypes.DataPlaneKeyProofBytes(op))
+		switch {
+		case g.oneOf(4):
+			msg.DataPlaneKey = msg.DataPlaneKey[:31]
+			g.refused("malformed data-plane key", "poa/12")
+		case g.oneOf(4):
+			msg.DataPlaneKeyProof[0] ^= 1
 			g.refused("malformed data-plane key", "poa/12")
 		}
 	}

@@ -125,9 +125,9 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 				{RpcMethod: "SetValidatorPower", Skip: true, GovProposal: true},
 				{RpcMethod: "RemoveValidator", Skip: true, GovProposal: true},
 				{
-					RpcMethod: "SetDataPlaneEndpoint", Use: "set-data-plane-endpoint [endpoint] [data-plane-key]",
-					Short:          "Set where your validator serves the data plane ([ordering] listen-address as http://host:port; \"\" clears it) and, optionally, the key it signs there with (`bftlogd data-plane-key show`, base64; omitted: the consensus key signs); sign with the operator's key",
-					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "endpoint"}, {ProtoField: "data_plane_key", Optional: true}},
+					RpcMethod: "SetDataPlaneEndpoint", Use: "set-data-plane-endpoint [endpoint]",
+					Short:          "Set where your validator serves the data plane ([ordering] listen-address as http://host:port) and the key it signs there with: `$(bftlogd data-plane-key --operator <your address> --home <node home>)` prints --data-plane-key and --data-plane-key-proof; without them the key registered before stays (none: the consensus key signs); \"\" and no key clear both; sign with the operator's key",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "endpoint"}},
 				},
 			},
 		},

@@ -23,22 +23,21 @@ import (
 // every validator's data plane. After genesis an operator sets its own with
 // `tx poa set-data-plane-endpoint`.
 func setDataPlaneEndpointGenesisCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "set-data-plane-endpoint [operator] [endpoint] [data-plane-key]",
-		Short: "Set a validator's data-plane endpoint in genesis.json (bftlogvaloper..., http://host:port; \"\" and no key removes it) and the key it signs there with (`bftlogd data-plane-key` on its node, base64; omitted: its consensus key)",
-		Args:  cobra.RangeArgs(2, 3),
+	cmd := &cobra.Command{
+		Use:   "set-data-plane-endpoint [operator] [endpoint]",
+		Short: "Set a validator's data-plane endpoint in genesis.json (bftlogvaloper..., http://host:port; \"\" removes it) and, with --data-plane-key and --data-plane-key-proof (`bftlogd data-plane-key --operator <bftlogvaloper...>` on its node prints both), the key it signs there with (omitted: its consensus key)",
+		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			operator, endpoint := args[0], args[1]
-			var key []byte
-			if len(args) == 3 && args[2] != "" {
+			var keyAndProof [2][]byte
+			for i, flag := range []string{flagDataPlaneKey, flagDataPlaneKeyProof} {
+				v, _ := cmd.Flags().GetString(flag)
 				var err error
-				if key, err = base64.StdEncoding.DecodeString(args[2]); err != nil {
-					return fmt.Errorf("data-plane key %q: want base64: %w", args[2], err)
+				if keyAndProof[i], err = base64.StdEncoding.DecodeString(v); err != nil {
+					return fmt.Errorf("--%s %q: want base64: %w", flag, v, err)
 				}
 			}
-			if err := poatypes.ValidateDataPlaneKey(key); err != nil {
-				return err
-			}
+			key, proof := keyAndProof[0], keyAndProof[1]
 			hrp, _, err := bech32.DecodeAndConvert(operator)
 			if err != nil {
 				return fmt.Errorf("operator %q: %w", operator, err)
@@ -50,6 +49,10 @@ func setDataPlaneEndpointGenesisCmd() *cobra.Command {
 				}
 			}
 			if err := poatypes.ValidateEndpoint(endpoint); err != nil {
+				return err
+			}
+			_, opBytes, _ := bech32.DecodeAndConvert(operator)
+			if err := poatypes.ValidateDataPlaneKey(opBytes, key, proof); err != nil {
 				return err
 			}
 			genFile := server.GetServerContextFromCmd(cmd).Config.GenesisFile()
@@ -69,7 +72,7 @@ func setDataPlaneEndpointGenesisCmd() *cobra.Command {
 			}
 			gs.DataPlaneEndpoints = slices.DeleteFunc(gs.DataPlaneEndpoints, func(e poatypes.DataPlaneEndpoint) bool { return e.Operator == operator })
 			if endpoint != "" || len(key) > 0 {
-				gs.DataPlaneEndpoints = append(gs.DataPlaneEndpoints, poatypes.DataPlaneEndpoint{Operator: operator, Endpoint: endpoint, DataPlaneKey: key})
+				gs.DataPlaneEndpoints = append(gs.DataPlaneEndpoints, poatypes.DataPlaneEndpoint{Operator: operator, Endpoint: endpoint, DataPlaneKey: key, DataPlaneKeyProof: proof})
 			}
 			if err := gs.ValidateEndpoints(); err != nil {
 				return err
@@ -83,4 +86,12 @@ func setDataPlaneEndpointGenesisCmd() *cobra.Command {
 			return genutil.ExportGenesisFile(appGenesis, genFile)
 		},
 	}
+	cmd.Flags().String(flagDataPlaneKey, "", "the validator's data-plane key (base64)")
+	cmd.Flags().String(flagDataPlaneKeyProof, "", "the key's proof for the operator (base64)")
+	return cmd
 }
+
+const (
+	flagDataPlaneKey      = "data-plane-key"
+	flagDataPlaneKeyProof = "data-plane-key-proof"
+)

@@ -44,27 +44,31 @@ func TestGenesisSetsDataPlaneEndpoints(t *testing.T) {
 	require.NoError(t, run("genesis", "set-data-plane-endpoint", op, ""))
 	require.NotContains(t, state(), op)
 
-	// The node's data-plane key, as `bftlogd data-plane-key` prints it, beside the endpoint.
-	root := cmd.NewRootCmd()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetArgs([]string{"data-plane-key", "--home", home})
-	require.NoError(t, svrcmd.Execute(root, "BFTLOGD_GENESIS_TEST", home))
-	key := strings.TrimSpace(out.String())
+	// The node's data-plane key, as `bftlogd data-plane-key` prints it, beside the endpoint;
+	// with --operator, the flags that register it with its proof.
+	keyCmd := func(args ...string) string {
+		root := cmd.NewRootCmd()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetArgs(append(append([]string{"data-plane-key"}, args...), "--home", home))
+		require.NoError(t, svrcmd.Execute(root, "BFTLOGD_GENESIS_TEST", home))
+		return strings.TrimSpace(out.String())
+	}
+	key := keyCmd()
 	raw, err := base64.StdEncoding.DecodeString(key)
-	require.NoError(t, err, out.String())
+	require.NoError(t, err, key)
 	require.Len(t, raw, 32)
-	again := cmd.NewRootCmd()
-	var out2 bytes.Buffer
-	again.SetOut(&out2)
-	again.SetArgs([]string{"data-plane-key", "--home", home})
-	require.NoError(t, svrcmd.Execute(again, "BFTLOGD_GENESIS_TEST", home))
-	require.Equal(t, out.String(), out2.String(), "the same key each time")
-	require.NoError(t, run("genesis", "set-data-plane-endpoint", op, "http://10.0.0.1:1318", key))
+	require.Equal(t, key, keyCmd(), "the same key each time")
+	flags := strings.Fields(keyCmd("--operator", op))
+	require.Len(t, flags, 2)
+	require.Equal(t, "--data-plane-key="+key, flags[0])
+	require.NoError(t, run(append([]string{"genesis", "set-data-plane-endpoint", op, "http://10.0.0.1:1318"}, flags...)...))
 	require.Contains(t, state(), `"data_plane_key": "`+key+`"`)
 	before = state()
-	require.Error(t, run("genesis", "set-data-plane-endpoint", op, "http://10.0.0.1:1318", base64.StdEncoding.EncodeToString(raw[:31])))
-	require.Error(t, run("genesis", "set-data-plane-endpoint", op, "http://10.0.0.1:1318", "not base64!"))
+	require.Error(t, run("genesis", "set-data-plane-endpoint", op, "http://10.0.0.1:1318", "--data-plane-key="+key), "no proof")
+	other := strings.Fields(keyCmd("--operator", "bftlogvaloper1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc5hf0rhd"))
+	require.Error(t, run(append([]string{"genesis", "set-data-plane-endpoint", op, "http://10.0.0.1:1318"}, other...)...), "a proof for another operator")
+	require.Error(t, run("genesis", "set-data-plane-endpoint", op, "http://10.0.0.1:1318", "--data-plane-key=not base64!"))
 	require.Equal(t, before, state())
 	require.NoError(t, run("genesis", "validate"))
 }

@@ -15,12 +15,14 @@ import (
 	"github.com/bftlog/bftlog/x/poa/types"
 )
 
-// SetEndpoint sets, or with "" and nil clears, the data-plane endpoint and key of the operator
-// whose account signed: only an admitted operator, and only its own (the operator is the
-// signer's account, so no account can set another's). Peers push to and fetch from the
-// endpoint and check what the validator signs there against the key (its consensus key when
-// none is set); a wrong one of either costs its own validator the data plane.
-func (k Keeper) SetEndpoint(ctx context.Context, signer, endpoint string, key []byte) error {
+// SetEndpoint sets the data-plane endpoint and key of the operator whose account signed: only
+// an admitted operator, and only its own (the operator is the signer's account, so no account
+// can set another's). A key comes with its proof (types.ValidateDataPlaneKey) and no other
+// validator may have registered it; an empty key keeps the one registered before, and an empty
+// endpoint with no key clears both. Peers push to and fetch from the endpoint and check what the
+// validator signs there against the key (its consensus key when none is set); a wrong one of
+// either costs its own validator the data plane.
+func (k Keeper) SetEndpoint(ctx context.Context, signer, endpoint string, key, proof []byte) error {
 	// The signer's prefix was checked when its signature was (the message's signer field).
 	_, acc, err := bech32.DecodeAndConvert(signer)
 	if err != nil || len(acc) == 0 {
@@ -35,14 +37,14 @@ func (k Keeper) SetEndpoint(ctx context.Context, signer, endpoint string, key []
 	if err := types.ValidateEndpoint(endpoint); err != nil {
 		return err
 	}
-	if err := types.ValidateDataPlaneKey(key); err != nil {
+	if err := types.ValidateDataPlaneKey(op, key, proof); err != nil {
 		return err
 	}
 	if len(key) > 0 {
 		// One validator's key: a node without its consensus key finds its validator by it.
 		taken := false
-		err := k.DataPlaneKeys.Walk(ctx, nil, func(other []byte, otherKey []byte) (bool, error) {
-			taken = !bytes.Equal(other, op) && bytes.Equal(otherKey, key)
+		err := k.DataPlaneKeys.Walk(ctx, nil, func(other []byte, reg types.DataPlaneKeyRegistration) (bool, error) {
+			taken = !bytes.Equal(other, op) && bytes.Equal(reg.Key, key)
 			return taken, nil
 		})
 		if err != nil {
@@ -60,10 +62,13 @@ func (k Keeper) SetEndpoint(ctx context.Context, signer, endpoint string, key []
 	if err != nil {
 		return err
 	}
-	if len(key) == 0 {
+	switch {
+	case len(key) > 0:
+		err = k.DataPlaneKeys.Set(ctx, op, types.DataPlaneKeyRegistration{Key: key, Proof: proof})
+	case endpoint == "":
 		err = k.DataPlaneKeys.Remove(ctx, op)
-	} else {
-		err = k.DataPlaneKeys.Set(ctx, op, key)
+	default:
+		key, err = k.DataPlaneKey(ctx, op) // kept: named in the event
 	}
 	if err != nil {
 		return err
@@ -77,11 +82,11 @@ func (k Keeper) SetEndpoint(ctx context.Context, signer, endpoint string, key []
 
 // DataPlaneKey is the data-plane key operator set, nil if none.
 func (k Keeper) DataPlaneKey(ctx context.Context, op sdk.ValAddress) ([]byte, error) {
-	key, err := k.DataPlaneKeys.Get(ctx, op)
+	reg, err := k.DataPlaneKeys.Get(ctx, op)
 	if errorsmod.IsOf(err, collections.ErrNotFound) {
 		return nil, nil
 	}
-	return key, err
+	return reg.Key, err
 }
 
 // Endpoint is the data-plane endpoint operator set, "" if none.
@@ -114,7 +119,9 @@ func (k Keeper) AllEndpoints(ctx context.Context) ([]types.DataPlaneEndpoint, er
 	if err := walkEntries(ctx, k.Endpoints, entry, func(e *types.DataPlaneEndpoint, v string) { e.Endpoint = v }); err != nil {
 		return nil, err
 	}
-	if err := walkEntries(ctx, k.DataPlaneKeys, entry, func(e *types.DataPlaneEndpoint, v []byte) { e.DataPlaneKey = v }); err != nil {
+	if err := walkEntries(ctx, k.DataPlaneKeys, entry, func(e *types.DataPlaneEndpoint, v types.DataPlaneKeyRegistration) {
+		e.DataPlaneKey, e.DataPlaneKeyProof = v.Key, v.Proof
+	}); err != nil {
 		return nil, err
 	}
 	// In operator-bytes order, whichever map named an operator: the same list on every node.

@@ -2,6 +2,8 @@ package keeper_test
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
 	"strings"
 	"testing"
 
@@ -35,13 +37,15 @@ func TestOperatorSetsItsDataPlaneEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, got.Endpoints, again.Endpoints)
 
-	// A data-plane key of its own beside the endpoint, then the key alone, then neither.
-	key := bytes.Repeat([]byte{7}, types.DataPlaneKeyBytes)
-	_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: account, Endpoint: "http://10.0.0.1:26680", DataPlaneKey: key})
+	// A data-plane key of its own beside the endpoint, then another endpoint (the key stays),
+	// then neither.
+	key, proof := dataPlaneKeyFor(t, addr)
+	_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: account, Endpoint: "http://10.0.0.1:26680", DataPlaneKey: key, DataPlaneKeyProof: proof})
 	require.NoError(t, err)
 	got, err = f.query.DataPlaneEndpoints(f.ctx, &types.QueryDataPlaneEndpointsRequest{})
 	require.NoError(t, err)
-	require.Equal(t, []types.DataPlaneEndpoint{{Operator: op, Endpoint: "http://10.0.0.1:26680", DataPlaneKey: key}}, got.Endpoints)
+	withKey := []types.DataPlaneEndpoint{{Operator: op, Endpoint: "http://10.0.0.1:26680", DataPlaneKey: key, DataPlaneKeyProof: proof}}
+	require.Equal(t, withKey, got.Endpoints)
 	gs, err = f.k.ExportGenesis(f.ctx)
 	require.NoError(t, err)
 	require.NoError(t, gs.ValidateEndpoints())
@@ -50,11 +54,12 @@ func TestOperatorSetsItsDataPlaneEndpoint(t *testing.T) {
 	again, err = h.query.DataPlaneEndpoints(h.ctx, &types.QueryDataPlaneEndpointsRequest{})
 	require.NoError(t, err)
 	require.Equal(t, got.Endpoints, again.Endpoints)
-	_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: account, DataPlaneKey: key})
+	_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: account, Endpoint: "http://10.0.0.7:26680"})
 	require.NoError(t, err)
 	got, err = f.query.DataPlaneEndpoints(f.ctx, &types.QueryDataPlaneEndpointsRequest{})
 	require.NoError(t, err)
-	require.Equal(t, []types.DataPlaneEndpoint{{Operator: op, DataPlaneKey: key}}, got.Endpoints)
+	withKey[0].Endpoint = "http://10.0.0.7:26680"
+	require.Equal(t, withKey, got.Endpoints, "a new endpoint keeps the key")
 
 	_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: account, Endpoint: ""})
 	require.NoError(t, err)
@@ -86,31 +91,49 @@ func TestAttackDataPlaneEndpointRefusals(t *testing.T) {
 	other, otherAddr, _ := f.bondedValidator("keyholder", 10)
 	otherAccount, err := f.accCodec.BytesToString(otherAddr)
 	require.NoError(t, err)
-	taken := bytes.Repeat([]byte{9}, types.DataPlaneKeyBytes)
-	_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: otherAccount, DataPlaneKey: taken})
+	taken, takenProof := dataPlaneKeyFor(t, otherAddr)
+	_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: otherAccount, Endpoint: "http://10.0.0.2:1", DataPlaneKey: taken, DataPlaneKeyProof: takenProof})
 	require.NoError(t, err)
 	before = f.state()
-	_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: account, Endpoint: "http://10.0.0.1:1", DataPlaneKey: taken})
+	// Copied from the other operator's message: its proof names the other operator.
+	_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: account, Endpoint: "http://10.0.0.1:1", DataPlaneKey: taken, DataPlaneKeyProof: takenProof})
 	require.ErrorIs(t, err, types.ErrInvalidDataPlaneKey)
 	require.Equal(t, before, f.state())
-	_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: otherAccount, Endpoint: "http://10.0.0.2:1", DataPlaneKey: taken})
+	_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: otherAccount, Endpoint: "http://10.0.0.2:1", DataPlaneKey: taken, DataPlaneKeyProof: takenProof})
 	require.NoError(t, err, "its own key again")
-	gs := &types.GenesisState{DataPlaneEndpoints: []types.DataPlaneEndpoint{{Operator: other, DataPlaneKey: taken}}}
+	gs := &types.GenesisState{DataPlaneEndpoints: []types.DataPlaneEndpoint{{Operator: other, DataPlaneKey: taken, DataPlaneKeyProof: takenProof}}}
 	require.NoError(t, gs.ValidateEndpoints())
 	before = f.state()
-	for _, n := range []int{1, 31, 33, 64} {
-		_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: account, Endpoint: "http://10.0.0.1:1", DataPlaneKey: make([]byte, n)})
-		require.ErrorIs(t, err, types.ErrInvalidDataPlaneKey, "%d bytes", n)
+	key, proof := dataPlaneKeyFor(t, addr)
+	for name, bad := range map[string][2][]byte{
+		"31 bytes":         {key[:31], proof},
+		"33 bytes":         {append(bytes.Clone(key), 0), proof},
+		"no proof":         {key, nil},
+		"a proof alone":    {nil, proof},
+		"an altered proof": {key, append(bytes.Clone(proof[:63]), proof[63]^1)},
+		"another's proof":  {key, takenProof},
+	} {
+		_, err = f.msgs.SetDataPlaneEndpoint(f.ctx, &types.MsgSetDataPlaneEndpoint{Operator: account, Endpoint: "http://10.0.0.1:1", DataPlaneKey: bad[0], DataPlaneKeyProof: bad[1]})
+		require.ErrorIs(t, err, types.ErrInvalidDataPlaneKey, name)
 	}
 	require.Equal(t, before, f.state())
 
 	gs = &types.GenesisState{DataPlaneEndpoints: []types.DataPlaneEndpoint{{Operator: "nope", Endpoint: "http://h:1"}}}
 	require.ErrorIs(t, gs.ValidateEndpoints(), types.ErrInvalidGen)
 	op, _, _ := f.bondedValidator("other", 10)
-	gs = &types.GenesisState{DataPlaneEndpoints: []types.DataPlaneEndpoint{{Operator: op, DataPlaneKey: taken}, {Operator: other, DataPlaneKey: taken}}}
+	gs = &types.GenesisState{DataPlaneEndpoints: []types.DataPlaneEndpoint{{Operator: op, DataPlaneKey: taken, DataPlaneKeyProof: takenProof}, {Operator: other, DataPlaneKey: taken, DataPlaneKeyProof: takenProof}}}
 	require.ErrorIs(t, gs.ValidateEndpoints(), types.ErrInvalidGen)
 	gs = &types.GenesisState{DataPlaneEndpoints: []types.DataPlaneEndpoint{{Operator: op, Endpoint: "http://h:1", DataPlaneKey: make([]byte, 31)}}}
 	require.ErrorIs(t, gs.ValidateEndpoints(), types.ErrInvalidGen)
+	gs = &types.GenesisState{DataPlaneEndpoints: []types.DataPlaneEndpoint{{Operator: op, Endpoint: "http://h:1", DataPlaneKey: key, DataPlaneKeyProof: proof}}}
+	require.ErrorIs(t, gs.ValidateEndpoints(), types.ErrInvalidGen, "a proof for another operator")
 	gs = &types.GenesisState{DataPlaneEndpoints: []types.DataPlaneEndpoint{{Operator: op}}}
 	require.ErrorIs(t, gs.ValidateEndpoints(), types.ErrInvalidGen)
+}
+
+// dataPlaneKeyFor is a fresh data-plane key and its proof for the operator of these address bytes.
+func dataPlaneKeyFor(t *testing.T, operator []byte) (key, proof []byte) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	return pub, ed25519.Sign(priv, types.DataPlaneKeyProofBytes(operator))
 }

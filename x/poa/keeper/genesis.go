@@ -45,7 +45,7 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 			}
 		}
 		if len(e.DataPlaneKey) > 0 {
-			if err := k.DataPlaneKeys.Set(ctx, op, e.DataPlaneKey); err != nil {
+			if err := k.DataPlaneKeys.Set(ctx, op, types.DataPlaneKeyRegistration{Key: e.DataPlaneKey, Proof: e.DataPlaneKeyProof}); err != nil {
 				return err
 			}
 		}

@@ -37,7 +37,7 @@ type Keeper struct {
 	// Endpoints are the data-plane endpoints operators set (endpoints.go).
 	Endpoints collections.Map[[]byte, string]
 	// DataPlaneKeys are the data-plane public keys operators set (endpoints.go).
-	DataPlaneKeys collections.Map[[]byte, []byte]
+	DataPlaneKeys collections.Map[[]byte, types.DataPlaneKeyRegistration]
 }
 
 // NewKeeper builds the keeper; authority is a bech32 account address (gov by default).
@@ -50,7 +50,7 @@ func NewKeeper(cdc codec.BinaryCodec, store corestore.KVStoreService, authority 
 		Granted:       collections.NewMap(sb, types.GrantedPrefix, "granted", collections.BytesKey, sdk.IntValue),
 		Clawbacks:     collections.NewMap(sb, types.ClawbacksPrefix, "clawbacks", collections.PairKeyCodec(sdk.TimeKey, collections.BytesKey), sdk.IntValue),
 		Endpoints:     collections.NewMap(sb, types.EndpointsPrefix, "data_plane_endpoints", collections.BytesKey, collections.StringValue),
-		DataPlaneKeys: collections.NewMap(sb, types.DataPlaneKeysPrefix, "data_plane_keys", collections.BytesKey, collections.BytesValue),
+		DataPlaneKeys: collections.NewMap(sb, types.DataPlaneKeysPrefix, "data_plane_keys", collections.BytesKey, codec.CollValue[types.DataPlaneKeyRegistration](cdc)),
 	}
 	schema, err := sb.Build()
 	if err != nil {

@@ -20,7 +20,7 @@ func (m msgServer) SetValidatorPower(ctx context.Context, msg *types.MsgSetValid
 }
 
 func (m msgServer) SetDataPlaneEndpoint(ctx context.Context, msg *types.MsgSetDataPlaneEndpoint) (*types.MsgSetDataPlaneEndpointResponse, error) {
-	return &types.MsgSetDataPlaneEndpointResponse{}, m.k.SetEndpoint(ctx, msg.Operator, msg.Endpoint, msg.DataPlaneKey)
+	return &types.MsgSetDataPlaneEndpointResponse{}, m.k.SetEndpoint(ctx, msg.Operator, msg.Endpoint, msg.DataPlaneKey, msg.DataPlaneKeyProof)
 }
 
 func (m msgServer) RemoveValidator(ctx context.Context, msg *types.MsgRemoveValidator) (*types.MsgRemoveValidatorResponse, error) {

@@ -1,6 +1,7 @@
 package types
 
 import (
+	"crypto/ed25519"
 	"net"
 	"net/url"
 	"strconv"
@@ -44,12 +45,28 @@ func ValidateEndpoint(endpoint string) error {
 // DataPlaneKeyBytes is the size of a data-plane key: an ed25519 public key.
 const DataPlaneKeyBytes = 32
 
-// ValidateDataPlaneKey checks a data-plane key: empty (the consensus key signs) or 32 bytes.
-// Which bytes an ed25519 key holds is not checked here: a key nobody holds the private half of
-// costs its own validator the data plane, as a wrong endpoint does.
-func ValidateDataPlaneKey(key []byte) error {
-	if len(key) != 0 && len(key) != DataPlaneKeyBytes {
+// dataPlaneKeyProofDomain begins what a data-plane key signs to show its operator holds it.
+const dataPlaneKeyProofDomain = "bftlog/data-plane-key/v1\x00"
+
+// DataPlaneKeyProofBytes is what an operator's data-plane key signs as its proof: the domain
+// and the operator's address bytes (its account's and its bftlogvaloper...'s are the same).
+func DataPlaneKeyProofBytes(operator []byte) []byte {
+	return append([]byte(dataPlaneKeyProofDomain), operator...)
+}
+
+// ValidateDataPlaneKey checks a data-plane key and its proof: none at all, or an ed25519 public
+// key of 32 bytes whose signature over DataPlaneKeyProofBytes(operator) is proof. A key without
+// a proof could be one copied from another validator's message, which would then have that
+// validator's node sign for the copier.
+func ValidateDataPlaneKey(operator, key, proof []byte) error {
+	if len(key) == 0 && len(proof) == 0 {
+		return nil
+	}
+	if len(key) != DataPlaneKeyBytes {
 		return errorsmod.Wrapf(ErrInvalidDataPlaneKey, "%d bytes, want an ed25519 public key of %d", len(key), DataPlaneKeyBytes)
+	}
+	if len(proof) != ed25519.SignatureSize || !ed25519.Verify(ed25519.PublicKey(key), DataPlaneKeyProofBytes(operator), proof) {
+		return errorsmod.Wrap(ErrInvalidDataPlaneKey, "the proof is not this key's signature for this operator (bftlogd data-plane-key --operator prints both)")
 	}
 	return nil
 }

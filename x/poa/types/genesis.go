@@ -21,7 +21,8 @@ func (gs GenesisState) ValidateEndpoints() error {
 		if err := ValidateEndpoint(e.Endpoint); err != nil {
 			return fmt.Errorf("%w: data-plane endpoint of %s: %v", ErrInvalidGen, e.Operator, err)
 		}
-		if err := ValidateDataPlaneKey(e.DataPlaneKey); err != nil {
+		_, op, _ := bech32.DecodeAndConvert(e.Operator)
+		if err := ValidateDataPlaneKey(op, e.DataPlaneKey, e.DataPlaneKeyProof); err != nil {
 			return fmt.Errorf("%w: data-plane key of %s: %v", ErrInvalidGen, e.Operator, err)
 		}
 		if seen[e.Operator] {
