@@ -134,38 +134,66 @@ type dataPlaneKeyFile struct {
 }
 
 // LoadOrGenDataPlaneKey reads the node's data-plane key from file, making one (ed25519, mode
-// 0600, written whole or not at all) when there is none; "" gives a key of this process alone.
+// 0600) when there is none: written to a file of its own, synced, then linked into place, so a
+// power cut leaves no torn key and two processes making it at once (the node's first start and
+// `bftlogd data-plane-key`) end with the one that was linked first. "" gives a key of this
+// process alone.
 func LoadOrGenDataPlaneKey(file string) (cmtcrypto.PrivKey, error) {
 	if file == "" {
 		return ed25519.GenPrivKey(), nil
 	}
-	bz, err := os.ReadFile(file)
-	if err == nil {
-		var kf dataPlaneKeyFile
-		if err := cmtjson.Unmarshal(bz, &kf); err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-		if _, ok := kf.PrivKey.(ed25519.PrivKey); !ok {
-			return nil, fmt.Errorf("%s: not an ed25519 key", file)
-		}
-		return kf.PrivKey, nil
+	if key, err := readDataPlaneKey(file); !errors.Is(err, os.ErrNotExist) {
+		return key, err
 	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	key := ed25519.GenPrivKey()
-	bz, err = cmtjson.Marshal(dataPlaneKeyFile{PrivKey: key})
+	bz, err := cmtjson.Marshal(dataPlaneKeyFile{PrivKey: ed25519.GenPrivKey()})
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+	dir := filepath.Dir(file)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, bz, 0o600); err != nil {
+	tmp, err := os.CreateTemp(dir, filepath.Base(file)+".*.tmp")
+	if err != nil {
 		return nil, err
 	}
-	return key, os.Rename(tmp, file)
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(bz)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o600)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Link(tmp.Name(), file); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return readDataPlaneKey(file) // ours, or the one another process linked first
+}
+
+func readDataPlaneKey(file string) (cmtcrypto.PrivKey, error) {
+	bz, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var kf dataPlaneKeyFile
+	if err := cmtjson.Unmarshal(bz, &kf); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if _, ok := kf.PrivKey.(ed25519.PrivKey); !ok {
+		return nil, fmt.Errorf("%s: not an ed25519 key", file)
+	}
+	return kf.PrivKey, nil
 }
 
 // UseKey makes this node sign with its consensus key, key, while its validator registers no

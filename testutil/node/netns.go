@@ -66,14 +66,27 @@ func NewHosts(t T) *Hosts {
 	if why := CanMakeHosts(); why != "" {
 		t.Fatal(why)
 	}
+	// A subnet of its own: the first k from this process's start whose bridge this call creates
+	// (another test process on the machine holds the others; none of theirs is touched).
 	hostsSubnets.Lock()
-	k := 20 + (os.Getpid()+hostsSubnets.next)%200
+	start := os.Getpid() + hostsSubnets.next
 	hostsSubnets.next++
 	hostsSubnets.Unlock()
-	h := &Hosts{t: t, k: k, bridge: fmt.Sprintf("blbr%d", k)}
-	_ = exec.Command("ip", "link", "del", h.bridge).Run() // left by a killed run
-	h.ip("link", "add", h.bridge, "type", "bridge")
+	h := &Hosts{t: t}
+	for i := 0; ; i++ {
+		if i == 200 {
+			t.Fatal("no free subnet for hosts: 200 bridges blbr20..blbr219 exist")
+		}
+		h.k = 20 + (start+i)%200
+		h.bridge = fmt.Sprintf("blbr%d", h.k)
+		if exec.Command("ip", "link", "add", h.bridge, "type", "bridge").Run() == nil {
+			break
+		}
+	}
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", h.bridge).Run() })
+	// Bridged traffic skips iptables where br_netfilter is loaded (a Docker host's FORWARD
+	// policy is DROP); an iproute2 that lacks the option leaves the default.
+	_ = exec.Command("ip", "link", "set", h.bridge, "type", "bridge", "nf_call_iptables", "0", "nf_call_ip6tables", "0", "nf_call_arptables", "0").Run()
 	h.ip("addr", "add", h.Gateway()+"/24", "dev", h.bridge)
 	h.ip("link", "set", h.bridge, "up")
 	return h
@@ -97,7 +110,7 @@ func (h *Hosts) Add() Host {
 	h.mu.Unlock()
 	ns := fmt.Sprintf("bftlog-%d-%d", h.k, i)
 	veth := fmt.Sprintf("blv%d-%d", h.k, i)
-	_ = exec.Command("ip", "netns", "del", ns).Run()
+	_ = exec.Command("ip", "netns", "del", ns).Run() // left by a killed run of this subnet: its bridge is ours now
 	h.ip("netns", "add", ns)
 	h.t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
 	h.ip("link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)

@@ -2,10 +2,13 @@ package node
 
 import (
 	"encoding/hex"
+	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cometbft/cometbft/crypto/ed25519"
@@ -18,8 +21,8 @@ import (
 // proposals from this test process instead, over CometBFT's remote-signer protocol (the node
 // listens on priv_validator_laddr, the signer dials it), as a validator whose key sits in an
 // HSM or a KMS does. The node keeps no priv_validator_key.json: the app cannot sign with the
-// consensus key, only with a data-plane key registered on chain. The signer keeps dialing
-// across the node's restarts until the test ends.
+// consensus key, only with a data-plane key registered on chain. The signer dials again after
+// the node restarts, for up to a minute each time, until the test ends.
 func (n *Node) useRemoteSigner() {
 	t := n.t
 	t.Helper()
@@ -37,14 +40,23 @@ func (n *Node) useRemoteSigner() {
 	setConfig(t, n.Home, `priv_validator_laddr = ""`, `priv_validator_laddr = "tcp://`+addr+`"`)
 	n.keyFile = keyFile
 	pv := privval.LoadFilePV(keyFile, stateFile)
-	dialer := privval.DialTCPFn(addr, 5*time.Second, ed25519.GenPrivKey())
+	// CometBFT's dialer retries without looking at Stop: once the test ends it dials nothing
+	// (so it cannot reach another test's node on a reused port) and gives up within a minute.
+	var stopped atomic.Bool
+	dial := privval.DialTCPFn(addr, 5*time.Second, ed25519.GenPrivKey())
+	dialer := func() (net.Conn, error) {
+		if stopped.Load() {
+			return nil, errors.New("the test ended")
+		}
+		return dial()
+	}
 	endpoint := privval.NewSignerDialerEndpoint(cmtlog.NewNopLogger(), dialer,
-		privval.SignerDialerEndpointConnRetries(1<<30), privval.SignerDialerEndpointRetryWaitInterval(100*time.Millisecond))
+		privval.SignerDialerEndpointConnRetries(600), privval.SignerDialerEndpointRetryWaitInterval(100*time.Millisecond))
 	signer := privval.NewSignerServer(endpoint, ChainID, pv)
 	if err := signer.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = signer.Stop() })
+	t.Cleanup(func() { stopped.Store(true); _ = signer.Stop() })
 }
 
 // ConsensusAddress is the node's validator's consensus address (upper-case hex), as CometBFT and
