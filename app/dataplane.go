@@ -62,11 +62,8 @@ func (app *App) refreshDataPlaneKeys() {
 		if power <= 0 {
 			continue
 		}
-		val := dataplane.Validator{PubKey: cpk, Power: power, DataPlaneKey: app.validatorDataPlaneKey(ctx, v.OperatorAddress)}
-		if app.plane.WantsEndpoint(cpk) {
-			val.Endpoint = app.validatorEndpoint(ctx, v.OperatorAddress)
-		}
-		set = append(set, val)
+		endpoint, key := app.validatorDataPlane(ctx, v.OperatorAddress)
+		set = append(set, dataplane.Validator{PubKey: cpk, Power: power, Endpoint: endpoint, DataPlaneKey: key})
 	}
 	app.plane.SetValidators(app.ChainID(), set)
 }
@@ -78,33 +75,23 @@ func (app *App) checkStateHeader() (h cmtproto.Header) {
 	return h
 }
 
-// validatorEndpoint is the data-plane endpoint the operator set on chain, "" if none.
-func (app *App) validatorEndpoint(ctx sdk.Context, operator string) string {
+// validatorDataPlane is the data-plane endpoint ("" if none) and key (nil if none) the
+// operator set on chain (x/poa).
+func (app *App) validatorDataPlane(ctx sdk.Context, operator string) (string, cmtcrypto.PubKey) {
 	op, err := app.StakingKeeper.ValidatorAddressCodec().StringToBytes(operator)
 	if err != nil {
-		return ""
+		return "", nil
 	}
-	ep, err := app.PoaKeeper.Endpoint(ctx, op)
+	endpoint, err := app.PoaKeeper.Endpoint(ctx, op)
 	if err != nil {
 		app.Logger().Error("data plane: reading a validator's endpoint", "operator", operator, "err", err)
-		return ""
-	}
-	return ep
-}
-
-// validatorDataPlaneKey is the data-plane key the operator registered on chain, nil if none.
-func (app *App) validatorDataPlaneKey(ctx sdk.Context, operator string) cmtcrypto.PubKey {
-	op, err := app.StakingKeeper.ValidatorAddressCodec().StringToBytes(operator)
-	if err != nil {
-		return nil
 	}
 	key, err := app.PoaKeeper.DataPlaneKey(ctx, op)
 	if err != nil {
 		app.Logger().Error("data plane: reading a validator's data-plane key", "operator", operator, "err", err)
-		return nil
 	}
 	if len(key) != ed25519.PubKeySize {
-		return nil // none registered (x/poa takes no other size)
+		return endpoint, nil // none registered (x/poa takes no other size)
 	}
-	return ed25519.PubKey(key)
+	return endpoint, ed25519.PubKey(key)
 }

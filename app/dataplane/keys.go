@@ -70,7 +70,7 @@ type Validator struct {
 	PubKey cmtcrypto.PubKey
 	Power  int64
 	// Endpoint is where its operator says it serves the data plane (x/poa
-	// MsgSetDataPlaneEndpoint), "" if none or not read (Plane.WantsEndpoint).
+	// MsgSetDataPlaneEndpoint), "" if none.
 	Endpoint string
 	// DataPlaneKey is the key its operator registered for the data plane (x/poa), which then
 	// signs for it instead of PubKey; nil if none.

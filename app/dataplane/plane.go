@@ -6,8 +6,6 @@ import (
 	"slices"
 	"time"
 
-	cmtcrypto "github.com/cometbft/cometbft/crypto"
-
 	"cosmossdk.io/log"
 
 	"github.com/cosmos/cosmos-sdk/client"
@@ -80,13 +78,6 @@ func New(cfg Config, host Host, faults Faults, logger log.Logger) (*Plane, error
 
 // Keys are the node's signing key and the validators whose signatures it takes.
 func (p *Plane) Keys() *Keys { return p.keys }
-
-// WantsEndpoint tells whether SetValidators needs the endpoint of the validator of this key:
-// the peers are the validators' endpoints on chain (no ordering.peers, by-digest on), and it is
-// not this node.
-func (p *Plane) WantsEndpoint(pub cmtcrypto.PubKey) bool {
-	return p.cfg.peersFromChain() && addressOf(pub) != p.keys.SelfAddress()
-}
 
 // SetValidators hands the plane the validator set of the latest committed state (after each
 // commit): the keys whose signatures it takes, with their powers, and, when the peers come from

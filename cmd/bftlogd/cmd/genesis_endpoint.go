@@ -51,10 +51,6 @@ func setDataPlaneEndpointGenesisCmd() *cobra.Command {
 			if err := poatypes.ValidateEndpoint(endpoint); err != nil {
 				return err
 			}
-			_, opBytes, _ := bech32.DecodeAndConvert(operator)
-			if err := poatypes.ValidateDataPlaneKey(opBytes, key, proof); err != nil {
-				return err
-			}
 			genFile := server.GetServerContextFromCmd(cmd).Config.GenesisFile()
 			appGenesis, err := genutiltypes.AppGenesisFromFile(genFile)
 			if err != nil {

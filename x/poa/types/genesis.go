@@ -10,9 +10,10 @@ import (
 // ValidateEndpoints checks the data-plane endpoints: operators well formed, each once, each
 // endpoint and key valid, not both empty.
 func (gs GenesisState) ValidateEndpoints() error {
-	seen := map[string]bool{}
+	operators, keys := map[string]bool{}, map[string]bool{}
 	for _, e := range gs.DataPlaneEndpoints {
-		if _, _, err := bech32.DecodeAndConvert(e.Operator); err != nil {
+		_, op, err := bech32.DecodeAndConvert(e.Operator)
+		if err != nil {
 			return fmt.Errorf("%w: data-plane endpoint of %q: %v", ErrInvalidGen, e.Operator, err)
 		}
 		if e.Endpoint == "" && len(e.DataPlaneKey) == 0 {
@@ -21,19 +22,18 @@ func (gs GenesisState) ValidateEndpoints() error {
 		if err := ValidateEndpoint(e.Endpoint); err != nil {
 			return fmt.Errorf("%w: data-plane endpoint of %s: %v", ErrInvalidGen, e.Operator, err)
 		}
-		_, op, _ := bech32.DecodeAndConvert(e.Operator)
 		if err := ValidateDataPlaneKey(op, e.DataPlaneKey, e.DataPlaneKeyProof); err != nil {
 			return fmt.Errorf("%w: data-plane key of %s: %v", ErrInvalidGen, e.Operator, err)
 		}
-		if seen[e.Operator] {
+		if operators[e.Operator] {
 			return fmt.Errorf("%w: data-plane endpoint of %s listed twice", ErrInvalidGen, e.Operator)
 		}
-		seen[e.Operator] = true
+		operators[e.Operator] = true
 		if len(e.DataPlaneKey) > 0 {
-			if seen["key:"+string(e.DataPlaneKey)] {
+			if keys[string(e.DataPlaneKey)] {
 				return fmt.Errorf("%w: data-plane key of %s registered by another validator too", ErrInvalidGen, e.Operator)
 			}
-			seen["key:"+string(e.DataPlaneKey)] = true
+			keys[string(e.DataPlaneKey)] = true
 		}
 	}
 	return nil
