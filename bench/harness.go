@@ -34,6 +34,19 @@ type Config struct {
 	// carrying them. Off, they carry them. It holds for every chain of the run but -baseline's
 	// (the Kafka, events and large-log runs too).
 	OrderByDigest bool
+	// The offered-load sweep (bench/sweep.go), on every system but the large-log and regions
+	// runs: constant rates from SweepStart, SweepFactor apart, each offered for SweepStep, until
+	// the committed rate stops rising or p99 passes SweepStopP99, then SweepRefine narrower
+	// steps; a system's capacity (its records_per_sec) is the highest committed rate whose p99
+	// stayed within CapacityP99.
+	Sweep         bool
+	SweepStart    float64
+	SweepFactor   float64
+	SweepStep     time.Duration
+	SweepStopP99  time.Duration
+	SweepRefine   int
+	SweepMax      float64 // no step offers more (0: no limit)
+	CapacityP99   time.Duration
 	Records       int           // records per bftlog run
 	RecordBytes   int           // value size
 	Partitions    int           // topic partitions
@@ -91,7 +104,14 @@ type Result struct {
 	LatencyP95Ms  float64 `json:"latency_p95_ms"`
 	LatencyP99Ms  float64 `json:"latency_p99_ms"`
 	HalfLoadP99Ms float64 `json:"half_load_p99_ms,omitempty"`
-	FetchPerSec   float64 `json:"fetch_records_per_sec,omitempty"`
+	HalfLoadP50Ms float64 `json:"half_load_p50_ms,omitempty"`
+	// Sweep is the offered-load sweep; with it, RecordsPerSec is the capacity (the highest
+	// committed rate whose p99 stayed within Config.CapacityP99), the latencies are that step's,
+	// the half-load ones a step at half of it, and ClosedLoopPerSec is what the producers
+	// reached sending as fast as their in-flight limit let them.
+	Sweep            []SweepPoint `json:"sweep,omitempty"`
+	ClosedLoopPerSec float64      `json:"closed_loop_records_per_sec,omitempty"`
+	FetchPerSec      float64      `json:"fetch_records_per_sec,omitempty"`
 	// Blocks carried the full-speed load, BlockIntervalMs apart on average; LaterRoundBlocks of
 	// them needed more than one consensus round (a timeout fired before a proposal or votes came).
 	Blocks           int     `json:"blocks,omitempty"`
@@ -140,27 +160,45 @@ type Report struct {
 	Results []Result `json:"results"`
 }
 
-// latencies collects samples safely.
+// latencies collects samples safely; a sample may stand for several records (an open-loop
+// producer's records created in one tick share a creation time), so percentiles are of records.
 type latencies struct {
-	mu sync.Mutex
-	ms []float64
+	mu      sync.Mutex
+	samples []latencySample
 }
 
-func (l *latencies) add(d time.Duration) {
+type latencySample struct {
+	ms float64
+	n  int
+}
+
+func (l *latencies) add(d time.Duration) { l.addN(d, 1) }
+
+func (l *latencies) addN(d time.Duration, n int) {
 	l.mu.Lock()
-	l.ms = append(l.ms, float64(d.Microseconds())/1000)
+	l.samples = append(l.samples, latencySample{float64(d.Microseconds()) / 1000, n})
 	l.mu.Unlock()
 }
 
 func (l *latencies) pct(p float64) float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.ms) == 0 {
+	if len(l.samples) == 0 {
 		return 0
 	}
-	sort.Float64s(l.ms)
-	i := int(p / 100 * float64(len(l.ms)-1))
-	return l.ms[i]
+	sort.Slice(l.samples, func(i, j int) bool { return l.samples[i].ms < l.samples[j].ms })
+	var total int
+	for _, s := range l.samples {
+		total += s.n
+	}
+	// The record at rank p% (0-based, as for unweighted samples).
+	rank, seen := int(p/100*float64(total-1)), 0
+	for _, s := range l.samples {
+		if seen += s.n; seen > rank {
+			return s.ms
+		}
+	}
+	return l.samples[len(l.samples)-1].ms
 }
 
 // Run runs every configured measurement and returns the report.

@@ -61,6 +61,48 @@ func startJetStream(dir string, replicas int) ([]*server.Server, string, error) 
 	return servers, fmt.Sprintf("nats://127.0.0.1:%d", ports[0]), nil
 }
 
+// jetStreamProducer is one producer's connection, publishing asynchronously with up to 4,096
+// publishes awaiting their acknowledgement.
+func jetStreamProducer(url string) (*nats.Conn, nats.JetStreamContext, error) {
+	pc, err := nats.Connect(url)
+	if err != nil {
+		return nil, nil, err
+	}
+	pjs, err := pc.JetStream(nats.PublishAsyncMaxPending(4096))
+	if err != nil {
+		pc.Close()
+		return nil, nil, err
+	}
+	return pc, pjs, nil
+}
+
+// onProducers runs f for each of n producers at once, each on a connection of its own, and
+// returns the first error.
+func onProducers(url string, n int, f func(p int, pjs nats.JetStreamContext) error) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for p := 0; p < n; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			pc, pjs, err := jetStreamProducer(url)
+			if err == nil {
+				defer pc.Close()
+				err = f(p, pjs)
+			}
+			errs <- err
+		}(p)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // runJetStream publishes cfg.JetRecords records asynchronously from cfg.Producers connections
 // to a file-backed stream with `replicas` replicas, counting acknowledged publishes.
 func runJetStream(cfg Config, replicas int) (Result, error) {
@@ -107,73 +149,53 @@ func runJetStream(cfg Config, replicas int) (Result, error) {
 	per := cfg.JetRecords / cfg.Producers
 	cpuBefore := node.ProcCPU(os.Getpid())
 	began := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, cfg.Producers)
-	for p := 0; p < cfg.Producers; p++ {
-		wg.Add(1)
-		go func(p int) {
-			defer wg.Done()
-			pc, err := nats.Connect(url)
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer pc.Close()
-			pjs, err := pc.JetStream(nats.PublishAsyncMaxPending(4096))
-			if err != nil {
-				errs <- err
-				return
-			}
-			type sent struct {
-				f  nats.PubAckFuture
-				at time.Time
-			}
-			futures := make(chan sent, 8192)
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				for s := range futures {
-					select {
-					case <-s.f.Ok():
-						acked.Add(1)
-						lat.add(time.Since(s.at))
-					case <-s.f.Err():
-					}
-				}
-			}()
-			for i := 0; i < per; i++ {
-				at := time.Now()
-				f, err := pjs.PublishAsync(fmt.Sprintf("bench.%d", (i+p)%cfg.Partitions), value)
-				if errors.Is(err, nats.ErrTooManyStalledMsgs) {
-					// Back-pressure: let the outstanding publishes drain, then retry.
-					select {
-					case <-pjs.PublishAsyncComplete():
-					case <-time.After(30 * time.Second):
-					}
-					i--
-					continue
-				}
-				if err != nil {
-					errs <- err
-					break
-				}
-				futures <- sent{f, at}
-			}
-			close(futures)
-			<-done
-		}(p)
-	}
-	wg.Wait()
-	elapsed := time.Since(began)
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			return Result{}, err
+	err = onProducers(url, cfg.Producers, func(p int, pjs nats.JetStreamContext) error {
+		type sent struct {
+			f  nats.PubAckFuture
+			at time.Time
 		}
+		futures := make(chan sent, 8192)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for s := range futures {
+				select {
+				case <-s.f.Ok():
+					acked.Add(1)
+					lat.add(time.Since(s.at))
+				case <-s.f.Err():
+				}
+			}
+		}()
+		for i := 0; i < per; i++ {
+			at := time.Now()
+			f, err := pjs.PublishAsync(fmt.Sprintf("bench.%d", (i+p)%cfg.Partitions), value)
+			if errors.Is(err, nats.ErrTooManyStalledMsgs) {
+				// Back-pressure: let the outstanding publishes drain, then retry.
+				select {
+				case <-pjs.PublishAsyncComplete():
+				case <-time.After(30 * time.Second):
+				}
+				i--
+				continue
+			}
+			if err != nil {
+				close(futures)
+				return err
+			}
+			futures <- sent{f, at}
+		}
+		close(futures)
+		<-done
+		return nil
+	})
+	elapsed := time.Since(began)
+	if err != nil {
+		return Result{}, err
 	}
 	n := int(acked.Load())
 	cpu := node.ProcCPU(os.Getpid()) - cpuBefore
-	return Result{
+	res := Result{
 		CPUSecondsPerGB: cpu.Seconds() / (float64(n*cfg.RecordBytes) / 1e9),
 		System:          fmt.Sprintf("JetStream R%d", replicas), Records: n, Seconds: elapsed.Seconds(),
 		RecordsPerSec: float64(n) / elapsed.Seconds(), MBPerSec: float64(n*cfg.RecordBytes) / elapsed.Seconds() / 1e6,
@@ -181,5 +203,97 @@ func runJetStream(cfg Config, replicas int) (Result, error) {
 		PayloadBytesPerRec: float64(cfg.RecordBytes),
 		PeakRSSMiB:         []int{int(node.ProcStatus(os.Getpid(), "VmHWM") >> 20)}, PeakRSSOf: "harness process",
 		Note: "embedded nats-server, file storage, async publish; CPU is the harness process's: servers and clients",
-	}, nil
+	}
+	if cfg.Sweep {
+		step := func(rate float64) (SweepPoint, error) { return jetStreamStep(cfg, url, rate, cfg.SweepStep) }
+		pts, err := sweep(cfg, res.System, step)
+		if err != nil {
+			return res, err
+		}
+		if err := applySweep(cfg, &res, pts, step); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// jetStreamStep offers rate records/s in total for dur from cfg.Producers connections, each
+// publishing its share asynchronously at a constant rate; a record's latency runs from when
+// its publish was due to its acknowledgement, so a publish that had to wait counts.
+func jetStreamStep(cfg Config, url string, rate float64, dur time.Duration) (SweepPoint, error) {
+	point := SweepPoint{OfferedPerSec: rate}
+	value := make([]byte, cfg.RecordBytes)
+	lat := &latencies{}
+	var acked, unacked atomic.Int64
+	var overloaded atomic.Bool
+	per := rate / float64(cfg.Producers)
+	// Counted by acknowledgement time, as bftlog's by commit time.
+	tr := &tracker{}
+	cpuBefore := node.ProcCPU(os.Getpid())
+	began := time.Now()
+	window := newRateWindow(tr, began, dur)
+	err := onProducers(url, cfg.Producers, func(p int, pjs nats.JetStreamContext) error {
+		type sent struct {
+			f   nats.PubAckFuture
+			due time.Time
+		}
+		futures := make(chan sent, 1<<16)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			giveUp := time.After(dur + drainWait(dur))
+			for s := range futures {
+				select {
+				case <-s.f.Ok():
+					acked.Add(1)
+					tr.committed.Add(1)
+					lat.add(time.Since(s.due))
+				case <-s.f.Err():
+					unacked.Add(1)
+				case <-giveUp:
+					unacked.Add(1)
+					lat.add(time.Since(s.due))
+				}
+			}
+		}()
+		defer func() { close(futures); <-done }()
+		for i := 0; ; i++ {
+			due := began.Add(time.Duration(float64(i) / per * float64(time.Second)))
+			if due.Sub(began) >= dur {
+				return nil
+			}
+			if d := time.Until(due); d > 0 {
+				time.Sleep(d)
+			} else if -d > backlogLimit {
+				overloaded.Store(true)
+				return nil
+			}
+			f, err := pjs.PublishAsync(fmt.Sprintf("bench.%d", (i+p)%cfg.Partitions), value)
+			for errors.Is(err, nats.ErrTooManyStalledMsgs) && time.Since(due) < backlogLimit {
+				f, err = pjs.PublishAsync(fmt.Sprintf("bench.%d", (i+p)%cfg.Partitions), value)
+			}
+			if errors.Is(err, nats.ErrTooManyStalledMsgs) {
+				overloaded.Store(true)
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			futures <- sent{f, due}
+		}
+	})
+	window.close()
+	if err != nil {
+		return point, err
+	}
+	n := acked.Load()
+	cpu := node.ProcCPU(os.Getpid()) - cpuBefore
+	point.Records = int(n)
+	point.CommittedPerSec = window.rate()
+	point.P50Ms, point.P99Ms = lat.pct(50), lat.pct(99)
+	point.Overloaded = overloaded.Load() || unacked.Load() > 0
+	if n > 0 {
+		point.CPUSecondsPerGB = cpu.Seconds() / (float64(n*int64(cfg.RecordBytes)) / 1e9)
+	}
+	return point, nil
 }

@@ -121,6 +121,16 @@ func runKafka(cfg Config) ([]Result, error) {
 			PeakRSSMiB:         []int{int(n0.PeakRSS() >> 20)}, PeakRSSOf: "validators",
 			Note: "franz-go producer (idempotent, acks=all, no compression) through bftlogd kafka serve to one validator",
 		})
+		if cfg.Sweep {
+			step := func(rate float64) (SweepPoint, error) { return kafkaStep(cfg, cl, rate, cfg.SweepStep) }
+			pts, err := sweep(cfg, res[0].System, step)
+			if err != nil {
+				return err
+			}
+			if err := applySweep(cfg, &res[0], pts, step); err != nil {
+				return err
+			}
+		}
 		if cfg.SyncCommitRecords <= 0 {
 			return nil
 		}
@@ -150,4 +160,55 @@ func runKafka(cfg Config) ([]Result, error) {
 		return nil
 	}()
 	return res, err
+}
+
+// kafkaStep offers rate records/s for dur through the franz-go client: one goroutine hands
+// records to Produce at a constant rate (Produce blocks when the client's buffer is full, and
+// that wait counts: a record's latency runs from when it was due to its acknowledgement).
+func kafkaStep(cfg Config, cl *kgo.Client, rate float64, dur time.Duration) (SweepPoint, error) {
+	point := SweepPoint{OfferedPerSec: rate}
+	value := make([]byte, cfg.RecordBytes)
+	lat := &latencies{}
+	tr := &tracker{}
+	var failed atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithTimeout(context.Background(), dur+drainWait(dur))
+	defer cancel()
+	overloaded := false
+	began := time.Now()
+	window := newRateWindow(tr, began, dur)
+	for i := 0; ; i++ {
+		due := began.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+		if due.Sub(began) >= dur {
+			break
+		}
+		if d := time.Until(due); d > 0 {
+			time.Sleep(d)
+		} else if -d > backlogLimit {
+			overloaded = true
+			break
+		}
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Key: []byte(fmt.Sprint(i)), Value: value}, func(_ *kgo.Record, err error) {
+			defer wg.Done()
+			lat.add(time.Since(due))
+			if err != nil {
+				failed.Add(1)
+				firstErr.CompareAndSwap(nil, err)
+				return
+			}
+			tr.committed.Add(1)
+		})
+	}
+	wg.Wait()
+	window.close()
+	if e, _ := firstErr.Load().(error); e != nil && ctx.Err() == nil {
+		return point, e
+	}
+	point.Records = int(tr.committed.Load())
+	point.CommittedPerSec = window.rate()
+	point.P50Ms, point.P99Ms = lat.pct(50), lat.pct(99)
+	point.Overloaded = overloaded || failed.Load() > 0
+	return point, nil
 }

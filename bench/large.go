@@ -138,7 +138,7 @@ func (c *chain) fill(cfg Config, topic string) (uint64, error) {
 	}()
 	// Producers stop when the watcher cancels ctx; load then waits for what is in flight.
 	producers := c.signers[:cfg.FillProducers]
-	_, _, err := load(ctx, cfg, c, producers, build, 1<<40, perTx*perBatch, cfg.FillInFlight, 0)
+	_, _, err := load(ctx, cfg, c, producers, build, 1<<40, perTx*perBatch, cfg.FillInFlight)
 	stop()
 	if werr := <-watchErr; werr != nil {
 		return 0, werr

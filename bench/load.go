@@ -17,11 +17,11 @@ import (
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
 )
 
-// load drives `records` records from the signers, batchRecords per transaction built by
-// build, at most ratePerSec records/s in total (0: as fast as possible), and waits until all
-// of them are committed or failed.
+// load drives `records` records from the signers as fast as inFlight transactions per signer
+// allow (a closed loop), batchRecords per transaction built by build, and waits until all of
+// them are committed or failed. Paced loads are open loops (openLoad).
 func load(ctx context.Context, cfg Config, c *chain, signers []*txclient.Signer, build buildFunc,
-	records, batchRecords, inFlight int, ratePerSec float64) (*tracker, time.Duration, error) {
+	records, batchRecords, inFlight int) (*tracker, time.Duration, error) {
 	rpc, err := rpchttp.New(c.n0.RPC, "/websocket")
 	if err != nil {
 		return nil, 0, err
@@ -49,21 +49,8 @@ func load(ctx context.Context, cfg Config, c *chain, signers []*txclient.Signer,
 			defer wg.Done()
 			inflight := make(chan struct{}, inFlight)
 			sent := 0
-			// Kafka's producer sends a batch when it is full or when linger has passed since its
-			// first record: under a paced load, a batch holds what arrives within linger.
-			size := batchRecords
-			if ratePerSec > 0 && cfg.Linger > 0 {
-				size = max(1, min(batchRecords, int(ratePerSec/float64(len(signers))*cfg.Linger.Seconds())))
-			}
 			for sent < perProducer && ctx.Err() == nil {
-				n := min(size, perProducer-sent)
-				if ratePerSec > 0 {
-					// Pace this producer's share of the target rate.
-					due := began.Add(time.Duration(float64(sent+n) / (ratePerSec / float64(len(signers))) * float64(time.Second)))
-					if d := time.Until(due); d > 0 {
-						time.Sleep(d)
-					}
-				}
+				n := min(batchRecords, perProducer-sent)
 				enq := time.Now()
 				msg, n, payload, err := build(s.Address(), pi, pi*perProducer+sent, n, enq)
 				if err != nil {

@@ -33,7 +33,7 @@ func (c *chain) measure(cfg Config, topic string, wl workload, records int, dur 
 	steps := c.consensusTimings()
 	cpu := c.cpuTimes()
 	lctx, cancel := within(dur)
-	tr, elapsed, err := load(lctx, cfg, c, producers, build, records, cfg.BatchRecords, cfg.InFlight, 0)
+	tr, elapsed, err := load(lctx, cfg, c, producers, build, records, cfg.BatchRecords, cfg.InFlight)
 	cancel()
 	cfg.Log("  %s", steps())
 	nodeCPU, harnessCPU := cpu()
@@ -66,14 +66,18 @@ func (c *chain) measure(cfg Config, topic string, wl workload, records int, dur 
 	res.Blocks, res.LaterRoundBlocks, res.AbsentPrecommits, res.EmptyBlocks = blocks.count, blocks.laterRounds, blocks.absent, blocks.empty
 	res.BlockIntervalMs = float64(blocks.interval().Microseconds()) / 1000
 	if halfLoad {
-		cfg.Log("  latency at half load (%.0f records/s)", res.RecordsPerSec/2)
-		hctx, cancel := within(dur / 2)
-		half, _, err := load(hctx, cfg, c, producers, build, records/2, cfg.BatchRecords, cfg.InFlight, res.RecordsPerSec/2)
-		cancel()
+		// Half the rate, offered by open-loop producers (bench/openloop.go) for as long as the
+		// full-speed load took (5–30 s).
+		halfDur := min(max(elapsed, 5*time.Second), 30*time.Second)
+		if dur > 0 {
+			halfDur = dur / 2
+		}
+		cfg.Log("  latency at half load (%.0f records/s for %s)", res.RecordsPerSec/2, halfDur)
+		half, err := c.openLoad(cfg, producers, build, res.RecordsPerSec/2, halfDur, halfDur)
 		if err != nil {
 			return Result{}, err
 		}
-		res.HalfLoadP99Ms = half.lat.pct(99)
+		res.HalfLoadP50Ms, res.HalfLoadP99Ms = half.P50Ms, half.P99Ms
 	}
 	// Producers submit to node 0; the others get their transactions by mempool gossip, and a
 	// transaction CheckTx refuses there (its account's previous one not yet arrived) is not
@@ -113,7 +117,7 @@ func runChain(cfg Config, n int, baseline string) (res Result, extra []Result, e
 			return err
 		}
 		cfg.Log("bftlog N=%d: %d records of %d B, %d producers, %d records per tx", n, cfg.Records, cfg.RecordBytes, cfg.Producers, cfg.BatchRecords)
-		if res, err = c.measure(cfg, "bench", randomValues(cfg), cfg.Records, 0, cfg.HalfLoad); err != nil {
+		if res, err = c.measure(cfg, "bench", randomValues(cfg), cfg.Records, 0, cfg.HalfLoad && !cfg.Sweep); err != nil {
 			return err
 		}
 		res.System, res.Validators = "bftlog", n
@@ -133,12 +137,26 @@ func runChain(cfg Config, n int, baseline string) (res Result, extra []Result, e
 		}
 		res.DiskBytesPerRec, res.DiskBreakdown = c.diskPerRecord(cfg, total)
 		res.LogBytesPerRec = float64(stored) / float64(total)
+		if cfg.Sweep {
+			build := randomValues(cfg).builder("bench", cfg.Partitions)
+			step := func(rate float64) (SweepPoint, error) {
+				return c.openLoad(cfg, c.signers[:cfg.Producers], build, rate, cfg.SweepStep, backlogLimit)
+			}
+			cfg.Log("%s N=%d: offered-load sweep, %s per step, %d producers with linger %s and %d transactions in flight each", res.System, n, cfg.SweepStep, cfg.Producers, cfg.Linger, cfg.InFlight)
+			pts, err := sweep(cfg, fmt.Sprintf("%s N=%d", res.System, n), step)
+			if err != nil {
+				return err
+			}
+			if err := applySweep(cfg, &res, pts, step); err != nil {
+				return err
+			}
+		}
 		if cfg.PeerRecords > 0 {
 			cfg.Log("one record per tx on N=%d: up to %d records or %s", n, cfg.PeerRecords, cfg.PeerDuration)
 			c.resetPeakRSS()
 			pctx, cancel := context.WithTimeout(context.Background(), cfg.PeerDuration)
 			build := randomValues(cfg).builder("bench", cfg.Partitions)
-			ptr, pel, err := load(pctx, cfg, c, c.signers[:max(1, cfg.PeerProducers)], build, cfg.PeerRecords, 1, cfg.PeerInFlight, 0)
+			ptr, pel, err := load(pctx, cfg, c, c.signers[:max(1, cfg.PeerProducers)], build, cfg.PeerRecords, 1, cfg.PeerInFlight)
 			cancel()
 			note := "the seed design: same chain, one MsgProduce with one record per transaction"
 			var failed *failedInBlocksError
@@ -160,7 +178,11 @@ func runChain(cfg Config, n int, baseline string) (res Result, extra []Result, e
 		}
 		if cfg.PauseSeconds > 0 && n >= 4 && baseline == "" {
 			cfg.Log("one of %d validators paused under half load", n)
-			pause, err := c.measurePause(cfg, randomValues(cfg), "bench", res.RecordsPerSec/2)
+			rate := res.RecordsPerSec / 2
+			if rate == 0 { // no step of the sweep within the bound
+				rate = res.ClosedLoopPerSec / 2
+			}
+			pause, err := c.measurePause(cfg, randomValues(cfg), "bench", rate)
 			if err != nil {
 				return err
 			}

@@ -20,6 +20,8 @@ func TestHarnessSmoke(t *testing.T) {
 		Validators: []int{1}, Records: 400, RecordBytes: 100, Partitions: 2, Producers: 2, BatchRecords: 50,
 		InFlight: 2, PeerInFlight: 10, PeerProducers: 2, PeerRecords: 20, PeerDuration: 10 * time.Second, JetStream: true, HalfLoad: true,
 		FetchRecords: 100, KafkaRecords: 300, SyncCommitRecords: 40, EventsRecords: 300, EventsCodecs: []string{"lz4"}, Log: t.Logf,
+		Sweep: true, SweepStart: 100, SweepFactor: 3, SweepMax: 1000, SweepStep: time.Second, SweepStopP99: 2 * time.Second,
+		SweepRefine: 1, CapacityP99: time.Second,
 	}
 	rep, err := Run(cfg)
 	require.NoError(t, err)
@@ -41,6 +43,18 @@ func TestHarnessSmoke(t *testing.T) {
 	require.NotZero(t, systems["one record per tx"].PeakRSSMiB[0])
 	require.Equal(t, 100.0, systems["bftlog"].PayloadBytesPerRec)
 	require.NotZero(t, systems["bftlog"].CPUSecondsPerGB)
+	// Every system was swept from 100 records/s, committing what it was offered at first.
+	for _, name := range []string{"bftlog", "JetStream R1", "JetStream R3", "Kafka client via gateway"} {
+		r := systems[name]
+		require.NotEmpty(t, r.Sweep, name)
+		require.Equal(t, 100.0, r.Sweep[0].OfferedPerSec, name)
+		require.Positive(t, r.Sweep[0].Records, name)
+		require.NotZero(t, r.Sweep[0].P99Ms, name)
+		require.NotZero(t, r.ClosedLoopPerSec, name)
+		for _, p := range r.Sweep {
+			require.LessOrEqual(t, p.OfferedPerSec, cfg.SweepMax, name)
+		}
+	}
 
 	events := systems["bftlog events lz4"]
 	require.Equal(t, 300, events.Records)
@@ -56,8 +70,14 @@ func TestHarnessSmoke(t *testing.T) {
 	require.Contains(t, buf.String(), "Kafka client via gateway / native client, N=1")
 	require.Contains(t, buf.String(), "bftlog events lz4 N=1 disk / payload")
 	require.Contains(t, buf.String(), syncCommitSystem+": ")
-	_, err = rep.WriteJSON(t.TempDir())
+	require.Contains(t, buf.String(), "Offered-load sweeps")
+	name, err := rep.WriteJSON(t.TempDir())
 	require.NoError(t, err)
+	png, err := rep.WritePNG(name)
+	require.NoError(t, err)
+	bz, err := os.ReadFile(png)
+	require.NoError(t, err)
+	require.Equal(t, "\x89PNG", string(bz[:4]))
 }
 
 // TestPauseRowSmoke runs the fault row on four validators with two-second phases: records are

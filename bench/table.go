@@ -54,8 +54,12 @@ func (r *Report) WriteTable(w io.Writer) {
 		if p := find("one record per tx", x.Validators); p != nil && p.RecordsPerSec > 0 {
 			fmt.Fprintf(w, "bftlog N=%d / one record per tx: %.1fx\n", x.Validators, x.RecordsPerSec/p.RecordsPerSec)
 		}
-		if k := find("Kafka client via gateway", x.Validators); k != nil && k.RecordsPerSec > 0 {
-			fmt.Fprintf(w, "Kafka client via gateway / native client, N=%d: %.2fx\n", x.Validators, k.RecordsPerSec/x.RecordsPerSec)
+		if k := find("Kafka client via gateway", x.Validators); k != nil {
+			ratio := "- (a capacity is 0: no step within the bound)"
+			if k.RecordsPerSec > 0 && x.RecordsPerSec > 0 {
+				ratio = fmt.Sprintf("%.2fx", k.RecordsPerSec/x.RecordsPerSec)
+			}
+			fmt.Fprintf(w, "Kafka client via gateway / native client, N=%d: %s\n", x.Validators, ratio)
 		}
 	}
 	if c := find(syncCommitSystem, 1); c != nil {
@@ -67,8 +71,38 @@ func (r *Report) WriteTable(w io.Writer) {
 				x.System, x.Validators, x.DiskBytesPerRec, x.PayloadBytesPerRec, x.DiskBytesPerRec/x.PayloadBytesPerRec, x.LogBytesPerRec)
 		}
 	}
+	r.writeSweeps(w)
 	r.writeLarge(w)
 	r.writeRegions(w)
+}
+
+// writeSweeps prints every offered-load sweep, step by step, and the capacities' ratios.
+func (r *Report) writeSweeps(w io.Writer) {
+	var swept []Result
+	for _, x := range r.Results {
+		if len(x.Sweep) > 0 {
+			swept = append(swept, x)
+		}
+	}
+	if len(swept) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nOffered-load sweeps (%s per step; capacity: the highest committed rate with p99 ≤ %s; * = overloaded or fell behind):\n", r.Config.SweepStep, r.Config.CapacityP99)
+	fmt.Fprintf(w, "%-32s %12s %12s %9s %9s %9s %9s\n", "system", "offered/s", "committed/s", "p50 ms", "p99 ms", "CPU s/GB", "block ms")
+	for _, x := range swept {
+		for _, p := range x.Sweep {
+			mark := ""
+			if !p.sustained() {
+				mark = "*"
+			}
+			fmt.Fprintf(w, "%-32s %12.0f %11.0f%1s %9.0f %9.0f %9s %9s\n", chartName(x), p.OfferedPerSec, p.CommittedPerSec, mark, p.P50Ms, p.P99Ms,
+				opt(p.CPUSecondsPerGB, "%.0f"), opt(p.BlockIntervalMs, "%.0f"))
+		}
+	}
+	for _, x := range swept {
+		fmt.Fprintf(w, "%-32s capacity %8.0f records/s (closed loop %.0f); at half of it p50 %s ms, p99 %s ms\n", chartName(x), x.RecordsPerSec,
+			x.ClosedLoopPerSec, opt(x.HalfLoadP50Ms, "%.0f"), opt(x.HalfLoadP99Ms, "%.0f"))
+	}
 }
 
 // writeRegions prints a RunRegions report: one row per round-trip time.

@@ -21,9 +21,12 @@ import (
 // pending is a submitted transaction waiting for its block.
 type pending struct {
 	records  int
-	payload  int64         // value bytes of its records
-	enqueued time.Time     // when its first record was handed to the producer
-	done     chan struct{} // closed when the tx's block is seen
+	payload  int64     // value bytes of its records
+	enqueued time.Time // when its first record was handed to the producer
+	// created, when set, says when each of its records was created (an open-loop producer's):
+	// latency is then each record's, from its creation, not the transaction's.
+	created []created
+	done    chan struct{} // closed when the tx's block is seen
 }
 
 // tracker matches committed transactions (from block results) to what producers submitted.
@@ -162,7 +165,12 @@ func (tr *tracker) watch(ctx context.Context, rpc *rpchttp.HTTP, blocks cmtservi
 				tr.mu.Unlock()
 				tr.committed.Add(int64(p.records))
 				tr.payload.Add(p.payload)
-				tr.lat.add(now.Sub(p.enqueued))
+				if p.created == nil {
+					tr.lat.add(now.Sub(p.enqueued))
+				}
+				for _, c := range p.created {
+					tr.lat.addN(now.Sub(c.at), c.n)
+				}
 			}
 		}
 	}

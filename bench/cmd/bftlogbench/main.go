@@ -24,13 +24,21 @@ func main() {
 		regions    = flag.String("regions", "", "instead of the usual run: round-trip times in ms between validators (e.g. 0,20,50,100), each measured on a fresh network")
 		cfg        bench.Config
 	)
+	flag.BoolVar(&cfg.Sweep, "sweep", true, "measure each system's capacity with an offered-load sweep (constant rates rising in steps)")
+	flag.Float64Var(&cfg.SweepStart, "sweep-start", 20_000, "-sweep: the first offered rate, records/s")
+	flag.Float64Var(&cfg.SweepFactor, "sweep-factor", 1.5, "-sweep: each offered rate over the one before")
+	flag.DurationVar(&cfg.SweepStep, "sweep-step", 10*time.Second, "-sweep: how long each rate is offered")
+	flag.DurationVar(&cfg.SweepStopP99, "sweep-stop-p99", 2*time.Second, "-sweep: stop rising once a step's p99 passes this")
+	flag.IntVar(&cfg.SweepRefine, "sweep-refine", 2, "-sweep: narrower steps between the last rate within -capacity-p99 and the next")
+	flag.Float64Var(&cfg.SweepMax, "sweep-max", 0, "-sweep: the highest rate to offer, records/s (0: no limit)")
+	flag.DurationVar(&cfg.CapacityP99, "capacity-p99", time.Second, "a system's capacity is the highest committed rate whose p99 stays within this")
 	flag.IntVar(&cfg.Records, "records", 200_000, "records per bftlog run")
 	flag.IntVar(&cfg.RecordBytes, "record-bytes", 100, "record value size")
 	flag.IntVar(&cfg.Partitions, "partitions", 8, "topic partitions")
 	flag.IntVar(&cfg.Producers, "producers", 4, "concurrent producer accounts")
 	flag.IntVar(&cfg.BatchRecords, "batch-records", 5000, "records per transaction (producer batch size)")
-	flag.DurationVar(&cfg.Linger, "linger", 100*time.Millisecond, "producer linger: under paced load a batch holds the records that arrive within it")
-	flag.IntVar(&cfg.InFlight, "in-flight", 4, "transactions in flight per producer")
+	flag.DurationVar(&cfg.Linger, "linger", 10*time.Millisecond, "producer linger (Kafka's linger.ms): a batch goes when full or when its first record has waited this long")
+	flag.IntVar(&cfg.InFlight, "in-flight", 5, "transactions in flight per producer (Kafka's max.in.flight.requests.per.connection)")
 	flag.IntVar(&cfg.PeerInFlight, "peer-in-flight", 100, "transactions in flight per producer for the one-record-per-tx peer")
 	flag.IntVar(&cfg.PeerProducers, "peer-producers", 32, "producer accounts for the one-record-per-tx peer")
 	flag.IntVar(&cfg.PeerRecords, "peer-records", 200_000, "records for the one-record-per-tx peer (0: skip)")
@@ -95,6 +103,11 @@ func main() {
 		rep.WriteTable(os.Stdout)
 		if name, werr := rep.WriteJSON(cfg.OutDir); werr == nil {
 			fmt.Println("wrote", name)
+			if png, perr := rep.WritePNG(name); perr != nil {
+				log.Printf("chart: %v", perr)
+			} else if png != "" {
+				fmt.Println("wrote", png)
+			}
 		}
 	}
 	if err != nil {
