@@ -36,6 +36,7 @@ const (
 	blockTimeoutPrecommit      = 300 * time.Millisecond
 	blockTimeoutPrecommitDelta = 100 * time.Millisecond
 	blockTimeoutCommit         = 200 * time.Millisecond
+	peerGossipSleep            = 10 * time.Millisecond
 )
 
 // initCometBFTConfig returns the default CometBFT config of bftlogd.
@@ -49,6 +50,13 @@ func initCometBFTConfig() *cmtcfg.Config {
 	cfg.Consensus.TimeoutPrecommit = blockTimeoutPrecommit
 	cfg.Consensus.TimeoutPrecommitDelta = blockTimeoutPrecommitDelta
 	cfg.Consensus.TimeoutCommit = blockTimeoutCommit
+	// CometBFT sends a peer proposals, block parts and votes from loops that, having nothing
+	// to send, sleep this long before looking again: at the default 100 ms a vote that arrives
+	// just after the loop slept waits up to that long at each hop, and a height has three of
+	// them (proposal, prevotes, precommits). With blocks that name batches the messages are
+	// small; the cost is a few hundred wakeups per second per peer (docs/performance.md,
+	// Capacity).
+	cfg.Consensus.PeerGossipSleepDuration = peerGossipSleep
 
 	// A transaction carries a whole record batch: let it be larger than the module's
 	// default max_batch_bytes (4 MiB) plus its encoding.
