@@ -147,7 +147,14 @@ func runChain(cfg Config, n int, baseline string) (res Result, extra []Result, e
 			if err != nil {
 				return err
 			}
-			if err := applySweep(cfg, &res, pts, step); err != nil {
+			// With -profile-dir, the validators' profiles at half the capacity too: the load
+			// the latency targets are set at.
+			half := func(rate float64) (SweepPoint, error) {
+				heap := c.profile(cfg, "half-capacity")
+				defer heap()
+				return step(rate)
+			}
+			if err := applySweep(cfg, &res, pts, half); err != nil {
 				return err
 			}
 		}
