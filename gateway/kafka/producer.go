@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"net"
 	"sync"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 	errorsmod "cosmossdk.io/errors"
 
 	"github.com/cosmos/cosmos-sdk/client"
+	sdk "github.com/cosmos/cosmos-sdk/types"
 	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
 
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
@@ -121,17 +123,49 @@ func (k *kafkaSeq) failed() bool {
 	}
 }
 
-// lane is one sequential appender: its own queue and its partitions' sequences.
+// lane is one partition group's appender: its own queue and its partitions' sequences. It
+// keeps up to laneDepth transactions in flight, in order: a Kafka client pipelines produce
+// requests (franz-go keeps five in flight per broker), and with one transaction at a time each
+// request waited behind the ones before it, a block each, so a record took about a second
+// whatever the load (docs/performance.md, Capacity).
 type lane struct {
-	p   *producer
-	in  chan *appendReq
-	seq map[partitionKey]uint64
+	p  *producer
+	in chan *appendReq
+	// flights are the submitted transactions, oldest first; slots bounds them.
+	flights chan *flight
+	slots   chan struct{}
+	// gate is held while a transaction is built and submitted, and while a failure is settled:
+	// a failure drains the lane (every transaction in flight behind it settled too) before
+	// anything new is sent, so no new transaction takes a sequence the chain has not caught
+	// up with.
+	gate sync.Mutex
+	mu   sync.Mutex // seq and sent
+	// seq is each partition's last sequence the chain accepted from the gateway; sent, the
+	// last put in a transaction (ahead of seq while transactions are in flight).
+	seq  map[partitionKey]uint64
+	sent map[partitionKey]uint64
 }
 
-// lanes is how many transactions the gateway keeps in flight at once. Each carries at most one
-// batch per partition, and a Kafka client's batch is about 1 MiB (franz-go's default max), so a
-// lane per partition is what keeps a topic's partitions all moving: with 4 lanes, a franz-go
-// producer on 8 partitions committed 0.44x the records/s of the native client at N=1
+// flight is a transaction submitted and not yet settled.
+type flight struct {
+	reqs []*appendReq
+	msg  *types.MsgProduce
+	adm  *txclient.Admitted
+	err  error // the node's refusal of it, instead of adm
+}
+
+// laneDepth is how many transactions a lane keeps in flight.
+const laneDepth = 4
+
+func newLane(p *producer) *lane {
+	return &lane{p: p, in: make(chan *appendReq, 1024), flights: make(chan *flight, laneDepth), slots: make(chan struct{}, laneDepth),
+		seq: map[partitionKey]uint64{}, sent: map[partitionKey]uint64{}}
+}
+
+// lanes is how many partition groups the gateway appends for at once. Each transaction carries
+// at most one batch per partition, and a Kafka client's batch is about 1 MiB (franz-go's default
+// max), so a lane per partition is what keeps a topic's partitions all moving: with 4 lanes, a
+// franz-go producer on 8 partitions committed 0.44x the records/s of the native client at N=1
 // (docs/performance.md).
 const lanes = 16
 
@@ -139,10 +173,11 @@ func newProducer(clientCtx client.Context, signer *txclient.Signer, log func(str
 	q := types.NewQueryClient(clientCtx)
 	p := &producer{clientCtx: clientCtx, signer: signer, states: q, records: q, log: log, stop: make(chan struct{}), last: map[kafkaSeqKey]*kafkaSeq{}}
 	for i := 0; i < lanes; i++ {
-		l := &lane{p: p, in: make(chan *appendReq, 1024), seq: map[partitionKey]uint64{}}
+		l := newLane(p)
 		p.lanes = append(p.lanes, l)
-		p.wg.Add(1)
+		p.wg.Add(2)
 		go func() { defer p.wg.Done(); l.loop() }()
+		go func() { defer p.wg.Done(); l.settleFlights() }()
 	}
 	return p
 }
@@ -160,8 +195,11 @@ func (p *producer) close() {
 	p.wg.Wait()
 }
 
+// loop gathers the lane's batches into transactions and submits them, up to laneDepth in
+// flight; settleFlights sees each through to its block.
 func (l *lane) loop() {
 	p := l.p
+	defer close(l.flights)
 	var held []*appendReq // arrived, not yet sent: in arrival order
 	for {
 		if len(held) == 0 {
@@ -171,13 +209,13 @@ func (l *lane) loop() {
 			case r := <-l.in:
 				held = append(held, r)
 			}
-		} else {
-			select {
-			case <-p.stop:
-				p.fail(held, errClosed)
-				return
-			default:
-			}
+		}
+		// A slot first: while every slot is taken, what arrives joins the next transaction.
+		select {
+		case <-p.stop:
+			p.fail(held, errClosed)
+			return
+		case l.slots <- struct{}{}:
 		}
 		timer := time.NewTimer(lingerFor)
 	gather:
@@ -192,8 +230,56 @@ func (l *lane) loop() {
 		timer.Stop()
 		var tx []*appendReq
 		tx, held = nextTx(held)
-		l.append(tx, 0)
+		l.gate.Lock()
+		msg := l.message(tx)
+		adm, err := p.signer.SubmitAdmitted(0, msg)
+		l.flights <- &flight{reqs: tx, msg: msg, adm: adm, err: err}
+		l.gate.Unlock()
 	}
+}
+
+// settleFlights sees the lane's transactions through to their blocks, oldest first. A
+// transaction that committed with every batch appended is answered at once; anything else
+// (a refusal, an unknown outcome, a duplicate that is not ours) drains the lane: that one and
+// every one in flight behind it are settled one by one, resyncing and resending as needed,
+// before the lane sends again from the sequences the chain holds.
+func (l *lane) settleFlights() {
+	for f := range l.flights {
+		res, err := f.wait()
+		if err == nil && l.answered(f.reqs, f.msg, res) {
+			<-l.slots
+			continue
+		}
+		l.gate.Lock()
+		l.settle(f.reqs, f.msg, res, err, 0)
+		<-l.slots
+	drain:
+		for {
+			select {
+			case f, ok := <-l.flights:
+				if !ok {
+					break drain
+				}
+				res, err := f.wait()
+				l.settle(f.reqs, f.msg, res, err, 0)
+				<-l.slots
+			default:
+				break drain
+			}
+		}
+		l.mu.Lock()
+		l.sent = maps.Clone(l.seq)
+		l.mu.Unlock()
+		l.gate.Unlock()
+	}
+}
+
+// wait is the transaction's committed result, or why there is none.
+func (f *flight) wait() (*sdk.TxResponse, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	return f.adm.Wait()
 }
 
 // full tells whether reqs hold a whole transaction's worth, so gathering more can stop.
@@ -272,8 +358,8 @@ type producerStates interface {
 	ProducerStates(ctx context.Context, in *types.QueryProducerStatesRequest, opts ...grpc.CallOption) (*types.QueryProducerStatesResponse, error)
 }
 
-// resync moves a partition's sequence to the last one the chain accepted from the gateway's
-// account (after a restart of the gateway, or after a transaction whose outcome was lost), read
+// resync moves a partition's sequence (and the next one sent) to the last one the chain
+// accepted from the gateway's account (after a restart of the gateway, or after a transaction whose outcome was lost), read
 // from the chain's producer state; it reports whether it could read it.
 func (l *lane) resync(k partitionKey) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -283,45 +369,106 @@ func (l *lane) resync(k partitionKey) bool {
 		l.p.log("resync of %s/%d: %v", k.topic, k.partition, err)
 		return false
 	}
-	l.seq[k] = 0 // nothing accepted yet: the next sequence is 1
+	var last uint64 // nothing accepted yet: the next sequence is 1
 	for _, st := range res.States {
-		l.seq[k] = st.LastSequence
+		last = st.LastSequence
 	}
+	// The lane's gate is held: the next transaction of k follows what the chain holds.
+	l.mu.Lock()
+	l.seq[k], l.sent[k] = last, last
+	l.mu.Unlock()
 	return true
 }
 
-// append submits reqs (one batch per partition) as one transaction. If the chain refuses it,
-// each batch is tried alone so one bad batch fails only its own senders. resyncs counts how
-// often these batches' sequence was re-read from the chain already.
-func (l *lane) append(reqs []*appendReq, resyncs int) {
-	p := l.p
-	msg := &types.MsgProduce{Producer: p.signer.Address()}
+// message is reqs (one batch per partition) as one transaction, each batch under its
+// partition's next sequence.
+func (l *lane) message(reqs []*appendReq) *types.MsgProduce {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	msg := &types.MsgProduce{Producer: l.p.signer.Address()}
 	for _, r := range reqs {
 		// A Kafka idempotent producer's batch is deduplicated by the chain from its header;
 		// the gateway's own sequence covers the others' resent transactions.
-		seq := l.seq[r.key] + 1
-		if kafkaIdempotent(r.batch) {
-			seq = 0
+		var seq uint64
+		if !kafkaIdempotent(r.batch) {
+			seq = max(l.sent[r.key], l.seq[r.key]) + 1
+			l.sent[r.key] = seq
 		}
 		msg.Batches = append(msg.Batches, types.ProduceBatch{Topic: r.key.topic, Partition: uint32(r.key.partition),
 			RecordBatch: r.batch, RecordCount: r.records, Sequence: seq})
 	}
-	for attempt := 0; ; attempt++ {
-		res, err := p.signer.SubmitAndWait(msg)
-		if err == nil {
-			out, rerr := txclient.Responses[types.MsgProduceResponse](p.clientCtx, res)
-			if rerr == nil && (len(out) != 1 || len(out[0].Results) != len(reqs)) {
-				rerr = fmt.Errorf("produce response with %d results for %d batches", len(out), len(reqs))
+	return msg
+}
+
+// results are a committed transaction's results by partition (unique in the message; the
+// chain lists duplicates after the appended batches).
+func (l *lane) results(reqs []*appendReq, res *sdk.TxResponse) (map[partitionKey]types.ProduceResult, error) {
+	out, err := txclient.Responses[types.MsgProduceResponse](l.p.clientCtx, res)
+	if err == nil && (len(out) != 1 || len(out[0].Results) != len(reqs)) {
+		err = fmt.Errorf("produce response with %d results for %d batches", len(out), len(reqs))
+	}
+	if err != nil {
+		return nil, err
+	}
+	byKey := map[partitionKey]types.ProduceResult{}
+	for _, res := range out[0].Results {
+		byKey[partitionKey{res.Topic, int32(res.Partition)}] = res
+	}
+	return byKey, nil
+}
+
+// answered answers reqs from their committed transaction when every batch was appended (or is
+// a duplicate of exactly ours), and tells whether it did; otherwise it answers none of them.
+func (l *lane) answered(reqs []*appendReq, msg *types.MsgProduce, res *sdk.TxResponse) bool {
+	results, err := l.results(reqs, res)
+	if err != nil {
+		return false
+	}
+	for _, r := range reqs {
+		res, ok := results[r.key]
+		if !ok {
+			return false
+		}
+		if res.Duplicate {
+			if mine, err := l.ours(r.key, res, r.batch); err != nil || !mine {
+				return false
 			}
+		}
+	}
+	l.mu.Lock()
+	for i, r := range reqs {
+		if seq := msg.Batches[i].Sequence; seq != 0 {
+			l.seq[r.key] = max(l.seq[r.key], seq)
+		}
+	}
+	l.mu.Unlock()
+	for _, r := range reqs {
+		r.done <- appendRes{baseOffset: results[r.key].BaseOffset}
+	}
+	return true
+}
+
+// append submits reqs (one batch per partition) as one transaction and waits for it, settling
+// it as settle does. The lane's gate is held.
+func (l *lane) append(reqs []*appendReq, resyncs int) {
+	l.settle(reqs, l.message(reqs), nil, nil, resyncs)
+}
+
+// settle sees msg (reqs' batches) through: from its outcome when it is known (res or err),
+// else by sending it. If the chain refuses it, each batch is tried alone so one bad batch
+// fails only its own senders. resyncs counts how often these batches' sequence was re-read
+// from the chain already. The lane's gate is held: nothing new is sent meanwhile.
+func (l *lane) settle(reqs []*appendReq, msg *types.MsgProduce, res *sdk.TxResponse, err error, resyncs int) {
+	p := l.p
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 || (res == nil && err == nil) {
+			res, err = p.signer.SubmitAndWait(msg)
+		}
+		if err == nil {
+			results, rerr := l.results(reqs, res)
 			if rerr != nil {
 				p.fail(reqs, rerr)
 				return
-			}
-			// The chain lists duplicates after the appended batches: match by partition,
-			// which is unique in the message.
-			results := map[partitionKey]types.ProduceResult{}
-			for _, res := range out[0].Results {
-				results[partitionKey{res.Topic, int32(res.Partition)}] = res
 			}
 			for i, r := range reqs {
 				res, ok := results[r.key]
@@ -347,8 +494,10 @@ func (l *lane) append(reqs []*appendReq, resyncs int) {
 						continue
 					}
 				}
-				if msg.Batches[i].Sequence != 0 {
-					l.seq[r.key] = msg.Batches[i].Sequence
+				if seq := msg.Batches[i].Sequence; seq != 0 {
+					l.mu.Lock()
+					l.seq[r.key] = seq
+					l.mu.Unlock()
 				}
 				r.done <- appendRes{baseOffset: res.BaseOffset}
 			}
@@ -363,8 +512,10 @@ func (l *lane) append(reqs []*appendReq, resyncs int) {
 			p.fail(reqs, err)
 			return
 		case splitByPartition:
-			for _, r := range reqs {
-				l.append([]*appendReq{r}, resyncs)
+			for i, r := range reqs {
+				// Alone, under the sequence it had.
+				one := &types.MsgProduce{Producer: msg.Producer, Batches: msg.Batches[i : i+1]}
+				l.settle([]*appendReq{r}, one, nil, nil, resyncs)
 			}
 			return
 		case giveUp:

@@ -202,9 +202,13 @@ func TestResyncReadsTheChain(t *testing.T) {
 		}
 		return res, nil
 	})}
-	l := &lane{p: p, seq: map[partitionKey]uint64{{"orders", 0}: 2, {"orders", 1}: 5}}
+	l := newLane(p)
+	l.seq[partitionKey{"orders", 0}], l.seq[partitionKey{"orders", 1}] = 2, 5
+	l.sent[partitionKey{"orders", 0}] = 9 // in flight when the chain refused one: sent again after what it holds
 	require.True(t, l.resync(partitionKey{"orders", 0}))
 	require.Equal(t, uint64(7), l.seq[partitionKey{"orders", 0}])
+	require.Equal(t, uint64(7), l.sent[partitionKey{"orders", 0}])
+	require.Equal(t, uint64(8), l.message([]*appendReq{{key: partitionKey{"orders", 0}, batch: []byte("not a kafka batch")}}).Batches[0].Sequence)
 	require.True(t, l.resync(partitionKey{"orders", 1}))
 	require.Equal(t, uint64(0), l.seq[partitionKey{"orders", 1}], "nothing accepted: the next sequence is 1")
 	require.False(t, l.resync(partitionKey{"gone", 0}))
