@@ -283,7 +283,9 @@ func (c *chain) openLoad(cfg Config, signers []*txclient.Signer, build buildFunc
 	if p := tr.payload.Load(); p > 0 {
 		point.CPUSecondsPerGB = nodeCPU.Seconds() / (float64(p) / 1e9)
 	}
-	point.BlockIntervalMs = float64(tr.blockStats().interval().Microseconds()) / 1000
+	blocks := tr.blockStats()
+	point.BlockIntervalMs = float64(blocks.interval().Microseconds()) / 1000
+	point.LaterRoundBlocks, point.EmptyBlocks, point.AbsentPrecommits = blocks.laterRounds, blocks.empty, blocks.absent
 	return point, nil
 }
 

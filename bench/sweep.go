@@ -27,6 +27,12 @@ type SweepPoint struct {
 	// bftlog, the harness process's (servers and clients) for JetStream.
 	CPUSecondsPerGB float64 `json:"cpu_seconds_per_gb,omitempty"`
 	BlockIntervalMs float64 `json:"block_interval_ms,omitempty"`
+	// LaterRoundBlocks of the step's blocks needed more than one consensus round; EmptyBlocks
+	// carried nothing while submitted transactions waited.
+	LaterRoundBlocks int `json:"later_round_blocks,omitempty"`
+	EmptyBlocks      int `json:"empty_blocks,omitempty"`
+	// AbsentPrecommits is validators' precommits missing from the step's blocks' last commits.
+	AbsentPrecommits int `json:"absent_precommits,omitempty"`
 }
 
 // sustained says the step kept up: every record offered was committed within the step's time
@@ -47,6 +53,9 @@ func (p SweepPoint) String() string {
 	}
 	if p.BlockIntervalMs > 0 {
 		s += fmt.Sprintf(", blocks %.0f ms apart", p.BlockIntervalMs)
+	}
+	if p.LaterRoundBlocks > 0 || p.EmptyBlocks > 0 || p.AbsentPrecommits > 0 {
+		s += fmt.Sprintf(" (%d needed a later round, %d empty, %d precommits missing)", p.LaterRoundBlocks, p.EmptyBlocks, p.AbsentPrecommits)
 	}
 	if p.Overloaded {
 		s += ", overloaded"
