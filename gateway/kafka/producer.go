@@ -62,8 +62,12 @@ type appendRes struct {
 // producer appends through the gateway's account as an idempotent producer on chain: every
 // (topic, partition) carries the next sequence, so a transaction retried after a lost answer
 // is recognised by the chain as a duplicate instead of being appended twice. Partitions are
-// spread over lanes; each lane keeps one transaction in flight, so a partition's appends stay
-// in order and its sequences never run ahead of what the chain accepted, while lanes overlap.
+// spread over lanes, and a lane keeps several transactions in flight, in order. A batch the
+// gateway sequences itself waits until its partition has none in flight: the chain answers a
+// resend as a duplicate only if it carries the partition's last sequence, so with two in flight
+// a lost answer would be resent under a new sequence and appended twice. A Kafka idempotent
+// producer's batches carry their own sequences, which the chain remembers five deep, so they
+// go on while earlier ones are in flight.
 type producer struct {
 	clientCtx client.Context
 	signer    *txclient.Signer
@@ -139,11 +143,15 @@ type lane struct {
 	// anything new is sent, so no new transaction takes a sequence the chain has not caught
 	// up with.
 	gate sync.Mutex
-	mu   sync.Mutex // seq and sent
+	mu   sync.Mutex // seq, sent and busy
 	// seq is each partition's last sequence the chain accepted from the gateway; sent, the
-	// last put in a transaction (ahead of seq while transactions are in flight).
+	// last put in a transaction (ahead of seq while one is in flight).
 	seq  map[partitionKey]uint64
 	sent map[partitionKey]uint64
+	// busy counts, per partition, the unsettled transactions with a batch the gateway
+	// sequenced; settled wakes the loop when one settles.
+	busy    map[partitionKey]int
+	settled chan struct{}
 }
 
 // flight is a transaction submitted and not yet settled.
@@ -159,7 +167,7 @@ const laneDepth = 4
 
 func newLane(p *producer) *lane {
 	return &lane{p: p, in: make(chan *appendReq, 1024), flights: make(chan *flight, laneDepth), slots: make(chan struct{}, laneDepth),
-		seq: map[partitionKey]uint64{}, sent: map[partitionKey]uint64{}}
+		seq: map[partitionKey]uint64{}, sent: map[partitionKey]uint64{}, busy: map[partitionKey]int{}, settled: make(chan struct{}, 1)}
 }
 
 // lanes is how many partition groups the gateway appends for at once. Each transaction carries
@@ -228,11 +236,35 @@ func (l *lane) loop() {
 			}
 		}
 		timer.Stop()
-		var tx []*appendReq
-		tx, held = nextTx(held)
+		l.mu.Lock()
+		tx, rest := nextTx(held, l.busy)
+		l.mu.Unlock()
+		if len(tx) == 0 {
+			// Every batch waits for its partition's transaction in flight.
+			<-l.slots
+			select {
+			case <-p.stop:
+				p.fail(held, errClosed)
+				return
+			case <-l.settled:
+			case r := <-l.in:
+				held = append(held, r)
+			}
+			continue
+		}
+		held = rest
 		l.gate.Lock()
 		msg := l.message(tx)
-		adm, err := p.signer.SubmitAdmitted(0, msg)
+		l.mu.Lock()
+		for _, b := range msg.Batches {
+			if b.Sequence != 0 {
+				l.busy[partitionKey{b.Topic, int32(b.Partition)}]++
+			}
+		}
+		l.mu.Unlock()
+		// The gas from the message's size: a simulation would run it on the committed state,
+		// where the transactions still in flight have not moved the partitions' sequences.
+		adm, err := p.signer.SubmitAdmitted(txclient.FixedGas(msg), msg)
 		l.flights <- &flight{reqs: tx, msg: msg, adm: adm, err: err}
 		l.gate.Unlock()
 	}
@@ -245,14 +277,17 @@ func (l *lane) loop() {
 // before the lane sends again from the sequences the chain holds.
 func (l *lane) settleFlights() {
 	for f := range l.flights {
+		if l.closing(f) {
+			continue
+		}
 		res, err := f.wait()
 		if err == nil && l.answered(f.reqs, f.msg, res) {
-			<-l.slots
+			l.done(f)
 			continue
 		}
 		l.gate.Lock()
 		l.settle(f.reqs, f.msg, res, err, 0)
-		<-l.slots
+		l.done(f)
 	drain:
 		for {
 			select {
@@ -260,9 +295,12 @@ func (l *lane) settleFlights() {
 				if !ok {
 					break drain
 				}
+				if l.closing(f) {
+					continue
+				}
 				res, err := f.wait()
 				l.settle(f.reqs, f.msg, res, err, 0)
-				<-l.slots
+				l.done(f)
 			default:
 				break drain
 			}
@@ -271,6 +309,38 @@ func (l *lane) settleFlights() {
 		l.sent = maps.Clone(l.seq)
 		l.mu.Unlock()
 		l.gate.Unlock()
+	}
+}
+
+// closing fails f's senders without waiting for its block once the gateway closes (the
+// transaction may still land: its records were never acknowledged, so a client resends them
+// and the sequences make the resend a duplicate), and tells whether it did.
+func (l *lane) closing(f *flight) bool {
+	select {
+	case <-l.p.stop:
+		l.p.fail(f.reqs, errClosed)
+		l.done(f)
+		return true
+	default:
+		return false
+	}
+}
+
+// done frees f's slot and its partitions.
+func (l *lane) done(f *flight) {
+	l.mu.Lock()
+	for _, b := range f.msg.Batches {
+		if b.Sequence != 0 {
+			if l.busy[partitionKey{b.Topic, int32(b.Partition)}]--; l.busy[partitionKey{b.Topic, int32(b.Partition)}] <= 0 {
+				delete(l.busy, partitionKey{b.Topic, int32(b.Partition)})
+			}
+		}
+	}
+	l.mu.Unlock()
+	<-l.slots
+	select {
+	case l.settled <- struct{}{}:
+	default:
 	}
 }
 
@@ -294,13 +364,18 @@ func full(reqs []*appendReq) bool {
 // nextTx takes, in arrival order, the requests of the next transaction and returns the rest
 // (in order). A transaction holds at most one batch per partition: the chain accepts one
 // idempotent batch per partition in a message, and a partition's later batches must wait
-// for its earlier ones. It stays within maxTxBytes and maxTxRecs, except that the first
-// request is always taken (alone too large, the chain refuses it with the fitting error).
-func nextTx(held []*appendReq) (tx, rest []*appendReq) {
+// for its earlier ones. A batch the gateway sequences waits while its partition is busy (a
+// transaction with such a batch of it in flight). It stays within maxTxBytes and maxTxRecs,
+// except that the first request taken always is (alone too large, the chain refuses it with
+// the fitting error).
+func nextTx(held []*appendReq, busy map[partitionKey]int) (tx, rest []*appendReq) {
 	blocked := map[partitionKey]bool{} // partitions with a batch in tx or held back
 	bytes, recs := 0, 0
-	for i, r := range held {
-		fits := i == 0 || (bytes+len(r.batch) <= maxTxBytes && recs+int(r.records) <= maxTxRecs)
+	for _, r := range held {
+		fits := len(tx) == 0 || (bytes+len(r.batch) <= maxTxBytes && recs+int(r.records) <= maxTxRecs)
+		if busy[r.key] > 0 && !kafkaIdempotent(r.batch) {
+			blocked[r.key] = true
+		}
 		if blocked[r.key] || !fits {
 			blocked[r.key] = true
 			rest = append(rest, r)
@@ -496,7 +571,7 @@ func (l *lane) settle(reqs []*appendReq, msg *types.MsgProduce, res *sdk.TxRespo
 				}
 				if seq := msg.Batches[i].Sequence; seq != 0 {
 					l.mu.Lock()
-					l.seq[r.key] = seq
+					l.seq[r.key] = max(l.seq[r.key], seq)
 					l.mu.Unlock()
 				}
 				r.done <- appendRes{baseOffset: res.BaseOffset}

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -161,23 +163,48 @@ func TestNextTxOneBatchPerPartition(t *testing.T) {
 		return &appendReq{key: k, batch: make([]byte, size), records: recs}
 	}
 	a1, a2, b1, a3 := req(a, 100, 1), req(a, 100, 1), req(b, 100, 1), req(a, 100, 1)
-	tx, rest := nextTx([]*appendReq{a1, a2, b1, a3})
+	tx, rest := nextTx([]*appendReq{a1, a2, b1, a3}, nil)
 	require.Equal(t, []*appendReq{a1, b1}, tx)
 	require.Equal(t, []*appendReq{a2, a3}, rest)
-	tx, rest = nextTx(rest)
+	tx, rest = nextTx(rest, nil)
 	require.Equal(t, []*appendReq{a2}, tx)
 	require.Equal(t, []*appendReq{a3}, rest)
 
 	big, b2, c1 := req(a, maxTxBytes, 1), req(b, 1, 1), req(partitionKey{"orders", 2}, 1, 1)
-	tx, rest = nextTx([]*appendReq{big, b2})
+	tx, rest = nextTx([]*appendReq{big, b2}, nil)
 	require.Equal(t, []*appendReq{big}, tx, "the first is taken even alone too large")
 	require.Equal(t, []*appendReq{b2}, rest)
 	many := req(a, 10, maxTxRecs)
-	tx, rest = nextTx([]*appendReq{many, b2, c1})
+	tx, rest = nextTx([]*appendReq{many, b2, c1}, nil)
 	require.Equal(t, []*appendReq{many}, tx)
 	require.Equal(t, []*appendReq{b2, c1}, rest)
 	require.True(t, full([]*appendReq{many}))
 	require.False(t, full([]*appendReq{b2, c1}))
+}
+
+// While a transaction with a batch the gateway sequenced is in flight for a partition, the
+// partition's next such batch waits (a resend after a lost answer must carry the partition's
+// last sequence to be taken as a duplicate), and so does everything behind it; a Kafka
+// idempotent producer's batch, which carries its own sequence, goes.
+func TestNextTxWaitsForABusyPartition(t *testing.T) {
+	a, b := partitionKey{"orders", 0}, partitionKey{"orders", 1}
+	kafkaBatch := (&kmsg.RecordBatch{Magic: 2, ProducerID: 7, NumRecords: 1}).AppendTo(nil)
+	require.True(t, kafkaIdempotent(kafkaBatch))
+	a1 := &appendReq{key: a, batch: []byte("gateway-sequenced"), records: 1}
+	aKafka := &appendReq{key: a, batch: kafkaBatch, records: 1}
+	b1 := &appendReq{key: b, batch: kafkaBatch, records: 1}
+	busy := map[partitionKey]int{a: 1}
+	tx, rest := nextTx([]*appendReq{a1, aKafka, b1}, busy)
+	require.Equal(t, []*appendReq{b1}, tx)
+	require.Equal(t, []*appendReq{a1, aKafka}, rest, "a's Kafka batch keeps its place behind a1")
+	tx, rest = nextTx([]*appendReq{aKafka, a1}, busy)
+	require.Equal(t, []*appendReq{aKafka}, tx, "a Kafka idempotent batch goes while the partition is busy")
+	require.Equal(t, []*appendReq{a1}, rest)
+	tx, rest = nextTx([]*appendReq{a1}, busy)
+	require.Empty(t, tx, "nothing to send until the partition's transaction settles")
+	require.Equal(t, []*appendReq{a1}, rest)
+	tx, _ = nextTx([]*appendReq{a1}, nil)
+	require.Equal(t, []*appendReq{a1}, tx)
 }
 
 // producerStatesFunc answers the ProducerStates query.

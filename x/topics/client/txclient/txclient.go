@@ -281,18 +281,7 @@ func (s *Signer) submit(gas uint64, msgs ...sdk.Msg) (sent, error) {
 		txf = txf.WithGas(gas)
 	}
 	if s.fixedGas && gas == 0 {
-		var size, decompressed uint64
-		for _, m := range msgs {
-			if pm, ok := m.(interface{ Size() int }); ok {
-				size += uint64(pm.Size())
-			}
-			decompressed += compressedRecordBytes(m)
-		}
-		// Store writes cost 30 gas per byte and the tx 10 per byte; 60 per byte leaves room
-		// for key bytes, reads and events. A compressed batch also pays 12 gas per byte it
-		// decompresses to (the keeper's RecordBytesGas + DecompressedBytesGas), which its
-		// size does not show.
-		txf = txf.WithGas(300_000 + 60*size + 12*decompressed)
+		txf = txf.WithGas(FixedGas(msgs...))
 	}
 	txb, err := txf.BuildUnsignedTx(msgs...)
 	if err != nil {
@@ -553,6 +542,23 @@ func compressedRecordBytes(m sdk.Msg) uint64 {
 		}
 	}
 	return n
+}
+
+// FixedGas is a gas limit for msgs derived from their size, enough for x/topics messages,
+// without a simulation: what SetFixedGas gives every transaction.
+func FixedGas(msgs ...sdk.Msg) uint64 {
+	var size, decompressed uint64
+	for _, m := range msgs {
+		if pm, ok := m.(interface{ Size() int }); ok {
+			size += uint64(pm.Size())
+		}
+		decompressed += compressedRecordBytes(m)
+	}
+	// Store writes cost 30 gas per byte and the tx 10 per byte; 60 per byte leaves room for
+	// key bytes, reads and events. A compressed batch also pays 12 gas per byte it
+	// decompresses to (the keeper's RecordBytesGas + DecompressedBytesGas), which its size
+	// does not show.
+	return 300_000 + 60*size + 12*decompressed
 }
 
 // SetFixedGas stops per-transaction simulation: the gas limit is then derived from the
