@@ -208,6 +208,7 @@ func (p *producer) close() {
 func (l *lane) loop() {
 	p := l.p
 	defer close(l.flights)
+	defer l.failQueued()
 	var held []*appendReq // arrived, not yet sent: in arrival order
 	for {
 		if len(held) == 0 {
@@ -267,6 +268,19 @@ func (l *lane) loop() {
 		adm, err := p.signer.SubmitAdmitted(txclient.FixedGas(msg), msg)
 		l.flights <- &flight{reqs: tx, msg: msg, adm: adm, err: err}
 		l.gate.Unlock()
+	}
+}
+
+// failQueued answers what is still queued for the lane when the gateway closes: its senders
+// must not wait for an answer that will never come.
+func (l *lane) failQueued() {
+	for {
+		select {
+		case r := <-l.in:
+			l.p.fail([]*appendReq{r}, errClosed)
+		default:
+			return
+		}
 	}
 }
 

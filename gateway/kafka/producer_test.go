@@ -242,3 +242,26 @@ func TestResyncReadsTheChain(t *testing.T) {
 	require.Len(t, asked, 3)
 	require.Equal(t, &types.QueryProducerStatesRequest{Topic: "orders", Partition: 0, Producer: p.signer.Address()}, asked[0])
 }
+
+// A closing gateway answers every batch still queued for a lane (errClosed) instead of
+// leaving its client waiting, and the lane stops.
+func TestClosingAnswersQueuedBatches(t *testing.T) {
+	p := &producer{log: func(string, ...any) {}, stop: make(chan struct{})}
+	l := newLane(p)
+	for range laneDepth {
+		l.slots <- struct{}{} // every slot taken: nothing more is sent
+	}
+	var reqs []*appendReq
+	for range 3 {
+		r := &appendReq{key: partitionKey{"orders", 0}, batch: []byte("b"), records: 1, done: make(chan appendRes, 1)}
+		reqs = append(reqs, r)
+		l.in <- r
+	}
+	close(p.stop)
+	l.loop()
+	for _, r := range reqs {
+		require.ErrorIs(t, (<-r.done).err, errClosed)
+	}
+	_, open := <-l.flights
+	require.False(t, open, "the lane's settler stops")
+}
