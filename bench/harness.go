@@ -45,7 +45,8 @@ type Config struct {
 	SweepStep     time.Duration
 	SweepStopP99  time.Duration
 	SweepRefine   int
-	SweepMax      float64 // no step offers more (0: no limit)
+	SweepMax      float64       // no step offers more (0: no limit)
+	SweepSettle   time.Duration // pause before the half-load step, after the overloaded steps
 	CapacityP99   time.Duration
 	Records       int           // records per bftlog run
 	RecordBytes   int           // value size

@@ -151,6 +151,9 @@ func applySweep(cfg Config, res *Result, pts []SweepPoint, half stepFunc) error 
 	if half == nil {
 		return nil
 	}
+	// The steps past capacity leave work behind (compactions, a pool to trim): let it settle,
+	// so that the half-load step measures half the load, not the tail of an overload.
+	time.Sleep(cfg.SweepSettle)
 	p, err := half(rate / 2)
 	if err != nil {
 		return err
