@@ -241,18 +241,28 @@ func jetStreamStep(cfg Config, url string, rate float64, dur time.Duration) (Swe
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			giveUp := time.After(dur + drainWait(dur))
+			// Closed, not sent once: every future still waiting then is given up on.
+			giveUp := make(chan struct{})
+			defer time.AfterFunc(time.Until(began.Add(dur+drainWait(dur))), func() { close(giveUp) }).Stop()
+			ok := func(s sent) {
+				acked.Add(1)
+				tr.committed.Add(1)
+				lat.add(time.Since(s.due))
+			}
 			for s := range futures {
 				select {
 				case <-s.f.Ok():
-					acked.Add(1)
-					tr.committed.Add(1)
-					lat.add(time.Since(s.due))
+					ok(s)
 				case <-s.f.Err():
 					unacked.Add(1)
 				case <-giveUp:
-					unacked.Add(1)
-					lat.add(time.Since(s.due))
+					select {
+					case <-s.f.Ok(): // acknowledged in time after all
+						ok(s)
+					default:
+						unacked.Add(1)
+						lat.add(time.Since(s.due))
+					}
 				}
 			}
 		}()

@@ -101,6 +101,16 @@ func (a *accumulator) next(stop <-chan struct{}, max int, linger time.Duration) 
 	}
 }
 
+// putBack returns a batch taken but not sent to the front of the queue.
+func (a *accumulator) putBack(batch []created) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, c := range batch {
+		a.records += c.n
+	}
+	a.queue = append(append([]created(nil), batch...), a.queue...)
+}
+
 // left is what was never sent.
 func (a *accumulator) left() []created {
 	a.mu.Lock()
@@ -133,8 +143,12 @@ func (c *chain) openLoad(cfg Config, signers []*txclient.Signer, build buildFunc
 	}
 	tr := newTracker()
 	wctx, stopWatch := context.WithCancel(context.Background())
-	defer stopWatch()
-	go tr.watch(wctx, rpc, cmtservice.NewServiceClient(c.cctxs[0].GRPCClient), start+1)
+	watched := make(chan struct{})
+	defer func() { stopWatch(); <-watched }()
+	go func() {
+		defer close(watched)
+		tr.watch(wctx, rpc, cmtservice.NewServiceClient(c.cctxs[0].GRPCClient), start+1)
+	}()
 
 	cpu := c.cpuTimes()
 	per := rate / float64(len(signers))
@@ -153,6 +167,10 @@ func (c *chain) openLoad(cfg Config, signers []*txclient.Signer, build buildFunc
 	accs := make([]*accumulator, len(signers))
 	began := time.Now()
 	window := newRateWindow(tr, began, dur)
+	// A transaction never seen in a block holds its slot for good: the step ends at its drain
+	// deadline whatever happens.
+	giveUp := time.AfterFunc(dur+drainWait(dur), halt)
+	defer giveUp.Stop()
 	for pi, s := range signers {
 		acc := newAccumulator()
 		accs[pi] = acc
@@ -177,7 +195,10 @@ func (c *chain) openLoad(cfg Config, signers []*txclient.Signer, build buildFunc
 						continue
 					}
 					offered.Add(int64(due - made))
-					if acc.append(now, due-made) > limit {
+					// Stamped when the chunk's first record was due, not when this goroutine
+					// woke: a creator delayed by a busy machine must not hide the delay.
+					at := began.Add(time.Duration(float64(made+1) / per * float64(time.Second)))
+					if acc.append(at, due-made) > limit {
 						overloaded.Store(true)
 						halt()
 						return
@@ -215,6 +236,7 @@ func (c *chain) openLoad(cfg Config, signers []*txclient.Signer, build buildFunc
 					}
 					select {
 					case <-stop:
+						acc.putBack(batch) // never sent: censored with what is left
 						return
 					case <-time.After(50 * time.Millisecond):
 					}
@@ -252,6 +274,7 @@ func (c *chain) openLoad(cfg Config, signers []*txclient.Signer, build buildFunc
 	}
 	nodeCPU, _ := cpu()
 	stopWatch()
+	<-watched // no block is counted after the records still waiting are censored
 	inflight.Wait()
 	if tr.failed.Load() > 0 {
 		tr.mu.Lock()

@@ -72,8 +72,15 @@ type stepFunc func(rate float64) (SweepPoint, error)
 // points come back sorted by offered rate.
 func sweep(cfg Config, system string, step stepFunc) ([]SweepPoint, error) {
 	var pts []SweepPoint
+	var last SweepPoint
 	run := func(rate float64) error {
+		if last.Overloaded || !last.sustained() && last.OfferedPerSec > 0 {
+			// What an overload left behind (a backlog, compactions) must not count against
+			// the next step.
+			time.Sleep(cfg.SweepSettle)
+		}
 		p, err := step(rate)
+		last = p
 		if err != nil {
 			return err
 		}
@@ -117,7 +124,8 @@ func bracket(pts []SweepPoint, bound time.Duration) (good, bad *SweepPoint) {
 	return good, bad
 }
 
-// capacity is the highest committed rate of a step within the bound, and that step.
+// capacity is the highest committed rate of a step within the bound (at most its offered
+// rate), and that step.
 func capacity(pts []SweepPoint, bound time.Duration) (float64, *SweepPoint) {
 	var best *SweepPoint
 	for i := range pts {
@@ -128,7 +136,8 @@ func capacity(pts []SweepPoint, bound time.Duration) (float64, *SweepPoint) {
 	if best == nil {
 		return 0, nil
 	}
-	return best.CommittedPerSec, best
+	// A short window's count can come out above the rate offered; a capacity never does.
+	return min(best.CommittedPerSec, best.OfferedPerSec), best
 }
 
 // applySweep makes a result's headline its capacity: records_per_sec becomes the highest

@@ -109,3 +109,26 @@ func TestAccumulatorBatches(t *testing.T) {
 	_, _, ok = a.next(stop, 50, time.Hour)
 	require.False(t, ok)
 }
+
+// A short window can count a few records more than were offered; a capacity is never more
+// than the rate offered.
+func TestCapacityNeverAboveOffered(t *testing.T) {
+	rate, _ := capacity([]SweepPoint{{OfferedPerSec: 20_000, CommittedPerSec: 20_700, P99Ms: 300}}, time.Second)
+	require.Equal(t, 20_000.0, rate)
+}
+
+// A batch taken but never sent (the step halted while the mempool was full) goes back to the
+// front of the queue, so that it is counted with what was never sent.
+func TestAccumulatorPutBack(t *testing.T) {
+	a := newAccumulator()
+	t0 := time.Now().Add(-time.Second)
+	a.append(t0, 10)
+	a.append(t0.Add(time.Millisecond), 5)
+	batch, n, ok := a.next(make(chan struct{}), 10, time.Hour)
+	require.True(t, ok)
+	require.Equal(t, 10, n)
+	a.putBack(batch)
+	require.Equal(t, []created{{t0, 10}, {t0.Add(time.Millisecond), 5}}, a.left())
+	_, n, _ = a.next(make(chan struct{}), 100, 0)
+	require.Equal(t, 15, n, "the records put back count again")
+}
