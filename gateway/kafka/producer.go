@@ -263,9 +263,14 @@ func (l *lane) loop() {
 			}
 		}
 		l.mu.Unlock()
-		// The gas from the message's size: a simulation would run it on the committed state,
-		// where the transactions still in flight have not moved the partitions' sequences.
-		adm, err := p.signer.SubmitAdmitted(txclient.FixedGas(msg), msg)
+		// Unless the operator gave a gas limit, the gas from the message's size: a simulation
+		// would run it on the committed state, where the transactions still in flight have not
+		// moved the partitions' sequences.
+		var gas uint64
+		if p.signer.Simulates() {
+			gas = txclient.FixedGas(msg)
+		}
+		adm, err := p.signer.SubmitAdmitted(gas, msg)
 		l.flights <- &flight{reqs: tx, msg: msg, adm: adm, err: err}
 		l.gate.Unlock()
 	}

@@ -561,6 +561,10 @@ func FixedGas(msgs ...sdk.Msg) uint64 {
 	return 300_000 + 60*size + 12*decompressed
 }
 
+// Simulates tells whether the signer simulates each transaction for its gas (no gas limit
+// was given and SetFixedGas was not called).
+func (s *Signer) Simulates() bool { return s.autoGas }
+
 // SetFixedGas stops per-transaction simulation: the gas limit is then derived from the
 // transaction's size (see fixedGas), enough for x/topics messages. Load generators use it to
 // avoid a simulation round trip per batch.
