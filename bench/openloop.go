@@ -159,7 +159,6 @@ func (c *chain) openLoad(cfg Config, signers []*txclient.Signer, build buildFunc
 	var (
 		overloaded atomic.Bool
 		firstErr   atomic.Value
-		offered    atomic.Int64
 		sent       atomic.Int64
 		wg         sync.WaitGroup
 		inflight   sync.WaitGroup
@@ -194,7 +193,6 @@ func (c *chain) openLoad(cfg Config, signers []*txclient.Signer, build buildFunc
 					if due <= made {
 						continue
 					}
-					offered.Add(int64(due - made))
 					// Stamped when the chunk's first record was due, not when this goroutine
 					// woke: a creator delayed by a busy machine must not hide the delay.
 					at := began.Add(time.Duration(float64(made+1) / per * float64(time.Second)))
@@ -317,7 +315,6 @@ func (c *chain) openLoad(cfg Config, signers []*txclient.Signer, build buildFunc
 type rateWindow struct {
 	mu       sync.Mutex
 	tr       *tracker
-	began    time.Time
 	from, to int64
 	fromAt   time.Time
 	toAt     time.Time
@@ -325,7 +322,7 @@ type rateWindow struct {
 }
 
 func newRateWindow(tr *tracker, began time.Time, dur time.Duration) *rateWindow {
-	w := &rateWindow{tr: tr, began: began, fromAt: began}
+	w := &rateWindow{tr: tr, fromAt: began}
 	w.timers[0] = time.AfterFunc(time.Until(began.Add(dur/4)), func() {
 		w.mu.Lock()
 		if w.toAt.IsZero() {

@@ -349,9 +349,9 @@ func (l *lane) closing(f *flight) bool {
 func (l *lane) done(f *flight) {
 	l.mu.Lock()
 	for _, b := range f.msg.Batches {
-		if b.Sequence != 0 {
-			if l.busy[partitionKey{b.Topic, int32(b.Partition)}]--; l.busy[partitionKey{b.Topic, int32(b.Partition)}] <= 0 {
-				delete(l.busy, partitionKey{b.Topic, int32(b.Partition)})
+		if k := (partitionKey{b.Topic, int32(b.Partition)}); b.Sequence != 0 {
+			if l.busy[k]--; l.busy[k] <= 0 {
+				delete(l.busy, k)
 			}
 		}
 	}
