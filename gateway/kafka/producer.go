@@ -681,6 +681,7 @@ func retryable(err error) bool {
 	switch {
 	case errors.Is(err, txclient.ErrNotCommitted),
 		errors.Is(err, txclient.ErrUnreachable),
+		errors.Is(err, txclient.ErrIngressUnavailable),
 		errors.Is(err, sdkerrors.ErrWrongSequence),
 		errors.Is(err, sdkerrors.ErrMempoolIsFull):
 		return true

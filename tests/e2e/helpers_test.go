@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,10 +31,26 @@ func startGatewayAdvertising(t *testing.T, n *node.Node, key, advertise string) 
 	cctx, signer := n.ClientContext(n.Home, key)
 	// As `bftlogd kafka serve --ingress` runs it: appends through the node's binary ingress.
 	signer.UseRawIngress(n.API + app.RawTxPath)
-	gw, err := kafka.Listen(kafka.Config{Addr: "127.0.0.1:0", Advertise: advertise, ClientCtx: cctx, Signer: signer})
+	// Its log goes to the test's, so that a failure shows what the gateway answered and why;
+	// not after the test ends (the testing package panics on a late log).
+	var logMu sync.Mutex
+	ended := false
+	logf := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		if !ended {
+			t.Logf("gateway: "+format, args...)
+		}
+	}
+	gw, err := kafka.Listen(kafka.Config{Addr: "127.0.0.1:0", Advertise: advertise, ClientCtx: cctx, Signer: signer, Log: logf})
 	require.NoError(t, err)
 	go func() { _ = gw.Serve() }()
-	t.Cleanup(func() { _ = gw.Close() })
+	t.Cleanup(func() {
+		_ = gw.Close()
+		logMu.Lock()
+		ended = true
+		logMu.Unlock()
+	})
 	return gw
 }
 

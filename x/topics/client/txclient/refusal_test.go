@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -40,6 +42,7 @@ type node struct {
 	simulations []abci.ResponseQuery
 	simulated   int
 	check       abci.ResponseCheckTx
+	checks      []abci.ResponseCheckTx // answered first, one per broadcast, before check
 	deliver     abci.ExecTxResult
 	txs         map[string]cmttypes.Tx
 	broadcast   []cmttypes.Tx
@@ -60,10 +63,14 @@ func (n *node) BroadcastTxSync(_ context.Context, t cmttypes.Tx) (*coretypes.Res
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.broadcast = append(n.broadcast, t)
-	if n.check.Code == 0 {
+	check := n.check
+	if len(n.checks) > 0 {
+		check, n.checks = n.checks[0], n.checks[1:]
+	}
+	if check.Code == 0 {
 		n.txs[hex.EncodeToString(t.Hash())] = t
 	}
-	return &coretypes.ResultBroadcastTx{Code: n.check.Code, Codespace: n.check.Codespace, Log: n.check.Log, Hash: t.Hash()}, nil
+	return &coretypes.ResultBroadcastTx{Code: check.Code, Codespace: check.Codespace, Log: check.Log, Hash: t.Hash()}, nil
 }
 
 func (n *node) Tx(_ context.Context, hash []byte, _ bool) (*coretypes.ResultTx, error) {
@@ -238,6 +245,30 @@ func TestUnorderedSigner(t *testing.T) {
 	}
 }
 
+// Two processes signing with one key at the same instant may pick the same timeout, the nonce
+// of an unordered transaction: CheckTx refuses the second with ErrInvalidRequest. The signer
+// signs again with a later timeout in the same Submit; a refusal that stays is returned after
+// two more tries.
+func TestUnorderedNonceTakenSignsAgain(t *testing.T) {
+	f := newFixture(t)
+	f.signer.UseUnordered()
+	taken := abci.ResponseCheckTx{Codespace: sdkerrors.ErrInvalidRequest.Codespace(), Code: sdkerrors.ErrInvalidRequest.ABCICode(),
+		Log: "failed to add unordered nonce: sender has already used timeout: invalid request"}
+	f.node.checks = []abci.ResponseCheckTx{taken}
+	_, err := f.signer.Submit(f.msg)
+	require.NoError(t, err)
+	require.Len(t, f.node.broadcast, 2)
+	first := decode(t, f, f.node.broadcast[0]).(sdk.TxWithUnordered).GetTimeoutTimeStamp()
+	second := decode(t, f, f.node.broadcast[1]).(sdk.TxWithUnordered).GetTimeoutTimeStamp()
+	require.True(t, second.After(first), "signed again under a new nonce")
+
+	f.node.check = taken
+	_, err = f.signer.Submit(f.msg)
+	requireRefusal(t, err, txclient.Checked, sdkerrors.ErrInvalidRequest)
+	require.Len(t, f.node.broadcast, 5, "the first try and two more")
+	t.Logf("a taken nonce: signed again once; a refusal that stays: returned after %d tries", len(f.node.broadcast)-2)
+}
+
 // On a chain without unordered transactions (ErrNotSupported), the signer falls back to
 // sequences at once.
 func TestUnorderedFallsBack(t *testing.T) {
@@ -312,4 +343,23 @@ func sequenceOf(t *testing.T, f *fixture, raw cmttypes.Tx) uint64 {
 	require.NoError(t, err)
 	require.Len(t, sigs, 1)
 	return sigs[0].Sequence
+}
+
+// An ingress that took the transaction but could not hand it to CometBFT answers 502: the
+// outcome is unknown, and the error says so by matching ErrIngressUnavailable (a gateway sends
+// the same batches again), where any other failed answer does not.
+func TestIngressUnavailable(t *testing.T) {
+	f := newFixture(t)
+	status := http.StatusBadGateway
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "post failed: connection refused", status)
+	}))
+	defer srv.Close()
+	f.signer.UseRawIngress(srv.URL + "/bftlog/tx/raw")
+	_, err := f.signer.Submit(f.msg)
+	require.ErrorIs(t, err, txclient.ErrIngressUnavailable)
+	status = http.StatusRequestEntityTooLarge
+	_, err = f.signer.Submit(f.msg)
+	require.Error(t, err)
+	require.NotErrorIs(t, err, txclient.ErrIngressUnavailable)
 }

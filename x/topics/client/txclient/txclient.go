@@ -5,6 +5,8 @@ package txclient
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -121,6 +123,10 @@ type Signer struct {
 	// the last timeout timestamp used, which is also the transaction's nonce on chain.
 	unordered   bool
 	lastTimeout time.Time
+	// timeoutSpread, drawn once per signer below a millisecond, is added to every timeout: two
+	// processes signing with one key at the same instant (two gateways answering one block)
+	// would otherwise pick the same nonce where the clock is coarse.
+	timeoutSpread time.Duration
 	// nodes, when set, carries every transaction and its wait, failing over between nodes.
 	nodes *Nodes
 }
@@ -138,12 +144,15 @@ func (s *Signer) UseUnordered() {
 	defer s.mu.Unlock()
 	s.unordered = true
 	s.txf = s.txf.WithUnordered(true).WithSequence(0)
+	var b [8]byte
+	_, _ = crand.Read(b[:]) // never fails (crypto/rand)
+	s.timeoutSpread = time.Duration(binary.BigEndian.Uint64(b[:]) % uint64(time.Millisecond))
 }
 
 // nextTimeout is a timeout timestamp later than any this signer used: the chain refuses a
 // second unordered transaction of one signer with the same timeout (it is the nonce).
 func (s *Signer) nextTimeout() time.Time {
-	t := time.Now().Add(UnorderedTTL)
+	t := time.Now().Add(UnorderedTTL + s.timeoutSpread)
 	if !t.After(s.lastTimeout) {
 		t = s.lastTimeout.Add(time.Nanosecond)
 	}
@@ -244,8 +253,20 @@ func (s *Signer) recover(err error) bool {
 		return s.resync() == nil
 	case !s.unordered && errors.Is(err, sdkerrors.ErrWrongSequence):
 		return s.resync() == nil
+	case s.unordered && refusedInCheck(err, sdkerrors.ErrInvalidRequest):
+		// The ante handler refuses a timeout the key used already (the nonce of an unordered
+		// transaction), with this code: another process signing with this key may have taken
+		// it. Nothing was admitted, and the next attempt carries a later timeout; any other
+		// invalid request is refused again at the cost of one CheckTx.
+		return true
 	}
 	return false
+}
+
+// refusedInCheck tells whether CheckTx refused the transaction with target's code.
+func refusedInCheck(err, target error) bool {
+	var txErr *TxError
+	return errors.As(err, &txErr) && txErr.Stage == Checked && errors.Is(err, target)
 }
 
 // resync re-reads the account number and sequence from the chain.
@@ -583,6 +604,11 @@ func postRaw(url string, bz []byte) (*sdk.TxResponse, error) {
 	return ingressAnswer(resp)
 }
 
+// ErrIngressUnavailable is a submission the node's ingress took but could not pass on to
+// CometBFT (it answered 502): its outcome is unknown, and the same transaction may be sent
+// again (its hash, the account sequence or a producer sequence keeps it from running twice).
+var ErrIngressUnavailable = errors.New("the node's ingress could not pass the transaction on")
+
 // maxAnswerBytes bounds what a client reads of an ingress or result answer.
 const maxAnswerBytes = 4 << 20
 
@@ -592,7 +618,13 @@ func ingressAnswer(resp *http.Response) (*sdk.TxResponse, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return nil, fmt.Errorf("ingress: %s: %s", resp.Status, bytes.TrimSpace(msg))
+		err := fmt.Errorf("ingress: %s: %s", resp.Status, bytes.TrimSpace(msg))
+		if resp.StatusCode == http.StatusBadGateway {
+			// The node could not hand the transaction to CometBFT: it may or may not be in
+			// the mempool.
+			err = fmt.Errorf("%w: %w", ErrIngressUnavailable, err)
+		}
+		return nil, err
 	}
 	var out ordering.RawTxResult // a RawTxResponse's fields are among its
 
