@@ -77,9 +77,13 @@ func TestBlockNamingTransactionsMatchesCarryingThem(t *testing.T) {
 	named.block()
 	carried.block()
 
+	namedTxs0, carriedTxs0, namedBytes0, _ := dataplane.Proposed()
 	prep, err := named.app.PrepareProposal(&abci.RequestPrepareProposal{Height: named.height, MaxTxBytes: 1 << 30, Txs: txs})
 	require.NoError(t, err)
 	require.Len(t, prep.Txs, len(txs))
+	namedTxs, carriedTxs, namedBytes, _ := dataplane.Proposed()
+	require.EqualValues(t, len(txs), namedTxs-namedTxs0, "the proposer's metric counts each named transaction")
+	require.Equal(t, carriedTxs0, carriedTxs, "and none carried whole")
 	var blockBytes, carriedBytes int
 	for i, ref := range prep.Txs {
 		hash, ok := app.ParseTxRef(ref)
@@ -88,6 +92,7 @@ func TestBlockNamingTransactionsMatchesCarryingThem(t *testing.T) {
 		blockBytes += len(ref)
 		carriedBytes += len(txs[i])
 	}
+	require.EqualValues(t, carriedBytes, namedBytes-namedBytes0, "with their bytes")
 	pp, err := named.app.ProcessProposal(&abci.RequestProcessProposal{Height: named.height, Txs: prep.Txs})
 	require.NoError(t, err)
 	require.Equal(t, abci.ResponseProcessProposal_ACCEPT, pp.Status)

@@ -6,6 +6,8 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	authsigning "github.com/cosmos/cosmos-sdk/x/auth/signing"
+
+	"github.com/bftlog/bftlog/app/dataplane"
 )
 
 // prepareProposal takes the mempool's transactions in its order while they fit the block's
@@ -65,6 +67,9 @@ func (app *App) prepareProposal(ctx sdk.Context, req *abci.RequestPrepareProposa
 		} else {
 			out = append(out, bz)
 			app.proposalTxs.keep(bz, tx)
+		}
+		if app.orderByDigest {
+			dataplane.CountProposed(ref != nil, len(bz))
 		}
 		if bytes >= maxBytes || (maxGas > 0 && gas >= maxGas) {
 			break

@@ -121,3 +121,29 @@ func (c *chain) mempoolRefusals() string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// proposed sums the validators' bftlog_data_plane_proposed_{txs,bytes}_total since the chain
+// started: what their proposals named and carried whole (app/dataplane/metrics.go). A failed
+// scrape, or a binary without the metric, adds zeros.
+func (c *chain) proposed() (namedTxs, carriedTxs, namedBytes, carriedBytes float64) {
+	for _, n := range c.net.Nodes {
+		fams := scrape(n.Prometheus)
+		get := func(name, how string) (v float64) {
+			if f := fams[name]; f != nil {
+				for _, m := range f.Metric {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "how" && l.GetValue() == how {
+							v += m.GetCounter().GetValue()
+						}
+					}
+				}
+			}
+			return v
+		}
+		namedTxs += get("bftlog_data_plane_proposed_txs_total", "named")
+		carriedTxs += get("bftlog_data_plane_proposed_txs_total", "carried")
+		namedBytes += get("bftlog_data_plane_proposed_bytes_total", "named")
+		carriedBytes += get("bftlog_data_plane_proposed_bytes_total", "carried")
+	}
+	return namedTxs, carriedTxs, namedBytes, carriedBytes
+}

@@ -122,6 +122,10 @@ type Result struct {
 	EmptyBlocks int `json:"empty_blocks,omitempty"`
 	// AbsentPrecommits is validators' precommits missing from those blocks' last commits.
 	AbsentPrecommits int `json:"absent_precommits,omitempty"`
+	// CarriedWholeShare is the share of the bytes of nameable transactions (at least
+	// dataplane.MinRefBytes) that the validators' proposals carried whole instead of naming,
+	// over the chain's whole run (sweep, closed loop and half load); unset without the metric.
+	CarriedWholeShare float64 `json:"carried_whole_share,omitempty"`
 	// RTTMs is the round-trip time added between validators (RunRegions) and BlockTiming the
 	// CometBFT consensus timeouts they ran with.
 	RTTMs       float64 `json:"rtt_ms,omitempty"`

@@ -33,6 +33,9 @@ type SweepPoint struct {
 	EmptyBlocks      int `json:"empty_blocks,omitempty"`
 	// AbsentPrecommits is validators' precommits missing from the step's blocks' last commits.
 	AbsentPrecommits int `json:"absent_precommits,omitempty"`
+	// CarriedWholePct is the share of the bytes of nameable transactions that the step's
+	// proposals carried whole (bftlog by digest; see Result.CarriedWholeShare).
+	CarriedWholePct float64 `json:"carried_whole_pct,omitempty"`
 }
 
 // sustained says the step kept up: every record offered was committed within the step's time
@@ -56,6 +59,9 @@ func (p SweepPoint) String() string {
 	}
 	if p.LaterRoundBlocks > 0 || p.EmptyBlocks > 0 || p.AbsentPrecommits > 0 {
 		s += fmt.Sprintf(" (%d needed a later round, %d empty, %d precommits missing)", p.LaterRoundBlocks, p.EmptyBlocks, p.AbsentPrecommits)
+	}
+	if p.CarriedWholePct > 0 {
+		s += fmt.Sprintf(", %.1f%% of batch bytes carried whole", p.CarriedWholePct)
 	}
 	if p.Overloaded {
 		s += ", overloaded"

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // The data plane's metrics, outside consensus, in Prometheus' default registry (which
@@ -27,6 +28,49 @@ var heldProven = registerCounterVec(prometheus.CounterOpts{
 	Namespace: "bftlog", Subsystem: "data_plane", Name: "held_proven_total",
 	Help: "Claims that more than two thirds hold a transaction, proved by the receipts that came with them, by sender.",
 }, []string{"sender"})
+
+// proposedTxs and proposedBytes count the transactions large enough to be named
+// (MinRefBytes) that this node's proposals took, by how: "named" (a reference) or "carried"
+// (whole: not yet held by more than two thirds, nor pushed long enough ago). A carried one
+// costs the proposer's bandwidth to every peer, and every validator's block store, consensus
+// WAL and tx index a copy.
+var (
+	proposedTxs = registerCounterVec(prometheus.CounterOpts{
+		Namespace: "bftlog", Subsystem: "data_plane", Name: "proposed_txs_total",
+		Help: "Transactions large enough to be named that this node's proposals took, by how: named or carried (whole).",
+	}, []string{"how"})
+	proposedBytes = registerCounterVec(prometheus.CounterOpts{
+		Namespace: "bftlog", Subsystem: "data_plane", Name: "proposed_bytes_total",
+		Help: "Bytes of the transactions large enough to be named that this node's proposals took, by how: named or carried (whole).",
+	}, []string{"how"})
+)
+
+// CountProposed counts a transaction of size bytes a proposal of this node took, named or
+// carried whole; smaller than MinRefBytes, it always travels whole and is not counted.
+func CountProposed(named bool, size int) {
+	if size < MinRefBytes {
+		return
+	}
+	how := "carried"
+	if named {
+		how = "named"
+	}
+	proposedTxs.WithLabelValues(how).Inc()
+	proposedBytes.WithLabelValues(how).Add(float64(size))
+}
+
+// Proposed is what CountProposed counted in this process: transactions and bytes, named
+// and carried whole.
+func Proposed() (namedTxs, carriedTxs, namedBytes, carriedBytes float64) {
+	read := func(c *prometheus.CounterVec, how string) float64 {
+		var m dto.Metric
+		if err := c.WithLabelValues(how).Write(&m); err != nil {
+			return 0
+		}
+		return m.GetCounter().GetValue()
+	}
+	return read(proposedTxs, "named"), read(proposedTxs, "carried"), read(proposedBytes, "named"), read(proposedBytes, "carried")
+}
 
 // registerCounterVec registers a counter once per process (several apps may share one).
 func registerCounterVec(opts prometheus.CounterOpts, labels []string) *prometheus.CounterVec {
