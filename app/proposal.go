@@ -1,6 +1,8 @@
 package app
 
 import (
+	"time"
+
 	abci "github.com/cometbft/cometbft/abci/types"
 	cmttypes "github.com/cometbft/cometbft/types"
 
@@ -26,12 +28,19 @@ func (app *App) prepareProposal(ctx sdk.Context, req *abci.RequestPrepareProposa
 	var bytes, gas uint64
 	held := map[string]bool{} // signers with a transaction left out of this block
 	out := make([][]byte, 0, len(req.Txs))
+	txs := make([][]byte, 0, len(req.Txs))
 	for _, bz := range req.Txs {
 		if hash, _, ok := parseStub(bz); ok { // the mempool's stand-in (stub.go)
 			if bz, ok = app.plane.Get(hash); !ok {
 				continue // dropped since CheckTx; recheck drops the stub
 			}
 		}
+		txs = append(txs, bz)
+	}
+	if app.orderByDigest {
+		app.plane.AwaitNaming(txs, req.Height, proposalNameWait)
+	}
+	for _, bz := range txs {
 		tx, err := app.proposalTxs.Decode(bz)
 		if err != nil {
 			continue // CheckTx decoded it; a mempool does not change bytes
@@ -77,6 +86,10 @@ func (app *App) prepareProposal(ctx sdk.Context, req *abci.RequestPrepareProposa
 	}
 	return &abci.ResponsePrepareProposal{Txs: app.byz.proposal(out, req.Height)}, nil
 }
+
+// proposalNameWait bounds how long a proposer waits for the answers to its latest pushes
+// (dataplane.Pool.AwaitNaming) before it carries what they have not covered whole.
+const proposalNameWait = 25 * time.Millisecond
 
 func anyHeld(held map[string]bool, signers [][]byte) bool {
 	for _, s := range signers {

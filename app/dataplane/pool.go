@@ -499,13 +499,53 @@ func (p *Pool) ForProposal(bz []byte, height int64) ([32]byte, []byte, bool) {
 		return hash, nil, false
 	}
 	e := p.mem[hash]
-	switch {
-	case p.quorumLocked(e.ackPower), e.quorum:
-	case e.fromPeer && (e.seenAt < height-1 || time.Since(e.admitted) >= p.minAge):
-	default:
+	if !p.nameableLocked(e, height) {
 		return hash, nil, false
 	}
 	return hash, e.bz, true
+}
+
+// nameableLocked is ForProposal's rule for a held copy.
+func (p *Pool) nameableLocked(e *poolTx, height int64) bool {
+	return p.quorumLocked(e.ackPower) || e.quorum ||
+		e.fromPeer && (e.seenAt < height-1 || time.Since(e.admitted) >= p.minAge)
+}
+
+// awaitPoll is how often AwaitNaming looks at the answers again.
+const awaitPoll = 2 * time.Millisecond
+
+// AwaitNaming waits, at most wait, until a proposal at height can name the transactions among
+// txs that it could not name yet only because their pushes are under way: held here, admitted
+// less than minNameAge ago, without answers from more than two thirds yet. A proposer that
+// did not wait would carry them whole: its bandwidth to every peer, and every validator's
+// block store, consensus WAL and tx index a copy, for bytes the peers hold milliseconds later.
+// It says how long it waited and how many were still not nameable when it stopped.
+func (p *Pool) AwaitNaming(txs [][]byte, height int64, wait time.Duration) (waited time.Duration, left int) {
+	if wait <= 0 || len(p.Peers()) == 0 {
+		return 0, 0
+	}
+	start := time.Now()
+	p.mu.Lock()
+	var pending []*poolTx
+	for _, bz := range txs {
+		if len(bz) < MinRefBytes {
+			continue
+		}
+		if h, ok := p.heldByTail(bz); ok {
+			if e := p.mem[h]; !p.nameableLocked(e, height) && time.Since(e.admitted) < p.minAge {
+				pending = append(pending, e)
+			}
+		}
+	}
+	for len(pending) > 0 && time.Since(start) < wait {
+		p.mu.Unlock()
+		time.Sleep(awaitPoll)
+		p.mu.Lock()
+		// An entry forgotten meanwhile keeps its fields: it is simply carried, as before.
+		pending = slices.DeleteFunc(pending, func(e *poolTx) bool { return p.nameableLocked(e, height) })
+	}
+	p.mu.Unlock()
+	return time.Since(start), len(pending)
 }
 
 // OrderedBytes tells CheckTx's recheck that a block named these bytes: hashed only when a
