@@ -27,20 +27,18 @@ func (app *App) prepareProposal(ctx sdk.Context, req *abci.RequestPrepareProposa
 	maxGas := app.GetMaximumBlockGas(ctx)
 	var bytes, gas uint64
 	held := map[string]bool{} // signers with a transaction left out of this block
-	out := make([][]byte, 0, len(req.Txs))
-	txs := make([][]byte, 0, len(req.Txs))
+	type pick struct {
+		bz      []byte
+		tx      sdk.Tx
+		signers [][]byte
+	}
+	var picked []pick
 	for _, bz := range req.Txs {
 		if hash, _, ok := parseStub(bz); ok { // the mempool's stand-in (stub.go)
 			if bz, ok = app.plane.Get(hash); !ok {
 				continue // dropped since CheckTx; recheck drops the stub
 			}
 		}
-		txs = append(txs, bz)
-	}
-	if app.orderByDigest {
-		app.plane.AwaitNaming(txs, req.Height, proposalNameWait)
-	}
-	for _, bz := range txs {
 		tx, err := app.proposalTxs.Decode(bz)
 		if err != nil {
 			continue // CheckTx decoded it; a mempool does not change bytes
@@ -64,24 +62,39 @@ func (app *App) prepareProposal(ctx sdk.Context, req *abci.RequestPrepareProposa
 			hold(held, signers)
 			continue
 		}
-		ref, full := app.namedInProposal(bz, signers, req.Height)
-		if ref == nil && full != nil {
+		if app.orderByDigest && app.plane.OrderedBytes(bz) {
 			continue // named by a block already; the mempool's recheck drops it
 		}
 		bytes += size
 		gas += txGas
-		if ref != nil {
-			out = append(out, ref)
-			app.proposalTxs.keep(full, tx)
-		} else {
-			out = append(out, bz)
-			app.proposalTxs.keep(bz, tx)
-		}
-		if app.orderByDigest {
-			dataplane.CountProposed(ref != nil, len(bz))
-		}
+		picked = append(picked, pick{bz, tx, signers})
 		if bytes >= maxBytes || (maxGas > 0 && gas >= maxGas) {
 			break
+		}
+	}
+	if app.orderByDigest {
+		// Only for what this block takes: under a backlog the mempool offers far more.
+		bzs := make([][]byte, len(picked))
+		for i, p := range picked {
+			bzs[i] = p.bz
+		}
+		app.plane.AwaitNaming(bzs, req.Height, proposalNameWait)
+	}
+	out := make([][]byte, 0, len(picked))
+	for _, p := range picked {
+		ref, full := app.namedInProposal(p.bz, p.signers, req.Height)
+		switch {
+		case ref != nil:
+			out = append(out, ref)
+			app.proposalTxs.keep(full, p.tx)
+		case full != nil:
+			continue // named by a block since it was picked
+		default:
+			out = append(out, p.bz)
+			app.proposalTxs.keep(p.bz, p.tx)
+		}
+		if app.orderByDigest {
+			dataplane.CountProposed(ref != nil, len(p.bz))
 		}
 	}
 	return &abci.ResponsePrepareProposal{Txs: app.byz.proposal(out, req.Height)}, nil

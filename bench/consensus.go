@@ -16,8 +16,11 @@ import (
 type timings map[string][2]float64
 
 // scrape reads a node's Prometheus endpoint; a failed scrape gives no families.
-func scrape(url string) map[string]*dto.MetricFamily {
-	cl := &http.Client{Timeout: 10 * time.Second}
+func scrape(url string) map[string]*dto.MetricFamily { return scrapeWithin(url, 10*time.Second) }
+
+// scrapeWithin is scrape giving up after timeout.
+func scrapeWithin(url string, timeout time.Duration) map[string]*dto.MetricFamily {
+	cl := &http.Client{Timeout: timeout}
 	resp, err := cl.Get(url + "/metrics")
 	if err != nil {
 		return nil
@@ -123,11 +126,17 @@ func (c *chain) mempoolRefusals() string {
 }
 
 // proposed sums the validators' bftlog_data_plane_proposed_{txs,bytes}_total since the chain
-// started: what their proposals named and carried whole (app/dataplane/metrics.go). A failed
-// scrape, or a binary without the metric, adds zeros.
-func (c *chain) proposed() (namedTxs, carriedTxs, namedBytes, carriedBytes float64) {
+// started: what their proposals named and carried whole (app/dataplane/metrics.go). ok is false
+// when a validator did not answer within a second (a paused one: the step's figures must not
+// wait for it), and the sums are then partial; a binary without the metric adds zeros.
+func (c *chain) proposed() (namedTxs, carriedTxs, namedBytes, carriedBytes float64, ok bool) {
+	ok = true
 	for _, n := range c.net.Nodes {
-		fams := scrape(n.Prometheus)
+		fams := scrapeWithin(n.Prometheus, time.Second)
+		if fams == nil {
+			ok = false
+			continue
+		}
 		get := func(name, how string) (v float64) {
 			if f := fams[name]; f != nil {
 				for _, m := range f.Metric {
@@ -145,5 +154,5 @@ func (c *chain) proposed() (namedTxs, carriedTxs, namedBytes, carriedBytes float
 		namedBytes += get("bftlog_data_plane_proposed_bytes_total", "named")
 		carriedBytes += get("bftlog_data_plane_proposed_bytes_total", "carried")
 	}
-	return namedTxs, carriedTxs, namedBytes, carriedBytes
+	return namedTxs, carriedTxs, namedBytes, carriedBytes, ok
 }

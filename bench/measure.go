@@ -83,7 +83,7 @@ func (c *chain) measure(cfg Config, topic string, wl workload, records int, dur 
 	// transaction CheckTx refuses there (its account's previous one not yet arrived) is not
 	// sent again.
 	cfg.Log("  mempools: %s", c.mempoolRefusals())
-	if nt, ct, nb, cb := c.proposed(); nb+cb > 0 {
+	if nt, ct, nb, cb, ok := c.proposed(); ok && nb+cb > 0 {
 		res.CarriedWholeShare = cb / (nb + cb)
 		cfg.Log("  proposals since the chain started: %.0f transactions named (%.1f MB), %.0f carried whole (%.1f MB, %.1f%% of the bytes)",
 			nt, nb/1e6, ct, cb/1e6, 100*res.CarriedWholeShare)

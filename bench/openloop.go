@@ -150,8 +150,8 @@ func (c *chain) openLoad(cfg Config, signers []*txclient.Signer, build buildFunc
 		tr.watch(wctx, rpc, cmtservice.NewServiceClient(c.cctxs[0].GRPCClient), start+1)
 	}()
 
+	_, _, named0, carried0, scraped0 := c.proposed() // before the CPU window: scraping costs the validators some
 	cpu := c.cpuTimes()
-	_, _, named0, carried0 := c.proposed()
 	per := rate / float64(len(signers))
 	limit := int(per * backlog.Seconds())
 	stop := make(chan struct{}) // closed on overload or a producer's error: senders stop
@@ -308,7 +308,7 @@ func (c *chain) openLoad(cfg Config, signers []*txclient.Signer, build buildFunc
 	blocks := tr.blockStats()
 	point.BlockIntervalMs = float64(blocks.interval().Microseconds()) / 1000
 	point.LaterRoundBlocks, point.EmptyBlocks, point.AbsentPrecommits = blocks.laterRounds, blocks.empty, blocks.absent
-	if _, _, named, carried := c.proposed(); named+carried > named0+carried0 {
+	if _, _, named, carried, scraped := c.proposed(); scraped && scraped0 && named+carried > named0+carried0 {
 		point.CarriedWholePct = 100 * (carried - carried0) / (named + carried - named0 - carried0)
 	}
 	return point, nil

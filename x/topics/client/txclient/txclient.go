@@ -253,20 +253,12 @@ func (s *Signer) recover(err error) bool {
 		return s.resync() == nil
 	case !s.unordered && errors.Is(err, sdkerrors.ErrWrongSequence):
 		return s.resync() == nil
-	case s.unordered && refusedInCheck(err, sdkerrors.ErrInvalidRequest):
-		// The ante handler refuses a timeout the key used already (the nonce of an unordered
-		// transaction), with this code: another process signing with this key may have taken
-		// it. Nothing was admitted, and the next attempt carries a later timeout; any other
-		// invalid request is refused again at the cost of one CheckTx.
-		return true
 	}
+	// A timeout the key used already (an unordered transaction's nonce) is refused with
+	// sdkerrors.ErrInvalidRequest, and is not signed again here: the same refusal answers a
+	// node that is handed this very transaction after it committed elsewhere (UseNodes), and
+	// signing it anew would run it twice. timeoutSpread keeps two signers of one key apart.
 	return false
-}
-
-// refusedInCheck tells whether CheckTx refused the transaction with target's code.
-func refusedInCheck(err, target error) bool {
-	var txErr *TxError
-	return errors.As(err, &txErr) && txErr.Stage == Checked && errors.Is(err, target)
 }
 
 // resync re-reads the account number and sequence from the chain.
@@ -605,8 +597,9 @@ func postRaw(url string, bz []byte) (*sdk.TxResponse, error) {
 }
 
 // ErrIngressUnavailable is a submission the node's ingress took but could not pass on to
-// CometBFT (it answered 502): its outcome is unknown, and the same transaction may be sent
-// again (its hash, the account sequence or a producer sequence keeps it from running twice).
+// CometBFT (it answered 502). The ingress runs in the node's process and fails before the
+// mempool admits anything, but a caller cannot know that: it may send the messages again only
+// where something on chain refuses a second copy (a produce's producer sequence).
 var ErrIngressUnavailable = errors.New("the node's ingress could not pass the transaction on")
 
 // maxAnswerBytes bounds what a client reads of an ingress or result answer.
