@@ -1,8 +1,6 @@
 package app
 
 import (
-	"time"
-
 	abci "github.com/cometbft/cometbft/abci/types"
 	cmttypes "github.com/cometbft/cometbft/types"
 
@@ -27,12 +25,7 @@ func (app *App) prepareProposal(ctx sdk.Context, req *abci.RequestPrepareProposa
 	maxGas := app.GetMaximumBlockGas(ctx)
 	var bytes, gas uint64
 	held := map[string]bool{} // signers with a transaction left out of this block
-	type pick struct {
-		bz      []byte
-		tx      sdk.Tx
-		signers [][]byte
-	}
-	var picked []pick
+	out := make([][]byte, 0, len(req.Txs))
 	for _, bz := range req.Txs {
 		if hash, _, ok := parseStub(bz); ok { // the mempool's stand-in (stub.go)
 			if bz, ok = app.plane.Get(hash); !ok {
@@ -62,47 +55,28 @@ func (app *App) prepareProposal(ctx sdk.Context, req *abci.RequestPrepareProposa
 			hold(held, signers)
 			continue
 		}
-		if app.orderByDigest && app.plane.OrderedBytes(bz) {
+		ref, full := app.namedInProposal(bz, signers, req.Height)
+		if ref == nil && full != nil {
 			continue // named by a block already; the mempool's recheck drops it
 		}
 		bytes += size
 		gas += txGas
-		picked = append(picked, pick{bz, tx, signers})
+		if ref != nil {
+			out = append(out, ref)
+			app.proposalTxs.keep(full, tx)
+		} else {
+			out = append(out, bz)
+			app.proposalTxs.keep(bz, tx)
+		}
+		if app.orderByDigest {
+			dataplane.CountProposed(ref != nil, len(bz))
+		}
 		if bytes >= maxBytes || (maxGas > 0 && gas >= maxGas) {
 			break
 		}
 	}
-	if app.orderByDigest {
-		// Only for what this block takes: under a backlog the mempool offers far more.
-		bzs := make([][]byte, len(picked))
-		for i, p := range picked {
-			bzs[i] = p.bz
-		}
-		app.plane.AwaitNaming(bzs, req.Height, proposalNameWait)
-	}
-	out := make([][]byte, 0, len(picked))
-	for _, p := range picked {
-		ref, full := app.namedInProposal(p.bz, p.signers, req.Height)
-		switch {
-		case ref != nil:
-			out = append(out, ref)
-			app.proposalTxs.keep(full, p.tx)
-		case full != nil:
-			continue // named by a block since it was picked
-		default:
-			out = append(out, p.bz)
-			app.proposalTxs.keep(p.bz, p.tx)
-		}
-		if app.orderByDigest {
-			dataplane.CountProposed(ref != nil, len(p.bz))
-		}
-	}
 	return &abci.ResponsePrepareProposal{Txs: app.byz.proposal(out, req.Height)}, nil
 }
-
-// proposalNameWait bounds how long a proposer waits for the answers to its latest pushes
-// (dataplane.Pool.AwaitNaming) before it carries what they have not covered whole.
-const proposalNameWait = 25 * time.Millisecond
 
 func anyHeld(held map[string]bool, signers [][]byte) bool {
 	for _, s := range signers {

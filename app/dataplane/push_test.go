@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -90,60 +89,6 @@ func TestQuorumCountsVotingPower(t *testing.T) {
 	require.True(t, p.acked(hash, addrHex(big), 3, nil), "1 + 1 + 3 of 5")
 	_, _, named := p.ForProposal(bz, 2)
 	require.True(t, named)
-}
-
-// A proposer waits for the answers to its latest pushes instead of carrying the batches whole:
-// until they come (a few ms), at most the wait it was given, and not at all for a batch it
-// pushed longer than minNameAge ago (its pushes failed: carried whole at once, as before).
-func TestAwaitNamingWaitsForAnswersNotForEver(t *testing.T) {
-	p, err := newPool("", []string{"http://a", "http://b"}, 10, 0, nil)
-	require.NoError(t, err)
-	self, other := validatorKeyOf("self"), validatorKeyOf("other")
-	p.keys.UseKey(self)
-	p.keys.vals = map[string]Validator{
-		p.keys.selfAddr: {PubKey: self.PubKey(), Power: 1},
-		addrHex(other):  {PubKey: other.PubKey(), Power: 3},
-	}
-	p.keys.total = 4
-	tx := func(b byte) []byte {
-		bz := bytes.Repeat([]byte{b}, MinRefBytes)
-		_, ok := p.admit(bz, 1, "", nil, true)
-		require.True(t, ok)
-		return bz
-	}
-	answered, unanswered, old := tx(1), tx(2), tx(3)
-	p.mu.Lock()
-	p.mem[sha256.Sum256(old)].admitted = time.Now().Add(-minNameAge)
-	p.mu.Unlock()
-
-	go func() {
-		time.Sleep(30 * time.Millisecond)
-		p.acked(sha256.Sum256(answered), addrHex(other), 3, nil)
-	}()
-	waited, left := p.AwaitNaming([][]byte{answered, old}, 2, time.Second)
-	require.Zero(t, left)
-	require.Less(t, waited, 500*time.Millisecond, "back once the answer came")
-	_, _, named := p.ForProposal(answered, 2)
-	require.True(t, named)
-
-	waited2, left2 := p.AwaitNaming([][]byte{unanswered}, 2, 100*time.Millisecond)
-	require.Equal(t, 1, left2)
-	require.GreaterOrEqual(t, waited2, 100*time.Millisecond)
-	require.Less(t, waited2, minNameAge, "never longer than the wait")
-
-	waited3, left3 := p.AwaitNaming([][]byte{old}, 2, time.Second)
-	require.Zero(t, left3)
-	require.Less(t, waited3, 20*time.Millisecond, "pushed too long ago to wait for")
-
-	// Another validator pushed it here: whether its word that the others hold it ever comes is
-	// up to that validator, which must not be able to hold every proposal back.
-	pushed := bytes.Repeat([]byte{4}, MinRefBytes)
-	_, ok := p.admit(pushed, 1, addrHex(other), nil, true)
-	require.True(t, ok)
-	waited4, left4 := p.AwaitNaming([][]byte{pushed}, 2, time.Second)
-	require.Zero(t, left4)
-	require.Less(t, waited4, 20*time.Millisecond, "a peer's push is not waited for")
-	t.Logf("answered after 30 ms: waited %s; unanswered: gave up after %s; pushed %s ago: waited %s; a peer's: waited %s", waited, waited2, minNameAge, waited3, waited4)
 }
 
 // M4: a client that asks for a large transaction and never reads its answer pinned the
