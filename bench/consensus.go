@@ -104,15 +104,27 @@ func (c *chain) consensusTimings() func() string {
 // that a recheck after a block removed (evicted). A failed scrape gives zeros.
 func mempoolCounters(url string) (failed, rejected, evicted float64) {
 	fams := scrape(url)
-	sum := func(name string) (v float64) {
-		if f := fams[name]; f != nil {
-			for _, m := range f.Metric {
-				v += m.GetCounter().GetValue()
-			}
-		}
-		return v
+	return counterSum(fams, "cometbft_mempool_failed_txs", "", ""), counterSum(fams, "cometbft_mempool_rejected_txs", "", ""),
+		counterSum(fams, "cometbft_mempool_evicted_txs", "", "")
+}
+
+// counterSum adds up the counter name's series, those with label = value only when label is
+// set; a family not scraped adds nothing.
+func counterSum(fams map[string]*dto.MetricFamily, name, label, value string) (v float64) {
+	f := fams[name]
+	if f == nil {
+		return 0
 	}
-	return sum("cometbft_mempool_failed_txs"), sum("cometbft_mempool_rejected_txs"), sum("cometbft_mempool_evicted_txs")
+	for _, m := range f.Metric {
+		match := label == ""
+		for _, l := range m.GetLabel() {
+			match = match || l.GetName() == label && l.GetValue() == value
+		}
+		if match {
+			v += m.GetCounter().GetValue()
+		}
+	}
+	return v
 }
 
 // mempoolRefusals describes, per validator, the mempool counters since the chain started.
@@ -137,22 +149,10 @@ func (c *chain) proposed() (namedTxs, carriedTxs, namedBytes, carriedBytes float
 			ok = false
 			continue
 		}
-		get := func(name, how string) (v float64) {
-			if f := fams[name]; f != nil {
-				for _, m := range f.Metric {
-					for _, l := range m.GetLabel() {
-						if l.GetName() == "how" && l.GetValue() == how {
-							v += m.GetCounter().GetValue()
-						}
-					}
-				}
-			}
-			return v
-		}
-		namedTxs += get("bftlog_data_plane_proposed_txs_total", "named")
-		carriedTxs += get("bftlog_data_plane_proposed_txs_total", "carried")
-		namedBytes += get("bftlog_data_plane_proposed_bytes_total", "named")
-		carriedBytes += get("bftlog_data_plane_proposed_bytes_total", "carried")
+		namedTxs += counterSum(fams, "bftlog_data_plane_proposed_txs_total", "how", "named")
+		carriedTxs += counterSum(fams, "bftlog_data_plane_proposed_txs_total", "how", "carried")
+		namedBytes += counterSum(fams, "bftlog_data_plane_proposed_bytes_total", "how", "named")
+		carriedBytes += counterSum(fams, "bftlog_data_plane_proposed_bytes_total", "how", "carried")
 	}
 	return namedTxs, carriedTxs, namedBytes, carriedBytes, ok
 }

@@ -46,7 +46,7 @@ type Config struct {
 	SweepStopP99  time.Duration
 	SweepRefine   int
 	SweepMax      float64       // no step offers more (0: no limit)
-	SweepSettle   time.Duration // pause before the half-load step, after the overloaded steps
+	SweepSettle   time.Duration // pause after a step that did not keep up, and before the half-load step
 	CapacityP99   time.Duration
 	Records       int           // records per bftlog run
 	RecordBytes   int           // value size

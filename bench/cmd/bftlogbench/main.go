@@ -31,7 +31,7 @@ func main() {
 	flag.DurationVar(&cfg.SweepStopP99, "sweep-stop-p99", 2*time.Second, "-sweep: stop rising once a step's p99 passes this")
 	flag.IntVar(&cfg.SweepRefine, "sweep-refine", 2, "-sweep: narrower steps between the last rate within -capacity-p99 and the next")
 	flag.Float64Var(&cfg.SweepMax, "sweep-max", 0, "-sweep: the highest rate to offer, records/s (0: no limit)")
-	flag.DurationVar(&cfg.SweepSettle, "sweep-settle", 10*time.Second, "-sweep: pause before the half-capacity step, for what the overloaded steps left behind (compactions) to settle")
+	flag.DurationVar(&cfg.SweepSettle, "sweep-settle", 10*time.Second, "-sweep: pause after a step that did not keep up and before the half-capacity step, for what it left behind (a backlog, compactions) to settle")
 	flag.DurationVar(&cfg.CapacityP99, "capacity-p99", time.Second, "a system's capacity is the highest committed rate whose p99 stays within this")
 	flag.IntVar(&cfg.Records, "records", 200_000, "records per bftlog run")
 	flag.IntVar(&cfg.RecordBytes, "record-bytes", 100, "record value size")

@@ -613,8 +613,8 @@ func ingressAnswer(resp *http.Response) (*sdk.TxResponse, error) {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		err := fmt.Errorf("ingress: %s: %s", resp.Status, bytes.TrimSpace(msg))
 		if resp.StatusCode == http.StatusBadGateway {
-			// The node could not hand the transaction to CometBFT: it may or may not be in
-			// the mempool.
+			// The node could not hand the transaction to CometBFT (ErrIngressUnavailable says
+			// what a caller may do about it).
 			err = fmt.Errorf("%w: %w", ErrIngressUnavailable, err)
 		}
 		return nil, err
