@@ -66,6 +66,7 @@ type App struct {
 	sigsReused        atomic.Int64                    // executions that reused CheckTx's signature check (verified.go)
 	maxTxBytes        int                             // CometBFT's mempool.max_tx_bytes, which a stub's transaction must respect (stub.go)
 	recordSnapshots   *topicskeeper.RecordSnapshotter // nil without segment files or snapshots
+	blockTxs          blockTxs                        // whether the block being finalized carries transactions (empty_blocks.go)
 	legacyAmino       *codec.LegacyAmino
 	appCodec          codec.Codec
 	txConfig          client.TxConfig
@@ -224,6 +225,7 @@ func New(
 		}
 	}
 
+	app.quietEmptyBlocks()
 	app.registerUpgradeHandlers()
 
 	if err := app.Load(loadLatest); err != nil {

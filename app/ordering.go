@@ -253,6 +253,7 @@ func (app *App) CheckTx(req *abci.RequestCheckTx) (*abci.ResponseCheckTx, error)
 // ProcessProposal kept decoded (decode_cache.go).
 func (app *App) FinalizeBlock(req *abci.RequestFinalizeBlock) (*abci.ResponseFinalizeBlock, error) {
 	defer app.proposalTxs.forget()
+	app.blockTxs.carried = len(req.Txs) > 0
 	txs, named, err := app.resolveBlock(req.Height, req.Txs)
 	if err != nil {
 		return nil, err

@@ -19,6 +19,11 @@ const UpgradeV2 = "v2"
 // proposal. No store changes.
 const UpgradeV3 = "v3"
 
+// UpgradeV4 switches to the binary whose blocks without transactions leave the state as they
+// found it (empty_blocks.go), so that nodes can skip timeout_commit: slashing's liveness window
+// and distribution's fee allocation move in blocks with transactions only. No store changes.
+const UpgradeV4 = "v4"
+
 // registerUpgradeHandlers registers every upgrade this binary can perform. An upgrade's
 // handler runs the store migrations of the modules whose consensus version grew, in the
 // module manager's order; the chain halts rather than run a plan this binary has no handler for.
@@ -26,7 +31,9 @@ func (app *App) registerUpgradeHandlers() {
 	app.UpgradeKeeper.SetUpgradeHandler(UpgradeV2, func(ctx context.Context, _ upgradetypes.Plan, fromVM module.VersionMap) (module.VersionMap, error) {
 		return app.ModuleManager.RunMigrations(ctx, app.Configurator(), fromVM)
 	})
-	app.UpgradeKeeper.SetUpgradeHandler(UpgradeV3, func(ctx context.Context, _ upgradetypes.Plan, fromVM module.VersionMap) (module.VersionMap, error) {
-		return app.ModuleManager.RunMigrations(ctx, app.Configurator(), fromVM)
-	})
+	for _, name := range []string{UpgradeV3, UpgradeV4} {
+		app.UpgradeKeeper.SetUpgradeHandler(name, func(ctx context.Context, _ upgradetypes.Plan, fromVM module.VersionMap) (module.VersionMap, error) {
+			return app.ModuleManager.RunMigrations(ctx, app.Configurator(), fromVM)
+		})
+	}
 }

@@ -245,3 +245,21 @@ func TestUpgradeV3Edges(t *testing.T) {
 		require.Len(t, recs.Records, 20)
 	})
 }
+
+// v4 is a binary switch like v3: blocks without transactions stop writing (empty_blocks.go),
+// no store migrates, and it runs once.
+func TestUpgradeV4ChangesNoModuleState(t *testing.T) {
+	c := newChainFrom(t, upgradeApp(t), []byte("upgrade v4"), 1e15)
+	require.True(t, c.app.UpgradeKeeper.HasHandler(app.UpgradeV4))
+	c.deliver(0, 2_000_000, createMsg(c.addr(0), "orders", 1))
+	fromVM := moduleVersions(t, c)
+	h := c.height
+	scheduleUpgrade(t, c, app.UpgradeV4, h)
+	c.deliver(0, 20_000_000, produceMsg(c.addr(0), "orders", 10, 100))
+	done, err := c.app.UpgradeKeeper.GetDoneHeight(c.ctx(), app.UpgradeV4)
+	require.NoError(t, err)
+	require.Equal(t, h, done)
+	require.Equal(t, fromVM, moduleVersions(t, c), "v4 migrates no store")
+	err = c.app.UpgradeKeeper.ScheduleUpgrade(c.ctx(), upgradetypes.Plan{Name: app.UpgradeV4, Height: c.height + 10})
+	require.ErrorContains(t, err, "already been completed")
+}

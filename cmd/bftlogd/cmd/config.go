@@ -37,6 +37,7 @@ const (
 	blockTimeoutPrecommitDelta = 100 * time.Millisecond
 	blockTimeoutCommit         = 200 * time.Millisecond
 	peerGossipSleep            = 10 * time.Millisecond
+	emptyBlocksInterval        = time.Second
 )
 
 // initCometBFTConfig returns the default CometBFT config of bftlogd.
@@ -50,6 +51,14 @@ func initCometBFTConfig() *cmtcfg.Config {
 	cfg.Consensus.TimeoutPrecommit = blockTimeoutPrecommit
 	cfg.Consensus.TimeoutPrecommitDelta = blockTimeoutPrecommitDelta
 	cfg.Consensus.TimeoutCommit = blockTimeoutCommit
+	// The next height starts as soon as every precommit is in; timeout_commit is then only
+	// what a missing one is waited for. Blocks without transactions change nothing
+	// (app/empty_blocks.go), so an idle chain does not make them back to back: after a block
+	// with transactions comes one that proves its app hash, then the next waits for
+	// transactions, or makes an empty block after create_empty_blocks_interval, which keeps
+	// block time (retention, session timeouts) moving.
+	cfg.Consensus.SkipTimeoutCommit = true
+	cfg.Consensus.CreateEmptyBlocksInterval = emptyBlocksInterval
 	// CometBFT sends a peer proposals, block parts and votes from loops that, having nothing
 	// to send, sleep this long before looking again: at the default 100 ms a vote that arrives
 	// just after the loop slept waits up to that long at each hop, and a height has three of
