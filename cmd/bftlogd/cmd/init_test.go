@@ -33,5 +33,11 @@ func TestInitWritesGasLimitsAndFees(t *testing.T) {
 	for _, line := range []string{`pruning = "custom"`, `pruning-keep-recent = "1000"`, `min-retain-blocks = 10000`, `snapshot-interval = 2000`, `snapshot-keep-recent = 2`} {
 		require.Contains(t, string(appToml), line)
 	}
+	// Heights start as soon as every precommit is in; an idle chain makes a block a second.
+	configToml, err := os.ReadFile(filepath.Join(home, "config", "config.toml"))
+	require.NoError(t, err)
+	for _, line := range []string{`skip_timeout_commit = true`, `create_empty_blocks = true`, `create_empty_blocks_interval = "1s"`, `timeout_commit = "200ms"`} {
+		require.Contains(t, string(configToml), line)
+	}
 	t.Logf("genesis block max_gas %d, max_bytes %d", gen.Consensus.Params.Block.MaxGas, gen.Consensus.Params.Block.MaxBytes)
 }
