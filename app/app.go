@@ -3,6 +3,7 @@
 package app
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -251,6 +252,16 @@ func newRecordStore(pending *storetypes.TransientStoreKey, db dbm.DB, appOpts se
 		return topicskeeper.NewDBRecordStore(pending, index)
 	}
 	return topicskeeper.NewRecordStore(pending, index, filepath.Join(home, "data", "records"))
+}
+
+// DefaultGenesis is the modules' default genesis with bftlog's staking params: no historical
+// info (WithoutHistoricalInfo).
+func (app *App) DefaultGenesis() map[string]json.RawMessage {
+	gen := app.App.DefaultGenesis()
+	if err := WithoutHistoricalInfo(gen); err != nil {
+		panic(err)
+	}
+	return gen
 }
 
 // LegacyAmino returns the app's amino codec.

@@ -1,7 +1,10 @@
 package app
 
 import (
+	"encoding/json"
+
 	genutiltypes "github.com/cosmos/cosmos-sdk/x/genutil/types"
+	stakingtypes "github.com/cosmos/cosmos-sdk/x/staking/types"
 )
 
 // DefaultBlockMaxGas is the consensus block gas limit written into new genesis files
@@ -27,5 +30,42 @@ func SetGenesisConsensusDefaults(genFile string) error {
 		gen.Consensus.Params.Block.MaxGas = DefaultBlockMaxGas
 		gen.Consensus.Params.Evidence.MaxAgeNumBlocks = DefaultRetainBlocks
 	}
+	var state map[string]json.RawMessage
+	if err := json.Unmarshal(gen.AppState, &state); err != nil {
+		return err
+	}
+	if err := WithoutHistoricalInfo(state); err != nil {
+		return err
+	}
+	if gen.AppState, err = json.Marshal(state); err != nil {
+		return err
+	}
 	return gen.SaveAs(genFile)
+}
+
+// WithoutHistoricalInfo sets staking's historical_entries to 0 in a genesis app state. Staking
+// keeps that many past validator sets, one written every block, for IBC light clients, which
+// bftlog has none of; with 0 its BeginBlock writes nothing, so a block without transactions
+// leaves the state unchanged (empty_blocks.go). x/poa refuses staking's MsgUpdateParams, so it
+// stays 0.
+func WithoutHistoricalInfo(state map[string]json.RawMessage) error {
+	raw, ok := state[stakingtypes.ModuleName]
+	if !ok {
+		return nil
+	}
+	var staking map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &staking); err != nil {
+		return err
+	}
+	var params map[string]json.RawMessage
+	if err := json.Unmarshal(staking["params"], &params); err != nil {
+		return err
+	}
+	params["historical_entries"] = json.RawMessage("0")
+	var err error
+	if staking["params"], err = json.Marshal(params); err != nil {
+		return err
+	}
+	state[stakingtypes.ModuleName], err = json.Marshal(staking)
+	return err
 }

@@ -16,20 +16,26 @@ import (
 	stakingtypes "github.com/cosmos/cosmos-sdk/x/staking/types"
 )
 
-// A block without transactions leaves the state as it found it, so that CometBFT can skip
-// timeout_commit (bftlogd init sets skip_timeout_commit): it proposes at once after a block
-// that changed the app hash (a "proof block") and otherwise waits for transactions, up to
-// create_empty_blocks_interval. The SDK's modules wrote on every block, so every block changed
-// the app hash and a chain without timeout_commit would have made empty blocks back to back:
+// A block without transactions writes nothing unless something is due in it (an evidence, a
+// proposal ending, an unbonding maturing, retention or compaction with work to do), so that
+// CometBFT can skip timeout_commit (bftlogd init sets skip_timeout_commit): it proposes at once
+// after a block that changed the app hash (a "proof block") and otherwise waits for
+// transactions, up to create_empty_blocks_interval. The SDK's modules wrote on every block, so
+// every block changed the app hash and a chain without timeout_commit would have made empty
+// blocks back to back:
 //   - slashing's BeginBlock moves each validator's liveness window (its signing info);
 //   - distribution's allocates the fees collected, zero or not, and records the proposer;
-//   - staking's keeps the validator set as historical info (for IBC, which bftlog lacks), and
-//     its EndBlock stores each block's list of validator updates, empty or not.
+//   - staking's keeps the validator set as historical info (for IBC, which bftlog lacks: its
+//     genesis sets historical_entries 0, consensus.go), and its EndBlock stores each block's list
+//     of validator updates, empty or not.
 //
-// They run here only in blocks that carry transactions. Liveness is counted over those
-// blocks: a validator that stops signing is jailed after missing too many of them, and one
-// that is away while the chain idles is not, as nothing waited on it. Fees are allocated in
-// the next block with transactions, to that block's voters. Since UpgradeV4 (upgrades.go).
+// Slashing and distribution run here only in blocks that carry transactions. Liveness is then
+// counted over those blocks, by the votes each carries for the block before it: a validator
+// that stops signing is jailed after missing too many of them (slashing's signed_blocks_window),
+// and one that is away while the chain idles is not jailed meanwhile (each height it misses
+// still waits timeout_commit for its precommit). Fees are allocated in the next block with
+// transactions, to that block's voters. Since UpgradeV4 (upgrades.go); blocks below its height
+// are the release before's to run.
 type blockTxs struct {
 	carried bool // the block FinalizeBlock runs carries transactions
 }
@@ -60,19 +66,13 @@ func (m distributionModule) BeginBlock(ctx context.Context) error {
 	return m.AppModule.BeginBlock(ctx)
 }
 
-// stakingModule is x/staking with BeginBlock only in blocks that carry transactions, and an
-// EndBlock that, in a block without them, keeps its writes only if they change something.
+// stakingModule is x/staking with an EndBlock that, in a block without transactions, keeps its
+// writes only if they change something. Its BeginBlock writes nothing: bftlog keeps no
+// historical info (consensus.go WithoutHistoricalInfo).
 type stakingModule struct {
 	staking.AppModule
 	keeper *stakingkeeper.Keeper
 	txs    *blockTxs
-}
-
-func (m stakingModule) BeginBlock(ctx context.Context) error {
-	if !m.txs.carried {
-		return nil
-	}
-	return m.AppModule.BeginBlock(ctx)
 }
 
 // EndBlock applies the validator set's changes and the staking queues that matured. It also

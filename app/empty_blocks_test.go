@@ -164,3 +164,24 @@ func TestEmptyBlockKeepsAValidatorSetChange(t *testing.T) {
 	c.height++
 	require.Empty(t, res.ValidatorUpdates, "the change is given once")
 }
+
+// The attack the review found: one account's topic with more partitions than retention inspects
+// per block (retention_partitions_per_block, 200) made retention move its cursor, a write, in
+// every block, so every empty block changed the app hash and CometBFT, skipping timeout_commit,
+// would have made empty blocks back to back. Retention's cursor now stays in a block without
+// transactions in which it deleted nothing.
+func TestAttackWideTopicKeepsEmptyBlocksQuiet(t *testing.T) {
+	c := newVotedChain(t)
+	params := c.params()
+	require.Less(t, params.RetentionPartitionsPerBlock, params.MaxPartitionsPerTopic)
+	gas := uint64(50_000_000)
+	c.run(true, c.tx(0, c.fee(gas), gas, createMsg(c.addr(0), "wide", params.MaxPartitionsPerTopic)))
+	c.seqs[0]++
+	proof := c.run(true)
+	blocks := 20
+	for range blocks {
+		require.Equal(t, proof, c.run(true), "an empty block beside a topic of %d partitions changes nothing", params.MaxPartitionsPerTopic)
+	}
+	t.Logf("a topic of %d partitions (retention inspects %d per block): %d empty blocks after the one that proves the last app hash, app hash unchanged",
+		params.MaxPartitionsPerTopic, params.RetentionPartitionsPerBlock, blocks)
+}

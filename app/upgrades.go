@@ -19,9 +19,10 @@ const UpgradeV2 = "v2"
 // proposal. No store changes.
 const UpgradeV3 = "v3"
 
-// UpgradeV4 switches to the binary whose blocks without transactions leave the state as they
-// found it (empty_blocks.go), so that nodes can skip timeout_commit: slashing's liveness window
-// and distribution's fee allocation move in blocks with transactions only. No store changes.
+// UpgradeV4 switches to the binary whose blocks without transactions write nothing unless
+// something is due (empty_blocks.go), so that nodes can skip timeout_commit: slashing's liveness
+// window and distribution's fee allocation move in blocks with transactions only, and staking
+// keeps no historical info (its handler sets historical_entries to 0 and deletes what was kept).
 const UpgradeV4 = "v4"
 
 // registerUpgradeHandlers registers every upgrade this binary can perform. An upgrade's
@@ -31,9 +32,38 @@ func (app *App) registerUpgradeHandlers() {
 	app.UpgradeKeeper.SetUpgradeHandler(UpgradeV2, func(ctx context.Context, _ upgradetypes.Plan, fromVM module.VersionMap) (module.VersionMap, error) {
 		return app.ModuleManager.RunMigrations(ctx, app.Configurator(), fromVM)
 	})
-	for _, name := range []string{UpgradeV3, UpgradeV4} {
-		app.UpgradeKeeper.SetUpgradeHandler(name, func(ctx context.Context, _ upgradetypes.Plan, fromVM module.VersionMap) (module.VersionMap, error) {
-			return app.ModuleManager.RunMigrations(ctx, app.Configurator(), fromVM)
-		})
+	app.UpgradeKeeper.SetUpgradeHandler(UpgradeV3, func(ctx context.Context, _ upgradetypes.Plan, fromVM module.VersionMap) (module.VersionMap, error) {
+		return app.ModuleManager.RunMigrations(ctx, app.Configurator(), fromVM)
+	})
+	app.UpgradeKeeper.SetUpgradeHandler(UpgradeV4, func(ctx context.Context, _ upgradetypes.Plan, fromVM module.VersionMap) (module.VersionMap, error) {
+		if err := app.dropHistoricalInfo(ctx); err != nil {
+			return nil, err
+		}
+		return app.ModuleManager.RunMigrations(ctx, app.Configurator(), fromVM)
+	})
+}
+
+// dropHistoricalInfo sets staking's historical_entries to 0 and deletes the entries kept: with
+// entries skipped in blocks without transactions, staking's pruning (which stops at the first
+// missing height) would keep them forever, and nothing in bftlog reads them. At most the
+// 10,000 of the SDK's default, once.
+func (app *App) dropHistoricalInfo(ctx context.Context) error {
+	params, err := app.StakingKeeper.GetParams(ctx)
+	if err != nil {
+		return err
 	}
+	params.HistoricalEntries = 0
+	if err := app.StakingKeeper.SetParams(ctx, params); err != nil {
+		return err
+	}
+	kept, err := app.StakingKeeper.GetAllHistoricalInfo(ctx)
+	if err != nil {
+		return err
+	}
+	for _, h := range kept {
+		if err := app.StakingKeeper.DeleteHistoricalInfo(ctx, h.Header.Height); err != nil {
+			return err
+		}
+	}
+	return nil
 }

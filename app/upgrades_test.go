@@ -247,11 +247,22 @@ func TestUpgradeV3Edges(t *testing.T) {
 }
 
 // v4 is a binary switch like v3: blocks without transactions stop writing (empty_blocks.go),
-// no store migrates, and it runs once.
-func TestUpgradeV4ChangesNoModuleState(t *testing.T) {
+// no module's store version moves, and it runs once. Its handler drops staking's historical
+// info, which a chain before it kept for every block (10,000 of them), and sets
+// historical_entries to 0, as new genesis files have it.
+func TestUpgradeV4(t *testing.T) {
 	c := newChainFrom(t, upgradeApp(t), []byte("upgrade v4"), 1e15)
 	require.True(t, c.app.UpgradeKeeper.HasHandler(app.UpgradeV4))
+	params, err := c.app.StakingKeeper.GetParams(c.ctx())
+	require.NoError(t, err)
+	require.Zero(t, params.HistoricalEntries, "a new chain keeps no historical info")
+	params.HistoricalEntries = 10_000 // as the SDK's default genesis, before v4
+	require.NoError(t, c.app.StakingKeeper.SetParams(c.ctx(), params))
 	c.deliver(0, 2_000_000, createMsg(c.addr(0), "orders", 1))
+	c.finalize()
+	kept, err := c.app.StakingKeeper.GetAllHistoricalInfo(c.ctx())
+	require.NoError(t, err)
+	require.Len(t, kept, 2, "one per block before v4")
 	fromVM := moduleVersions(t, c)
 	h := c.height
 	scheduleUpgrade(t, c, app.UpgradeV4, h)
@@ -260,6 +271,16 @@ func TestUpgradeV4ChangesNoModuleState(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, h, done)
 	require.Equal(t, fromVM, moduleVersions(t, c), "v4 migrates no store")
+	kept, err = c.app.StakingKeeper.GetAllHistoricalInfo(c.ctx())
+	require.NoError(t, err)
+	require.Empty(t, kept, "v4 dropped the historical info")
+	params, err = c.app.StakingKeeper.GetParams(c.ctx())
+	require.NoError(t, err)
+	require.Zero(t, params.HistoricalEntries)
+	c.deliver(0, 20_000_000, produceMsg(c.addr(0), "orders", 10, 100))
+	kept, err = c.app.StakingKeeper.GetAllHistoricalInfo(c.ctx())
+	require.NoError(t, err)
+	require.Empty(t, kept, "and keeps none after it")
 	err = c.app.UpgradeKeeper.ScheduleUpgrade(c.ctx(), upgradetypes.Plan{Name: app.UpgradeV4, Height: c.height + 10})
 	require.ErrorContains(t, err, "already been completed")
 }

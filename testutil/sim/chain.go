@@ -127,6 +127,9 @@ func newChain(dir string, n int, start time.Time, twin bool, open func(string, *
 	}
 	a := c.main.app
 	gen, err := simtestutil.GenesisStateWithValSet(a.AppCodec(), a.DefaultGenesis(), valSet, accs, bals...)
+	if err == nil {
+		err = app.WithoutHistoricalInfo(gen) // as bftlogd init writes it
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,7 @@ func TestInitWritesGasLimitsAndFees(t *testing.T) {
 	require.Contains(t, string(gen.AppState), `"min_gas_price"`)
 	require.Contains(t, string(gen.AppState), `"max_tx_gas": "300000000"`)
 	require.Equal(t, int64(app.DefaultRetainBlocks), gen.Consensus.Params.Evidence.MaxAgeNumBlocks)
+	require.Contains(t, string(gen.AppState), `"historical_entries": 0`, "staking keeps no historical info")
 	appToml, err := os.ReadFile(filepath.Join(home, "config", "app.toml"))
 	require.NoError(t, err)
 	for _, line := range []string{`pruning = "custom"`, `pruning-keep-recent = "1000"`, `min-retain-blocks = 10000`, `snapshot-interval = 2000`, `snapshot-keep-recent = 2`} {

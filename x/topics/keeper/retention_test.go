@@ -1,6 +1,8 @@
 package keeper_test
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -215,4 +217,55 @@ func TestAttackRetentionStallWorstCaseBatches(t *testing.T) {
 	wantBlocks := (uint64(n)*p0.ByteCount + params.CleanupBytesPerBlock - 1) / params.CleanupBytesPerBlock
 	t.Logf("all %d batches due: deleted in %d blocks (cleanup_bytes_per_block %d), slowest block %s", n, blocks, params.CleanupBytesPerBlock, worst)
 	require.InDelta(t, float64(wantBlocks), float64(blocks), 1, "the byte budget bounds each block")
+}
+
+// A block without transactions (its block gas meter untouched) in which retention deletes
+// nothing leaves the cursor, so it writes nothing and an idle chain's blocks keep the app hash
+// (app/empty_blocks.go) however many partitions there are; a block with transactions moves it.
+// One account's topic with more partitions than retention_partitions_per_block once made every
+// empty block write the cursor, and CometBFT, skipping timeout_commit, then made them back to back.
+func TestRetentionCursorStillInBlocksWithoutTransactions(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("t", 4)
+	p := types.DefaultParams()
+	p.RetentionPartitionsPerBlock = 3
+	_, err := f.msgs.UpdateParams(f.ctx, &types.MsgUpdateParams{Authority: f.gov, Params: p})
+	require.NoError(t, err)
+	setRetention(t, f, "t", 1000, -1)
+	cursor := func() string {
+		c, err := f.k.RetentionCursor.Get(f.ctx)
+		if errors.Is(err, collections.ErrNotFound) {
+			return "none"
+		}
+		require.NoError(t, err)
+		return fmt.Sprintf("%s/%d", c.Topic, c.Partition)
+	}
+	empty := f.ctx.WithBlockGasMeter(storetypes.NewGasMeter(1_000_000))
+	for range 3 {
+		require.NoError(t, f.k.EndBlocker(empty))
+		require.Equal(t, "none", cursor(), "nothing due, no transaction: the cursor stays")
+	}
+	busy := f.ctx.WithBlockGasMeter(storetypes.NewGasMeter(1_000_000))
+	busy.BlockGasMeter().ConsumeGas(1, "a transaction")
+	require.NoError(t, f.k.EndBlocker(busy))
+	require.Equal(t, "t/3", cursor(), "a block with transactions inspects the next partitions")
+
+	// Something due: retention deletes and moves on even without transactions.
+	for i := uint32(0); i < 4; i++ {
+		_, err := f.produce(f.alice, pb{Topic: "t", Partition: i, Records: []types.BatchRecord{rec("", "x")}})
+		require.NoError(t, err)
+	}
+	f.advance(2 * time.Second)
+	empty = f.ctx.WithBlockGasMeter(storetypes.NewGasMeter(1_000_000))
+	require.NoError(t, f.k.EndBlocker(empty))
+	require.Equal(t, uint64(1), f.partitions("t")[3].LogStartOffset, "the partition at the cursor retained")
+	require.Equal(t, "none", cursor(), "and the cursor wrapped around")
+	empty = f.ctx.WithBlockGasMeter(storetypes.NewGasMeter(1_000_000))
+	require.NoError(t, f.k.EndBlocker(empty))
+	var starts []uint64
+	for _, p := range f.partitions("t") {
+		starts = append(starts, p.LogStartOffset)
+	}
+	require.Equal(t, []uint64{1, 1, 1, 1}, starts)
+	require.Equal(t, "t/3", cursor())
 }
