@@ -55,6 +55,7 @@ func (k Keeper) applyRetention(ctx context.Context, params types.Params, budget 
 	if err != nil && !isNotFound(err) {
 		return err
 	}
+	found := err == nil
 	now := sdk.UnwrapSDKContext(ctx).BlockTime().UnixMilli()
 	start := types.TopicPartition{Topic: cursor.Topic, Partition: cursor.Partition}
 	rng := new(collections.Range[types.TopicPartition]).StartInclusive(start)
@@ -119,17 +120,27 @@ func (k Keeper) applyRetention(ctx context.Context, params types.Params, budget 
 			break
 		}
 	}
-	if *budget == before && noTransactionRan(ctx) {
-		// A block that carries no transaction and in which retention deleted nothing leaves the
-		// cursor where it was: such a block then writes nothing (app/empty_blocks.go), so an
-		// idle chain makes a block a second rather than one per height, whatever the number of
-		// partitions. It inspects the same partitions again; those past them wait for the next
-		// block with transactions, and while the chain is idle nothing is appended to them.
+	// Blocks without transactions (an idle chain makes one a second) write nothing unless
+	// something is due in them (app/empty_blocks.go), so retention's cursor moves in them only
+	// to finish inspecting every partition after the last block with transactions. That block
+	// may have started mid-lap, after the partitions before the cursor were inspected: the lap
+	// then ends with another one from the first partition (another_lap). Past that, a block
+	// without transactions in which retention deleted nothing leaves the cursor alone; while
+	// the chain is idle nothing is appended, and time-based expiry waits for the next block
+	// with transactions. One topic of 256 partitions once made every empty block write it.
+	idle := noTransactionRan(ctx)
+	deleted := *budget != before
+	if idle && !deleted && !found {
 		return nil
 	}
-	if next == nil {
-		return k.RetentionCursor.Remove(ctx) // wrapped around: start over next block
+	anotherLap := cursor.AnotherLap || (!idle && found && cursor.Topic != "")
+	if next == nil { // wrapped around
+		if anotherLap {
+			return k.RetentionCursor.Set(ctx, types.RetentionCursor{}) // the next lap, from the first partition
+		}
+		return k.RetentionCursor.Remove(ctx) // start over in the next block that needs it
 	}
+	next.AnotherLap = anotherLap
 	return k.RetentionCursor.Set(ctx, *next)
 }
 

@@ -219,12 +219,13 @@ func TestAttackRetentionStallWorstCaseBatches(t *testing.T) {
 	require.InDelta(t, float64(wantBlocks), float64(blocks), 1, "the byte budget bounds each block")
 }
 
-// A block without transactions (its block gas meter untouched) in which retention deletes
-// nothing leaves the cursor, so it writes nothing and an idle chain's blocks keep the app hash
-// (app/empty_blocks.go) however many partitions there are; a block with transactions moves it.
-// One account's topic with more partitions than retention_partitions_per_block once made every
-// empty block write the cursor, and CometBFT, skipping timeout_commit, then made them back to back.
-func TestRetentionCursorStillInBlocksWithoutTransactions(t *testing.T) {
+// Blocks without transactions (their block gas meter untouched) write retention's cursor only
+// to finish inspecting every partition after the last block with transactions, then leave it
+// alone, so an idle chain's blocks keep the app hash (app/empty_blocks.go) however many
+// partitions there are; something due is deleted in any block. One account's topic with more
+// partitions than retention_partitions_per_block once made every empty block write the cursor,
+// and CometBFT, skipping timeout_commit, then made them back to back.
+func TestRetentionCursorInBlocksWithoutTransactions(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("t", 4)
 	p := types.DefaultParams()
@@ -238,34 +239,39 @@ func TestRetentionCursorStillInBlocksWithoutTransactions(t *testing.T) {
 			return "none"
 		}
 		require.NoError(t, err)
-		return fmt.Sprintf("%s/%d", c.Topic, c.Partition)
+		return fmt.Sprintf("%s/%d %v", c.Topic, c.Partition, c.AnotherLap)
 	}
-	empty := f.ctx.WithBlockGasMeter(storetypes.NewGasMeter(1_000_000))
-	for range 3 {
-		require.NoError(t, f.k.EndBlocker(empty))
-		require.Equal(t, "none", cursor(), "nothing due, no transaction: the cursor stays")
+	block := func(txs bool) string {
+		ctx := f.ctx.WithBlockGasMeter(storetypes.NewGasMeter(1_000_000))
+		if txs {
+			ctx.BlockGasMeter().ConsumeGas(1, "a transaction")
+		}
+		require.NoError(t, f.k.EndBlocker(ctx))
+		return cursor()
 	}
-	busy := f.ctx.WithBlockGasMeter(storetypes.NewGasMeter(1_000_000))
-	busy.BlockGasMeter().ConsumeGas(1, "a transaction")
-	require.NoError(t, f.k.EndBlocker(busy))
-	require.Equal(t, "t/3", cursor(), "a block with transactions inspects the next partitions")
+	require.Equal(t, "none", block(false), "idle: the cursor stays")
+	require.Equal(t, "none", block(false))
+	require.Equal(t, "t/3 false", block(true), "a block with transactions inspects three partitions")
+	require.Equal(t, "none", block(false), "an empty block finishes the lap, which began with the transactions")
+	require.Equal(t, "none", block(false), "then stays")
 
-	// Something due: retention deletes and moves on even without transactions.
+	require.Equal(t, "t/3 false", block(true))
+	require.Equal(t, "/0 false", block(true), "transactions mid-lap: after it, another lap from the first partition")
+	require.Equal(t, "t/3 false", block(false), "carried on by empty blocks")
+	require.Equal(t, "none", block(false))
+	require.Equal(t, "none", block(false))
+
+	// Something due: retention deletes and moves on without transactions too.
 	for i := uint32(0); i < 4; i++ {
 		_, err := f.produce(f.alice, pb{Topic: "t", Partition: i, Records: []types.BatchRecord{rec("", "x")}})
 		require.NoError(t, err)
 	}
 	f.advance(2 * time.Second)
-	empty = f.ctx.WithBlockGasMeter(storetypes.NewGasMeter(1_000_000))
-	require.NoError(t, f.k.EndBlocker(empty))
-	require.Equal(t, uint64(1), f.partitions("t")[3].LogStartOffset, "the partition at the cursor retained")
-	require.Equal(t, "none", cursor(), "and the cursor wrapped around")
-	empty = f.ctx.WithBlockGasMeter(storetypes.NewGasMeter(1_000_000))
-	require.NoError(t, f.k.EndBlocker(empty))
+	require.Equal(t, "t/3 false", block(false), "three partitions retained")
+	require.Equal(t, "none", block(false), "the fourth")
 	var starts []uint64
 	for _, p := range f.partitions("t") {
 		starts = append(starts, p.LogStartOffset)
 	}
 	require.Equal(t, []uint64{1, 1, 1, 1}, starts)
-	require.Equal(t, "t/3", cursor())
 }
