@@ -106,8 +106,10 @@ var (
 						authtypes.ModuleName,
 					},
 					// distribution runs before slashing so the validator fee
-					// pool is emptied before any slashing; staking keeps its
-					// historical info in BeginBlock.
+					// pool is emptied before any slashing; staking's BeginBlock
+					// keeps no historical info (historical_entries 0), and
+					// distribution's and slashing's run only in blocks with
+					// transactions (empty_blocks.go).
 					BeginBlockers: []string{
 						distrtypes.ModuleName,
 						slashingtypes.ModuleName,

@@ -50,7 +50,6 @@ func (k Keeper) ApplyRetention(ctx context.Context) error {
 // inspected, and deletions within the shared budget, resuming from a stored cursor, so a
 // backlog continues in the next block.
 func (k Keeper) applyRetention(ctx context.Context, params types.Params, budget *cleanupBudget) error {
-	before := *budget
 	cursor, err := k.RetentionCursor.Get(ctx)
 	if err != nil && !isNotFound(err) {
 		return err
@@ -125,12 +124,13 @@ func (k Keeper) applyRetention(ctx context.Context, params types.Params, budget 
 	// to finish inspecting every partition after the last block with transactions. That block
 	// may have started mid-lap, after the partitions before the cursor were inspected: the lap
 	// then ends with another one from the first partition (another_lap). Past that, a block
-	// without transactions in which retention deleted nothing leaves the cursor alone; while
-	// the chain is idle nothing is appended, and time-based expiry waits for the next block
-	// with transactions. One topic of 256 partitions once made every empty block write it.
+	// without transactions inspects the first partitions and saves no cursor, whatever it
+	// deleted there; the others wait for the next block with transactions (while the chain is
+	// idle nothing is appended to them). One topic of 256 partitions once made every empty
+	// block write the cursor. A block with transactions can make up to two laps of blocks that
+	// write it (partitions / retention_partitions_per_block each).
 	idle := noTransactionRan(ctx)
-	deleted := *budget != before
-	if idle && !deleted && !found {
+	if idle && !found {
 		return nil
 	}
 	anotherLap := cursor.AnotherLap || (!idle && found && cursor.Topic != "")
