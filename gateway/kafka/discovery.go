@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -118,6 +119,100 @@ func (s *Server) findCoordinator(r *kmsg.FindCoordinatorRequest) kmsg.Response {
 			c.NodeID, c.Host, c.Port = -1, "", -1
 		}
 		resp.Coordinators = append(resp.Coordinators, c)
+	}
+	return resp
+}
+
+// maxDescribedPartitions is Kafka's max.request.partition.size.limit: the most partitions one
+// DescribeTopicPartitions answer holds, whatever the client asks for.
+const maxDescribedPartitions = 2000
+
+// describeTopicPartitions (KIP-966; Kafka 3.8+ admin clients try it before Metadata) answers what
+// Metadata does, in pages: the topics sorted by name (every topic when none is named), at most
+// response_partition_limit partitions (2,000 at most, Kafka's default), and the cursor where the
+// next page starts. An unknown topic is UNKNOWN_TOPIC_OR_PARTITION. A cursor on a topic the
+// request does not name answers every named topic INVALID_REQUEST, as Kafka does (the response
+// has no error of its own).
+func (s *Server) describeTopicPartitions(ctx context.Context, r *kmsg.DescribeTopicPartitionsRequest) kmsg.Response {
+	resp := kmsg.NewPtrDescribeTopicPartitionsResponse()
+	resp.SetVersion(r.Version)
+	limit := int(r.ResponsePartitionLimit)
+	if limit <= 0 || limit > maxDescribedPartitions {
+		limit = maxDescribedPartitions
+	}
+	known := map[string]types.Topic{}
+	var names []string
+	if len(r.Topics) == 0 {
+		topics, err := s.allTopics(ctx)
+		if err != nil {
+			return resp // as Metadata: no topics rather than an answer that lies
+		}
+		for _, t := range topics {
+			known[t.Name] = t
+			names = append(names, t.Name)
+		}
+	} else {
+		for _, rt := range r.Topics {
+			names = append(names, rt.Topic)
+		}
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	first, from := 0, int32(0)
+	if c := r.Cursor; c != nil {
+		i, found := slices.BinarySearch(names, c.Topic)
+		if !found && len(r.Topics) > 0 || c.Partition < 0 {
+			for _, name := range names {
+				t := kmsg.NewDescribeTopicPartitionsResponseTopic()
+				t.Topic, t.ErrorCode = kmsg.StringPtr(name), kerr.InvalidRequest.Code
+				resp.Topics = append(resp.Topics, t)
+			}
+			return resp
+		}
+		first = i
+		if found {
+			from = c.Partition
+		}
+	}
+	for i := first; i < len(names); i++ {
+		name := names[i]
+		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		t, found := known[name]
+		if !found && len(r.Topics) > 0 {
+			var err error
+			if t, found, err = s.topic(ctx, name); err != nil {
+				rt.ErrorCode = queryCode(err)
+			}
+		}
+		if !found {
+			if rt.ErrorCode == 0 {
+				rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			}
+			resp.Topics = append(resp.Topics, rt)
+			from = 0
+			continue
+		}
+		rt.TopicID = s.topicIDs.learn(t)
+		p := max(from, 0)
+		for ; p < int32(t.Partitions) && limit > 0; p++ {
+			dp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
+			dp.Partition, dp.LeaderID, dp.LeaderEpoch = p, brokerID, 0
+			dp.Replicas, dp.ISR, dp.OfflineReplicas = []int32{brokerID}, []int32{brokerID}, []int32{}
+			rt.Partitions = append(rt.Partitions, dp)
+			limit--
+		}
+		resp.Topics = append(resp.Topics, rt)
+		from = 0
+		if limit == 0 {
+			switch {
+			case p < int32(t.Partitions):
+				resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: p}
+			case i+1 < len(names):
+				resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: names[i+1], Partition: 0}
+			}
+			break
+		}
 	}
 	return resp
 }

@@ -512,6 +512,8 @@ func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
 		return apiVersions(r)
 	case *kmsg.MetadataRequest:
 		return s.metadata(ctx, r)
+	case *kmsg.DescribeTopicPartitionsRequest:
+		return s.describeTopicPartitions(ctx, r)
 	case *kmsg.InitProducerIDRequest:
 		return s.initProducerID(ctx, r)
 	case *kmsg.AddPartitionsToTxnRequest:

@@ -65,6 +65,7 @@ var versions = map[kmsg.Key][2]int16{
 	kmsg.DescribeACLs:                 {0, 3},
 	kmsg.DeleteACLs:                   {0, 3},
 	kmsg.DescribeTransactions:         {0, 0},
+	kmsg.DescribeTopicPartitions:      {0, 0},
 }
 
 func supported(key, version int16) bool {
