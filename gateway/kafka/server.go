@@ -1,7 +1,3 @@
-// Package kafka is a Kafka wire-protocol gateway in front of bftlog: existing Kafka clients
-// connect to it as to a broker, and it turns their requests into x/topics queries and signed
-// transactions (franz-go's kmsg does every encoding). An organisation runs its own gateway near
-// its clients, with its own key; every append is still ordered by consensus.
 package kafka
 
 import (
@@ -21,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cosmos/cosmos-sdk/client"
+	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/types"
@@ -594,4 +591,13 @@ func orDefault[T int | int32 | int64 | time.Duration](v, def T) T {
 		return def
 	}
 	return v
+}
+
+// submit sends an admin message signed as the connection's identity and answers with Kafka's error code and
+// the chain's message (0 and nil when it was committed).
+func (s *Server) submit(ctx context.Context, msg sdk.Msg) (int16, *string) {
+	if _, err := s.ident(ctx).signer.SubmitAndWait(msg); err != nil {
+		return kafkaCode(err), kmsg.StringPtr(err.Error())
+	}
+	return 0, nil
 }

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"sync"
@@ -308,5 +309,24 @@ func (c *txnCoordinator) endTxn(r *kmsg.EndTxnRequest) kmsg.Response {
 			resp.ErrorCode = kafkaCode(err)
 		}
 	}
+	return resp
+}
+
+// initProducerID hands out producer IDs for idempotent Kafka producers. The chain keeps each
+// id's sequences per account (x/topics/keeper/kafka_producers.go), so gateways of a fleet need
+// no coordination: ids are random 62-bit numbers, which two gateways do not hand out twice.
+func (s *Server) initProducerID(ctx context.Context, r *kmsg.InitProducerIDRequest) kmsg.Response {
+	resp := kmsg.NewPtrInitProducerIDResponse()
+	resp.SetVersion(r.Version)
+	if r.TransactionalID != nil {
+		s.ident(ctx).txns.initProducerID(r, resp)
+		return resp
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		resp.ErrorCode = kerr.UnknownServerError.Code
+		return resp
+	}
+	resp.ProducerID = int64(binary.BigEndian.Uint64(b[:]) >> 2)
 	return resp
 }
