@@ -40,6 +40,14 @@ type blockTxs struct {
 	carried bool // the block FinalizeBlock runs carries transactions
 }
 
+// beginBlock runs a module's BeginBlock only in a block that carries transactions.
+func (t *blockTxs) beginBlock(ctx context.Context, begin func(context.Context) error) error {
+	if !t.carried {
+		return nil
+	}
+	return begin(ctx)
+}
+
 // slashingModule is x/slashing with BeginBlock only in blocks that carry transactions.
 type slashingModule struct {
 	slashing.AppModule
@@ -47,10 +55,7 @@ type slashingModule struct {
 }
 
 func (m slashingModule) BeginBlock(ctx context.Context) error {
-	if !m.txs.carried {
-		return nil
-	}
-	return m.AppModule.BeginBlock(ctx)
+	return m.txs.beginBlock(ctx, m.AppModule.BeginBlock)
 }
 
 // distributionModule is x/distribution with BeginBlock only in blocks that carry transactions.
@@ -60,10 +65,7 @@ type distributionModule struct {
 }
 
 func (m distributionModule) BeginBlock(ctx context.Context) error {
-	if !m.txs.carried {
-		return nil
-	}
-	return m.AppModule.BeginBlock(ctx)
+	return m.txs.beginBlock(ctx, m.AppModule.BeginBlock)
 }
 
 // stakingModule is x/staking with an EndBlock that, in a block without transactions, keeps its
@@ -125,23 +127,14 @@ func (m stakingModule) queuesDue(ctx sdk.Context) (bool, error) {
 // before the app loads. Every other method is the module's own.
 func (app *App) quietEmptyBlocks() {
 	mods := app.ModuleManager.Modules
-	wrap := func(name string, f func(any) (any, bool)) {
-		m, ok := f(mods[name])
-		if !ok {
-			panic(fmt.Sprintf("module %s is %T, not the SDK's AppModule", name, mods[name]))
-		}
-		mods[name] = m
+	slash, ok1 := mods[slashingtypes.ModuleName].(slashing.AppModule)
+	distr, ok2 := mods[distrtypes.ModuleName].(distribution.AppModule)
+	stake, ok3 := mods[stakingtypes.ModuleName].(staking.AppModule)
+	if !ok1 || !ok2 || !ok3 {
+		panic(fmt.Sprintf("slashing, distribution and staking are %T, %T and %T, not the SDK's AppModules",
+			mods[slashingtypes.ModuleName], mods[distrtypes.ModuleName], mods[stakingtypes.ModuleName]))
 	}
-	wrap(slashingtypes.ModuleName, func(m any) (any, bool) {
-		s, ok := m.(slashing.AppModule)
-		return slashingModule{AppModule: s, txs: &app.blockTxs}, ok
-	})
-	wrap(distrtypes.ModuleName, func(m any) (any, bool) {
-		d, ok := m.(distribution.AppModule)
-		return distributionModule{AppModule: d, txs: &app.blockTxs}, ok
-	})
-	wrap(stakingtypes.ModuleName, func(m any) (any, bool) {
-		s, ok := m.(staking.AppModule)
-		return stakingModule{AppModule: s, keeper: app.StakingKeeper, txs: &app.blockTxs}, ok
-	})
+	mods[slashingtypes.ModuleName] = slashingModule{AppModule: slash, txs: &app.blockTxs}
+	mods[distrtypes.ModuleName] = distributionModule{AppModule: distr, txs: &app.blockTxs}
+	mods[stakingtypes.ModuleName] = stakingModule{AppModule: stake, keeper: app.StakingKeeper, txs: &app.blockTxs}
 }

@@ -161,7 +161,7 @@ func (s *Server) describeTopicPartitions(ctx context.Context, r *kmsg.DescribeTo
 	first, from := 0, int32(0)
 	if c := r.Cursor; c != nil {
 		i, found := slices.BinarySearch(names, c.Topic)
-		if !found && len(r.Topics) > 0 || c.Partition < 0 {
+		if (!found && len(r.Topics) > 0) || c.Partition < 0 {
 			for _, name := range names {
 				t := kmsg.NewDescribeTopicPartitionsResponseTopic()
 				t.Topic, t.ErrorCode = kmsg.StringPtr(name), kerr.InvalidRequest.Code
@@ -194,7 +194,7 @@ func (s *Server) describeTopicPartitions(ctx context.Context, r *kmsg.DescribeTo
 			continue
 		}
 		rt.TopicID = s.topicIDs.learn(t)
-		p := max(from, 0)
+		p := from
 		for ; p < int32(t.Partitions) && limit > 0; p++ {
 			dp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 			dp.Partition, dp.LeaderID, dp.LeaderEpoch = p, brokerID, 0
