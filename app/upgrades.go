@@ -25,6 +25,11 @@ const UpgradeV3 = "v3"
 // keeps no historical info (its handler sets historical_entries to 0 and deletes what was kept).
 const UpgradeV4 = "v4"
 
+// UpgradeV5 switches to the binary with KIP-848 consumer groups (MsgConsumerGroupHeartbeat,
+// group kind CONSUMER, consumer group state under two new prefixes of x/topics' store): blocks
+// execute differently, so validators change binaries at one height. No store changes.
+const UpgradeV5 = "v5"
+
 // registerUpgradeHandlers registers every upgrade this binary can perform. An upgrade's
 // handler runs the store migrations of the modules whose consensus version grew, in the
 // module manager's order; the chain halts rather than run a plan this binary has no handler for.
@@ -39,6 +44,9 @@ func (app *App) registerUpgradeHandlers() {
 		if err := app.dropHistoricalInfo(ctx); err != nil {
 			return nil, err
 		}
+		return app.ModuleManager.RunMigrations(ctx, app.Configurator(), fromVM)
+	})
+	app.UpgradeKeeper.SetUpgradeHandler(UpgradeV5, func(ctx context.Context, _ upgradetypes.Plan, fromVM module.VersionMap) (module.VersionMap, error) {
 		return app.ModuleManager.RunMigrations(ctx, app.Configurator(), fromVM)
 	})
 }

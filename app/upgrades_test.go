@@ -284,3 +284,23 @@ func TestUpgradeV4(t *testing.T) {
 	err = c.app.UpgradeKeeper.ScheduleUpgrade(c.ctx(), upgradetypes.Plan{Name: app.UpgradeV4, Height: c.height + 10})
 	require.ErrorContains(t, err, "already been completed")
 }
+
+// v5 adds KIP-848 consumer groups: no store moves, and a consumer heartbeat runs after it.
+func TestUpgradeV5(t *testing.T) {
+	c := newChainFrom(t, upgradeApp(t), []byte("upgrade v5"), 1e15)
+	require.True(t, c.app.UpgradeKeeper.HasHandler(app.UpgradeV5))
+	c.deliver(0, 2_000_000, createMsg(c.addr(0), "orders", 2))
+	c.finalize()
+	fromVM := moduleVersions(t, c)
+	h := c.height
+	scheduleUpgrade(t, c, app.UpgradeV5, h)
+	c.deliver(0, 2_000_000, &topicstypes.MsgConsumerGroupHeartbeat{Owner: c.addr(0).String(), GroupId: "g", MemberId: "m", SubscribedTopicNames: []string{"orders"}})
+	done, err := c.app.UpgradeKeeper.GetDoneHeight(c.ctx(), app.UpgradeV5)
+	require.NoError(t, err)
+	require.Equal(t, h, done)
+	require.Equal(t, fromVM, moduleVersions(t, c), "v5 migrates no store")
+	_, members, err := c.app.TopicsKeeper.ConsumerGroupState(c.ctx(), "g")
+	require.NoError(t, err)
+	require.Len(t, members, 1)
+	require.Len(t, topicstypes.NewPartitionSet(members[0].Assigned), 2)
+}

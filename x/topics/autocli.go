@@ -52,6 +52,10 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
 				},
 				{
+					RpcMethod: "ConsumerGroup", Use: "consumer-group [group-id]", Short: "Show a KIP-848 consumer group (Kafka clients with group.protocol=consumer): group and assignment epochs, members with their assigned, pending-revocation and target partitions",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
+				},
+				{
 					RpcMethod: "Lag", Use: "lag [group-id]", Short: "Show a group's lag per partition: high watermark minus committed offset",
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
 				},
@@ -79,6 +83,7 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 				{RpcMethod: "KafkaSyncGroup", Skip: true},
 				{RpcMethod: "KafkaHeartbeat", Skip: true},
 				{RpcMethod: "KafkaLeaveGroup", Skip: true},
+				{RpcMethod: "ConsumerGroupHeartbeat", Skip: true},
 				{RpcMethod: "ResetOffsets", Skip: true}, // hand-written: reset-offsets
 				{
 					RpcMethod: "JoinGroup", Use: "join-group [group-id] [topic]...", Short: "Join a consumer group subscribed to topics (a new group is created admitting only you)",

@@ -139,6 +139,21 @@ func (k Keeper) consumedTopics(ctx context.Context, g types.Group, topics []stri
 		}
 		return out, nil
 	}
+	if kind == types.GROUP_KIND_CONSUMER {
+		members, err := k.consumerMembers(ctx, g.GroupId)
+		for _, m := range members {
+			for _, t := range subscribedTopics(m) {
+				out[t] = true
+			}
+			for _, a := range m.Assigned {
+				out[a.Topic] = true
+			}
+			for _, a := range m.PendingRevocation {
+				out[a.Topic] = true
+			}
+		}
+		return out, err
+	}
 	// Native (an UNSPECIFIED group has no members; its lookups miss in the native map).
 	err = k.Members.Walk(ctx, collections.NewPrefixedPairRange[string, string](g.GroupId), func(_ collections.Pair[string, string], m types.Member) (bool, error) {
 		for _, t := range m.Topics {

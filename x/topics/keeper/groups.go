@@ -60,8 +60,11 @@ func (k Keeper) removeMember(ctx context.Context, m memberRef) error {
 	if err := k.MemberExpiry.Remove(ctx, collections.Join3(*m.expiresAt, m.group, m.id)); err != nil {
 		return err
 	}
-	if m.kind == types.GROUP_KIND_KAFKA {
+	switch m.kind {
+	case types.GROUP_KIND_KAFKA:
 		return k.KafkaMembers.Remove(ctx, collections.Join(m.group, m.id))
+	case types.GROUP_KIND_CONSUMER:
+		return k.ConsumerMembers.Remove(ctx, collections.Join(m.group, m.id))
 	}
 	return k.Members.Remove(ctx, collections.Join(m.group, m.id))
 }
@@ -140,6 +143,11 @@ func (k Keeper) requireEmpty(ctx context.Context, g types.Group) error {
 	if err != nil {
 		return err
 	}
+	consumers, err := k.countConsumerMembers(ctx, g.GroupId)
+	if err != nil {
+		return err
+	}
+	kafka += consumers
 	if native > 0 {
 		return errorsmod.Wrapf(types.ErrGroupNotEmpty, "group %q has %d active members; they must leave or expire first", g.GroupId, native)
 	}
@@ -168,14 +176,19 @@ func (k Keeper) groupKind(ctx context.Context, g types.Group) (types.GroupKind, 
 	if has, err := k.KafkaGroups.Has(ctx, g.GroupId); err != nil || has {
 		return types.GROUP_KIND_KAFKA, err
 	}
+	if has, err := k.ConsumerGroups.Has(ctx, g.GroupId); err != nil || has {
+		return types.GROUP_KIND_CONSUMER, err
+	}
 	return types.GROUP_KIND_UNSPECIFIED, nil
 }
 
 // claimKind makes g a group of kind for a member about to join. A group with members keeps its
-// kind (a member of the other kind is refused); an empty native group may become a Kafka group
-// (a Kafka client takes over a group native consumers used), but a Kafka group stays one: a
-// gateway's simple commits would otherwise join it natively and lock its Kafka consumers out
-// for a session. The caller stores g.
+// kind (a member of another kind is refused); an empty group may pass between the two Kafka
+// kinds (classic and KIP-848 consumer: a client upgrading its group protocol), and an empty
+// native group may become either (a Kafka client takes over a group native consumers used),
+// but a Kafka group never becomes native: a gateway's simple commits would otherwise join it
+// natively and lock its Kafka consumers out for a session. The caller stores g and drops the
+// state the former kind left.
 func (k Keeper) claimKind(ctx context.Context, g *types.Group, kind types.GroupKind) error {
 	cur, err := k.groupKind(ctx, *g)
 	if err != nil {
@@ -187,7 +200,7 @@ func (k Keeper) claimKind(ctx context.Context, g *types.Group, kind types.GroupK
 		return errorsmod.Wrapf(types.ErrInconsistentGroupProtocol, "group %q is run by Kafka clients' group protocol (through a Kafka gateway)", g.GroupId)
 	default:
 		if err := k.requireEmpty(ctx, *g); err != nil {
-			return errorsmod.Wrapf(types.ErrInconsistentGroupProtocol, "group %q has native members (tx topics join-group); Kafka clients cannot join it", g.GroupId)
+			return errorsmod.Wrapf(types.ErrInconsistentGroupProtocol, "group %q has members of another group protocol (%s); they must leave first", g.GroupId, cur)
 		}
 	}
 	g.Kind = kind
@@ -230,6 +243,9 @@ func (k Keeper) DeleteGroup(ctx context.Context, signer, group string) error {
 	if err := k.dropKafkaGroup(ctx, group); err != nil {
 		return err
 	}
+	if err := k.dropConsumerGroup(ctx, group); err != nil {
+		return err
+	}
 	if err := k.Groups.Remove(ctx, group); err != nil {
 		return err
 	}
@@ -267,7 +283,11 @@ func (k Keeper) expireMembers(ctx context.Context) (uint64, error) {
 			if err != nil {
 				return true, err
 			}
-			cost += c
+			cc, err := k.consumerRebalanceCost(ctx, key.K2())
+			if err != nil {
+				return true, err
+			}
+			cost += c + cc
 		}
 		if len(due) > 0 && work+cost > params.MaxExpiryWorkPerBlock {
 			return true, nil
@@ -359,9 +379,13 @@ func (k Keeper) expireDue(ctx context.Context, kind types.GroupKind, keys []coll
 // lookupMember reads a member of a group of kind from that kind's map; an UNSPECIFIED group has
 // no members, and its lookups miss in the native map as a native group's do.
 func (k Keeper) lookupMember(ctx context.Context, kind types.GroupKind, group, id string) (memberRef, error) {
-	if kind == types.GROUP_KIND_KAFKA {
+	switch kind {
+	case types.GROUP_KIND_KAFKA:
 		m, err := k.KafkaMembers.Get(ctx, collections.Join(group, id))
 		return kafkaMember(&m), err
+	case types.GROUP_KIND_CONSUMER:
+		m, err := k.ConsumerMembers.Get(ctx, collections.Join(group, id))
+		return consumerMember(&m), err
 	}
 	m, err := k.Members.Get(ctx, collections.Join(group, id))
 	return nativeMember(&m), err
@@ -369,6 +393,9 @@ func (k Keeper) lookupMember(ctx context.Context, kind types.GroupKind, group, i
 
 // rebalanceExpired rebalances, as its kind does, a group that lost members to expiry.
 func (k Keeper) rebalanceExpired(ctx context.Context, group string, kind types.GroupKind) error {
+	if kind == types.GROUP_KIND_CONSUMER {
+		return k.consumerMembersGone(ctx, group, "expire")
+	}
 	if kind == types.GROUP_KIND_KAFKA {
 		kg, err := k.KafkaGroups.Get(ctx, group)
 		if isNotFound(err) {
@@ -396,7 +423,18 @@ func (k Keeper) expireOrphans(ctx context.Context, group string, keys []collecti
 	} else if has {
 		kind = types.GROUP_KIND_KAFKA
 	}
+	if has, err := k.ConsumerGroups.Has(ctx, group); err != nil {
+		return err
+	} else if has {
+		kind = types.GROUP_KIND_CONSUMER
+	}
 	if _, err := k.expireDue(ctx, kind, keys); err != nil {
+		return err
+	}
+	if n, err := k.countConsumerMembers(ctx, group); err != nil || n > 0 {
+		return err
+	}
+	if err := k.ConsumerGroups.Remove(ctx, group); err != nil {
 		return err
 	}
 	if n, err := k.countKafkaMembers(ctx, group); err != nil || n > 0 {
@@ -495,6 +533,9 @@ func (k Keeper) RemoveGroupMember(ctx context.Context, msg *types.MsgRemoveGroup
 	}
 	if kind == types.GROUP_KIND_KAFKA {
 		return k.removeKafkaAccount(ctx, g, msg)
+	}
+	if kind == types.GROUP_KIND_CONSUMER {
+		return k.removeConsumerAccount(ctx, g, msg)
 	}
 	return k.removeNativeMember(ctx, g, msg) // an UNSPECIFIED group has none: ErrUnknownMember
 }

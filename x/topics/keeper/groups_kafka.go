@@ -149,6 +149,10 @@ func (k Keeper) KafkaJoinGroup(ctx context.Context, msg *types.MsgKafkaJoinGroup
 			return kg, err
 		}
 	} else if g.Kind != kindBefore {
+		// An empty consumer group's state goes with its kind.
+		if err := k.dropConsumerGroup(ctx, g.GroupId); err != nil {
+			return kg, err
+		}
 		if err := k.Groups.Set(ctx, g.GroupId, g); err != nil {
 			return kg, err
 		}
@@ -450,6 +454,9 @@ func (k Keeper) KafkaHeartbeat(ctx context.Context, msg *types.MsgKafkaHeartbeat
 	// A member the policy no longer admits cannot keep the group busy.
 	if err := mayJoin(g, msg.Owner); err != nil {
 		return types.KafkaGroup{}, err
+	}
+	if g.Kind == types.GROUP_KIND_CONSUMER {
+		return types.KafkaGroup{GroupId: g.GroupId}, k.renewConsumerMembers(ctx, g, msg)
 	}
 	kg, err := k.KafkaGroups.Get(ctx, msg.GroupId)
 	if err != nil {

@@ -49,6 +49,10 @@ type Keeper struct {
 	KafkaMembers collections.Map[collections.Pair[string, string], types.KafkaMember]
 	// KafkaRebalanceDue indexes (time, group) when a Kafka group's join phase may complete.
 	KafkaRebalanceDue collections.Map[collections.Pair[int64, string], bool]
+	// ConsumerGroups holds KIP-848 consumer groups' state (groups_consumer.go);
+	// ConsumerMembers is keyed by (group, member id).
+	ConsumerGroups  collections.Map[string, types.ConsumerGroup]
+	ConsumerMembers collections.Map[collections.Pair[string, string], types.ConsumerMember]
 	// Offsets is keyed by (group, (topic, partition)).
 	Offsets collections.Map[collections.Pair[string, types.TopicPartition], types.CommittedOffset]
 	// GroupTopics indexes (topic, group) pairs that have offsets, for topic deletion.
@@ -109,6 +113,9 @@ func NewKeeper(cdc codec.BinaryCodec, addressCodec address.Codec, storeService c
 		KafkaGroups: collections.NewMap(sb, types.KafkaGroupsPrefix, "kafka_groups", collections.StringKey, codec.CollValue[types.KafkaGroup](cdc)),
 		KafkaMembers: collections.NewMap(sb, types.KafkaMembersPrefix, "kafka_members",
 			collections.PairKeyCodec(collections.StringKey, collections.StringKey), codec.CollValue[types.KafkaMember](cdc)),
+		ConsumerGroups: collections.NewMap(sb, types.ConsumerGroupsPrefix, "consumer_groups", collections.StringKey, codec.CollValue[types.ConsumerGroup](cdc)),
+		ConsumerMembers: collections.NewMap(sb, types.ConsumerMembersPrefix, "consumer_members",
+			collections.PairKeyCodec(collections.StringKey, collections.StringKey), codec.CollValue[types.ConsumerMember](cdc)),
 		KafkaRebalanceDue: collections.NewMap(sb, types.KafkaRebalanceDuePrefix, "kafka_rebalance_due",
 			collections.PairKeyCodec(collections.Int64Key, collections.StringKey), collections.BoolValue),
 		Offsets: collections.NewMap(sb, types.OffsetsPrefix, "offsets",

@@ -147,6 +147,14 @@ func (m msgServer) KafkaSyncGroup(ctx context.Context, msg *types.MsgKafkaSyncGr
 	return &types.MsgKafkaSyncGroupResponse{Group: kg}, nil
 }
 
+func (m msgServer) ConsumerGroupHeartbeat(ctx context.Context, msg *types.MsgConsumerGroupHeartbeat) (*types.MsgConsumerGroupHeartbeatResponse, error) {
+	member, err := m.k.ConsumerGroupHeartbeat(ctx, msg)
+	if err != nil {
+		return nil, err
+	}
+	return &types.MsgConsumerGroupHeartbeatResponse{Member: member}, nil
+}
+
 func (m msgServer) KafkaHeartbeat(ctx context.Context, msg *types.MsgKafkaHeartbeat) (*types.MsgKafkaHeartbeatResponse, error) {
 	kg, err := m.k.KafkaHeartbeat(ctx, msg)
 	if err != nil {

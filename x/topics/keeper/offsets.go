@@ -71,7 +71,13 @@ func (k Keeper) commitKafkaOffsets(ctx context.Context, g types.Group, msg *type
 	if err := mayJoin(g, msg.Member); err != nil {
 		return err
 	}
-	if err := k.commitAsKafkaMember(ctx, msg); err != nil {
+	check := k.commitAsKafkaMember
+	if g.Kind == types.GROUP_KIND_CONSUMER {
+		check = func(ctx context.Context, msg *types.MsgCommitOffsets) error {
+			return k.commitAsConsumerMember(ctx, g, msg)
+		}
+	}
+	if err := check(ctx, msg); err != nil {
 		return err
 	}
 	seen := map[types.TopicPartition]bool{}

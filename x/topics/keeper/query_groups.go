@@ -169,3 +169,19 @@ func (q queryServer) Lag(ctx context.Context, req *types.QueryLagRequest) (*type
 	}
 	return &types.QueryLagResponse{Lags: out}, nil
 }
+
+// ConsumerGroup returns a KIP-848 consumer group's state and members: what every gateway reads
+// to answer ConsumerGroupHeartbeat and ConsumerGroupDescribe.
+func (q queryServer) ConsumerGroup(ctx context.Context, req *types.QueryConsumerGroupRequest) (*types.QueryConsumerGroupResponse, error) {
+	if req == nil {
+		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
+	}
+	if err := types.ValidateGroupID(req.GroupId); err != nil {
+		return nil, err
+	}
+	cg, members, err := q.k.ConsumerGroupState(ctx, req.GroupId)
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryConsumerGroupResponse{Group: cg, Members: members}, nil
+}

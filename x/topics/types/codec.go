@@ -29,6 +29,7 @@ func RegisterLegacyAminoCodec(cdc *codec.LegacyAmino) {
 	legacy.RegisterAminoMsg(cdc, &MsgKafkaJoinGroup{}, "bftlog/topics/MsgKafkaJoinGroup")
 	legacy.RegisterAminoMsg(cdc, &MsgKafkaSyncGroup{}, "bftlog/topics/MsgKafkaSyncGroup")
 	legacy.RegisterAminoMsg(cdc, &MsgKafkaHeartbeat{}, "bftlog/topics/MsgKafkaHeartbeat")
+	legacy.RegisterAminoMsg(cdc, &MsgConsumerGroupHeartbeat{}, "bftlog/topics/MsgConsumerGroupHeartbeat")
 	legacy.RegisterAminoMsg(cdc, &MsgKafkaLeaveGroup{}, "bftlog/topics/MsgKafkaLeaveGroup")
 	legacy.RegisterAminoMsg(cdc, &MsgDeleteRecords{}, "bftlog/topics/MsgDeleteRecords")
 	legacy.RegisterAminoMsg(cdc, &MsgDeleteGroupOffsets{}, "bftlog/topics/MsgDeleteGroupOffsets")
@@ -57,6 +58,7 @@ func RegisterInterfaces(registry codectypes.InterfaceRegistry) {
 		&MsgKafkaJoinGroup{},
 		&MsgKafkaSyncGroup{},
 		&MsgKafkaHeartbeat{},
+		&MsgConsumerGroupHeartbeat{},
 		&MsgKafkaLeaveGroup{},
 		&MsgDeleteRecords{},
 		&MsgDeleteGroupOffsets{},

@@ -102,3 +102,23 @@ var (
 	// from those offsets, so they are deleted only once nobody consumes the topic in the group.
 	ErrGroupSubscribedToTopic = errorsmod.Register(ModuleName, 45, "group is subscribed to the topic")
 )
+
+// KIP-848 consumer groups (MsgConsumerGroupHeartbeat).
+var (
+	// ErrFencedMemberEpoch is a heartbeat at a member epoch the chain never gave the member, or at
+	// an older one while the client claims partitions the member no longer holds (Kafka's
+	// FENCED_MEMBER_EPOCH): the client gives up its partitions and rejoins.
+	ErrFencedMemberEpoch = errorsmod.Register(ModuleName, 46, "fenced member epoch")
+	// ErrStaleMemberEpoch is a commit at a member epoch older than the member's last two (Kafka's
+	// STALE_MEMBER_EPOCH).
+	ErrStaleMemberEpoch = errorsmod.Register(ModuleName, 47, "stale member epoch")
+	// ErrUnreleasedInstanceID is a join with a static member's instance id while that member is
+	// still active (Kafka's UNRELEASED_INSTANCE_ID).
+	ErrUnreleasedInstanceID = errorsmod.Register(ModuleName, 48, "unreleased instance id")
+	// ErrUnsupportedAssignor is a server assignor the chain does not run (Kafka's
+	// UNSUPPORTED_ASSIGNOR): "uniform" and "range" are.
+	ErrUnsupportedAssignor = errorsmod.Register(ModuleName, 49, "unsupported assignor")
+	// ErrInvalidRegularExpression is a subscription regex that does not compile as RE2 or is too
+	// long (Kafka's INVALID_REGULAR_EXPRESSION).
+	ErrInvalidRegularExpression = errorsmod.Register(ModuleName, 50, "invalid regular expression")
+)

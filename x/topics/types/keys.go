@@ -75,6 +75,9 @@ var (
 	CompactionsPrefix   = collections.NewPrefix(20)
 	CompactionDuePrefix = collections.NewPrefix(21)
 	TombstoneDuePrefix  = collections.NewPrefix(22)
+	// ConsumerGroupsPrefix and ConsumerMembersPrefix hold KIP-848 consumer groups' state.
+	ConsumerGroupsPrefix  = collections.NewPrefix(23)
+	ConsumerMembersPrefix = collections.NewPrefix(24)
 )
 
 // TopicPartition names one partition of a topic. It is x/topics' one (topic, partition) key:
