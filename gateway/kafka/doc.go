@@ -48,10 +48,13 @@
 //	61   DescribeProducers             admin_producers.go  describeProducers             KafkaProducerStates query
 //	65   DescribeTransactions          admin_txns.go       describeTransactions          none: this gateway's open transactions
 //	66   ListTransactions              admin_txns.go       listTransactions              none, as above
+//	71   GetTelemetrySubscriptions     telemetry.go        getTelemetrySubscriptions     none: the gateway's --telemetry-metrics subscription
+//	72   PushTelemetry                 telemetry.go        pushTelemetry                 none: exported at the gateway's --metrics-listen
 //	75   DescribeTopicPartitions       discovery.go        describeTopicPartitions       Topic and Topics queries
 //
 // Beside them: server.go (connections, framing, dispatch), limits.go (what a connection and the
 // gateway may hold), records.go (record batches), errors.go (chain errors as Kafka codes),
 // topic_ids.go (topic IDs), commits.go (admitted commits), groups_chain.go (the groups' chain
-// side) and producer.go's lanes.
+// side), producer.go's lanes and telemetry_export.go (the gateway's Prometheus registry, with
+// the client metrics pushed to it).
 package kafka

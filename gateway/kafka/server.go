@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -75,6 +76,12 @@ type Config struct {
 	// seen too). It runs on the connection's reading goroutine, for all connections at once:
 	// it must be quick and safe for concurrent use. Tests record what clients send with it.
 	OnRequest func(clientID string, key, version int16)
+	// Telemetry is the subscription to client metrics (KIP-714) offered to clients; the
+	// zero value subscribes to nothing, so clients push nothing (telemetry.go).
+	Telemetry Telemetry
+	// MetricsAddr, when set, serves the gateway's Prometheus registry at its /metrics: the
+	// gateway's own series and the metrics clients push (telemetry_export.go).
+	MetricsAddr string
 }
 
 // User is a Kafka principal of the gateway: its name and password, and the signer with its
@@ -108,6 +115,11 @@ type Server struct {
 	ids      []*identity
 	// topicIDs maps the Kafka topic IDs shown to clients back to names (topic_ids.go).
 	topicIDs topicIDs
+	// metrics is the gateway's Prometheus registry and series; telemetry what clients push.
+	metrics     *gatewayMetrics
+	telemetry   *telemetry
+	metricsHTTP *http.Server
+	metricsAddr string
 	// scramSecret derives the SCRAM salts shown for user names nobody has.
 	scramSecret []byte
 	host        string
@@ -156,6 +168,15 @@ func Listen(cfg Config) (*Server, error) {
 	if _, err := rand.Read(s.scramSecret); err != nil {
 		ln.Close()
 		return nil, err
+	}
+	s.metrics = newGatewayMetrics(s)
+	s.telemetry = newTelemetry(cfg.Telemetry, s.metrics)
+	s.metrics.registry.MustRegister(s.telemetry)
+	if cfg.MetricsAddr != "" {
+		if err := s.serveMetrics(cfg.MetricsAddr); err != nil {
+			ln.Close()
+			return nil, err
+		}
 	}
 	newIdentity := func(principal, password string, signer *txclient.Signer) (*identity, error) {
 		if signer != nil { // a gateway without a signer serves reads only
@@ -258,6 +279,9 @@ func (s *Server) Close() error {
 		s.mu.Unlock()
 		s.wg.Wait()
 		s.closeIdentities()
+		if s.metricsHTTP != nil {
+			_ = s.metricsHTTP.Close()
+		}
 	})
 	return err
 }
@@ -411,6 +435,7 @@ func (s *Server) handleFrame(ctx context.Context, frame []byte) (pending, error)
 		ctx = context.WithValue(ctx, clientIDKey{}, string(body[:n]))
 		body = body[n:]
 	}
+	s.metrics.request(key)
 	if s.cfg.OnRequest != nil {
 		s.cfg.OnRequest(clientID(ctx), key, version)
 	}
@@ -581,6 +606,10 @@ func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
 		return s.describeLogDirs(ctx, r)
 	case *kmsg.DescribeUserSCRAMCredentialsRequest:
 		return s.describeUserSCRAMCredentials(r)
+	case *kmsg.GetTelemetrySubscriptionsRequest:
+		return s.telemetry.getTelemetrySubscriptions(r, clientID(ctx))
+	case *kmsg.PushTelemetryRequest:
+		return s.telemetry.pushTelemetry(r, clientID(ctx))
 	}
 	return unsupported(req.Key(), req.GetVersion())
 }

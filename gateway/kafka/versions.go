@@ -66,6 +66,8 @@ var versions = map[kmsg.Key][2]int16{
 	kmsg.DeleteACLs:                   {0, 3},
 	kmsg.DescribeTransactions:         {0, 0},
 	kmsg.DescribeTopicPartitions:      {0, 0},
+	kmsg.GetTelemetrySubscriptions:    {0, 0},
+	kmsg.PushTelemetry:                {0, 0},
 }
 
 func supported(key, version int16) bool {

@@ -36,6 +36,12 @@ const (
 	flagMaxTransactionBytes = "max-transaction-bytes"
 	flagIdleTimeout         = "idle-timeout"
 	flagRequestTimeout      = "request-timeout"
+
+	flagMetricsListen         = "metrics-listen"
+	flagTelemetryMetrics      = "telemetry-metrics"
+	flagTelemetryPushInterval = "telemetry-push-interval"
+	flagTelemetryMaxClients   = "telemetry-max-clients"
+	flagTelemetryMaxBytes     = "telemetry-max-bytes"
 )
 
 // gatewayLimits sets cfg's bounds from the command's flags.
@@ -48,6 +54,17 @@ func gatewayLimits(cmd *cobra.Command, cfg *kafka.Config) {
 	cfg.MaxTransactionBytes, _ = f.GetInt64(flagMaxTransactionBytes)
 	cfg.IdleTimeout, _ = f.GetDuration(flagIdleTimeout)
 	cfg.RequestTimeout, _ = f.GetDuration(flagRequestTimeout)
+}
+
+// gatewayTelemetry sets cfg's /metrics address and client-metrics subscription from the
+// command's flags.
+func gatewayTelemetry(cmd *cobra.Command, cfg *kafka.Config) {
+	f := cmd.Flags()
+	cfg.MetricsAddr, _ = f.GetString(flagMetricsListen)
+	cfg.Telemetry.Metrics, _ = f.GetStringSlice(flagTelemetryMetrics)
+	cfg.Telemetry.PushInterval, _ = f.GetDuration(flagTelemetryPushInterval)
+	cfg.Telemetry.MaxClients, _ = f.GetInt(flagTelemetryMaxClients)
+	cfg.Telemetry.MaxPushBytes, _ = f.GetInt32(flagTelemetryMaxBytes)
 }
 
 // gatewayUsers reads --users and builds each user's signer from its keyring key, with the
@@ -146,7 +163,12 @@ producer ids, transactional ids, group memberships and their deposits, and any c
 another's transactional producer or commit as another's group member. Use it for clients you
 trust alike (one application or team); give clients that do not trust each other --users.
 Whatever the mode, each connection is bounded (--max-request-bytes, --request-timeout,
---idle-timeout) and so are all together (--max-connections, --max-buffered-bytes).`,
+--idle-timeout) and so are all together (--max-connections, --max-buffered-bytes).
+
+--metrics-listen serves Prometheus metrics at /metrics: the gateway's own, and the metrics
+clients push (KIP-714) on the --telemetry-metrics subscription, one gauge per data point,
+labelled by client id and client instance (--telemetry-max-clients of them at most). Without
+--telemetry-metrics clients are told to push nothing.`,
 		Example: `bftlogd kafka serve --listen 127.0.0.1:9092 --from gateway --node tcp://127.0.0.1:26657
 bftlogd kafka serve --listen 127.0.0.1:9092 --from gateway --node tcp://127.0.0.1:26657 --ingress http://127.0.0.1:1317
 bftlogd kafka serve --listen 127.0.0.1:9092 --from gateway --node tcp://10.0.0.2:26657,tcp://10.0.0.3:26657 --ingress http://10.0.0.2:1317,http://10.0.0.3:1317
@@ -171,6 +193,7 @@ kcat -b 127.0.0.1:9092 -L`,
 			advertise, _ := cmd.Flags().GetString("advertise")
 			cfg := kafka.Config{Addr: addr, Advertise: advertise, ClientCtx: clientCtx, Signer: signer, Log: logf}
 			gatewayLimits(cmd, &cfg)
+			gatewayTelemetry(cmd, &cfg)
 			if path, _ := cmd.Flags().GetString(flagUsers); path != "" {
 				if cfg.Users, err = gatewayUsers(cmd, clientCtx, path); err != nil {
 					return err
@@ -190,6 +213,9 @@ kcat -b 127.0.0.1:9092 -L`,
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "kafka gateway listening on %s, signing as %s\n", gw.Addr(), signer.Address())
+			if gw.MetricsAddr() != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "kafka gateway metrics at http://%s/metrics\n", gw.MetricsAddr())
+			}
 			stop := make(chan os.Signal, 1)
 			signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
 			go func() { <-stop; _ = gw.Close() }()
@@ -205,6 +231,11 @@ kcat -b 127.0.0.1:9092 -L`,
 	serve.Flags().Int64(flagMaxTransactionBytes, kafka.DefaultMaxTransactionBytes, "bytes one principal's open Kafka transactions hold (records, offsets, transactional ids); past it they are refused with THROTTLING_QUOTA_EXCEEDED")
 	serve.Flags().Duration(flagIdleTimeout, kafka.DefaultIdleTimeout, "close a connection that sends no request for this long")
 	serve.Flags().Duration(flagRequestTimeout, kafka.DefaultRequestTimeout, "time for a request's bytes to arrive once announced, for an answer to be sent, and for a client to authenticate (with --users)")
+	serve.Flags().String(flagMetricsListen, "", "address to serve Prometheus metrics at /metrics (e.g. 127.0.0.1:9464): the gateway's own series and the client metrics pushed on --telemetry-metrics; empty: not served")
+	serve.Flags().StringSlice(flagTelemetryMetrics, nil, `client metric name prefixes the gateway subscribes to (KIP-714), comma-separated, e.g. org.apache.kafka.producer.,org.apache.kafka.consumer.; "*" for every metric; empty: no subscription, clients push nothing`)
+	serve.Flags().Duration(flagTelemetryPushInterval, kafka.DefaultTelemetryPushInterval, "how often subscribed clients push their metrics (at least 100ms)")
+	serve.Flags().Int(flagTelemetryMaxClients, kafka.DefaultTelemetryMaxClients, "client instances whose pushed metrics are kept; a new one past it evicts the one heard from longest ago")
+	serve.Flags().Int32(flagTelemetryMaxBytes, kafka.DefaultTelemetryMaxPushBytes, "largest metrics push, compressed and decompressed (TELEMETRY_TOO_LARGE past it)")
 	serve.Flags().String(flagTLSCert, "", "PEM certificate: serve TLS (with --tls-key)")
 	serve.Flags().String(flagTLSKey, "", "PEM private key of --tls-cert")
 	serve.Flags().String("advertise", "", "host:port given to Kafka clients as the broker's address (default: --listen); a fleet behind a load balancer advertises the balancer")
