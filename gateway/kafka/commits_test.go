@@ -37,6 +37,10 @@ func (keeperChainless) kafkaGroup(_ context.Context, group string) (*types.Query
 		Members: []types.KafkaMember{{GroupId: group, MemberId: "m-1"}}}, nil
 }
 
+func (keeperChainless) consumerGroup(context.Context, string) (*types.QueryConsumerGroupResponse, error) {
+	return nil, nil
+}
+
 func (c *landingChain) commitOffsets(_ context.Context, msg *types.MsgCommitOffsets) (landing, error) {
 	return c.land(msg.Offsets), nil
 }

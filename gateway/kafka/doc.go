@@ -48,6 +48,8 @@
 //	61   DescribeProducers             admin_producers.go  describeProducers             KafkaProducerStates query
 //	65   DescribeTransactions          admin_txns.go       describeTransactions          none: this gateway's open transactions
 //	66   ListTransactions              admin_txns.go       listTransactions              none, as above
+//	68   ConsumerGroupHeartbeat        consumer_groups.go  consumerGroupHeartbeat        MsgConsumerGroupHeartbeat when it changes something; ConsumerGroup query
+//	69   ConsumerGroupDescribe         consumer_groups.go  consumerGroupDescribe         ConsumerGroup query
 //	71   GetTelemetrySubscriptions     telemetry.go        getTelemetrySubscriptions     none: the gateway's --telemetry-metrics subscription
 //	72   PushTelemetry                 telemetry.go        pushTelemetry                 none: exported at the gateway's --metrics-listen
 //	75   DescribeTopicPartitions       discovery.go        describeTopicPartitions       Topic and Topics queries

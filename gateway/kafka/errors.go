@@ -44,6 +44,11 @@ var chainErrors = []struct {
 	{[]error{types.ErrInvalidProducerEpoch}, kerr.InvalidProducerEpoch},
 	{[]error{types.ErrPolicyViolation}, kerr.PolicyViolation},
 	{[]error{types.ErrGroupSubscribedToTopic}, kerr.GroupSubscribedToTopic},
+	{[]error{types.ErrFencedMemberEpoch}, kerr.FencedMemberEpoch},
+	{[]error{types.ErrStaleMemberEpoch}, kerr.StaleMemberEpoch},
+	{[]error{types.ErrUnreleasedInstanceID}, kerr.UnreleasedInstanceID},
+	{[]error{types.ErrUnsupportedAssignor}, kerr.UnsupportedAssignor},
+	{[]error{types.ErrInvalidRegularExpression}, kerr.InvalidRegularExpression},
 }
 
 // kafkaCode maps an error from the chain (a transaction's x/topics error, matched with

@@ -103,6 +103,8 @@ type groupChain interface {
 	submit(ctx context.Context, msgs ...sdk.Msg) error
 	// kafkaGroup reads a Kafka group's state; nil with no such group.
 	kafkaGroup(ctx context.Context, group string) (*types.QueryKafkaGroupResponse, error)
+	// consumerGroup reads a KIP-848 consumer group's state; nil with no such group.
+	consumerGroup(ctx context.Context, group string) (*types.QueryConsumerGroupResponse, error)
 	// commitOffsets sends a Kafka member's commit and returns once it is admitted, with the
 	// wait for its block.
 	commitOffsets(ctx context.Context, msg *types.MsgCommitOffsets) (landing, error)
@@ -541,7 +543,12 @@ func (c *coordinator) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequ
 				}
 				break
 			}
-			if code = checkCommitter(st, r.MemberID, r.Generation); code != 0 {
+			if findMember(st, r.MemberID) == nil {
+				// Perhaps a member of a KIP-848 consumer group, fenced by its member epoch.
+				if code = c.checkConsumerCommit(ctx, r.Group, r.MemberID, r.Generation); code != 0 {
+					break
+				}
+			} else if code = checkCommitter(st, r.MemberID, r.Generation); code != 0 {
 				break
 			}
 			c.checked(r.Group, r.MemberID, r.Generation)
@@ -572,4 +579,24 @@ func (c *coordinator) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequ
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
+}
+
+// checkConsumerCommit answers a commit by a member of a KIP-848 consumer group as the chain will:
+// at the member's epoch or the one before, else STALE_MEMBER_EPOCH.
+func (c *coordinator) checkConsumerCommit(ctx context.Context, group, id string, epoch int32) int16 {
+	st, err := c.chain.consumerGroup(ctx, group)
+	if err != nil {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	var m *types.ConsumerMember
+	if st != nil {
+		m = findConsumer(st, id)
+	}
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID.Code
+	case epoch != m.MemberEpoch && epoch != m.PreviousMemberEpoch:
+		return kerr.StaleMemberEpoch.Code
+	}
+	return 0
 }

@@ -163,6 +163,14 @@ func (c *chainGroups) kafkaGroup(ctx context.Context, group string) (*types.Quer
 	return res, err
 }
 
+func (c *chainGroups) consumerGroup(ctx context.Context, group string) (*types.QueryConsumerGroupResponse, error) {
+	res, err := c.query.ConsumerGroup(ctx, &types.QueryConsumerGroupRequest{GroupId: group})
+	if unknownGroup(err) {
+		return nil, nil
+	}
+	return res, err
+}
+
 // unknownGroup tells whether a group query failed because the chain has no such group: a
 // query's error is a gRPC status, NotFound only for an unknown group (an invalid group id is
 // InvalidArgument).

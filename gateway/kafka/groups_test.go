@@ -129,6 +129,16 @@ func (c *keeperChain) kafkaGroup(_ context.Context, group string) (*types.QueryK
 	return res, err
 }
 
+func (c *keeperChain) consumerGroup(_ context.Context, group string) (*types.QueryConsumerGroupResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	res, err := c.query.ConsumerGroup(c.ctx, &types.QueryConsumerGroupRequest{GroupId: group})
+	if err != nil && errorsIsUnknownGroup(err) {
+		return nil, nil
+	}
+	return res, err
+}
+
 func (c *keeperChain) commit(context.Context, string, []string, []types.OffsetCommit) (landing, error) {
 	panic("no simple commits here")
 }

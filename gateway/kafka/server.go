@@ -592,6 +592,10 @@ func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
 		return s.ident(ctx).groups.offsetCommit(ctx, r)
 	case *kmsg.OffsetFetchRequest:
 		return s.ident(ctx).groups.offsetFetch(ctx, r)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return s.consumerGroupHeartbeat(ctx, r)
+	case *kmsg.ConsumerGroupDescribeRequest:
+		return s.consumerGroupDescribe(ctx, r)
 	case *kmsg.ListGroupsRequest:
 		return s.listGroups(ctx, r)
 	case *kmsg.DescribeGroupsRequest:

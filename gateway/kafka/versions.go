@@ -66,6 +66,8 @@ var versions = map[kmsg.Key][2]int16{
 	kmsg.DeleteACLs:                   {0, 3},
 	kmsg.DescribeTransactions:         {0, 0},
 	kmsg.DescribeTopicPartitions:      {0, 0},
+	kmsg.ConsumerGroupHeartbeat:       {1, 1},
+	kmsg.ConsumerGroupDescribe:        {0, 1},
 	kmsg.GetTelemetrySubscriptions:    {0, 0},
 	kmsg.PushTelemetry:                {0, 0},
 }

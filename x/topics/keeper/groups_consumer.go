@@ -169,7 +169,7 @@ func (k Keeper) ConsumerGroupHeartbeat(ctx context.Context, msg *types.MsgConsum
 	}
 	if msg.OwnedKnown && m.State == types.CONSUMER_MEMBER_STATE_UNREVOKED_PARTITIONS {
 		// The client no longer owns what it had to give up: the partitions are free.
-		if !overlaps(msg.Owned, m.PendingRevocation) {
+		if !types.NewPartitionSet(msg.Owned).Overlaps(m.PendingRevocation) {
 			m.PendingRevocation = nil
 			m.RevokeDeadlineMs = 0
 		}
@@ -317,16 +317,4 @@ func (k Keeper) resolveTopicRegex(ctx context.Context, re string) ([]string, err
 		return len(out) >= types.MaxSubscribedTopics, nil
 	})
 	return out, err
-}
-
-func overlaps(a, b []types.TopicPartitions) bool {
-	set := types.NewPartitionSet(b)
-	for _, tp := range a {
-		for _, p := range tp.Partitions {
-			if set[types.TopicPartition{Topic: tp.Topic, Partition: p}] {
-				return true
-			}
-		}
-	}
-	return false
 }

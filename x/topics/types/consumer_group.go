@@ -123,6 +123,18 @@ func (s PartitionSet) Contains(tps []TopicPartitions) bool {
 	return true
 }
 
+// Overlaps tells whether any partition of tps is in the set.
+func (s PartitionSet) Overlaps(tps []TopicPartitions) bool {
+	for _, tp := range tps {
+		for _, p := range tp.Partitions {
+			if s[TopicPartition{tp.Topic, p}] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // List returns the set sorted by topic, then partition.
 func (s PartitionSet) List() []TopicPartitions {
 	keys := make([]TopicPartition, 0, len(s))
