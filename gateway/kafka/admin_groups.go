@@ -50,10 +50,11 @@ func kafkaState(s types.KafkaGroupState) string {
 	return stateEmpty
 }
 
-// groupView is one group as Kafka's admin APIs show it.
+// groupView is one group as Kafka's admin APIs show it; groupType is ListGroups' "classic" or,
+// for a KIP-848 group, "consumer".
 type groupView struct {
-	id, state, protocolType, protocol string
-	members                           []kmsg.DescribeGroupsResponseGroupMember
+	id, state, protocolType, protocol, groupType string
+	members                                      []kmsg.DescribeGroupsResponseGroupMember
 }
 
 // describeGroup reads a group from the chain; nil for a group the chain does not have.
@@ -65,32 +66,79 @@ func (s *Server) describeGroup(ctx context.Context, id string) (*groupView, erro
 		}
 		return nil, err
 	}
-	if res.Group.Kind == types.GROUP_KIND_KAFKA {
+	switch res.Group.Kind {
+	case types.GROUP_KIND_KAFKA:
 		return s.describeKafkaGroup(ctx, id)
+	case types.GROUP_KIND_CONSUMER:
+		return s.describeConsumerGroupView(ctx, id)
 	}
-	v := &groupView{id: id, state: stateEmpty, protocolType: "consumer"}
+	v := &groupView{id: id, state: stateEmpty, protocolType: "consumer", groupType: "classic"}
 	if len(res.Members) > 0 {
 		// The chain assigns when a member joins or leaves: a native group is never mid-rebalance.
 		v.state, v.protocol = stateStable, assignorName(res.Group.Assignor)
 	}
 	for _, m := range res.Members {
-		meta := kmsg.NewConsumerMemberMetadata()
-		meta.Topics = m.Topics
-		assign := kmsg.NewConsumerMemberAssignment()
-		for _, tp := range m.Assignment {
-			at := kmsg.NewConsumerMemberAssignmentTopic()
-			at.Topic = tp.Topic
-			for _, p := range tp.Partitions {
-				at.Partitions = append(at.Partitions, int32(p))
-			}
-			assign.Topics = append(assign.Topics, at)
-		}
 		dm := kmsg.NewDescribeGroupsResponseGroupMember()
 		dm.MemberID, dm.ClientID = m.Member, "bftlog"
-		dm.ProtocolMetadata, dm.MemberAssignment = meta.AppendTo(nil), assign.AppendTo(nil)
+		dm.ProtocolMetadata, dm.MemberAssignment = consumerProtocol(m.Topics, m.Assignment)
 		v.members = append(v.members, dm)
 	}
 	return v, nil
+}
+
+// consumerProtocol encodes a subscription and an assignment as Kafka's consumer protocol does,
+// so kafka-consumer-groups, kadm and lag dashboards decode them.
+func consumerProtocol(topics []string, assigned []types.TopicPartitions) (metadata, assignment []byte) {
+	meta := kmsg.NewConsumerMemberMetadata()
+	meta.Topics = topics
+	assign := kmsg.NewConsumerMemberAssignment()
+	for _, tp := range assigned {
+		at := kmsg.NewConsumerMemberAssignmentTopic()
+		at.Topic = tp.Topic
+		for _, p := range tp.Partitions {
+			at.Partitions = append(at.Partitions, int32(p))
+		}
+		assign.Topics = append(assign.Topics, at)
+	}
+	return meta.AppendTo(nil), assign.AppendTo(nil)
+}
+
+// describeConsumerGroupView shows a KIP-848 group as Kafka's DescribeGroups does: protocol type
+// "consumer", the assignor as the protocol, the consumer group's state, each member's
+// subscription and assignment in the consumer protocol's encoding.
+func (s *Server) describeConsumerGroupView(ctx context.Context, id string) (*groupView, error) {
+	res, err := s.query.ConsumerGroup(ctx, &types.QueryConsumerGroupRequest{GroupId: id})
+	if err != nil {
+		if unknownGroup(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	v := &groupView{id: id, state: consumerGroupState(res), protocolType: "consumer", groupType: "consumer"}
+	if len(res.Members) > 0 {
+		v.protocol = res.Group.Assignor
+	}
+	for _, m := range res.Members {
+		dm := kmsg.NewDescribeGroupsResponseGroupMember()
+		dm.MemberID, dm.ClientID, dm.ClientHost = m.MemberId, m.ClientId, s.clientHost(id, m.MemberId)
+		if m.InstanceId != "" {
+			dm.InstanceID = kmsg.StringPtr(m.InstanceId)
+		}
+		dm.ProtocolMetadata, dm.MemberAssignment = consumerProtocol(subscribedOf(m), m.Assigned)
+		v.members = append(v.members, dm)
+	}
+	return v, nil
+}
+
+// subscribedOf is a consumer member's topics: its names and what its regex matched on chain.
+func subscribedOf(m types.ConsumerMember) []string {
+	out := slices.Clone(m.SubscribedTopicNames)
+	for _, t := range m.RegexTopics {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 func (s *Server) describeKafkaGroup(ctx context.Context, id string) (*groupView, error) {
@@ -101,7 +149,7 @@ func (s *Server) describeKafkaGroup(ctx context.Context, id string) (*groupView,
 		}
 		return nil, err
 	}
-	v := &groupView{id: id, state: kafkaState(res.Group.State), protocolType: res.Group.ProtocolType}
+	v := &groupView{id: id, state: kafkaState(res.Group.State), protocolType: res.Group.ProtocolType, groupType: "classic"}
 	if v.state != stateEmpty && v.state != statePreparingRebalance {
 		v.protocol = res.Group.Protocol // chosen for the generation being formed or formed
 	}
@@ -146,13 +194,16 @@ func (s *Server) listGroups(ctx context.Context, r *kmsg.ListGroupsRequest) kmsg
 		for _, g := range res.Groups {
 			lg := kmsg.NewListGroupsResponseGroup()
 			lg.Group, lg.ProtocolType, lg.GroupType = g.GroupId, "consumer", "classic"
-			if r.Version >= 4 || len(r.StatesFilter) > 0 { // only then is the state needed
+			switch {
+			case r.Version >= 4 || len(r.StatesFilter) > 0: // only then is the state needed
 				v, err := s.describeGroup(ctx, g.GroupId)
 				if err != nil || v == nil {
 					continue // deleted meanwhile, or unreadable: not listed
 				}
-				lg.GroupState, lg.ProtocolType = v.state, v.protocolType
-			} else if g.Kind == types.GROUP_KIND_KAFKA {
+				lg.GroupState, lg.ProtocolType, lg.GroupType = v.state, v.protocolType, v.groupType
+			case g.Kind == types.GROUP_KIND_CONSUMER:
+				lg.GroupType = "consumer"
+			case g.Kind == types.GROUP_KIND_KAFKA:
 				if v, err := s.describeKafkaGroup(ctx, g.GroupId); err == nil && v != nil {
 					lg.ProtocolType = v.protocolType
 				}

@@ -194,8 +194,24 @@ func TestKafkaConsumerProtocolThroughGateway(t *testing.T) {
 	t.Logf("ConsumerGroupDescribe g848: state %s, epoch %d, assignor %s, %d members", d.State, d.Epoch, d.AssignorName, len(d.Members))
 	require.Equal(t, "uniform", d.AssignorName, "the chain ran the group: franz-go did not fall back to the classic protocol")
 	require.GreaterOrEqual(t, d.Epoch, int32(5), "three joins, a leave and a join each moved the group epoch")
+	// ListGroups shows the group's type (v5), as Kafka 4 does.
+	list := kmsg.NewPtrListGroupsRequest()
+	lres, err := list.RequestWith(ctx, producer)
+	require.NoError(t, err)
+	groupTypes := map[string]string{}
+	for _, lg := range lres.Groups {
+		groupTypes[lg.Group] = lg.GroupType
+	}
+	require.Equal(t, "consumer", groupTypes["g848"])
 	// The classic protocol on the same load: its own topic records, a fresh group.
 	cj3, cl, cj := runGroupChurn(t, ctx, gw.Addr(), "gclassic", "orders-classic", producing("orders-classic"))
+	lres, err = list.RequestWith(ctx, producer)
+	require.NoError(t, err)
+	for _, lg := range lres.Groups {
+		if lg.Group == "gclassic" {
+			require.Equal(t, "classic", lg.GroupType)
+		}
+	}
 	t.Logf("rebalance to settle (last assignment change): KIP-848 three join %v, a leave %v, a join %v; classic %v, %v, %v",
 		j3.Round(time.Millisecond), l.Round(time.Millisecond), j.Round(time.Millisecond), cj3.Round(time.Millisecond), cl.Round(time.Millisecond), cj.Round(time.Millisecond))
 }
