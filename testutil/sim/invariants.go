@@ -123,6 +123,7 @@ func (v *invariants) groups() {
 		}
 		return false, nil
 	}))
+	members += v.consumerGroups(groups, func(at int64, group, member string) bool { return expiry[expiryKey{at, group, member}] })
 	if len(expiry) != members {
 		v.failf("%d member expiry entries for %d members", len(expiry), members)
 	}
@@ -409,4 +410,62 @@ func supplyChange(res *abci.ResponseFinalizeBlock) (sdkmath.Int, error) {
 		}
 	}
 	return delta, nil
+}
+
+// consumerGroups: every KIP-848 group state has its group, of its kind; every member its
+// group, state and one expiry entry; member epochs never pass the assignment epoch, nor it the
+// group epoch; a member waits on revocation exactly when it has partitions pending; and no
+// partition is held (assigned or pending revocation) by two members of a group. It returns the
+// members counted.
+func (v *invariants) consumerGroups(groups map[string]types.Group, hasExpiry func(at int64, group, member string) bool) int {
+	k := v.a.TopicsKeeper
+	cgs := map[string]types.ConsumerGroup{}
+	v.check(k.ConsumerGroups.Walk(v.ctx, nil, func(id string, cg types.ConsumerGroup) (bool, error) {
+		cgs[id] = cg
+		if g, ok := groups[id]; !ok {
+			v.failf("consumer group state of %q, which does not exist", id)
+		} else if g.Kind != types.GROUP_KIND_CONSUMER {
+			v.failf("consumer group state of %q, whose kind is %s", id, g.Kind)
+		}
+		if cg.AssignmentEpoch > cg.GroupEpoch {
+			v.failf("consumer group %q: assignment epoch %d past group epoch %d", id, cg.AssignmentEpoch, cg.GroupEpoch)
+		}
+		return false, nil
+	}))
+	type held struct {
+		group string
+		tp    types.TopicPartition
+	}
+	owner := map[held]string{}
+	n := 0
+	v.check(k.ConsumerMembers.Walk(v.ctx, nil, func(_ collections.Pair[string, string], m types.ConsumerMember) (bool, error) {
+		n++
+		g, ok := groups[m.GroupId]
+		cg, hasState := cgs[m.GroupId]
+		switch {
+		case !ok:
+			v.failf("consumer member %q of group %q, which does not exist", m.MemberId, m.GroupId)
+		case g.Kind != types.GROUP_KIND_CONSUMER:
+			v.failf("consumer member %q of group %q, whose kind is %s", m.MemberId, m.GroupId, g.Kind)
+		case !hasState:
+			v.failf("consumer member %q of group %q, which has no consumer group state", m.MemberId, m.GroupId)
+		case m.MemberEpoch > cg.AssignmentEpoch:
+			v.failf("consumer member %q of group %q at epoch %d, past the assignment epoch %d", m.MemberId, m.GroupId, m.MemberEpoch, cg.AssignmentEpoch)
+		}
+		if !hasExpiry(m.ExpiresAtMs, m.GroupId, m.MemberId) {
+			v.failf("consumer member %q of group %q has no expiry entry at %d", m.MemberId, m.GroupId, m.ExpiresAtMs)
+		}
+		if (m.State == types.CONSUMER_MEMBER_STATE_UNREVOKED_PARTITIONS) != (len(m.PendingRevocation) > 0) && m.State != types.CONSUMER_MEMBER_STATE_LEFT_STATIC {
+			v.failf("consumer member %q of group %q is %s with %d topics pending revocation", m.MemberId, m.GroupId, m.State, len(m.PendingRevocation))
+		}
+		for tp := range types.NewPartitionSet(m.Assigned, m.PendingRevocation) {
+			key := held{m.GroupId, tp}
+			if other, dup := owner[key]; dup {
+				v.failf("group %q: %s/%d held by both %q and %q", m.GroupId, tp.Topic, tp.Partition, other, m.MemberId)
+			}
+			owner[key] = m.MemberId
+		}
+		return false, nil
+	}))
+	return n
 }

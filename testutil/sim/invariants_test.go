@@ -26,6 +26,8 @@ func TestInvariantsCatchBrokenState(t *testing.T) {
 		&types.MsgProduce{Producer: alice, Batches: []types.ProduceBatch{batch}},
 		&types.MsgKafkaJoinGroup{Owner: alice, GroupId: "kg", MemberId: "m", ProtocolType: "consumer", Protocols: []types.KafkaProtocol{{Name: "range"}}, SessionTimeoutMs: 60_000},
 		&types.MsgJoinGroup{Member: alice, GroupId: "ng", Topics: []string{"t"}},
+		&types.MsgConsumerGroupHeartbeat{Owner: alice, GroupId: "cg", MemberId: "c1", SubscribedTopicNames: []string{"t"}},
+		&types.MsgConsumerGroupHeartbeat{Owner: alice, GroupId: "cg", MemberId: "c2", SubscribedTopicNames: []string{"t"}},
 	}
 	tx, err := c.sign(0, msgs)
 	require.NoError(t, err)
@@ -47,6 +49,14 @@ func TestInvariantsCatchBrokenState(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, k.MemberExpiry.Remove(ctx, collections.Join3(m.ExpiresAtMs, "ng", alice)))
 		}, "has no expiry entry"},
+		{"a partition held by two consumer members", func(ctx sdk.Context) {
+			for _, id := range []string{"c1", "c2"} {
+				m, err := k.ConsumerMembers.Get(ctx, collections.Join("cg", id))
+				require.NoError(t, err)
+				m.Assigned = []types.TopicPartitions{{Topic: "t", Partitions: []uint32{0}}}
+				require.NoError(t, k.ConsumerMembers.Set(ctx, collections.Join("cg", id), m))
+			}
+		}, "held by both"},
 		{"a high watermark behind its batches", func(ctx sdk.Context) {
 			p, err := k.Partitions.Get(ctx, tp)
 			require.NoError(t, err)

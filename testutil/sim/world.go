@@ -24,6 +24,8 @@ type world struct {
 	members    map[string][]topicstypes.Member         // native, by group
 	kafka      map[string]topicstypes.KafkaGroup       // by group
 	kmembers   map[string][]topicstypes.KafkaMember    // by group, in join order
+	consumer   map[string]topicstypes.ConsumerGroup    // KIP-848 groups, by group
+	cmembers   map[string][]topicstypes.ConsumerMember // by group, in join order
 	offsets    map[string][]topicstypes.TopicPartition // committed, by group
 	sequences  map[string]uint64                       // last native idempotent sequence by producer/topic/partition
 	kafkaSeqs  map[string]int32                        // next Kafka base sequence by producer/topic/partition/pid
@@ -35,7 +37,8 @@ type world struct {
 func readWorld(a *app.App, ctx sdk.Context) (*world, error) {
 	k := a.TopicsKeeper
 	w := &world{partitions: map[string][]topicstypes.Partition{}, members: map[string][]topicstypes.Member{},
-		kafka: map[string]topicstypes.KafkaGroup{}, kmembers: map[string][]topicstypes.KafkaMember{}, offsets: map[string][]topicstypes.TopicPartition{},
+		kafka: map[string]topicstypes.KafkaGroup{}, kmembers: map[string][]topicstypes.KafkaMember{},
+		consumer: map[string]topicstypes.ConsumerGroup{}, cmembers: map[string][]topicstypes.ConsumerMember{}, offsets: map[string][]topicstypes.TopicPartition{},
 		sequences: map[string]uint64{}, kafkaSeqs: map[string]int32{}, validators: map[string]bool{}}
 	var err error
 	if w.params, err = k.Params.Get(ctx); err != nil {
@@ -64,6 +67,14 @@ func readWorld(a *app.App, ctx sdk.Context) (*world, error) {
 		}),
 		k.KafkaMembers.Walk(ctx, nil, func(_ collections.Pair[string, string], m topicstypes.KafkaMember) (bool, error) {
 			w.kmembers[m.GroupId] = append(w.kmembers[m.GroupId], m)
+			return false, nil
+		}),
+		k.ConsumerGroups.Walk(ctx, nil, func(id string, g topicstypes.ConsumerGroup) (bool, error) {
+			w.consumer[id] = g
+			return false, nil
+		}),
+		k.ConsumerMembers.Walk(ctx, nil, func(_ collections.Pair[string, string], m topicstypes.ConsumerMember) (bool, error) {
+			w.cmembers[m.GroupId] = append(w.cmembers[m.GroupId], m)
 			return false, nil
 		}),
 		k.Offsets.Walk(ctx, nil, func(key collections.Pair[string, topicstypes.TopicPartition], _ topicstypes.CommittedOffset) (bool, error) {
@@ -98,6 +109,10 @@ func readWorld(a *app.App, ctx sdk.Context) (*world, error) {
 	}
 	for id := range w.kmembers {
 		ms := w.kmembers[id]
+		sort.Slice(ms, func(i, j int) bool { return ms[i].JoinOrder < ms[j].JoinOrder })
+	}
+	for id := range w.cmembers {
+		ms := w.cmembers[id]
 		sort.Slice(ms, func(i, j int) bool { return ms[i].JoinOrder < ms[j].JoinOrder })
 	}
 	vals, err := a.StakingKeeper.GetAllValidators(ctx)

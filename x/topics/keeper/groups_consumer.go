@@ -177,6 +177,11 @@ func (k Keeper) ConsumerGroupHeartbeat(ctx context.Context, msg *types.MsgConsum
 	if err := k.setConsumerMember(ctx, m); err != nil {
 		return m, err
 	}
+	if subscription || bump {
+		if err := k.checkConsumerSubscription(ctx, g.GroupId); err != nil {
+			return m, err
+		}
+	}
 	if err := k.reconcileConsumerGroup(ctx, g, &cg, now, "heartbeat"); err != nil {
 		return m, err
 	}
@@ -317,4 +322,29 @@ func (k Keeper) resolveTopicRegex(ctx context.Context, re string) ([]string, err
 		return len(out) >= types.MaxSubscribedTopics, nil
 	})
 	return out, err
+}
+
+// checkConsumerSubscription bounds what a group subscribes to, as for native groups
+// (max_group_subscribed_partitions): the assignment's work is members x partitions.
+func (k Keeper) checkConsumerSubscription(ctx context.Context, group string) error {
+	params, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
+	members, err := k.consumerMembers(ctx, group)
+	if err != nil {
+		return err
+	}
+	counts, err := k.consumerPartitionCounts(ctx, members)
+	if err != nil {
+		return err
+	}
+	var total uint64
+	for _, c := range counts {
+		total += uint64(c.Partitions)
+	}
+	if total > uint64(params.MaxGroupSubscribedPartitions) {
+		return errorsmod.Wrapf(types.ErrSubscriptionTooLarge, "group %q would subscribe to %d partitions, the limit is %d", group, total, params.MaxGroupSubscribedPartitions)
+	}
+	return nil
 }
