@@ -56,6 +56,14 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
 				},
 				{
+					RpcMethod: "ShareGroup", Use: "share-group [group-id]", Short: "Show a KIP-932 share group (a queue read by Kafka share consumers): epoch, share.* configs, members with the partitions dealt to them",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
+				},
+				{
+					RpcMethod: "SharePartitions", Use: "share-partitions [group-id]", Short: "Show a share group's partitions: start and end offsets, and each in-flight run of records with its state, delivery count, member and lock deadline",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
+				},
+				{
 					RpcMethod: "Lag", Use: "lag [group-id]", Short: "Show a group's lag per partition: high watermark minus committed offset",
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}},
 				},
@@ -84,6 +92,8 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 				{RpcMethod: "KafkaHeartbeat", Skip: true},
 				{RpcMethod: "KafkaLeaveGroup", Skip: true},
 				{RpcMethod: "ConsumerGroupHeartbeat", Skip: true},
+				{RpcMethod: "ShareGroupHeartbeat", Skip: true},
+				{RpcMethod: "ShareFetch", Skip: true},
 				{RpcMethod: "ResetOffsets", Skip: true}, // hand-written: reset-offsets
 				{
 					RpcMethod: "JoinGroup", Use: "join-group [group-id] [topic]...", Short: "Join a consumer group subscribed to topics (a new group is created admitting only you)",

@@ -10,7 +10,7 @@ import (
 )
 
 // EndBlocker expires silent group members, forms the Kafka groups' generations that are due,
-// then purges deleted topics and applies retention
+// takes back share groups' records whose locks ran out, then purges deleted topics and applies retention
 // within one shared cleanup budget. Which of the two goes first alternates by block height, so
 // a flood of deleted topics cannot starve retention, nor a retention backlog the purges.
 // Log compaction comes last, with its own budget.
@@ -31,6 +31,12 @@ func (k Keeper) EndBlocker(ctx context.Context) error {
 	}
 	if err := k.isolate(ctx, "kafka_rebalance", "", func(ctx context.Context) error {
 		_, err := k.CompleteKafkaRebalances(ctx, params.MaxExpiryWorkPerBlock)
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := k.isolate(ctx, "share_locks", "", func(ctx context.Context) error {
+		_, err := k.ExpireShareLocks(ctx, params.MaxExpiryWorkPerBlock)
 		return err
 	}); err != nil {
 		return err

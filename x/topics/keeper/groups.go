@@ -65,6 +65,8 @@ func (k Keeper) removeMember(ctx context.Context, m memberRef) error {
 		return k.KafkaMembers.Remove(ctx, collections.Join(m.group, m.id))
 	case types.GROUP_KIND_CONSUMER:
 		return k.ConsumerMembers.Remove(ctx, collections.Join(m.group, m.id))
+	case types.GROUP_KIND_SHARE:
+		return k.ShareMembers.Remove(ctx, collections.Join(m.group, m.id))
 	}
 	return k.Members.Remove(ctx, collections.Join(m.group, m.id))
 }
@@ -147,7 +149,11 @@ func (k Keeper) requireEmpty(ctx context.Context, g types.Group) error {
 	if err != nil {
 		return err
 	}
-	kafka += consumers
+	shares, err := k.countShareMembers(ctx, g.GroupId)
+	if err != nil {
+		return err
+	}
+	kafka += consumers + shares
 	if native > 0 {
 		return errorsmod.Wrapf(types.ErrGroupNotEmpty, "group %q has %d active members; they must leave or expire first", g.GroupId, native)
 	}
@@ -178,6 +184,9 @@ func (k Keeper) groupKind(ctx context.Context, g types.Group) (types.GroupKind, 
 	}
 	if has, err := k.ConsumerGroups.Has(ctx, g.GroupId); err != nil || has {
 		return types.GROUP_KIND_CONSUMER, err
+	}
+	if has, err := k.ShareGroups.Has(ctx, g.GroupId); err != nil || has {
+		return types.GROUP_KIND_SHARE, err
 	}
 	return types.GROUP_KIND_UNSPECIFIED, nil
 }
@@ -246,6 +255,9 @@ func (k Keeper) DeleteGroup(ctx context.Context, signer, group string) error {
 	if err := k.dropConsumerGroup(ctx, group); err != nil {
 		return err
 	}
+	if err := k.dropShareGroup(ctx, group); err != nil {
+		return err
+	}
 	if err := k.Groups.Remove(ctx, group); err != nil {
 		return err
 	}
@@ -287,7 +299,11 @@ func (k Keeper) expireMembers(ctx context.Context) (uint64, error) {
 			if err != nil {
 				return true, err
 			}
-			cost += c + cc
+			sc, err := k.shareRebalanceCost(ctx, key.K2())
+			if err != nil {
+				return true, err
+			}
+			cost += c + cc + sc
 		}
 		if len(due) > 0 && work+cost > params.MaxExpiryWorkPerBlock {
 			return true, nil
@@ -386,6 +402,9 @@ func (k Keeper) lookupMember(ctx context.Context, kind types.GroupKind, group, i
 	case types.GROUP_KIND_CONSUMER:
 		m, err := k.ConsumerMembers.Get(ctx, collections.Join(group, id))
 		return consumerMember(&m), err
+	case types.GROUP_KIND_SHARE:
+		m, err := k.ShareMembers.Get(ctx, collections.Join(group, id))
+		return shareMemberRef(&m), err
 	}
 	m, err := k.Members.Get(ctx, collections.Join(group, id))
 	return nativeMember(&m), err
@@ -395,6 +414,9 @@ func (k Keeper) lookupMember(ctx context.Context, kind types.GroupKind, group, i
 func (k Keeper) rebalanceExpired(ctx context.Context, group string, kind types.GroupKind) error {
 	if kind == types.GROUP_KIND_CONSUMER {
 		return k.consumerMembersGone(ctx, group, "expire")
+	}
+	if kind == types.GROUP_KIND_SHARE {
+		return k.shareMembersGone(ctx, group, "expire")
 	}
 	if kind == types.GROUP_KIND_KAFKA {
 		kg, err := k.KafkaGroups.Get(ctx, group)
@@ -428,6 +450,11 @@ func (k Keeper) expireOrphans(ctx context.Context, group string, keys []collecti
 	} else if has {
 		kind = types.GROUP_KIND_CONSUMER
 	}
+	if has, err := k.ShareGroups.Has(ctx, group); err != nil {
+		return err
+	} else if has {
+		kind = types.GROUP_KIND_SHARE
+	}
 	if _, err := k.expireDue(ctx, kind, keys); err != nil {
 		return err
 	}
@@ -435,6 +462,12 @@ func (k Keeper) expireOrphans(ctx context.Context, group string, keys []collecti
 		return err
 	}
 	if err := k.ConsumerGroups.Remove(ctx, group); err != nil {
+		return err
+	}
+	if n, err := k.countShareMembers(ctx, group); err != nil || n > 0 {
+		return err
+	}
+	if err := k.dropShareGroup(ctx, group); err != nil {
 		return err
 	}
 	if n, err := k.countKafkaMembers(ctx, group); err != nil || n > 0 {
@@ -536,6 +569,9 @@ func (k Keeper) RemoveGroupMember(ctx context.Context, msg *types.MsgRemoveGroup
 	}
 	if kind == types.GROUP_KIND_CONSUMER {
 		return k.removeConsumerAccount(ctx, g, msg)
+	}
+	if kind == types.GROUP_KIND_SHARE {
+		return k.removeShareAccount(ctx, g, msg)
 	}
 	return k.removeNativeMember(ctx, g, msg) // an UNSPECIFIED group has none: ErrUnknownMember
 }

@@ -458,6 +458,9 @@ func (k Keeper) KafkaHeartbeat(ctx context.Context, msg *types.MsgKafkaHeartbeat
 	if g.Kind == types.GROUP_KIND_CONSUMER {
 		return types.KafkaGroup{GroupId: g.GroupId}, k.renewConsumerMembers(ctx, g, msg)
 	}
+	if g.Kind == types.GROUP_KIND_SHARE {
+		return types.KafkaGroup{GroupId: g.GroupId}, k.renewShareMembers(ctx, g, msg)
+	}
 	kg, err := k.KafkaGroups.Get(ctx, msg.GroupId)
 	if err != nil {
 		return kg, errorsmod.Wrapf(types.ErrUnknownGroup, "no Kafka group %q", msg.GroupId)

@@ -53,6 +53,13 @@ type Keeper struct {
 	// ConsumerMembers is keyed by (group, member id).
 	ConsumerGroups  collections.Map[string, types.ConsumerGroup]
 	ConsumerMembers collections.Map[collections.Pair[string, string], types.ConsumerMember]
+	// ShareGroups and ShareMembers hold KIP-932 share groups (share_groups.go); SharePartitions
+	// each share partition's delivery state, keyed by (group, (topic, partition)); ShareLockDue
+	// indexes share partitions by their earliest lock deadline for the EndBlocker.
+	ShareGroups     collections.Map[string, types.ShareGroup]
+	ShareMembers    collections.Map[collections.Pair[string, string], types.ShareMember]
+	SharePartitions collections.Map[collections.Pair[string, types.TopicPartition], types.SharePartition]
+	ShareLockDue    collections.Map[collections.Triple[int64, string, types.TopicPartition], bool]
 	// Offsets is keyed by (group, (topic, partition)).
 	Offsets collections.Map[collections.Pair[string, types.TopicPartition], types.CommittedOffset]
 	// GroupTopics indexes (topic, group) pairs that have offsets, for topic deletion.
@@ -116,6 +123,11 @@ func NewKeeper(cdc codec.BinaryCodec, addressCodec address.Codec, storeService c
 		ConsumerGroups: collections.NewMap(sb, types.ConsumerGroupsPrefix, "consumer_groups", collections.StringKey, codec.CollValue[types.ConsumerGroup](cdc)),
 		ConsumerMembers: collections.NewMap(sb, types.ConsumerMembersPrefix, "consumer_members",
 			collections.PairKeyCodec(collections.StringKey, collections.StringKey), codec.CollValue[types.ConsumerMember](cdc)),
+		ShareGroups: collections.NewMap(sb, types.ShareGroupsPrefix, "share_groups", collections.StringKey, codec.CollValue[types.ShareGroup](cdc)),
+		ShareMembers: collections.NewMap(sb, types.ShareMembersPrefix, "share_members",
+			collections.PairKeyCodec(collections.StringKey, collections.StringKey), codec.CollValue[types.ShareMember](cdc)),
+		SharePartitions: collections.NewMap(sb, types.SharePartitionsPrefix, "share_partitions", types.OffsetKeyCodec, codec.CollValue[types.SharePartition](cdc)),
+		ShareLockDue:    collections.NewMap(sb, types.ShareLockDuePrefix, "share_lock_due", types.ShareLockDueKeyCodec, collections.BoolValue),
 		KafkaRebalanceDue: collections.NewMap(sb, types.KafkaRebalanceDuePrefix, "kafka_rebalance_due",
 			collections.PairKeyCodec(collections.Int64Key, collections.StringKey), collections.BoolValue),
 		Offsets: collections.NewMap(sb, types.OffsetsPrefix, "offsets",

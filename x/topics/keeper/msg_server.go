@@ -155,6 +155,18 @@ func (m msgServer) ConsumerGroupHeartbeat(ctx context.Context, msg *types.MsgCon
 	return &types.MsgConsumerGroupHeartbeatResponse{Member: member}, nil
 }
 
+func (m msgServer) ShareGroupHeartbeat(ctx context.Context, msg *types.MsgShareGroupHeartbeat) (*types.MsgShareGroupHeartbeatResponse, error) {
+	member, err := m.k.ShareGroupHeartbeat(ctx, msg)
+	if err != nil {
+		return nil, err
+	}
+	return &types.MsgShareGroupHeartbeatResponse{Member: member}, nil
+}
+
+func (m msgServer) ShareFetch(ctx context.Context, msg *types.MsgShareFetch) (*types.MsgShareFetchResponse, error) {
+	return m.k.ShareFetch(ctx, msg)
+}
+
 func (m msgServer) KafkaHeartbeat(ctx context.Context, msg *types.MsgKafkaHeartbeat) (*types.MsgKafkaHeartbeatResponse, error) {
 	kg, err := m.k.KafkaHeartbeat(ctx, msg)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
 
 	"github.com/cosmos/cosmos-sdk/types/query"
@@ -184,4 +185,38 @@ func (q queryServer) ConsumerGroup(ctx context.Context, req *types.QueryConsumer
 		return nil, err
 	}
 	return &types.QueryConsumerGroupResponse{Group: cg, Members: members}, nil
+}
+
+// ShareGroup returns a KIP-932 share group's state and members.
+func (q queryServer) ShareGroup(ctx context.Context, req *types.QueryShareGroupRequest) (*types.QueryShareGroupResponse, error) {
+	if req == nil {
+		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
+	}
+	if err := types.ValidateGroupID(req.GroupId); err != nil {
+		return nil, err
+	}
+	sg, members, err := q.k.ShareGroupState(ctx, req.GroupId)
+	if err != nil {
+		return nil, err
+	}
+	return &types.QueryShareGroupResponse{Group: sg, Members: members}, nil
+}
+
+// maxListedSharePartitions bounds one SharePartitions answer.
+const maxListedSharePartitions = 10_000
+
+// SharePartitions returns a share group's partitions with their in-flight records.
+func (q queryServer) SharePartitions(ctx context.Context, req *types.QuerySharePartitionsRequest) (*types.QuerySharePartitionsResponse, error) {
+	if req == nil {
+		return nil, errorsmod.Wrap(types.ErrInvalidRequest, "empty request")
+	}
+	if err := types.ValidateGroupID(req.GroupId); err != nil {
+		return nil, err
+	}
+	out := &types.QuerySharePartitionsResponse{}
+	err := q.k.SharePartitions.Walk(ctx, collections.NewPrefixedPairRange[string, types.TopicPartition](req.GroupId), func(_ collections.Pair[string, types.TopicPartition], sp types.SharePartition) (bool, error) {
+		out.Partitions = append(out.Partitions, sp)
+		return len(out.Partitions) >= maxListedSharePartitions, nil
+	})
+	return out, err
 }

@@ -30,6 +30,8 @@ func RegisterLegacyAminoCodec(cdc *codec.LegacyAmino) {
 	legacy.RegisterAminoMsg(cdc, &MsgKafkaSyncGroup{}, "bftlog/topics/MsgKafkaSyncGroup")
 	legacy.RegisterAminoMsg(cdc, &MsgKafkaHeartbeat{}, "bftlog/topics/MsgKafkaHeartbeat")
 	legacy.RegisterAminoMsg(cdc, &MsgConsumerGroupHeartbeat{}, "bftlog/topics/MsgConsumerGroupHeartbeat")
+	legacy.RegisterAminoMsg(cdc, &MsgShareGroupHeartbeat{}, "bftlog/topics/MsgShareGroupHeartbeat")
+	legacy.RegisterAminoMsg(cdc, &MsgShareFetch{}, "bftlog/topics/MsgShareFetch")
 	legacy.RegisterAminoMsg(cdc, &MsgKafkaLeaveGroup{}, "bftlog/topics/MsgKafkaLeaveGroup")
 	legacy.RegisterAminoMsg(cdc, &MsgDeleteRecords{}, "bftlog/topics/MsgDeleteRecords")
 	legacy.RegisterAminoMsg(cdc, &MsgDeleteGroupOffsets{}, "bftlog/topics/MsgDeleteGroupOffsets")
@@ -59,6 +61,8 @@ func RegisterInterfaces(registry codectypes.InterfaceRegistry) {
 		&MsgKafkaSyncGroup{},
 		&MsgKafkaHeartbeat{},
 		&MsgConsumerGroupHeartbeat{},
+		&MsgShareGroupHeartbeat{},
+		&MsgShareFetch{},
 		&MsgKafkaLeaveGroup{},
 		&MsgDeleteRecords{},
 		&MsgDeleteGroupOffsets{},

@@ -122,3 +122,11 @@ var (
 	// long (Kafka's INVALID_REGULAR_EXPRESSION).
 	ErrInvalidRegularExpression = errorsmod.Register(ModuleName, 50, "invalid regular expression")
 )
+
+// KIP-932 share groups (MsgShareFetch).
+var (
+	// ErrInvalidRecordState is an acknowledgement of a record the member does not hold (its lock
+	// ran out and it went to another member, or it was never delivered to it): Kafka's
+	// INVALID_RECORD_STATE.
+	ErrInvalidRecordState = errorsmod.Register(ModuleName, 51, "invalid record state")
+)

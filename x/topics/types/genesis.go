@@ -176,7 +176,7 @@ func (gs GenesisState) validateGroups(ac address.Codec, parts map[TopicPartition
 	for _, m := range gs.Members {
 		if g, ok := groups[m.GroupId]; !ok {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "member %s of unknown group %s", m.Member, m.GroupId)
-		} else if g.Kind == GROUP_KIND_KAFKA || g.Kind == GROUP_KIND_CONSUMER {
+		} else if g.Kind == GROUP_KIND_KAFKA || g.Kind == GROUP_KIND_CONSUMER || g.Kind == GROUP_KIND_SHARE {
 			return errorsmod.Wrapf(ErrInvalidGenesis, "native member %s of Kafka group %s", m.Member, m.GroupId)
 		}
 		if _, err := ac.StringToBytes(m.Member); err != nil {

@@ -78,6 +78,12 @@ var (
 	// ConsumerGroupsPrefix and ConsumerMembersPrefix hold KIP-848 consumer groups' state.
 	ConsumerGroupsPrefix  = collections.NewPrefix(23)
 	ConsumerMembersPrefix = collections.NewPrefix(24)
+	// ShareGroupsPrefix, ShareMembersPrefix, SharePartitionsPrefix and ShareLockDuePrefix hold
+	// KIP-932 share groups' state.
+	ShareGroupsPrefix     = collections.NewPrefix(25)
+	ShareMembersPrefix    = collections.NewPrefix(26)
+	SharePartitionsPrefix = collections.NewPrefix(27)
+	ShareLockDuePrefix    = collections.NewPrefix(28)
 )
 
 // TopicPartition names one partition of a topic. It is x/topics' one (topic, partition) key:
@@ -110,6 +116,8 @@ var (
 	CompactionDueKeyCodec = collections.PairKeyCodec(collections.Int64Key, TopicPartitionKey)
 	// TombstoneDueKeyCodec keys tombstone deadlines by (due ms, (topic, partition), key hash).
 	TombstoneDueKeyCodec = collections.TripleKeyCodec(collections.Int64Key, TopicPartitionKey, collections.BytesKey)
+	// ShareLockDueKeyCodec keys share partitions by (earliest lock deadline, group, (topic, partition)).
+	ShareLockDueKeyCodec = collections.TripleKeyCodec(collections.Int64Key, collections.StringKey, TopicPartitionKey)
 	// OffsetKeyCodec keys committed offsets by (group, (topic, partition)).
 	OffsetKeyCodec = collections.PairKeyCodec(collections.StringKey, TopicPartitionKey)
 	// ProducerStateKeyCodec keys idempotent-producer states by ((topic, partition), producer).

@@ -1,0 +1,415 @@
+package keeper
+
+import (
+	"context"
+	"slices"
+	"sort"
+
+	"cosmossdk.io/collections"
+	errorsmod "cosmossdk.io/errors"
+
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
+	"github.com/bftlog/bftlog/x/topics/types"
+)
+
+// KIP-932 share groups: queues on Kafka's API. Members join and leave with
+// MsgShareGroupHeartbeat; the chain deals the subscribed partitions to them (several members
+// may share one) and keeps, per partition, which records are delivered to whom
+// (share_partitions.go). Their gateways keep them alive with MsgKafkaHeartbeat, as for the
+// other Kafka kinds.
+
+func shareMemberRef(m *types.ShareMember) memberRef {
+	return memberRef{types.GROUP_KIND_SHARE, m.GroupId, m.MemberId, &m.ExpiresAtMs}
+}
+
+// shareMembers returns a share group's members in join order.
+func (k Keeper) shareMembers(ctx context.Context, group string) ([]types.ShareMember, error) {
+	var out []types.ShareMember
+	err := k.ShareMembers.Walk(ctx, collections.NewPrefixedPairRange[string, string](group), func(_ collections.Pair[string, string], m types.ShareMember) (bool, error) {
+		out = append(out, m)
+		return false, nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].JoinOrder < out[j].JoinOrder })
+	return out, err
+}
+
+// ShareGroupState returns a share group with its members in join order; ErrUnknownGroup for a
+// group that is not a share group.
+func (k Keeper) ShareGroupState(ctx context.Context, group string) (types.ShareGroup, []types.ShareMember, error) {
+	g, err := k.GetGroup(ctx, group)
+	if err != nil {
+		return types.ShareGroup{}, nil, err
+	}
+	if g.Kind != types.GROUP_KIND_SHARE {
+		return types.ShareGroup{}, nil, errorsmod.Wrapf(types.ErrUnknownGroup, "group %q is not a share group", group)
+	}
+	sg, err := k.shareGroup(ctx, g)
+	if err != nil {
+		return sg, nil, err
+	}
+	members, err := k.shareMembers(ctx, group)
+	return sg, members, err
+}
+
+// shareGroup is g's share state, with Kafka's default share.* configs for a group that has none.
+func (k Keeper) shareGroup(ctx context.Context, g types.Group) (types.ShareGroup, error) {
+	sg, err := k.ShareGroups.Get(ctx, g.GroupId)
+	if isNotFound(err) {
+		return types.ShareGroup{GroupId: g.GroupId, GroupEpoch: int32(min(g.Generation, 1<<31-1)),
+			RecordLockDurationMs: types.DefaultShareRecordLockDurationMs, DeliveryCountLimit: types.DefaultShareDeliveryCountLimit}, nil
+	}
+	return sg, err
+}
+
+func (k Keeper) setShareMember(ctx context.Context, m types.ShareMember) error {
+	return k.ShareMembers.Set(ctx, collections.Join(m.GroupId, m.MemberId), m)
+}
+
+// ownedShareMember returns a member that owner may act as.
+func (k Keeper) ownedShareMember(ctx context.Context, group, id, owner string) (types.ShareMember, error) {
+	m, err := k.ShareMembers.Get(ctx, collections.Join(group, id))
+	if isNotFound(err) {
+		return m, errorsmod.Wrapf(types.ErrUnknownMember, "%q is not a member of share group %q", id, group)
+	} else if err != nil {
+		return m, err
+	}
+	if m.Owner != owner {
+		return m, errorsmod.Wrapf(types.ErrGroupAuthorization, "member %q of group %q belongs to %s, not %s", id, group, m.Owner, owner)
+	}
+	return m, nil
+}
+
+// ShareGroupHeartbeat is KIP-932's ShareGroupHeartbeat when it changes something: a join
+// (epoch 0), a leave (-1) or a new subscription. It returns the member as the chain left it.
+func (k Keeper) ShareGroupHeartbeat(ctx context.Context, msg *types.MsgShareGroupHeartbeat) (types.ShareMember, error) {
+	if err := k.validAddress(msg.Owner, "owner"); err != nil {
+		return types.ShareMember{}, err
+	}
+	if err := msg.Validate(); err != nil {
+		return types.ShareMember{}, err
+	}
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	now := sdkCtx.BlockTime().UnixMilli()
+	g, err := k.Groups.Get(ctx, msg.GroupId)
+	create := isNotFound(err)
+	switch {
+	case create && msg.MemberEpoch != 0:
+		return types.ShareMember{}, errorsmod.Wrapf(types.ErrUnknownMember, "%q is not a member of share group %q", msg.MemberId, msg.GroupId)
+	case create:
+		g = newGroup(msg.GroupId, msg.Owner, types.JOIN_POLICY_UNSPECIFIED, nil, types.ASSIGNOR_UNSPECIFIED, 0, sdkCtx.BlockHeight())
+	case err != nil:
+		return types.ShareMember{}, err
+	}
+	if msg.MemberEpoch == types.ConsumerLeaveEpoch {
+		return k.leaveShareGroup(ctx, g, msg)
+	}
+	if !create {
+		if err := mayJoin(g, msg.Owner); err != nil {
+			return types.ShareMember{}, err
+		}
+	}
+	kindBefore := g.Kind
+	if msg.MemberEpoch == 0 && !create {
+		if err := k.claimKind(ctx, &g, types.GROUP_KIND_SHARE); err != nil {
+			return types.ShareMember{}, err
+		}
+	} else if !create && g.Kind != types.GROUP_KIND_SHARE {
+		return types.ShareMember{}, errorsmod.Wrapf(types.ErrUnknownMember, "%q is not a member of share group %q", msg.MemberId, msg.GroupId)
+	}
+	g.Kind = types.GROUP_KIND_SHARE
+	if !create && g.Kind != kindBefore {
+		// The group was another kind's, empty: what that kind left goes with it.
+		for _, drop := range []func(context.Context, string) error{k.dropKafkaGroup, k.dropConsumerGroup, k.dropShareGroup} {
+			if err := drop(ctx, g.GroupId); err != nil {
+				return types.ShareMember{}, err
+			}
+		}
+	}
+	sg, err := k.shareGroup(ctx, g)
+	if err != nil {
+		return types.ShareMember{}, err
+	}
+	m, err := k.ShareMembers.Get(ctx, collections.Join(msg.GroupId, msg.MemberId))
+	found := err == nil
+	if err != nil && !isNotFound(err) {
+		return m, err
+	}
+	switch {
+	case found && m.Owner != msg.Owner:
+		return m, errorsmod.Wrapf(types.ErrGroupAuthorization, "member %q of group %q belongs to %s, not %s", msg.MemberId, msg.GroupId, m.Owner, msg.Owner)
+	case !found && msg.MemberEpoch > 0:
+		return m, errorsmod.Wrapf(types.ErrUnknownMember, "%q is not a member of share group %q", msg.MemberId, msg.GroupId)
+	case found && msg.MemberEpoch > m.MemberEpoch:
+		return m, errorsmod.Wrapf(types.ErrFencedMemberEpoch, "member %q of group %q is at epoch %d, the heartbeat carries %d", msg.MemberId, msg.GroupId, m.MemberEpoch, msg.MemberEpoch)
+	}
+	bump := !found || !slices.Equal(m.SubscribedTopicNames, msg.SubscribedTopicNames)
+	if !found {
+		members, err := k.shareMembers(ctx, msg.GroupId)
+		if err != nil {
+			return m, err
+		}
+		params, err := k.Params.Get(ctx)
+		if err != nil {
+			return m, err
+		}
+		if uint32(len(members)) >= params.MaxGroupMembers {
+			return m, errorsmod.Wrapf(types.ErrGroupFull, "group %q has %d members, the limit is %d", msg.GroupId, len(members), params.MaxGroupMembers)
+		}
+		m = types.ShareMember{GroupId: msg.GroupId, MemberId: msg.MemberId, Owner: msg.Owner}
+		for _, x := range members {
+			m.JoinOrder = max(m.JoinOrder, x.JoinOrder+1)
+		}
+	}
+	m.ClientId, m.RackId, m.SubscribedTopicNames = msg.ClientId, msg.RackId, msg.SubscribedTopicNames
+	if err := k.setExpiry(ctx, shareMemberRef(&m), now+g.SessionTimeoutMs); err != nil {
+		return m, err
+	}
+	if err := k.setShareMember(ctx, m); err != nil {
+		return m, err
+	}
+	if create {
+		if err := k.createGroup(ctx, &g, msg.Owner); err != nil {
+			return m, err
+		}
+	} else if g.Kind != kindBefore {
+		if err := k.Groups.Set(ctx, g.GroupId, g); err != nil {
+			return m, err
+		}
+	}
+	if bump {
+		sg.GroupEpoch++
+		if err := k.reassignShareGroup(ctx, &sg, "join"); err != nil {
+			return m, err
+		}
+	} else if err := k.ShareGroups.Set(ctx, sg.GroupId, sg); err != nil {
+		return m, err
+	}
+	return k.ShareMembers.Get(ctx, collections.Join(m.GroupId, m.MemberId))
+}
+
+// leaveShareGroup removes the member, releases the records it holds on its partitions for
+// another member, and deals its partitions to the rest.
+func (k Keeper) leaveShareGroup(ctx context.Context, g types.Group, msg *types.MsgShareGroupHeartbeat) (types.ShareMember, error) {
+	m, err := k.ownedShareMember(ctx, msg.GroupId, msg.MemberId, msg.Owner)
+	if err != nil {
+		return m, err
+	}
+	sg, err := k.shareGroup(ctx, g)
+	if err != nil {
+		return m, err
+	}
+	if err := k.releaseMemberRecords(ctx, sg, m); err != nil {
+		return m, err
+	}
+	if err := k.removeMember(ctx, shareMemberRef(&m)); err != nil {
+		return m, err
+	}
+	sg.GroupEpoch++
+	m.MemberEpoch = msg.MemberEpoch
+	return m, k.reassignShareGroup(ctx, &sg, "leave")
+}
+
+// reassignShareGroup deals the subscribed partitions to the members at the group's epoch and
+// gives every partition newly dealt a delivery state (from its high watermark, or its log start
+// offset with share.auto.offset.reset=earliest). The assignor's work (members x partitions) is
+// charged to the signer; the EndBlocker's expiries are budgeted (shareRebalanceCost).
+func (k Keeper) reassignShareGroup(ctx context.Context, sg *types.ShareGroup, reason string) error {
+	members, err := k.shareMembers(ctx, sg.GroupId)
+	if err != nil {
+		return err
+	}
+	partitions := map[string]uint32{}
+	topics := map[string]types.Topic{}
+	names := map[string]bool{}
+	for _, m := range members {
+		for _, t := range m.SubscribedTopicNames {
+			names[t] = true
+		}
+	}
+	sorted := make([]string, 0, len(names))
+	for t := range names {
+		sorted = append(sorted, t)
+	}
+	slices.Sort(sorted)
+	var total uint64
+	for _, t := range sorted {
+		topic, err := k.Topics.Get(ctx, t)
+		if isNotFound(err) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		partitions[t], topics[t] = topic.Partitions, topic
+		total += uint64(topic.Partitions)
+	}
+	sdkCtx := sdk.UnwrapSDKContext(ctx)
+	sdkCtx.GasMeter().ConsumeGas(uint64(len(members)+1)*(total+uint64(len(sorted))+1)*types.RebalanceGasPerUnit, "share group assignment")
+	inputs := make([]types.ShareAssignInput, len(members))
+	for i, m := range members {
+		inputs[i] = types.ShareAssignInput{Member: m.MemberId, Topics: m.SubscribedTopicNames}
+	}
+	assigned := types.AssignShare(inputs, partitions)
+	ids := make([]string, len(members))
+	dealt := types.PartitionSet{}
+	for i := range members {
+		members[i].Assigned, members[i].MemberEpoch = assigned[i], sg.GroupEpoch
+		ids[i] = members[i].MemberId
+		for tp := range types.NewPartitionSet(assigned[i]) {
+			dealt[tp] = true
+		}
+		if err := k.setShareMember(ctx, members[i]); err != nil {
+			return err
+		}
+	}
+	for _, tps := range dealt.List() {
+		for _, p := range tps.Partitions {
+			if _, err := k.sharePartition(ctx, *sg, topics[tps.Topic], p); err != nil {
+				return err
+			}
+		}
+	}
+	if err := k.ShareGroups.Set(ctx, sg.GroupId, *sg); err != nil {
+		return err
+	}
+	g, err := k.GetGroup(ctx, sg.GroupId)
+	if err != nil {
+		return err
+	}
+	g.Generation = uint64(sg.GroupEpoch)
+	if err := k.Groups.Set(ctx, g.GroupId, g); err != nil {
+		return err
+	}
+	return sdkCtx.EventManager().EmitTypedEvent(&types.EventGroupRebalanced{
+		GroupId: sg.GroupId, Generation: g.Generation, Members: ids, Reason: reason,
+	})
+}
+
+// shareMembersGone deals a share group's partitions again after members expired; the records
+// they hold go back when their locks run out.
+func (k Keeper) shareMembersGone(ctx context.Context, group, reason string) error {
+	g, err := k.GetGroup(ctx, group)
+	if err != nil {
+		return err
+	}
+	sg, err := k.shareGroup(ctx, g)
+	if err != nil {
+		return err
+	}
+	sg.GroupEpoch++
+	return k.reassignShareGroup(ctx, &sg, reason)
+}
+
+// shareRebalanceCost is the work of dealing a share group's partitions again: members x
+// subscribed partitions, plus one per member.
+func (k Keeper) shareRebalanceCost(ctx context.Context, group string) (uint64, error) {
+	members, err := k.shareMembers(ctx, group)
+	if err != nil || len(members) == 0 {
+		return 0, err
+	}
+	var parts uint64
+	for _, m := range members {
+		parts += uint64(len(types.NewPartitionSet(m.Assigned))) + uint64(len(m.SubscribedTopicNames))
+	}
+	n := uint64(len(members))
+	return n*parts + n, nil
+}
+
+func (k Keeper) countShareMembers(ctx context.Context, group string) (uint64, error) {
+	var n uint64
+	err := k.ShareMembers.Walk(ctx, collections.NewPrefixedPairRange[string, string](group), func(collections.Pair[string, string], types.ShareMember) (bool, error) {
+		n++
+		return false, nil
+	})
+	return n, err
+}
+
+// dropShareGroup removes a share group's state: members with their expiry entries, every share
+// partition with its lock entry.
+func (k Keeper) dropShareGroup(ctx context.Context, group string) error {
+	members, err := k.shareMembers(ctx, group)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		if err := k.removeMember(ctx, shareMemberRef(&m)); err != nil {
+			return err
+		}
+	}
+	var parts []types.SharePartition
+	err = k.SharePartitions.Walk(ctx, collections.NewPrefixedPairRange[string, types.TopicPartition](group), func(_ collections.Pair[string, types.TopicPartition], sp types.SharePartition) (bool, error) {
+		parts = append(parts, sp)
+		return false, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, sp := range parts {
+		tp := types.TopicPartition{Topic: sp.Topic, Partition: sp.Partition}
+		if sp.NextLockDeadlineMs != 0 {
+			if err := k.ShareLockDue.Remove(ctx, collections.Join3(sp.NextLockDeadlineMs, group, tp)); err != nil {
+				return err
+			}
+		}
+		if err := k.SharePartitions.Remove(ctx, collections.Join(group, tp)); err != nil {
+			return err
+		}
+	}
+	return k.ShareGroups.Remove(ctx, group)
+}
+
+// renewShareMembers is MsgKafkaHeartbeat for a share group: it extends the owner's members'
+// sessions.
+func (k Keeper) renewShareMembers(ctx context.Context, g types.Group, msg *types.MsgKafkaHeartbeat) error {
+	now := sdk.UnwrapSDKContext(ctx).BlockTime().UnixMilli()
+	for _, id := range msg.MemberIds {
+		m, err := k.ownedShareMember(ctx, msg.GroupId, id, msg.Owner)
+		if err != nil {
+			return err
+		}
+		if err := k.setExpiry(ctx, shareMemberRef(&m), now+g.SessionTimeoutMs); err != nil {
+			return err
+		}
+		if err := k.setShareMember(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeShareAccount is RemoveGroupMember for a share group: every member msg.Member's account
+// joined goes, with the records it holds released.
+func (k Keeper) removeShareAccount(ctx context.Context, g types.Group, msg *types.MsgRemoveGroupMember) error {
+	members, err := k.shareMembers(ctx, g.GroupId)
+	if err != nil {
+		return err
+	}
+	sg, err := k.shareGroup(ctx, g)
+	if err != nil {
+		return err
+	}
+	removed := 0
+	for _, m := range members {
+		if m.Owner != msg.Member {
+			continue
+		}
+		if err := k.releaseMemberRecords(ctx, sg, m); err != nil {
+			return err
+		}
+		if err := k.removeMember(ctx, shareMemberRef(&m)); err != nil {
+			return err
+		}
+		removed++
+	}
+	if removed == 0 {
+		return errorsmod.Wrapf(types.ErrUnknownMember, "%s has no share member in group %q", msg.Member, g.GroupId)
+	}
+	if err := k.dropAllowed(ctx, &g, msg); err != nil {
+		return err
+	}
+	if err := k.Groups.Set(ctx, g.GroupId, g); err != nil {
+		return err
+	}
+	sg.GroupEpoch++
+	return k.reassignShareGroup(ctx, &sg, "remove")
+}
