@@ -71,6 +71,8 @@ func (s *Server) describeGroup(ctx context.Context, id string) (*groupView, erro
 		return s.describeKafkaGroup(ctx, id)
 	case types.GROUP_KIND_CONSUMER:
 		return s.describeConsumerGroupView(ctx, id)
+	case types.GROUP_KIND_SHARE:
+		return s.describeShareGroupView(ctx, id)
 	}
 	v := &groupView{id: id, state: stateEmpty, protocolType: "consumer", groupType: "classic"}
 	if len(res.Members) > 0 {
@@ -125,6 +127,26 @@ func (s *Server) describeConsumerGroupView(ctx context.Context, id string) (*gro
 			dm.InstanceID = kmsg.StringPtr(m.InstanceId)
 		}
 		dm.ProtocolMetadata, dm.MemberAssignment = consumerProtocol(subscribedOf(m), m.Assigned)
+		v.members = append(v.members, dm)
+	}
+	return v, nil
+}
+
+// describeShareGroupView shows a KIP-932 share group as Kafka's ListGroups and DescribeGroups
+// do: group and protocol type "share", Stable with members, Empty without.
+func (s *Server) describeShareGroupView(ctx context.Context, id string) (*groupView, error) {
+	st, err := s.shareGroupState(ctx, id)
+	if err != nil || st == nil {
+		return nil, err
+	}
+	v := &groupView{id: id, state: stateEmpty, protocolType: "share", groupType: "share"}
+	if len(st.Members) > 0 {
+		v.state = stateStable
+	}
+	for _, m := range st.Members {
+		dm := kmsg.NewDescribeGroupsResponseGroupMember()
+		dm.MemberID, dm.ClientID, dm.ClientHost = m.MemberId, m.ClientId, s.clientHost(id, m.MemberId)
+		dm.ProtocolMetadata, dm.MemberAssignment = consumerProtocol(m.SubscribedTopicNames, m.Assigned)
 		v.members = append(v.members, dm)
 	}
 	return v, nil
@@ -203,6 +225,8 @@ func (s *Server) listGroups(ctx context.Context, r *kmsg.ListGroupsRequest) kmsg
 				lg.GroupState, lg.ProtocolType, lg.GroupType = v.state, v.protocolType, v.groupType
 			case g.Kind == types.GROUP_KIND_CONSUMER:
 				lg.GroupType = "consumer"
+			case g.Kind == types.GROUP_KIND_SHARE:
+				lg.GroupType, lg.ProtocolType = "share", "share"
 			case g.Kind == types.GROUP_KIND_KAFKA:
 				if v, err := s.describeKafkaGroup(ctx, g.GroupId); err == nil && v != nil {
 					lg.ProtocolType = v.protocolType

@@ -50,6 +50,10 @@
 //	66   ListTransactions              admin_txns.go       listTransactions              none, as above
 //	68   ConsumerGroupHeartbeat        consumer_groups.go  consumerGroupHeartbeat        MsgConsumerGroupHeartbeat when it changes something; ConsumerGroup query
 //	69   ConsumerGroupDescribe         consumer_groups.go  consumerGroupDescribe         ConsumerGroup query
+//	76   ShareGroupHeartbeat           share_groups.go     shareGroupHeartbeat           MsgShareGroupHeartbeat on a join, leave or new subscription; ShareGroup query
+//	77   ShareGroupDescribe            share_groups.go     shareGroupDescribe            ShareGroup query
+//	78   ShareFetch                    share_fetch.go      shareFetch                    MsgShareFetch, batched per gateway; SharePartitions and Fetch queries
+//	79   ShareAcknowledge              share_fetch.go      shareAcknowledge              MsgShareFetch (acknowledgements only), batched per gateway
 //	71   GetTelemetrySubscriptions     telemetry.go        getTelemetrySubscriptions     none: the gateway's --telemetry-metrics subscription
 //	72   PushTelemetry                 telemetry.go        pushTelemetry                 none: exported at the gateway's --metrics-listen
 //	75   DescribeTopicPartitions       discovery.go        describeTopicPartitions       Topic and Topics queries

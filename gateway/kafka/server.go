@@ -100,6 +100,7 @@ type identity struct {
 	signer             *txclient.Signer
 	producer           *producer
 	groups             *coordinator
+	shares             *shareCoordinator
 	txns               *txnCoordinator
 }
 
@@ -184,6 +185,7 @@ func Listen(cfg Config) (*Server, error) {
 		}
 		id := &identity{principal: principal, password: password, signer: signer,
 			producer: newProducer(cfg.ClientCtx, signer, cfg.Log), groups: newCoordinator(newChainGroups(cfg.ClientCtx, signer, s.query)),
+			shares: newShareCoordinator(cfg.ClientCtx, signer),
 			txns: newTxnCoordinator(signer, cfg.MaxTransactionBytes)}
 		id.groups.log = cfg.Log
 		s.ids = append(s.ids, id)
@@ -290,6 +292,7 @@ func (s *Server) closeIdentities() {
 	for _, id := range s.ids {
 		id.producer.close()
 		id.groups.close()
+		id.shares.close()
 	}
 }
 
@@ -596,6 +599,14 @@ func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
 		return s.consumerGroupHeartbeat(ctx, r)
 	case *kmsg.ConsumerGroupDescribeRequest:
 		return s.consumerGroupDescribe(ctx, r)
+	case *kmsg.ShareGroupHeartbeatRequest:
+		return s.shareGroupHeartbeat(ctx, r)
+	case *kmsg.ShareGroupDescribeRequest:
+		return s.shareGroupDescribe(ctx, r)
+	case *kmsg.ShareFetchRequest:
+		return s.shareFetch(ctx, r)
+	case *kmsg.ShareAcknowledgeRequest:
+		return s.shareAcknowledge(ctx, r)
 	case *kmsg.ListGroupsRequest:
 		return s.listGroups(ctx, r)
 	case *kmsg.DescribeGroupsRequest:

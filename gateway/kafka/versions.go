@@ -68,6 +68,10 @@ var versions = map[kmsg.Key][2]int16{
 	kmsg.DescribeTopicPartitions:      {0, 0},
 	kmsg.ConsumerGroupHeartbeat:       {1, 1},
 	kmsg.ConsumerGroupDescribe:        {0, 1},
+	kmsg.ShareGroupHeartbeat:          {1, 1},
+	kmsg.ShareGroupDescribe:           {1, 1},
+	kmsg.ShareFetch:                   {1, 1},
+	kmsg.ShareAcknowledge:             {1, 1},
 	kmsg.GetTelemetrySubscriptions:    {0, 0},
 	kmsg.PushTelemetry:                {0, 0},
 }
