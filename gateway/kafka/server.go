@@ -613,9 +613,9 @@ func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
 	case *kmsg.DescribeUserSCRAMCredentialsRequest:
 		return s.describeUserSCRAMCredentials(r)
 	case *kmsg.GetTelemetrySubscriptionsRequest:
-		return s.telemetry.getTelemetrySubscriptions(r, clientID(ctx))
+		return s.telemetry.getTelemetrySubscriptions(r, s.telemetryCaller(ctx))
 	case *kmsg.PushTelemetryRequest:
-		return s.telemetry.pushTelemetry(r, clientID(ctx))
+		return s.telemetry.pushTelemetry(r, s.telemetryCaller(ctx))
 	}
 	return unsupported(req.Key(), req.GetVersion())
 }
