@@ -173,12 +173,6 @@ func Listen(cfg Config) (*Server, error) {
 	s.metrics = newGatewayMetrics(s)
 	s.telemetry = newTelemetry(cfg.Telemetry, s.metrics)
 	s.metrics.registry.MustRegister(s.telemetry)
-	if cfg.MetricsAddr != "" {
-		if err := s.serveMetrics(cfg.MetricsAddr); err != nil {
-			ln.Close()
-			return nil, err
-		}
-	}
 	newIdentity := func(principal, password string, signer *txclient.Signer) (*identity, error) {
 		if signer != nil { // a gateway without a signer serves reads only
 			signer.UseUnordered()
@@ -221,6 +215,14 @@ func Listen(cfg Config) (*Server, error) {
 				return nil, err
 			}
 			s.users[u.Name] = id
+		}
+	}
+	// Served last: every error return above closes only what it opened.
+	if cfg.MetricsAddr != "" {
+		if err := s.serveMetrics(cfg.MetricsAddr); err != nil {
+			s.closeIdentities()
+			ln.Close()
+			return nil, err
 		}
 	}
 	if cfg.TLS != nil {
@@ -622,9 +624,9 @@ func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
 	case *kmsg.DescribeUserSCRAMCredentialsRequest:
 		return s.describeUserSCRAMCredentials(r)
 	case *kmsg.GetTelemetrySubscriptionsRequest:
-		return s.telemetry.getTelemetrySubscriptions(r, clientID(ctx))
+		return s.telemetry.getTelemetrySubscriptions(r, s.telemetryCaller(ctx))
 	case *kmsg.PushTelemetryRequest:
-		return s.telemetry.pushTelemetry(r, clientID(ctx))
+		return s.telemetry.pushTelemetry(r, s.telemetryCaller(ctx))
 	}
 	return unsupported(req.Key(), req.GetVersion())
 }

@@ -3,8 +3,10 @@ package kafka
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"hash/fnv"
 	"io"
@@ -32,11 +34,11 @@ type Telemetry struct {
 	// Metrics are the metric name prefixes requested (e.g. "org.apache.kafka.producer."); "*"
 	// requests every metric. Empty: no subscription, clients push nothing.
 	Metrics []string
-	// PushInterval is how often clients push (default 1 min; at least 100 ms, Kafka's
-	// minimum; franz-go pushes at most once a second whatever it is told).
+	// PushInterval is how often clients push (default 1 min; between 100 ms and 1 h, Kafka's
+	// bounds of interval.ms; franz-go pushes at most once a second whatever it is told).
 	PushInterval time.Duration
 	// MaxClients bounds the client instances tracked, and so exported (default 1,000); a new
-	// one past it evicts the one heard from longest ago.
+	// one past it evicts one that never pushed, else the one heard from longest ago.
 	MaxClients int
 	// MaxPushBytes bounds one push, compressed and decompressed (default 1 MiB, Kafka's
 	// telemetry.max.bytes): TELEMETRY_TOO_LARGE past it.
@@ -44,6 +46,11 @@ type Telemetry struct {
 	// MaxSeriesPerClient bounds the series exported for one client instance (default 256);
 	// data points of further series are dropped and counted.
 	MaxSeriesPerClient int
+	// MaxSeries bounds the series exported for all clients together (default 10,000), and
+	// MaxBytes what they hold (default 16 MiB; seriesCost); points of further series are
+	// dropped and counted. One client's series hold at most maxClientBytes.
+	MaxSeries int
+	MaxBytes  int64
 }
 
 // Defaults of Telemetry's bounds.
@@ -51,7 +58,9 @@ const (
 	DefaultTelemetryPushInterval = time.Minute
 	DefaultTelemetryMaxClients   = 1000
 	DefaultTelemetryMaxPushBytes = 1 << 20
-	DefaultTelemetryMaxSeries    = 256
+	DefaultTelemetryMaxSeries    = 256 // per client instance
+	DefaultTelemetryTotalSeries  = 10_000
+	DefaultTelemetryTotalBytes   = 16 << 20
 )
 
 const (
@@ -60,9 +69,20 @@ const (
 	// hour (and a subscription added by a restart reaches clients within it).
 	quietPushInterval = 30 * time.Minute
 	minPushInterval   = 100 * time.Millisecond
+	// maxPushInterval is Kafka's bound of interval.ms; its milliseconds fit the int32 sent.
+	maxPushInterval = time.Hour
 	// telemetryExpiry forgets a client instance not heard from for this long, or for three
 	// push intervals if longer (Kafka's client instance cache expiry).
 	telemetryExpiry = time.Minute
+	// maxClientBytes bounds what one client instance's series hold: 256 series of ordinary
+	// names and labels fit, and a client with few, long labels cannot take MaxBytes alone.
+	maxClientBytes = 256 << 10
+	// maxInstancesPerConn bounds the client instances one connection makes (a client uses
+	// one): a connection cannot fill the table, evicting others, with a request each.
+	maxInstancesPerConn = 4
+	// maxTerminated is how many instance ids that sent their terminating push are
+	// remembered, so that a later push with one is INVALID_REQUEST, as in Kafka.
+	maxTerminated = 1024
 )
 
 // acceptedCompression are the codecs a push may use, in the gateway's order of preference
@@ -82,18 +102,33 @@ type telemetry struct {
 	now       func() time.Time
 	mu        sync.Mutex
 	clients   map[[16]byte]*telemetryClient
+	// series and bytes are what every client's series hold, against MaxSeries and MaxBytes.
+	series int
+	bytes  int64
+	// perConn counts the instances each open connection made (telemetryCaller.conn).
+	perConn map[any]int
+	// terminated are the latest maxTerminated ids that sent a terminating push, in a ring.
+	terminated     map[[16]byte]bool
+	terminatedRing [][16]byte
+	terminatedNext int
 }
 
 // telemetryClient is one client instance: when it last asked and pushed, and its series.
 type telemetryClient struct {
 	id                [16]byte
+	instance          string // id in hex, its label value
 	clientID          string
 	seen              time.Time
 	lastGet, lastPush time.Time
+	// principal made the instance: another's pushes to it are refused, its Gets get a new id.
+	principal string
+	// pushed: a push was taken. Instances that never pushed are evicted first.
+	pushed bool
 	// lastErr is the last error it was answered: after UNKNOWN_SUBSCRIPTION_ID or
 	// UNSUPPORTED_COMPRESSION_TYPE it may ask again at once (Kafka's exception).
 	lastErr int16
 	series  map[string]*telemetrySeries
+	bytes   int64 // the series' seriesCost
 }
 
 type telemetrySeries struct {
@@ -102,12 +137,34 @@ type telemetrySeries struct {
 	value  float64
 }
 
+// telemetryCaller is who sends a telemetry request.
+type telemetryCaller struct {
+	clientID  string
+	principal string
+	// conn names the connection (nil: counted nowhere); closed ends when it does.
+	conn   any
+	closed context.Context
+}
+
+// telemetryCaller is the request's caller: its client id, the connection's principal, and
+// the connection (its *saslConn, one per connection).
+func (s *Server) telemetryCaller(ctx context.Context) telemetryCaller {
+	c := telemetryCaller{clientID: clientID(ctx), conn: ctx.Value(saslKey{}), closed: ctx}
+	if id := s.ident(ctx); id != nil {
+		c.principal = id.principal
+	}
+	return c
+}
+
 func newTelemetry(cfg Telemetry, stats *gatewayMetrics) *telemetry {
-	cfg.PushInterval = max(orDefault(cfg.PushInterval, DefaultTelemetryPushInterval), minPushInterval)
+	cfg.PushInterval = min(max(orDefault(cfg.PushInterval, DefaultTelemetryPushInterval), minPushInterval), maxPushInterval)
 	cfg.MaxClients = orDefault(cfg.MaxClients, DefaultTelemetryMaxClients)
 	cfg.MaxPushBytes = orDefault(cfg.MaxPushBytes, DefaultTelemetryMaxPushBytes)
 	cfg.MaxSeriesPerClient = orDefault(cfg.MaxSeriesPerClient, DefaultTelemetryMaxSeries)
-	t := &telemetry{cfg: cfg, stats: stats, now: time.Now, clients: map[[16]byte]*telemetryClient{}}
+	cfg.MaxSeries = orDefault(cfg.MaxSeries, DefaultTelemetryTotalSeries)
+	cfg.MaxBytes = orDefault(cfg.MaxBytes, DefaultTelemetryTotalBytes)
+	t := &telemetry{cfg: cfg, stats: stats, now: time.Now, clients: map[[16]byte]*telemetryClient{},
+		perConn: map[any]int{}, terminated: map[[16]byte]bool{}}
 	for _, m := range cfg.Metrics {
 		if m = strings.TrimSpace(m); m == "*" {
 			t.requested = []string{""}
@@ -140,7 +197,7 @@ func (t *telemetry) pushInterval() time.Duration {
 	return t.cfg.PushInterval
 }
 
-func (t *telemetry) getTelemetrySubscriptions(r *kmsg.GetTelemetrySubscriptionsRequest, clientID string) kmsg.Response {
+func (t *telemetry) getTelemetrySubscriptions(r *kmsg.GetTelemetrySubscriptionsRequest, who telemetryCaller) kmsg.Response {
 	resp := kmsg.NewPtrGetTelemetrySubscriptionsResponse()
 	resp.SetVersion(r.Version)
 	id := r.ClientInstanceID
@@ -163,33 +220,49 @@ func (t *telemetry) getTelemetrySubscriptions(r *kmsg.GetTelemetrySubscriptionsR
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
-	c := t.client(id, clientID, now)
+	c := t.clients[id]
+	if t.terminated[id] || (c != nil && c.principal != who.principal) {
+		// A finished id, or another principal's, is not given back: the client carries on
+		// with a new one (clients take the id answered).
+		id, c = newInstanceID(), nil
+		resp.ClientInstanceID = id
+	}
+	if c == nil {
+		if c = t.newClient(id, who, now); c == nil {
+			// The connection made its share of instances: nothing is asked of this one.
+			resp.RequestedMetrics, resp.PushIntervalMillis = nil, int32(quietPushInterval.Milliseconds())
+			return resp
+		}
+	}
+	c.seen, c.clientID = now, labelValue(who.clientID)
 	if wait := t.pushInterval() - now.Sub(later(c.lastGet, c.lastPush)); wait > 0 &&
 		c.lastErr != kerr.UnknownSubscriptionID.Code && c.lastErr != kerr.UnsupportedCompressionType.Code {
-		// Asking again before the interval is up, as Kafka answers it.
+		// Asking again before the interval is up, answered as Kafka does: the error alone.
+		// Not ThrottleMillis: a client honours it by holding the whole connection (KIP-219),
+		// its heartbeats and fetches too.
 		out := kmsg.NewPtrGetTelemetrySubscriptionsResponse()
 		out.SetVersion(r.Version)
-		out.ErrorCode, out.ThrottleMillis = kerr.ThrottlingQuotaExceeded.Code, int32(wait.Milliseconds())
+		out.ErrorCode = kerr.ThrottlingQuotaExceeded.Code
 		return out
 	}
 	c.lastGet, c.lastErr = now, 0
 	return resp
 }
 
-func (t *telemetry) pushTelemetry(r *kmsg.PushTelemetryRequest, clientID string) kmsg.Response {
+func (t *telemetry) pushTelemetry(r *kmsg.PushTelemetryRequest, who telemetryCaller) kmsg.Response {
 	resp := kmsg.NewPtrPushTelemetryResponse()
 	resp.SetVersion(r.Version)
 	t.stats.telemetryBytes.Add(float64(len(r.Metrics)))
-	code, payload := t.admitPush(r, clientID)
+	code, payload := t.admitPush(r, who)
 	if code == 0 && len(payload) > 0 {
 		points, dropped, err := parseOTLP(payload, t.allowed, t.cfg.MaxSeriesPerClient)
-		switch {
-		case err != nil:
+		if err != nil {
 			code = kerr.InvalidRecord.Code
-		case !r.Terminating:
+		} else {
 			t.mu.Lock()
-			if c := t.clients[r.ClientInstanceID]; c != nil {
-				dropped["series_limit"] += c.apply(points, t.cfg.MaxSeriesPerClient)
+			// Evicted meanwhile, or made again by another principal: nothing is set.
+			if c := t.clients[r.ClientInstanceID]; c != nil && c.principal == who.principal {
+				t.apply(c, points, dropped)
 			}
 			t.mu.Unlock()
 		}
@@ -197,22 +270,17 @@ func (t *telemetry) pushTelemetry(r *kmsg.PushTelemetryRequest, clientID string)
 			t.stats.telemetryDropped.WithLabelValues(reason).Add(float64(n))
 		}
 	}
-	if r.Terminating && code != kerr.UnknownSubscriptionID.Code {
-		// The client is closing (its last push taken or not, as Kafka marks it terminating
-		// either way): its series go with it.
-		t.mu.Lock()
-		delete(t.clients, r.ClientInstanceID)
-		t.mu.Unlock()
-	}
 	resp.ErrorCode = code
 	t.stats.telemetryPushes.WithLabelValues(resultName(code)).Inc()
 	return resp
 }
 
-// admitPush checks a push in Kafka's order (throttling, subscription, compression, size)
-// and returns its decompressed metrics.
-func (t *telemetry) admitPush(r *kmsg.PushTelemetryRequest, clientID string) (int16, []byte) {
-	if r.ClientInstanceID == ([16]byte{}) {
+// admitPush checks a push in Kafka's order (terminated, throttling, subscription,
+// compression, size) and returns its decompressed metrics. A terminating push ends the
+// instance and is not read.
+func (t *telemetry) admitPush(r *kmsg.PushTelemetryRequest, who telemetryCaller) (int16, []byte) {
+	id := r.ClientInstanceID
+	if id == ([16]byte{}) {
 		return kerr.InvalidRequest.Code, nil
 	}
 	if !t.subscribed() {
@@ -220,16 +288,28 @@ func (t *telemetry) admitPush(r *kmsg.PushTelemetryRequest, clientID string) (in
 	}
 	t.mu.Lock()
 	now := t.now()
-	c := t.clients[r.ClientInstanceID]
-	if c == nil && r.SubscriptionID != t.subID {
+	c := t.clients[id]
+	switch {
+	case t.terminated[id]:
+		t.mu.Unlock()
+		return kerr.InvalidRequest.Code, nil // a push after the terminating one, as Kafka answers it
+	case c != nil && c.principal != who.principal:
+		// Another principal's instance is left alone. UNKNOWN_SUBSCRIPTION_ID (rather than
+		// INVALID_REQUEST, which ends a client's telemetry for good) sends a client that
+		// happens on the id back to Get, which gives it one of its own.
+		t.mu.Unlock()
+		return kerr.UnknownSubscriptionID.Code, nil
+	case c == nil && r.SubscriptionID != t.subID:
 		t.mu.Unlock()
 		return kerr.UnknownSubscriptionID.Code, nil // nothing kept for an id never subscribed
-	}
-	if c == nil {
+	case c == nil:
 		// Known to another gateway of the fleet, or forgotten here: the subscription is ours.
-		c = t.client(r.ClientInstanceID, clientID, now)
+		if c = t.newClient(id, who, now); c == nil {
+			t.mu.Unlock()
+			return kerr.UnknownSubscriptionID.Code, nil // the connection made its share
+		}
 	}
-	c.seen, c.clientID = now, labelValue(clientID)
+	c.seen, c.clientID = now, labelValue(who.clientID)
 	code := int16(0)
 	switch {
 	case !r.Terminating && !c.lastGet.After(c.lastPush) && now.Sub(later(c.lastGet, c.lastPush)) < t.cfg.PushInterval:
@@ -247,6 +327,17 @@ func (t *telemetry) admitPush(r *kmsg.PushTelemetryRequest, clientID string) (in
 		c.lastPush = now
 	}
 	c.lastErr = code
+	if r.Terminating {
+		if code != kerr.UnknownSubscriptionID.Code {
+			// The client is closing (its last push taken or not, as Kafka marks it
+			// terminating either way): its series go with it, so its last ones are not read.
+			t.remove(c)
+			t.terminate(id)
+		}
+		t.mu.Unlock()
+		return code, nil
+	}
+	c.pushed = c.pushed || code == 0
 	t.mu.Unlock()
 	if code != 0 {
 		return code, nil
@@ -271,37 +362,79 @@ func (t *telemetry) allowed(name string) bool {
 	return false
 }
 
-// client is id's state, made if new; a new one past MaxClients evicts the client heard from
-// longest ago, after forgetting those silent past their expiry. Called with mu held.
-func (t *telemetry) client(id [16]byte, clientID string, now time.Time) *telemetryClient {
-	if c := t.clients[id]; c != nil {
-		c.seen, c.clientID = now, labelValue(clientID)
-		return c
+// newClient makes id's state for who, or nil when who's connection made its share of
+// instances. Past MaxClients it forgets those silent past their expiry, then evicts (evictable).
+// Called with mu held.
+func (t *telemetry) newClient(id [16]byte, who telemetryCaller, now time.Time) *telemetryClient {
+	if who.conn != nil {
+		n := t.perConn[who.conn]
+		if n >= maxInstancesPerConn {
+			return nil
+		}
+		if n == 0 && who.closed != nil {
+			conn := who.conn
+			context.AfterFunc(who.closed, func() { // the count goes with the connection
+				t.mu.Lock()
+				delete(t.perConn, conn)
+				t.mu.Unlock()
+			})
+		}
+		t.perConn[who.conn] = n + 1
 	}
 	if len(t.clients) >= t.cfg.MaxClients {
 		t.expire(now)
 	}
 	for len(t.clients) >= t.cfg.MaxClients {
-		var stalest *telemetryClient
-		for _, c := range t.clients {
-			if stalest == nil || c.seen.Before(stalest.seen) {
-				stalest = c
-			}
-		}
-		delete(t.clients, stalest.id)
+		t.remove(t.evictable())
 		t.stats.telemetryEvicted.Inc()
 	}
-	c := &telemetryClient{id: id, clientID: labelValue(clientID), seen: now, series: map[string]*telemetrySeries{}}
+	c := &telemetryClient{id: id, instance: hex.EncodeToString(id[:]), clientID: labelValue(who.clientID),
+		principal: who.principal, seen: now, series: map[string]*telemetrySeries{}}
 	t.clients[id] = c
 	return c
+}
+
+// evictable is the client a new one replaces: of those that never pushed (a Get costs
+// nothing to send), else of all, the one heard from longest ago. Called with mu held.
+func (t *telemetry) evictable() *telemetryClient {
+	var out *telemetryClient
+	for _, c := range t.clients {
+		if out == nil || (out.pushed && !c.pushed) || (out.pushed == c.pushed && c.seen.Before(out.seen)) {
+			out = c
+		}
+	}
+	return out
+}
+
+// remove forgets a client and what its series hold. Called with mu held.
+func (t *telemetry) remove(c *telemetryClient) {
+	delete(t.clients, c.id)
+	t.series -= len(c.series)
+	t.bytes -= c.bytes
+}
+
+// terminate remembers id as finished, forgetting the oldest past maxTerminated. Called with
+// mu held.
+func (t *telemetry) terminate(id [16]byte) {
+	if t.terminated[id] {
+		return
+	}
+	if len(t.terminatedRing) < maxTerminated {
+		t.terminatedRing = append(t.terminatedRing, id)
+	} else {
+		delete(t.terminated, t.terminatedRing[t.terminatedNext])
+		t.terminatedRing[t.terminatedNext] = id
+		t.terminatedNext = (t.terminatedNext + 1) % maxTerminated
+	}
+	t.terminated[id] = true
 }
 
 // expire forgets the clients silent past the expiry. Called with mu held.
 func (t *telemetry) expire(now time.Time) {
 	after := max(telemetryExpiry, 3*t.cfg.PushInterval)
-	for id, c := range t.clients {
+	for _, c := range t.clients {
 		if now.Sub(c.seen) > after {
-			delete(t.clients, id)
+			t.remove(c)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -26,8 +27,10 @@ import (
 const (
 	// maxLabelValue bounds a label value (a client id, an attribute): longer ones are cut.
 	maxLabelValue = 128
-	// maxAttributes bounds the attributes kept as labels of one series; further ones are
-	// left off.
+	// maxLabelName bounds a label name: an attribute with a longer key is dropped and counted.
+	maxLabelName = 128
+	// maxAttributes bounds the attributes read from a resource and from a data point, and
+	// those kept as labels of one series; further ones are left off.
 	maxAttributes = 16
 	// maxMetricName bounds an exported name; a point with a longer one is dropped.
 	maxMetricName = 200
@@ -63,7 +66,7 @@ func newGatewayMetrics(s *Server) *gatewayMetrics {
 	m.telemetryBytes = prometheus.NewCounter(prometheus.CounterOpts(opts("telemetry_push_bytes_total",
 		"Bytes of client metrics pushed, as sent (compressed).")))
 	m.telemetryDropped = prometheus.NewCounterVec(prometheus.CounterOpts(opts("telemetry_dropped_points_total",
-		"Pushed data points not exported, by reason: not_subscribed, unsupported_type (histograms, summaries), name_too_long, series_limit.")), []string{"reason"})
+		"Pushed data points not exported, by reason: not_subscribed, unsupported_type (histograms, summaries), name_too_long, series_limit, bytes_limit; and attributes dropped, attribute_too_long (a key past 128 bytes).")), []string{"reason"})
 	m.telemetryEvicted = prometheus.NewCounter(prometheus.CounterOpts(opts("telemetry_evicted_clients_total",
 		"Client instances forgotten to make room for a new one (past the telemetry client bound).")))
 	connections := prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("connections", "Kafka client connections open.")), func() float64 {
@@ -85,27 +88,40 @@ func (m *gatewayMetrics) request(key int16) {
 // Describe sends nothing: the client series are not known in advance (an unchecked collector).
 func (t *telemetry) Describe(chan<- *prometheus.Desc) {}
 
-// Collect exports every tracked client's series, and how many clients are tracked.
+// Collect exports every tracked client's series, and how many clients and series are tracked.
+// It copies them under the lock and builds the metrics outside it, so a scrape holds no push up
+// for longer than the copy.
 func (t *telemetry) Collect(ch chan<- prometheus.Metric) {
+	type row struct {
+		s                  telemetrySeries
+		clientID, instance string
+	}
 	t.mu.Lock()
 	t.expire(t.now())
-	out := []prometheus.Metric{prometheus.MustNewConstMetric(clientsDesc, prometheus.GaugeValue, float64(len(t.clients)))}
+	clients, series, bytes := len(t.clients), t.series, t.bytes
+	rows := make([]row, 0, series)
 	for _, c := range t.clients {
-		instance := hex.EncodeToString(c.id[:])
 		for _, s := range c.series {
-			values := append([]string{c.clientID, instance}, s.values...)
-			if m, err := prometheus.NewConstMetric(s.desc, prometheus.GaugeValue, s.value, values...); err == nil {
-				out = append(out, m)
-			}
+			rows = append(rows, row{*s, c.clientID, c.instance})
 		}
 	}
 	t.mu.Unlock()
-	for _, m := range out {
-		ch <- m
+	ch <- prometheus.MustNewConstMetric(clientsDesc, prometheus.GaugeValue, float64(clients))
+	ch <- prometheus.MustNewConstMetric(seriesDesc, prometheus.GaugeValue, float64(series))
+	ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.GaugeValue, float64(bytes))
+	for _, r := range rows {
+		values := append([]string{r.clientID, r.instance}, r.s.values...)
+		if m, err := prometheus.NewConstMetric(r.s.desc, prometheus.GaugeValue, r.s.value, values...); err == nil {
+			ch <- m
+		}
 	}
 }
 
-var clientsDesc = prometheus.NewDesc("bftlog_kafka_gateway_telemetry_clients", "Client instances whose pushed metrics are exported.", nil, nil)
+var (
+	clientsDesc = prometheus.NewDesc("bftlog_kafka_gateway_telemetry_clients", "Client instances whose pushed metrics are exported.", nil, nil)
+	seriesDesc  = prometheus.NewDesc("bftlog_kafka_gateway_telemetry_series", "Series of pushed client metrics exported, of all clients.", nil, nil)
+	bytesDesc   = prometheus.NewDesc("bftlog_kafka_gateway_telemetry_bytes", "What the exported client series hold, as the telemetry byte bound counts it.", nil, nil)
+)
 
 // telemetryPoint is one pushed data point, as it is exported.
 type telemetryPoint struct {
@@ -116,21 +132,37 @@ type telemetryPoint struct {
 	delta  bool // a delta sum: added to the series
 }
 
-// apply sets the client's series from a push, making at most max series; it returns the
-// points dropped for the bound. Called with mu held.
-func (c *telemetryClient) apply(points []telemetryPoint, maxSeries int) (dropped int) {
+// seriesOverhead is what a series holds besides its strings (its map entry, descriptor and
+// slices), roughly.
+const seriesOverhead = 256
+
+// seriesCost is what a series of key holds: its strings twice (the key, and the descriptor's
+// name, label names and values) and the overhead.
+func seriesCost(key string) int64 { return 2*int64(len(key)) + seriesOverhead }
+
+// apply sets c's series from a push; a point of a new series past the client's or the
+// gateway's bounds (series, bytes) is dropped and counted in dropped. Called with mu held.
+func (t *telemetry) apply(c *telemetryClient, points []telemetryPoint, dropped map[string]int) {
 	for _, p := range points {
 		key := p.name + "\xff" + strings.Join(p.labels, "\xfe") + "\xff" + strings.Join(p.values, "\xfe")
 		s := c.series[key]
 		if s == nil {
-			if len(c.series) >= maxSeries {
-				dropped++
+			cost := seriesCost(key)
+			switch {
+			case len(c.series) >= t.cfg.MaxSeriesPerClient || t.series >= t.cfg.MaxSeries:
+				dropped["series_limit"]++
+				continue
+			case c.bytes+cost > maxClientBytes || t.bytes+cost > t.cfg.MaxBytes:
+				dropped["bytes_limit"]++
 				continue
 			}
 			help := "Kafka client metric pushed with KIP-714 telemetry."
 			desc := prometheus.NewDesc(p.name, help, append([]string{"client_id", "client_instance_id"}, p.labels...), nil)
 			s = &telemetrySeries{desc: desc, values: p.values}
 			c.series[key] = s
+			c.bytes += cost
+			t.bytes += cost
+			t.series++
 		}
 		if p.delta {
 			s.value += p.value
@@ -138,7 +170,9 @@ func (c *telemetryClient) apply(points []telemetryPoint, maxSeries int) (dropped
 			s.value = p.value
 		}
 	}
-	return dropped
+	if len(points) > 0 {
+		c.pushed = true
+	}
 }
 
 var errOTLP = errors.New("malformed OTLP metrics")
@@ -146,11 +180,17 @@ var errOTLP = errors.New("malformed OTLP metrics")
 // parseOTLP reads an OTLP MetricsData: resource_metrics(1) { resource(1) { attributes(1) },
 // scope_metrics(2) { metrics(2) { name(1), gauge(5) | sum(7) { data_points(1) { time(3),
 // as_double(4), as_int(6), attributes(7) }, aggregation_temporality(2) } } } }. Other fields
-// are skipped; histograms and summaries are counted as dropped. It keeps at most keep points
-// and counts the rest, reading on so that malformed bytes anywhere are refused.
+// are skipped; histograms and summaries are counted as dropped, a data point each. It keeps at
+// most keep points and counts the rest.
+//
+// Its work and what it allocates are linear in the bytes read, and what it keeps bounded by
+// keep: a resource's attributes are read once, at most maxAttributes of them, and shared by
+// its points; a point's are read (at most maxAttributes) only if the point is kept; a point of
+// a metric not subscribed, or with too long a name, or past keep, is walked over and counted.
+// The framing of every field is checked, so malformed bytes anywhere are refused; the contents
+// of attributes left unread are not.
 func parseOTLP(b []byte, allowed func(string) bool, keep int) ([]telemetryPoint, map[string]int, error) {
-	var points []telemetryPoint
-	dropped := map[string]int{}
+	p := &otlpParser{allowed: allowed, keep: keep, dropped: map[string]int{}}
 	err := protoFields(b, func(num protowire.Number, typ protowire.Type, rm []byte, _ uint64) error {
 		if num != 1 {
 			return nil
@@ -158,61 +198,64 @@ func parseOTLP(b []byte, allowed func(string) bool, keep int) ([]telemetryPoint,
 		if typ != protowire.BytesType {
 			return errOTLP
 		}
-		var resource [][2]string
-		var scopes [][]byte
-		err := protoFields(rm, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-			switch {
-			case (num == 1 || num == 2) && typ != protowire.BytesType:
-				return errOTLP
-			case num == 1:
-				return protoFields(v, func(num protowire.Number, typ protowire.Type, kv []byte, _ uint64) error {
-					if num != 1 {
-						return nil
-					}
-					a, err := attribute(typ, kv)
-					if a[0] != "" {
-						resource = append(resource, a)
-					}
-					return err
-				})
-			case num == 2:
-				scopes = append(scopes, v)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, sm := range scopes {
-			err := protoFields(sm, func(num protowire.Number, typ protowire.Type, m []byte, _ uint64) error {
-				if num != 2 {
+		return p.resourceMetrics(rm)
+	})
+	return p.points, p.dropped, err
+}
+
+type otlpParser struct {
+	allowed func(string) bool
+	keep    int
+	points  []telemetryPoint
+	dropped map[string]int
+}
+
+// label is an attribute as a Prometheus label.
+type label struct{ name, value string }
+
+// resourceMetrics reads the resource first, wherever it is in rm, then the metrics.
+func (p *otlpParser) resourceMetrics(rm []byte) error {
+	var resource []label
+	read := 0
+	err := protoFields(rm, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+		switch {
+		case (num == 1 || num == 2) && typ != protowire.BytesType:
+			return errOTLP
+		case num == 1:
+			return protoFields(v, func(num protowire.Number, typ protowire.Type, kv []byte, _ uint64) error {
+				if num != 1 {
 					return nil
 				}
-				if typ != protowire.BytesType {
-					return errOTLP
-				}
-				return metric(m, resource, allowed, func(p telemetryPoint) {
-					if len(points) < keep {
-						points = append(points, p)
-					} else {
-						dropped["series_limit"]++
-					}
-				}, dropped)
-			})
-			if err != nil {
+				var err error
+				resource, err = p.attribute(resource, typ, kv, &read)
 				return err
-			}
+			})
 		}
 		return nil
 	})
-	return points, dropped, err
+	if err != nil {
+		return err
+	}
+	names, values := split(resource)
+	return protoFields(rm, func(num protowire.Number, _ protowire.Type, sm []byte, _ uint64) error {
+		if num != 2 {
+			return nil
+		}
+		return protoFields(sm, func(num protowire.Number, typ protowire.Type, m []byte, _ uint64) error {
+			if num != 2 {
+				return nil
+			}
+			if typ != protowire.BytesType {
+				return errOTLP
+			}
+			return p.metric(m, resource, names, values)
+		})
+	})
 }
 
-// metric reads one Metric's gauge or sum points.
-func metric(m []byte, resource [][2]string, allowed func(string) bool, emit func(telemetryPoint), dropped map[string]int) error {
-	var name string
-	var data [][]byte // gauge or sum bodies
-	var sum []bool
+// metric reads one Metric's gauge or sum points, and counts those of other kinds.
+func (p *otlpParser) metric(m []byte, resource []label, names, values []string) error {
+	var name []byte
 	err := protoFields(m, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 		switch num {
 		case 1, 5, 7, 9, 10, 11:
@@ -220,109 +263,138 @@ func metric(m []byte, resource [][2]string, allowed func(string) bool, emit func
 				return errOTLP
 			}
 		}
-		switch num {
-		case 1:
-			name = string(v)
-		case 5, 7:
-			data, sum = append(data, v), append(sum, num == 7)
-		case 9, 10, 11: // histogram, exponential histogram, summary: not exported
-			dropped["unsupported_type"]++
+		if num == 1 {
+			name = v
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	exported := "kafka_client_" + promName(name)
-	for i, d := range data {
-		delta := false
-		var dps [][]byte
-		err := protoFields(d, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
+	// Why its points are not kept, if they are not: decided before any is read.
+	var exported, skip string
+	switch {
+	case len(name) > maxMetricName:
+		skip = "name_too_long"
+	case !p.allowed(string(name)):
+		skip = "not_subscribed"
+	default:
+		if exported = "kafka_client_" + promName(string(name)); len(exported) > maxMetricName {
+			skip = "name_too_long"
+		}
+	}
+	return protoFields(m, func(num protowire.Number, _ protowire.Type, d []byte, _ uint64) error {
+		switch num {
+		case 5, 7:
+			return p.data(d, num == 7, exported, skip, resource, names, values)
+		case 9, 10, 11: // histogram, exponential histogram, summary: not exported
+			return protoFields(d, func(num protowire.Number, typ protowire.Type, _ []byte, _ uint64) error {
+				if num == 1 {
+					if typ != protowire.BytesType {
+						return errOTLP
+					}
+					p.dropped["unsupported_type"]++
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+}
+
+// data reads a Gauge's or Sum's data points.
+func (p *otlpParser) data(d []byte, sum bool, exported, skip string, resource []label, names, values []string) error {
+	delta := false
+	err := protoFields(d, func(num protowire.Number, typ protowire.Type, _ []byte, n uint64) error {
+		switch {
+		case num == 1 && typ == protowire.BytesType:
+		case num == 2 && typ == protowire.VarintType && sum:
+			delta = n == 1 // AGGREGATION_TEMPORALITY_DELTA
+		case num == 1 || (num == 2 && sum):
+			return errOTLP
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return protoFields(d, func(num protowire.Number, _ protowire.Type, dp []byte, _ uint64) error {
+		if num != 1 {
+			return nil
+		}
+		why := skip
+		if why == "" && len(p.points) >= p.keep {
+			why = "series_limit"
+		}
+		pt := telemetryPoint{name: exported, delta: delta, labels: names, values: values}
+		var attrs []label // the resource's and the point's, made at the point's first attribute
+		read := 0
+		err := protoFields(dp, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
 			switch {
-			case num == 1 && typ == protowire.BytesType:
-				dps = append(dps, v)
-			case num == 2 && typ == protowire.VarintType && sum[i]:
-				delta = n == 1 // AGGREGATION_TEMPORALITY_DELTA
-			case num == 1 || (num == 2 && sum[i]):
-				return errOTLP
+			case num == 4 && typ == protowire.Fixed64Type:
+				pt.value = math.Float64frombits(n)
+			case num == 6 && typ == protowire.Fixed64Type:
+				pt.value = float64(int64(n))
+			case num == 7 && why != "":
+				if typ != protowire.BytesType {
+					return errOTLP
+				}
+			case num == 7:
+				if attrs == nil {
+					attrs = append(make([]label, 0, 2*maxAttributes), resource...)
+				}
+				var err error
+				attrs, err = p.attribute(attrs, typ, v, &read)
+				return err
+			case num == 3 || num == 4 || num == 6:
+				if typ != protowire.Fixed64Type {
+					return errOTLP
+				}
 			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		for _, dp := range dps {
-			p := telemetryPoint{name: exported, delta: delta}
-			attrs := slices.Clone(resource)
-			err := protoFields(dp, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
-				switch {
-				case num == 4 && typ == protowire.Fixed64Type:
-					p.value = math.Float64frombits(n)
-				case num == 6 && typ == protowire.Fixed64Type:
-					p.value = float64(int64(n))
-				case num == 7:
-					a, err := attribute(typ, v)
-					if a[0] != "" {
-						attrs = append(attrs, a)
-					}
-					return err
-				case num == 3 || num == 4 || num == 6:
-					if typ != protowire.Fixed64Type {
-						return errOTLP
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			switch {
-			case !allowed(name):
-				dropped["not_subscribed"]++
-			case len(exported) > maxMetricName:
-				dropped["name_too_long"]++
-			default:
-				p.labels, p.values = labels(attrs)
-				emit(p)
-			}
+		if why != "" {
+			p.dropped[why]++
+			return nil
 		}
-	}
-	return nil
+		if attrs != nil {
+			pt.labels, pt.values = split(attrs)
+		}
+		p.points = append(p.points, pt)
+		return nil
+	})
 }
 
-// labels makes attributes Prometheus labels: names sanitised, a later attribute of a name
-// (the data point's) winning over an earlier one (the resource's), the names the gateway sets
-// and reserved names left off, at most maxAttributes, sorted by name.
-func labels(attrs [][2]string) ([]string, []string) {
-	byName := map[string]string{}
-	for _, a := range attrs {
-		name := promName(a[0])
-		if name == "client_id" || name == "client_instance_id" || strings.HasPrefix(name, "__") {
-			continue
-		}
-		if _, ok := byName[name]; ok || len(byName) < maxAttributes {
-			byName[name] = labelValue(a[1])
-		}
-	}
-	names := make([]string, 0, len(byName))
-	for n := range byName {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	values := make([]string, len(names))
-	for i, n := range names {
-		values[i] = byName[n]
+// split sorts labels by name and returns their names and values.
+func split(labels []label) ([]string, []string) {
+	slices.SortFunc(labels, func(a, b label) int { return strings.Compare(a.name, b.name) })
+	names, values := make([]string, len(labels)), make([]string, len(labels))
+	for i, l := range labels {
+		names[i], values[i] = l.name, l.value
 	}
 	return names, values
 }
 
 // attribute reads a KeyValue { key(1), value(2) AnyValue { string(1) | bool(2) | int(3) |
-// double(4) | bytes(7) } } as a key and its value in text; arrays and maps give no key.
-func attribute(typ protowire.Type, kv []byte) ([2]string, error) {
+// double(4) | bytes(7) } } into labels: its key as a Prometheus name, its value in text cut to
+// maxLabelValue. Of a name already there the later value wins (the point's over the
+// resource's); a new name is added while there are fewer than maxAttributes. Left off: arrays
+// and maps, the names the gateway sets and reserved ones, and keys past maxLabelName (counted
+// as attribute_too_long, before they are copied). *read counts the attributes read; past
+// maxAttributes the rest are not.
+func (p *otlpParser) attribute(labels []label, typ protowire.Type, kv []byte, read *int) ([]label, error) {
 	if typ != protowire.BytesType {
-		return [2]string{}, errOTLP
+		return labels, errOTLP
 	}
-	var out [2]string
+	if *read >= maxAttributes {
+		return labels, nil
+	}
+	*read++
+	var key, value []byte
+	var text string
 	var ok bool
 	err := protoFields(kv, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 		switch num {
@@ -330,33 +402,58 @@ func attribute(typ protowire.Type, kv []byte) ([2]string, error) {
 			if typ != protowire.BytesType {
 				return errOTLP
 			}
-			out[0] = string(v)
+			key = v
 		case 2:
 			if typ != protowire.BytesType {
 				return errOTLP
 			}
-			return protoFields(v, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
-				switch {
-				case num == 1 && typ == protowire.BytesType:
-					out[1], ok = string(v), true
-				case num == 2 && typ == protowire.VarintType:
-					out[1], ok = strconv.FormatBool(n != 0), true
-				case num == 3 && typ == protowire.VarintType:
-					out[1], ok = strconv.FormatInt(int64(n), 10), true
-				case num == 4 && typ == protowire.Fixed64Type:
-					out[1], ok = strconv.FormatFloat(math.Float64frombits(n), 'g', -1, 64), true
-				case num == 7 && typ == protowire.BytesType:
-					out[1], ok = hex.EncodeToString(v[:min(len(v), maxLabelValue/2)]), true
-				}
-				return nil
-			})
+			value = v
 		}
 		return nil
 	})
-	if !ok {
-		out[0] = ""
+	if err != nil || value == nil {
+		return labels, err
 	}
-	return out, err
+	err = protoFields(value, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
+		switch {
+		case num == 1 && typ == protowire.BytesType:
+			text, ok = labelValue(string(v[:min(len(v), maxLabelValue)])), true
+		case num == 2 && typ == protowire.VarintType:
+			text, ok = strconv.FormatBool(n != 0), true
+		case num == 3 && typ == protowire.VarintType:
+			text, ok = strconv.FormatInt(int64(n), 10), true
+		case num == 4 && typ == protowire.Fixed64Type:
+			text, ok = strconv.FormatFloat(math.Float64frombits(n), 'g', -1, 64), true
+		case num == 7 && typ == protowire.BytesType:
+			text, ok = hex.EncodeToString(v[:min(len(v), maxLabelValue/2)]), true
+		}
+		return nil
+	})
+	if err != nil || !ok || len(key) == 0 {
+		return labels, err
+	}
+	if len(key) > maxLabelName {
+		p.dropped["attribute_too_long"]++
+		return labels, nil
+	}
+	name := promName(string(key))
+	switch {
+	case len(name) > maxLabelName: // a leading digit made it one longer
+		p.dropped["attribute_too_long"]++
+		return labels, nil
+	case name == "client_id" || name == "client_instance_id" || strings.HasPrefix(name, "__"):
+		return labels, nil
+	}
+	for i := range labels {
+		if labels[i].name == name {
+			labels[i].value = text
+			return labels, nil
+		}
+	}
+	if len(labels) < maxAttributes {
+		labels = append(labels, label{name, text})
+	}
+	return labels, nil
 }
 
 // protoFields calls f with each field of a protobuf message: the bytes of a length-delimited
@@ -415,25 +512,33 @@ func promName(s string) string {
 
 // labelValue is s cut to maxLabelValue bytes and made valid UTF-8.
 func labelValue(s string) string {
-	if len(s) > maxLabelValue {
-		s = s[:maxLabelValue]
+	s = strings.ToValidUTF8(s[:min(len(s), maxLabelValue)], "\uFFFD")
+	for len(s) > maxLabelValue { // a replacement character past the bound
+		_, n := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-n]
 	}
-	return strings.ToValidUTF8(s, "\uFFFD")
+	return s
 }
 
-// serveMetrics serves the registry at addr's /metrics until Close.
+// serveMetrics serves the registry at addr's /metrics until Close. A scrape is answered one at
+// a time, within metricsTimeout, and a slow or idle scraper is cut off.
 func (s *Server) serveMetrics(addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("metrics address %q: %w", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
-	s.metricsHTTP = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{
+		ErrorHandling: promhttp.ContinueOnError, MaxRequestsInFlight: 1, Timeout: metricsTimeout}))
+	s.metricsHTTP = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 2 * metricsTimeout, IdleTimeout: time.Minute, MaxHeaderBytes: 8 << 10}
 	s.metricsAddr = ln.Addr().String()
 	go func() { _ = s.metricsHTTP.Serve(ln) }()
 	return nil
 }
+
+// metricsTimeout bounds a scrape: past it the scraper hears 503.
+const metricsTimeout = 10 * time.Second
 
 // MetricsAddr is where /metrics is served ("" without Config.MetricsAddr).
 func (s *Server) MetricsAddr() string { return s.metricsAddr }

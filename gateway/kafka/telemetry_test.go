@@ -2,19 +2,25 @@ package kafka
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"math"
-	"math/rand"
+	"net"
 	"net/http"
+	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/golang/snappy"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -93,13 +99,45 @@ func testTelemetry(cfg Telemetry) (*telemetry, *time.Time) {
 func getSub(tel *telemetry, id [16]byte, clientID string) *kmsg.GetTelemetrySubscriptionsResponse {
 	r := kmsg.NewPtrGetTelemetrySubscriptionsRequest()
 	r.ClientInstanceID = id
-	return tel.getTelemetrySubscriptions(r, clientID).(*kmsg.GetTelemetrySubscriptionsResponse)
+	return tel.getTelemetrySubscriptions(r, telemetryCaller{clientID: clientID}).(*kmsg.GetTelemetrySubscriptionsResponse)
 }
 
 func push(tel *telemetry, id [16]byte, sub int32, codec int8, metrics []byte, terminating bool) int16 {
+	return pushAs(tel, telemetryCaller{clientID: "app"}, id, sub, codec, metrics, terminating)
+}
+
+func pushAs(tel *telemetry, who telemetryCaller, id [16]byte, sub int32, codec int8, metrics []byte, terminating bool) int16 {
 	r := kmsg.NewPtrPushTelemetryRequest()
 	r.ClientInstanceID, r.SubscriptionID, r.CompressionType, r.Metrics, r.Terminating = id, sub, codec, metrics, terminating
-	return tel.pushTelemetry(r, "app").(*kmsg.PushTelemetryResponse).ErrorCode
+	return tel.pushTelemetry(r, who).(*kmsg.PushTelemetryResponse).ErrorCode
+}
+
+func getAs(tel *telemetry, who telemetryCaller, id [16]byte) *kmsg.GetTelemetrySubscriptionsResponse {
+	r := kmsg.NewPtrGetTelemetrySubscriptionsRequest()
+	r.ClientInstanceID = id
+	return tel.getTelemetrySubscriptions(r, who).(*kmsg.GetTelemetrySubscriptionsResponse)
+}
+
+// counter is the value of one of the gateway's counters with the given label value ("" for
+// none).
+func counter(t *testing.T, tel *telemetry, name, label string) float64 {
+	t.Helper()
+	families, err := tel.stats.registry.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.Metric {
+			if len(m.Label) == 0 || m.Label[0].GetValue() == label {
+				if m.Counter != nil {
+					return m.GetCounter().GetValue()
+				}
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return 0
 }
 
 // exported is the registry's kafka_client_ series: name{labels} → value.
@@ -218,13 +256,12 @@ func TestAttackTelemetryPushes(t *testing.T) {
 	require.NotContains(t, tel.clients, id)
 	require.Empty(t, exported(t, tel))
 
-	// Random bytes never panic and are never taken as metrics with nothing to show for them.
-	rng := rand.New(rand.NewSource(1))
-	for range 2000 {
-		b := make([]byte, rng.Intn(64))
-		rng.Read(b)
-		_, _, _ = parseOTLP(b, func(string) bool { return true }, 10)
-	}
+	// After its terminating push an id is finished: a push with it is INVALID_REQUEST, as in
+	// Kafka, and a Get with it gets a new id.
+	*clock = clock.Add(time.Minute)
+	require.Equal(t, kerr.InvalidRequest.Code, push(tel, id, sid, 0, good, false))
+	require.NotEqual(t, id, getSub(tel, id, "app").ClientInstanceID)
+
 	pushes := map[string]float64{}
 	families, err := tel.stats.registry.Gather()
 	require.NoError(t, err)
@@ -380,4 +417,341 @@ func (h pushHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, n int, _, _ tim
 		h.pushes.Add(1)
 		h.bytes.Add(int64(n))
 	}
+}
+
+// zstdOf is b compressed as franz-go compresses a push with zstd.
+func zstdOf(t *testing.T, b []byte) []byte {
+	t.Helper()
+	comp, err := kgo.DefaultCompressor(kgo.ZstdCompression())
+	require.NoError(t, err)
+	out, ct := comp.Compress(new(bytes.Buffer), b)
+	require.EqualValues(t, 4, ct)
+	return bytes.Clone(out)
+}
+
+// labelNameBytes is the bytes of the label names of the exported client series.
+func labelNameBytes(t *testing.T, tel *telemetry) (n int) {
+	t.Helper()
+	for key := range exported(t, tel) {
+		for _, kv := range strings.Split(strings.Trim(key[strings.Index(key, "{"):], "{}"), ",") {
+			name, _, _ := strings.Cut(kv, "=")
+			require.LessOrEqual(t, len(name), maxLabelName)
+			n += len(name)
+		}
+	}
+	return n
+}
+
+// An attribute key is a label name: one of ~1 MiB on the resource, shared by 256 points, would
+// have held 256 MiB of label names from a 1 MiB push that compresses to a few KiB. Keys past
+// maxLabelName are dropped and counted; and what a client's series hold, names as well as
+// values, is bounded by maxClientBytes.
+func TestAttackTelemetryLongAttributeKey(t *testing.T) {
+	tel, clock := testTelemetry(Telemetry{Metrics: []string{"*"}, PushInterval: time.Second})
+	sub := getSub(tel, [16]byte{}, "app")
+	key := strings.Repeat("k", 1_000_000)
+	var metrics [][]byte
+	for i := range 256 {
+		metrics = append(metrics, otlpMetric(fmt.Sprintf("m%d", i), 5, false, otlpPoint(1)))
+	}
+	payload := otlpData([][]byte{otlpKV(key, "v"), otlpKV(strings.Repeat("n", maxLabelName), "kept"), otlpKV("x"+strings.Repeat("n", maxLabelName), "too long")}, metrics...)
+	require.Less(t, len(payload), 1<<20)
+	comp := zstdOf(t, payload)
+	*clock = clock.Add(time.Second)
+	start := time.Now()
+	require.Zero(t, push(tel, sub.ClientInstanceID, sub.SubscriptionID, 4, comp, false))
+	took := time.Since(start)
+	names := labelNameBytes(t, tel)
+	t.Logf("a %d-byte zstd push (%d decompressed) with a %d-byte resource attribute key on 256 points: %v; %d series holding %d bytes (seriesCost), %d bytes of label names; before: ~%d MiB of label names",
+		len(comp), len(payload), len(key), took, tel.series, tel.bytes, names, 256*len(key)>>20)
+	require.Equal(t, 256, tel.series)
+	require.Equal(t, 2.0, counter(t, tel, "bftlog_kafka_gateway_telemetry_dropped_points_total", "attribute_too_long"), "the two keys past the bound, once each")
+	require.LessOrEqual(t, tel.bytes, int64(maxClientBytes))
+	require.Equal(t, 256*(len("client_id")+len("client_instance_id")+maxLabelName), names, "the 128-byte key kept")
+
+	// Long names and values on every point: the client's byte bound stops new series.
+	*clock = clock.Add(time.Second)
+	var attrs [][]byte
+	for a := range maxAttributes {
+		attrs = append(attrs, otlpKV(fmt.Sprintf("%03d", a)+strings.Repeat("n", maxLabelName-4), strings.Repeat("v", maxLabelValue)))
+	}
+	metrics = metrics[:0]
+	for i := range 200 { // ~850 KiB
+		metrics = append(metrics, otlpMetric(fmt.Sprintf("wide%d", i), 5, false, otlpPoint(1, attrs...)))
+	}
+	tel.mu.Lock()
+	tel.remove(tel.clients[sub.ClientInstanceID]) // a fresh client
+	tel.mu.Unlock()
+	sub = getSub(tel, [16]byte{}, "app")
+	*clock = clock.Add(time.Second)
+	require.Zero(t, push(tel, sub.ClientInstanceID, sub.SubscriptionID, 4, zstdOf(t, otlpData(nil, metrics...)), false))
+	t.Logf("200 points of 16 attributes with 128-byte keys and values: %d series kept holding %d bytes (bound %d), %v points dropped for bytes",
+		tel.series, tel.bytes, maxClientBytes, counter(t, tel, "bftlog_kafka_gateway_telemetry_dropped_points_total", "bytes_limit"))
+	require.Less(t, tel.series, 200)
+	require.LessOrEqual(t, tel.bytes, int64(maxClientBytes))
+	require.Positive(t, counter(t, tel, "bftlog_kafka_gateway_telemetry_dropped_points_total", "bytes_limit"))
+}
+
+// Parsing was resource attributes × data points: each point copied and labelled the whole
+// resource. One 1 MiB push of 20,000 resource attributes and 240,000 empty points (and one
+// point of 10,000 attributes) is now read in time and allocations linear in its bytes, and
+// keeps at most MaxSeriesPerClient points.
+func TestAttackTelemetryResourceAttributesTimesPoints(t *testing.T) {
+	tel, clock := testTelemetry(Telemetry{Metrics: []string{"*"}, PushInterval: time.Second})
+	sub := getSub(tel, [16]byte{}, "app")
+	var resource [][]byte
+	for a := range 20_000 {
+		resource = append(resource, otlpKV(fmt.Sprintf("a%05d", a), "v"))
+	}
+	var metrics [][]byte
+	empty := make([][]byte, 240)
+	for i := range 1000 {
+		metrics = append(metrics, otlpMetric(fmt.Sprintf("m%d", i), 5, false, empty...))
+	}
+	var wide [][]byte
+	for a := range 10_000 {
+		wide = append(wide, otlpKV(fmt.Sprintf("p%05d", a), "v"))
+	}
+	metrics = append(metrics, otlpMetric("wide", 5, false, otlpPoint(1, wide...)))
+	payload := otlpData(resource, metrics...)
+	require.LessOrEqual(t, len(payload), DefaultTelemetryMaxPushBytes)
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	*clock = clock.Add(time.Second)
+	start := time.Now()
+	require.Zero(t, push(tel, sub.ClientInstanceID, sub.SubscriptionID, 0, payload, false))
+	took := time.Since(start)
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	limited := counter(t, tel, "bftlog_kafka_gateway_telemetry_dropped_points_total", "series_limit")
+	t.Logf("a %d-byte push of 20,000 resource attributes × 240,001 points: %v, %d bytes allocated, %d series kept, %v points counted past the bound (before: 20,000 × 240,000 attribute copies)",
+		len(payload), took, alloc, tel.series, limited)
+	require.LessOrEqual(t, tel.series, DefaultTelemetryMaxSeries)
+	require.EqualValues(t, 240_001-DefaultTelemetryMaxSeries, limited, "every point walked and counted, none labelled")
+	require.Less(t, alloc, uint64(8<<20), "allocations bounded by what is kept, not attributes × points")
+	require.Less(t, took, 2*time.Second)
+	for name := range exported(t, tel) {
+		require.Equal(t, 2+maxAttributes, strings.Count(name, "="), "the first %d resource attributes", maxAttributes)
+	}
+}
+
+// A Get asked again within the interval is THROTTLING_QUOTA_EXCEEDED with ThrottleMillis 0,
+// as Kafka answers it: franz-go holds the whole connection for a ThrottleMillis (KIP-219).
+func TestTelemetryGetThrottledWithoutThrottleMillis(t *testing.T) {
+	tel, clock := testTelemetry(Telemetry{Metrics: []string{"*"}, PushInterval: time.Minute})
+	sub := getSub(tel, [16]byte{}, "app")
+	*clock = clock.Add(time.Second)
+	again := getSub(tel, sub.ClientInstanceID, "app")
+	t.Logf("Get again after 1 s of a 1 min interval: error %d, throttle %d ms", again.ErrorCode, again.ThrottleMillis)
+	require.Equal(t, kerr.ThrottlingQuotaExceeded.Code, again.ErrorCode)
+	require.Zero(t, again.ThrottleMillis)
+}
+
+// A push interval past an hour is cut to it (Kafka's bound), so its milliseconds fit the
+// int32 sent.
+func TestTelemetryPushIntervalCapped(t *testing.T) {
+	tel, _ := testTelemetry(Telemetry{Metrics: []string{"*"}, PushInterval: 30 * 24 * time.Hour})
+	sub := getSub(tel, [16]byte{}, "app")
+	require.EqualValues(t, time.Hour.Milliseconds(), sub.PushIntervalMillis)
+}
+
+// What all clients' series hold is bounded gateway-wide: MaxSeries series and MaxBytes bytes,
+// further points dropped and counted; and what a client leaves with is given back.
+func TestAttackTelemetryGatewaySeriesBudget(t *testing.T) {
+	tel, clock := testTelemetry(Telemetry{Metrics: []string{"m."}, PushInterval: time.Second, MaxSeriesPerClient: 4, MaxSeries: 10})
+	var subs []*kmsg.GetTelemetrySubscriptionsResponse
+	for i := range 5 {
+		sub := getSub(tel, [16]byte{}, "app")
+		subs = append(subs, sub)
+		var metrics [][]byte
+		for m := range 4 {
+			metrics = append(metrics, otlpMetric(fmt.Sprintf("m.c%d.s%d", i, m), 5, false, otlpPoint(1)))
+		}
+		*clock = clock.Add(time.Second)
+		require.Zero(t, push(tel, sub.ClientInstanceID, sub.SubscriptionID, 0, otlpData(nil, metrics...), false))
+	}
+	t.Logf("5 clients × 4 series, MaxSeries 10: %d series exported, %v points dropped", len(exported(t, tel)),
+		counter(t, tel, "bftlog_kafka_gateway_telemetry_dropped_points_total", "series_limit"))
+	require.Len(t, exported(t, tel), 10)
+	require.Equal(t, 10.0, counter(t, tel, "bftlog_kafka_gateway_telemetry_series", ""))
+	for _, sub := range subs {
+		*clock = clock.Add(time.Second)
+		require.Zero(t, push(tel, sub.ClientInstanceID, sub.SubscriptionID, 0, nil, true))
+	}
+	require.Zero(t, tel.series)
+	require.Zero(t, tel.bytes)
+
+	tel, clock = testTelemetry(Telemetry{Metrics: []string{"m."}, PushInterval: time.Second, MaxBytes: 4 << 10})
+	for range 5 {
+		sub := getSub(tel, [16]byte{}, "app")
+		var metrics [][]byte
+		for m := range 4 {
+			metrics = append(metrics, otlpMetric(fmt.Sprintf("m.s%d", m), 5, false, otlpPoint(1, otlpKV("topic", strings.Repeat("t", 100)))))
+		}
+		*clock = clock.Add(time.Second)
+		require.Zero(t, push(tel, sub.ClientInstanceID, sub.SubscriptionID, 0, otlpData(nil, metrics...), false))
+	}
+	t.Logf("5 clients × 4 series, MaxBytes 4 KiB: %d series holding %d bytes, %v points dropped", tel.series, tel.bytes,
+		counter(t, tel, "bftlog_kafka_gateway_telemetry_dropped_points_total", "bytes_limit"))
+	require.LessOrEqual(t, tel.bytes, int64(4<<10))
+	require.Less(t, tel.series, 20)
+	require.Positive(t, counter(t, tel, "bftlog_kafka_gateway_telemetry_dropped_points_total", "bytes_limit"))
+}
+
+// Takeover and eviction: an instance belongs to the principal that made it (another's push to
+// it is UNKNOWN_SUBSCRIPTION_ID and changes nothing, another's Get with it gets a new id); a
+// connection makes at most maxInstancesPerConn instances (past it a Get hears no subscription
+// and keeps nothing), given back when it closes; and instances that never pushed are evicted
+// before those that did.
+func TestAttackTelemetryTakeoverAndEviction(t *testing.T) {
+	tel, clock := testTelemetry(Telemetry{Metrics: []string{"m."}, PushInterval: time.Second, MaxClients: 3})
+	alice := telemetryCaller{clientID: "app", principal: "alice"}
+	var ids [][16]byte
+	good := otlpData(nil, otlpMetric("m.x", 5, false, otlpPoint(7)))
+	for range 2 {
+		sub := getAs(tel, alice, [16]byte{})
+		ids = append(ids, sub.ClientInstanceID)
+		*clock = clock.Add(time.Second)
+		require.Zero(t, pushAs(tel, alice, sub.ClientInstanceID, sub.SubscriptionID, 0, good, false))
+	}
+	before := exported(t, tel)
+	require.Len(t, before, 2)
+
+	connCtx, closeConn := context.WithCancel(context.Background())
+	mallory := telemetryCaller{clientID: "evil", principal: "mallory", conn: new(int), closed: connCtx}
+	*clock = clock.Add(time.Second)
+	require.Equal(t, kerr.UnknownSubscriptionID.Code, pushAs(tel, mallory, ids[0], tel.subID, 0, otlpData(nil, otlpMetric("m.x", 5, false, otlpPoint(666))), false))
+	require.Equal(t, kerr.UnknownSubscriptionID.Code, pushAs(tel, mallory, ids[1], tel.subID, 0, nil, true), "nor end it")
+	taken := getAs(tel, mallory, ids[0])
+	require.NotEqual(t, ids[0], taken.ClientInstanceID, "another principal's Get gets a new id")
+	made := 1
+	for range 10 { // the connection makes 3 more, evicting its own (never pushed) ones, then none
+		if sub := getAs(tel, mallory, [16]byte{}); len(sub.RequestedMetrics) > 0 {
+			made++
+		} else {
+			require.EqualValues(t, quietPushInterval.Milliseconds(), sub.PushIntervalMillis)
+		}
+	}
+	evicted := counter(t, tel, "bftlog_kafka_gateway_telemetry_evicted_clients_total", "")
+	t.Logf("one connection of another principal, 11 Gets and 2 pushes: %d instances made, %v evicted, alice's series %v",
+		made, evicted, exported(t, tel))
+	require.Equal(t, maxInstancesPerConn, made)
+	require.Contains(t, tel.clients, ids[0], "pushers kept: the never-pushed were evicted")
+	require.Contains(t, tel.clients, ids[1])
+	require.Equal(t, before, exported(t, tel), "alice's series untouched")
+
+	closeConn()
+	require.Eventually(t, func() bool {
+		tel.mu.Lock()
+		defer tel.mu.Unlock()
+		return len(tel.perConn) == 0
+	}, 5*time.Second, 10*time.Millisecond, "the connection's count goes with it")
+}
+
+// Histograms and summaries are not exported; each of their data points is counted dropped.
+func TestTelemetryUnsupportedTypeCountedPerPoint(t *testing.T) {
+	tel, clock := testTelemetry(Telemetry{Metrics: []string{"*"}, PushInterval: time.Second})
+	sub := getSub(tel, [16]byte{}, "app")
+	var hist []byte
+	for range 3 {
+		hist = protowire.AppendTag(hist, 1, protowire.BytesType)
+		hist = protowire.AppendBytes(hist, nil)
+	}
+	m := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "h")
+	m = protowire.AppendBytes(protowire.AppendTag(m, 9, protowire.BytesType), hist)
+	*clock = clock.Add(time.Second)
+	require.Zero(t, push(tel, sub.ClientInstanceID, sub.SubscriptionID, 0, otlpData(nil, m), false))
+	require.Equal(t, 3.0, counter(t, tel, "bftlog_kafka_gateway_telemetry_dropped_points_total", "unsupported_type"))
+}
+
+// Listen's error returns close the metrics server too (it is started last), and it is served
+// with its timeouts.
+func TestTelemetryListenErrorClosesMetrics(t *testing.T) {
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := probe.Addr().String()
+	require.NoError(t, probe.Close())
+	_, err = Listen(Config{Addr: "127.0.0.1:0", MetricsAddr: addr, Users: []User{{Name: "nopassword"}}})
+	require.Error(t, err)
+	again, err := net.Listen("tcp", addr)
+	require.NoError(t, err, "the metrics address is free after Listen failed")
+	require.NoError(t, again.Close())
+
+	s := serve(t, Config{MetricsAddr: "127.0.0.1:0"}, nil)
+	require.NotZero(t, s.metricsHTTP.WriteTimeout)
+	require.NotZero(t, s.metricsHTTP.IdleTimeout)
+}
+
+// checkParse parses b and checks what any input must give: no panic, at most keep points, and
+// names and labels within their bounds.
+func checkParse(t *testing.T, b []byte) {
+	const keep = 8
+	points, dropped, err := parseOTLP(b, func(string) bool { return true }, keep)
+	for reason, n := range dropped {
+		require.Positive(t, n, reason)
+	}
+	if err != nil {
+		return
+	}
+	require.LessOrEqual(t, len(points), keep)
+	for _, p := range points {
+		require.LessOrEqual(t, len(p.name), maxMetricName)
+		require.True(t, model.IsValidLegacyMetricName(p.name), p.name)
+		require.Len(t, p.values, len(p.labels))
+		require.LessOrEqual(t, len(p.labels), maxAttributes)
+		require.True(t, slices.IsSorted(p.labels))
+		require.Len(t, slices.Compact(slices.Clone(p.labels)), len(p.labels), "each name once")
+		for i, l := range p.labels {
+			require.LessOrEqual(t, len(l), maxLabelName)
+			require.True(t, model.LabelName(l).IsValidLegacy(), l)
+			require.LessOrEqual(t, len(p.values[i]), maxLabelValue)
+			require.True(t, utf8.ValidString(p.values[i]))
+		}
+	}
+	none, _, _ := parseOTLP(b, func(string) bool { return false }, keep)
+	require.Empty(t, none)
+}
+
+// parseSeeds are structured OTLP pushes: the fuzz target's seeds, and the normal test's.
+func parseSeeds() [][]byte {
+	long := strings.Repeat("k", maxLabelName+1)
+	var many [][]byte
+	for a := range 3 * maxAttributes {
+		many = append(many, otlpKV(fmt.Sprintf("a.%d", a), "v"))
+	}
+	return [][]byte{
+		nil,
+		otlpData(nil),
+		otlpData([][]byte{otlpKV("group_id", "g")}, otlpMetric("org.apache.kafka.producer.x", 7, false, otlpPoint(3))),
+		otlpData(many, otlpMetric("a.b", 5, false, otlpPoint(1, many...), otlpPoint(2))),
+		otlpData([][]byte{otlpKV(long, "v"), otlpKV("9lives", "v"), otlpKV("__name__", "x"), otlpKV("client_id", "c")},
+			otlpMetric("d", 7, true, otlpPoint(1, otlpKV("ü.é", strings.Repeat("é", 100)), otlpKV(long, "x")))),
+		otlpData(nil, otlpMetric(strings.Repeat("n", maxMetricName), 5, false, otlpPoint(1))),
+		otlpData(nil, otlpMetric("e", 5, false, make([][]byte, 20)...)),
+	}
+}
+
+// Structured seeds and, deterministically, bytes flipped in them: the invariants hold.
+func TestTelemetryParseSeeds(t *testing.T) {
+	n := 0
+	for _, seed := range parseSeeds() {
+		checkParse(t, seed)
+		for i := range seed {
+			for _, x := range []byte{0x01, 0x80, 0xff} {
+				b := bytes.Clone(seed)
+				b[i] ^= x
+				checkParse(t, b)
+				n++
+			}
+		}
+	}
+	t.Logf("%d seeds, %d mutations of them parsed within the bounds", len(parseSeeds()), n)
+}
+
+func FuzzParseOTLP(f *testing.F) {
+	for _, seed := range parseSeeds() {
+		f.Add(seed)
+	}
+	f.Fuzz(checkParse)
 }

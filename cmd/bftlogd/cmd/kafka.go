@@ -42,6 +42,7 @@ const (
 	flagTelemetryPushInterval = "telemetry-push-interval"
 	flagTelemetryMaxClients   = "telemetry-max-clients"
 	flagTelemetryMaxBytes     = "telemetry-max-bytes"
+	flagTelemetryMaxSeries    = "telemetry-max-series"
 )
 
 // gatewayLimits sets cfg's bounds from the command's flags.
@@ -65,6 +66,11 @@ func gatewayTelemetry(cmd *cobra.Command, cfg *kafka.Config) {
 	cfg.Telemetry.PushInterval, _ = f.GetDuration(flagTelemetryPushInterval)
 	cfg.Telemetry.MaxClients, _ = f.GetInt(flagTelemetryMaxClients)
 	cfg.Telemetry.MaxPushBytes, _ = f.GetInt32(flagTelemetryMaxBytes)
+	cfg.Telemetry.MaxSeries, _ = f.GetInt(flagTelemetryMaxSeries)
+	if len(cfg.Telemetry.Metrics) > 0 && cfg.MetricsAddr == "" {
+		// Clients would push, and be answered, for series nobody can read.
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: --%s without --%s: clients push metrics that are not served\n", flagTelemetryMetrics, flagMetricsListen)
+	}
 }
 
 // gatewayUsers reads --users and builds each user's signer from its keyring key, with the
@@ -233,8 +239,9 @@ kcat -b 127.0.0.1:9092 -L`,
 	serve.Flags().Duration(flagRequestTimeout, kafka.DefaultRequestTimeout, "time for a request's bytes to arrive once announced, for an answer to be sent, and for a client to authenticate (with --users)")
 	serve.Flags().String(flagMetricsListen, "", "address to serve Prometheus metrics at /metrics (e.g. 127.0.0.1:9464): the gateway's own series and the client metrics pushed on --telemetry-metrics; empty: not served")
 	serve.Flags().StringSlice(flagTelemetryMetrics, nil, `client metric name prefixes the gateway subscribes to (KIP-714), comma-separated, e.g. org.apache.kafka.producer.,org.apache.kafka.consumer.; "*" for every metric; empty: no subscription, clients push nothing`)
-	serve.Flags().Duration(flagTelemetryPushInterval, kafka.DefaultTelemetryPushInterval, "how often subscribed clients push their metrics (at least 100ms)")
-	serve.Flags().Int(flagTelemetryMaxClients, kafka.DefaultTelemetryMaxClients, "client instances whose pushed metrics are kept; a new one past it evicts the one heard from longest ago")
+	serve.Flags().Duration(flagTelemetryPushInterval, kafka.DefaultTelemetryPushInterval, "how often subscribed clients push their metrics (100ms to 1h)")
+	serve.Flags().Int(flagTelemetryMaxClients, kafka.DefaultTelemetryMaxClients, "client instances whose pushed metrics are kept; a new one past it evicts one that never pushed, else the one heard from longest ago")
+	serve.Flags().Int(flagTelemetryMaxSeries, kafka.DefaultTelemetryTotalSeries, "client metric series exported, of all clients together (each client at most 256); points of further series are dropped and counted")
 	serve.Flags().Int32(flagTelemetryMaxBytes, kafka.DefaultTelemetryMaxPushBytes, "largest metrics push, compressed and decompressed (TELEMETRY_TOO_LARGE past it)")
 	serve.Flags().String(flagTLSCert, "", "PEM certificate: serve TLS (with --tls-key)")
 	serve.Flags().String(flagTLSKey, "", "PEM private key of --tls-cert")
