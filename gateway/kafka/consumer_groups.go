@@ -46,12 +46,17 @@ func (s *Server) consumerGroupHeartbeat(ctx context.Context, r *kmsg.ConsumerGro
 	if st != nil {
 		m = findConsumer(st, r.MemberID)
 	}
-	owned, code := s.ownedPartitions(ctx, r.Topics)
-	if code != 0 {
-		return fail(code, "an owned topic ID names no topic")
+	if m != nil && m.Owner != co.chain.owner() {
+		// Another account's member: this identity cannot speak for it, and its client takes a
+		// new member id on UNKNOWN_MEMBER_ID.
+		return fail(kerr.UnknownMemberID.Code, "not a member of this principal")
+	}
+	owned, known, err := s.ownedPartitions(ctx, r.Topics)
+	if err != nil {
+		return fail(kerr.CoordinatorNotAvailable.Code, err.Error())
 	}
 	msg := &types.MsgConsumerGroupHeartbeat{Owner: co.chain.owner(), GroupId: r.Group, MemberId: r.MemberID, MemberEpoch: r.MemberEpoch,
-		ClientId: clientID(ctx), OwnedKnown: r.Topics != nil, Owned: owned}
+		ClientId: clientID(ctx), OwnedKnown: r.Topics != nil && known, Owned: owned}
 	if r.MemberEpoch < 0 {
 		co.forget(r.Group, r.MemberID)
 		if m == nil {
@@ -74,7 +79,7 @@ func (s *Server) consumerGroupHeartbeat(ctx context.Context, r *kmsg.ConsumerGro
 			return fail(kerr.UnknownMemberID.Code, "not a member")
 		case m.State == types.CONSUMER_MEMBER_STATE_LEFT_STATIC || r.MemberEpoch > m.MemberEpoch:
 			return fail(kerr.FencedMemberEpoch.Code, "the member epoch is not the chain's")
-		case r.MemberEpoch < m.MemberEpoch && r.Topics != nil && !types.NewPartitionSet(m.Assigned, m.PendingRevocation).Contains(owned):
+		case r.MemberEpoch < m.MemberEpoch && msg.OwnedKnown && !types.NewPartitionSet(m.Assigned, m.PendingRevocation).Contains(owned):
 			return fail(kerr.FencedMemberEpoch.Code, "the member no longer owns its partitions of that epoch")
 		}
 	}
@@ -97,7 +102,10 @@ func (s *Server) consumerGroupHeartbeat(ctx context.Context, r *kmsg.ConsumerGro
 	// The whole assignment every time: a client that lost an answer gets it again, and franz-go
 	// keeps what it has when nothing changed.
 	a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
-	a.Topics = s.assignedTopics(ctx, m.Assigned)
+	if a.Topics, err = s.assignedTopics(ctx, m.Assigned); err != nil {
+		// Never an assignment with a topic missing for a failed read: the client would revoke it.
+		return fail(kerr.CoordinatorNotAvailable.Code, err.Error())
+	}
 	resp.Assignment = &a
 	return resp
 }
@@ -160,16 +168,20 @@ func findConsumer(st *types.QueryConsumerGroupResponse, id string) *types.Consum
 	return nil
 }
 
-// ownedPartitions names the partitions a heartbeat says the client owns (by topic ID). An ID
-// no topic has any more is left out: the member cannot own a deleted topic's partitions.
-func (s *Server) ownedPartitions(ctx context.Context, topics []kmsg.ConsumerGroupHeartbeatRequestTopic) ([]types.TopicPartitions, int16) {
+// ownedPartitions names the partitions a heartbeat says the client owns (by topic ID). known is
+// false when an ID names no topic this gateway can find: the list is then not the whole truth,
+// and must not release anything (the chain would hand partitions the client still reads to
+// another member).
+func (s *Server) ownedPartitions(ctx context.Context, topics []kmsg.ConsumerGroupHeartbeatRequestTopic) ([]types.TopicPartitions, bool, error) {
 	var out []types.TopicPartitions
+	known := true
 	for _, t := range topics {
 		topic, found, err := s.topicByID(ctx, t.TopicID)
 		if err != nil {
-			return nil, kerr.CoordinatorNotAvailable.Code
+			return nil, false, err
 		}
 		if !found {
+			known = false
 			continue
 		}
 		tp := types.TopicPartitions{Topic: topic.Name}
@@ -180,15 +192,18 @@ func (s *Server) ownedPartitions(ctx context.Context, topics []kmsg.ConsumerGrou
 		}
 		out = append(out, tp)
 	}
-	return types.NewPartitionSet(out).List(), 0
+	return types.NewPartitionSet(out).List(), known, nil
 }
 
 // assignedTopics gives an assignment by topic ID; a topic deleted since is left out.
-func (s *Server) assignedTopics(ctx context.Context, tps []types.TopicPartitions) []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic {
+func (s *Server) assignedTopics(ctx context.Context, tps []types.TopicPartitions) ([]kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic, error) {
 	out := []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{}
 	for _, tp := range tps {
 		t, found, err := s.topic(ctx, tp.Topic)
-		if err != nil || !found {
+		if err != nil {
+			return nil, err
+		}
+		if !found {
 			continue
 		}
 		at := kmsg.NewConsumerGroupHeartbeatResponseAssignmentTopic()
@@ -198,7 +213,7 @@ func (s *Server) assignedTopics(ctx context.Context, tps []types.TopicPartitions
 		}
 		out = append(out, at)
 	}
-	return out
+	return out, nil
 }
 
 // consumerGroupDescribe answers ConsumerGroupDescribe from the chain's state.

@@ -41,7 +41,10 @@ type coordinator struct {
 	done  chan struct{}
 	// pending: commits answered once admitted, until their block (commits.go).
 	pending *pendingCommits
-	log     func(format string, args ...any)
+	// shareMember tells whether the chain has member in share group with this coordinator's
+	// owner (set by the server; nil in tests without share groups).
+	shareMember func(ctx context.Context, group, member string) bool
+	log         func(format string, args ...any)
 
 	mu sync.Mutex
 	// live holds the members this gateway's clients talk to: last request time and session.
@@ -220,8 +223,21 @@ func (c *coordinator) dropRemoved(ctx context.Context, hb *types.MsgKafkaHeartbe
 	if err != nil {
 		return
 	}
+	// The group may be of either Kafka kind: a member is kept if the chain has it in either.
+	cst, err := c.chain.consumerGroup(ctx, hb.GroupId)
+	if err != nil {
+		return
+	}
 	for _, id := range hb.MemberIds {
-		if findMember(st, id) == nil {
+		m := findMember(st, id) != nil
+		if !m && cst != nil {
+			cm := findConsumer(cst, id)
+			m = cm != nil && cm.Owner == c.chain.owner()
+		}
+		if !m && c.shareMember != nil {
+			m = c.shareMember(ctx, hb.GroupId, id)
+		}
+		if !m {
 			c.forget(hb.GroupId, id)
 		}
 	}

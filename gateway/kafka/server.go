@@ -180,8 +180,13 @@ func Listen(cfg Config) (*Server, error) {
 		id := &identity{principal: principal, password: password, signer: signer,
 			producer: newProducer(cfg.ClientCtx, signer, cfg.Log), groups: newCoordinator(newChainGroups(cfg.ClientCtx, signer, s.query)),
 			shares: newShareCoordinator(cfg.ClientCtx, signer),
-			txns: newTxnCoordinator(signer, cfg.MaxTransactionBytes)}
+			txns:   newTxnCoordinator(signer, cfg.MaxTransactionBytes)}
 		id.groups.log = cfg.Log
+		id.groups.shareMember = func(ctx context.Context, group, member string) bool {
+			st, err := s.shareGroupState(ctx, group)
+			m := findShareMember(st, member)
+			return err != nil || (m != nil && m.Owner == id.groups.chain.owner()) // unreadable: keep it
+		}
 		s.ids = append(s.ids, id)
 		if password == "" {
 			return id, nil

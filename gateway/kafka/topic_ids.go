@@ -119,12 +119,15 @@ func (s *Server) topicByID(ctx context.Context, id [16]byte) (types.Topic, bool,
 		if err != nil {
 			return types.Topic{}, false, err
 		}
-		names := make(map[[16]byte]string, len(topics))
-		for _, t := range topics {
-			names[topicID(t)] = t.Name
-		}
+		// Added to what is known, not put in its place: an ID learned but missing from a listing
+		// (one past maxListedTopics, say) still names its topic, checked against the chain on use.
 		m.mu.Lock()
-		m.names = names
+		if m.names == nil {
+			m.names = map[[16]byte]string{}
+		}
+		for _, t := range topics {
+			m.names[topicID(t)] = t.Name
+		}
 		m.mu.Unlock()
 		for _, t := range topics {
 			if topicID(t) == id {

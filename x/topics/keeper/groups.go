@@ -339,8 +339,8 @@ func (k Keeper) expireMembers(ctx context.Context) (uint64, error) {
 		if !expired {
 			continue
 		}
-		if kind == types.GROUP_KIND_KAFKA {
-			work++ // the Kafka group's rebalance; its members were counted as they expired
+		if kind != types.GROUP_KIND_NATIVE {
+			work++ // the group's rebalance; its members were counted as they expired
 		}
 		if err := k.isolate(ctx, "expire", id, func(ctx context.Context) error {
 			return k.rebalanceExpired(ctx, id, kind)

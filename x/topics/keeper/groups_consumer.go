@@ -45,6 +45,11 @@ func (k Keeper) ConsumerGroupState(ctx context.Context, group string) (types.Con
 	if err != nil {
 		return types.ConsumerGroup{}, nil, err
 	}
+	if g.Kind != types.GROUP_KIND_CONSUMER {
+		// As Kafka's ConsumerGroupDescribe: another kind of group is not a consumer group
+		// (its admin tools then fall back to DescribeGroups).
+		return types.ConsumerGroup{}, nil, errorsmod.Wrapf(types.ErrUnknownGroup, "group %q is not a consumer group", group)
+	}
 	cg, err := k.consumerGroup(ctx, g)
 	if err != nil {
 		return cg, nil, err
@@ -97,6 +102,8 @@ func (k Keeper) ConsumerGroupHeartbeat(ctx context.Context, msg *types.MsgConsum
 	create := isNotFound(err)
 	switch {
 	case create && msg.MemberEpoch != 0:
+		return types.ConsumerMember{}, errorsmod.Wrapf(types.ErrUnknownMember, "%q is not a member of consumer group %q", msg.MemberId, msg.GroupId)
+	case !create && err == nil && msg.MemberEpoch < 0 && g.Kind != types.GROUP_KIND_CONSUMER:
 		return types.ConsumerMember{}, errorsmod.Wrapf(types.ErrUnknownMember, "%q is not a member of consumer group %q", msg.MemberId, msg.GroupId)
 	case create:
 		g = newGroup(msg.GroupId, msg.Owner, types.JOIN_POLICY_UNSPECIFIED, nil, types.ASSIGNOR_UNSPECIFIED, 0, sdkCtx.BlockHeight())
@@ -178,6 +185,7 @@ func (k Keeper) ConsumerGroupHeartbeat(ctx context.Context, msg *types.MsgConsum
 		return m, err
 	}
 	if subscription || bump {
+		sdkCtx.GasMeter().ConsumeGas(uint64(len(m.SubscribedTopicNames)+len(m.RegexTopics)+1)*types.RebalanceGasPerUnit, "consumer subscription")
 		if err := k.checkConsumerSubscription(ctx, g.GroupId); err != nil {
 			return m, err
 		}
@@ -269,7 +277,8 @@ func (k Keeper) admitConsumer(ctx context.Context, msg *types.MsgConsumerGroupHe
 }
 
 // leaveConsumerGroup removes the member (epoch -1), or keeps a static one's partitions for its
-// session (epoch -2), and brings the rest to a new target.
+// session (epoch -2), and brings the rest to a new target. A static leave by an account the
+// group no longer admits is a leave: it cannot keep partitions it may not read.
 func (k Keeper) leaveConsumerGroup(ctx context.Context, g types.Group, msg *types.MsgConsumerGroupHeartbeat, now int64) (types.ConsumerMember, error) {
 	m, err := k.ownedConsumerMember(ctx, msg.GroupId, msg.MemberId, msg.Owner)
 	if err != nil {
@@ -279,9 +288,16 @@ func (k Keeper) leaveConsumerGroup(ctx context.Context, g types.Group, msg *type
 	if err != nil {
 		return m, err
 	}
-	if msg.MemberEpoch == types.ConsumerLeaveStaticEpoch && m.InstanceId != "" {
+	if msg.MemberEpoch == types.ConsumerLeaveStaticEpoch && m.InstanceId != "" && mayJoin(g, msg.Owner) == nil {
+		if m.State == types.CONSUMER_MEMBER_STATE_LEFT_STATIC {
+			return m, nil // left already: its session runs out where the first leave set it
+		}
 		m.State = types.CONSUMER_MEMBER_STATE_LEFT_STATIC
-		if err := k.setExpiry(ctx, consumerMember(&m), now+g.SessionTimeoutMs); err != nil {
+		at := now + g.SessionTimeoutMs
+		if m.RevokeDeadlineMs > 0 {
+			at = min(at, m.RevokeDeadlineMs)
+		}
+		if err := k.setExpiry(ctx, consumerMember(&m), at); err != nil {
 			return m, err
 		}
 		return m, k.setConsumerMember(ctx, m)
@@ -310,12 +326,16 @@ func (k Keeper) setConsumerExpiry(ctx context.Context, g types.Group, m *types.C
 // resolveTopicRegex lists the topics a subscription regex matches, in name order. The walk
 // reads every topic and is paid for as store reads by the heartbeat's signer.
 func (k Keeper) resolveTopicRegex(ctx context.Context, re string) ([]string, error) {
-	c, err := types.CompileTopicRegex(re)
+	c, insts, err := types.CompileTopicRegex(re)
 	if err != nil {
 		return nil, err
 	}
+	meter := sdk.UnwrapSDKContext(ctx).GasMeter()
+	meter.ConsumeGas(uint64(insts)*types.RebalanceGasPerUnit, "topic regex compile")
 	var out []string
 	err = k.Topics.Walk(ctx, nil, func(name string, _ types.Topic) (bool, error) {
+		// Matching costs the name's length times the program's size.
+		meter.ConsumeGas(uint64(len(name)*insts)/8+1, "topic regex match")
 		if c.MatchString(name) {
 			out = append(out, name)
 		}
@@ -339,12 +359,19 @@ func (k Keeper) checkConsumerSubscription(ctx context.Context, group string) err
 	if err != nil {
 		return err
 	}
-	var total uint64
+	var total, names uint64
 	for _, c := range counts {
 		total += uint64(c.Partitions)
 	}
+	for _, m := range members {
+		names += uint64(len(m.SubscribedTopicNames) + len(m.RegexTopics))
+	}
 	if total > uint64(params.MaxGroupSubscribedPartitions) {
 		return errorsmod.Wrapf(types.ErrSubscriptionTooLarge, "group %q would subscribe to %d partitions, the limit is %d", group, total, params.MaxGroupSubscribedPartitions)
+	}
+	// Names of topics that do not exist cost a reconcile as much as partitions do.
+	if names > uint64(params.MaxGroupSubscribedPartitions) {
+		return errorsmod.Wrapf(types.ErrSubscriptionTooLarge, "group %q's members would name %d topics, the limit is %d", group, names, params.MaxGroupSubscribedPartitions)
 	}
 	return nil
 }

@@ -44,9 +44,9 @@ func (k Keeper) reconcileConsumerGroup(ctx context.Context, g types.Group, cg *t
 	}
 	for i := range members {
 		m := &members[i]
-		before := m.String()
+		before := *m
 		advanceConsumer(m, cg.AssignmentEpoch, owners, now)
-		if m.String() == before {
+		if sameProgress(before, *m) {
 			continue
 		}
 		if m.RevokeDeadlineMs > 0 && m.RevokeDeadlineMs < m.ExpiresAtMs {
@@ -155,6 +155,18 @@ func advanceConsumer(m *types.ConsumerMember, epoch int32, owners map[types.Topi
 	}
 }
 
+// sameProgress tells whether advanceConsumer left a member as it was (what it may change).
+func sameProgress(a, b types.ConsumerMember) bool {
+	return a.MemberEpoch == b.MemberEpoch && a.PreviousMemberEpoch == b.PreviousMemberEpoch && a.State == b.State &&
+		a.RevokeDeadlineMs == b.RevokeDeadlineMs && sameTPs(a.Assigned, b.Assigned) && sameTPs(a.PendingRevocation, b.PendingRevocation)
+}
+
+func sameTPs(a, b []types.TopicPartitions) bool {
+	return slices.EqualFunc(a, b, func(x, y types.TopicPartitions) bool {
+		return x.Topic == y.Topic && slices.Equal(x.Partitions, y.Partitions)
+	})
+}
+
 // chooseServerAssignor is the server assignor most members asked for (none: uniform), ties
 // going to the first of types.ConsumerAssignors.
 func chooseServerAssignor(members []types.ConsumerMember) string {
@@ -177,12 +189,19 @@ func chooseServerAssignor(members []types.ConsumerMember) string {
 	return types.ConsumerAssignors[best]
 }
 
-// subscribedTopics is a member's subscription: its topic names and its regex's matches.
+// subscribedTopics is a member's subscription: its topic names and its regex's matches, both
+// sorted (Validate, resolveTopicRegex), merged in linear time.
 func subscribedTopics(m types.ConsumerMember) []string {
-	out := append([]string(nil), m.SubscribedTopicNames...)
-	for _, t := range m.RegexTopics {
-		if !slices.Contains(out, t) {
-			out = append(out, t)
+	a, b := m.SubscribedTopicNames, m.RegexTopics
+	out := make([]string, 0, len(a)+len(b))
+	for len(a) > 0 || len(b) > 0 {
+		switch {
+		case len(b) == 0 || (len(a) > 0 && a[0] < b[0]):
+			out, a = append(out, a[0]), a[1:]
+		case len(a) == 0 || b[0] < a[0]:
+			out, b = append(out, b[0]), b[1:]
+		default:
+			out, a, b = append(out, a[0]), a[1:], b[1:]
 		}
 	}
 	return out
@@ -191,10 +210,12 @@ func subscribedTopics(m types.ConsumerMember) []string {
 // consumerPartitionCounts lists the partition counts of the topics the members subscribe to
 // that exist, by name.
 func (k Keeper) consumerPartitionCounts(ctx context.Context, members []types.ConsumerMember) ([]types.TopicPartitionCount, error) {
+	seen := map[string]bool{}
 	var topics []string
 	for _, m := range members {
 		for _, t := range subscribedTopics(m) {
-			if !slices.Contains(topics, t) {
+			if !seen[t] {
+				seen[t] = true
 				topics = append(topics, t)
 			}
 		}
@@ -213,8 +234,8 @@ func (k Keeper) consumerPartitionCounts(ctx context.Context, members []types.Con
 	return out, nil
 }
 
-// consumerRebalanceCost is the work of reconciling a consumer group: members x subscribed
-// partitions, plus one per member.
+// consumerRebalanceCost is the work of reconciling a consumer group: members x (subscribed
+// partitions and names), plus one per member.
 func (k Keeper) consumerRebalanceCost(ctx context.Context, group string) (uint64, error) {
 	cg, err := k.ConsumerGroups.Get(ctx, group)
 	if isNotFound(err) {
@@ -222,7 +243,7 @@ func (k Keeper) consumerRebalanceCost(ctx context.Context, group string) (uint64
 	} else if err != nil {
 		return 0, err
 	}
-	n, err := k.countConsumerMembers(ctx, group)
+	members, err := k.consumerMembers(ctx, group)
 	if err != nil {
 		return 0, err
 	}
@@ -230,6 +251,10 @@ func (k Keeper) consumerRebalanceCost(ctx context.Context, group string) (uint64
 	for _, c := range cg.PartitionCounts {
 		parts += uint64(c.Partitions)
 	}
+	for _, m := range members {
+		parts += uint64(len(m.SubscribedTopicNames) + len(m.RegexTopics))
+	}
+	n := uint64(len(members))
 	return n*parts + n, nil
 }
 
@@ -298,7 +323,10 @@ func (k Keeper) commitAsConsumerMember(ctx context.Context, g types.Group, msg *
 	if err != nil {
 		return err
 	}
-	if e := int32(min(msg.Generation, 1<<31-1)); e != m.MemberEpoch && e != m.PreviousMemberEpoch {
+	if m.State == types.CONSUMER_MEMBER_STATE_LEFT_STATIC {
+		return errorsmod.Wrapf(types.ErrUnknownMember, "member %q of group %q left", m.MemberId, m.GroupId)
+	}
+	if e := int32(min(msg.Generation, 1<<31-1)); e <= 0 || (e != m.MemberEpoch && e != m.PreviousMemberEpoch) {
 		return errorsmod.Wrapf(types.ErrStaleMemberEpoch, "member %q of group %q is at epoch %d, the commit carries %d", m.MemberId, m.GroupId, m.MemberEpoch, msg.Generation)
 	}
 	if err := k.setConsumerExpiry(ctx, g, &m, sdk.UnwrapSDKContext(ctx).BlockTime().UnixMilli()); err != nil {

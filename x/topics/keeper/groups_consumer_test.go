@@ -188,6 +188,12 @@ func TestConsumerGroupStaticMembership(t *testing.T) {
 	require.Equal(t, types.CONSUMER_MEMBER_STATE_LEFT_STATIC, f.cstate("ledger")["m-b"].State)
 	require.Equal(t, 2, count(f.cstate("ledger")["m-b"].Assigned), "kept for its session")
 
+	// Leaving again does not extend the session.
+	expires := f.cstate("ledger")["m-b"].ExpiresAtMs
+	f.advance(time.Second)
+	_, err = join(f.bob, "m-b", "i-b", types.ConsumerLeaveStaticEpoch)
+	require.NoError(t, err)
+	require.Equal(t, expires, f.cstate("ledger")["m-b"].ExpiresAtMs)
 	b2, err := join(f.bob, "m-b2", "i-b", 0)
 	require.NoError(t, err)
 	require.Equal(t, held, b2.Assigned, "the instance takes its partitions back")
@@ -215,6 +221,33 @@ func TestConsumerGroupRegexSubscription(t *testing.T) {
 	_, err = f.msgs.ConsumerGroupHeartbeat(f.ctx, &types.MsgConsumerGroupHeartbeat{Owner: f.alice, GroupId: "ledger", MemberId: "m-b",
 		SubscribedTopicNames: []string{"payments"}, ServerAssignor: "sticky"})
 	require.ErrorIs(t, err, types.ErrUnsupportedAssignor)
+	// Names come sorted and once each, so the chain merges subscriptions in linear time.
+	_, err = f.msgs.ConsumerGroupHeartbeat(f.ctx, &types.MsgConsumerGroupHeartbeat{Owner: f.alice, GroupId: "ledger", MemberId: "m-b",
+		SubscribedTopicNames: []string{"payments", "orders-eu"}})
+	require.ErrorIs(t, err, types.ErrInvalidRequest)
+}
+
+// A short regex of counted repeats compiles to a program whose every match costs tens of
+// thousands of steps per byte of every topic name: refused before any topic is read; an
+// accepted regex pays for its matching in gas.
+func TestAttackConsumerGroupCostlyRegex(t *testing.T) {
+	f := newFixture(t)
+	for i := 0; i < 40; i++ {
+		f.createTopic(fmt.Sprintf("t%02d", i), 1)
+	}
+	f.open(f.alice, "ledger")
+	costly := ""
+	for len(costly)+9 < types.MaxTopicRegexLength {
+		costly += ".{0,1000}"
+	}
+	start := time.Now()
+	_, err := f.msgs.ConsumerGroupHeartbeat(f.ctx, &types.MsgConsumerGroupHeartbeat{Owner: f.alice, GroupId: "ledger", MemberId: "m", SubscribedTopicRegex: costly + "b"})
+	require.ErrorIs(t, err, types.ErrInvalidRegularExpression)
+	t.Logf("a %d-byte regex of counted repeats refused in %v", len(costly)+1, time.Since(start))
+	f.ctx = f.ctx.WithGasMeter(storetypes.NewInfiniteGasMeter())
+	_, err = f.msgs.ConsumerGroupHeartbeat(f.ctx, &types.MsgConsumerGroupHeartbeat{Owner: f.alice, GroupId: "ledger", MemberId: "m", SubscribedTopicRegex: "t[0-3][0-9]"})
+	require.NoError(t, err)
+	t.Logf("a regex over 40 topics used %d gas", f.ctx.GasMeter().GasConsumed())
 }
 
 // The uniform assignor keeps partitions where they are as members come and go, and balances.

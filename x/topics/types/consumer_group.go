@@ -2,6 +2,7 @@ package types
 
 import (
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"sort"
 
@@ -24,6 +25,10 @@ const (
 	MaxSubscribedTopics = 1_000
 	// MaxTopicRegexLength bounds a subscription regex.
 	MaxTopicRegexLength = 255
+	// MaxTopicRegexInsts bounds a subscription regex's compiled program: matching a name costs
+	// the name's length times the program's size (RE2 runs in linear time, not constant), and
+	// a short regex of counted repeats compiles to tens of thousands of instructions.
+	MaxTopicRegexInsts = 300
 	// ConsumerLeaveEpoch and ConsumerLeaveStaticEpoch are the member epochs of a leave.
 	ConsumerLeaveEpoch       = -1
 	ConsumerLeaveStaticEpoch = -2
@@ -63,13 +68,11 @@ func (m *MsgConsumerGroupHeartbeat) Validate() error {
 	if len(m.SubscribedTopicNames) > MaxSubscribedTopics {
 		return errorsmod.Wrapf(ErrSubscriptionTooLarge, "%d subscribed topics, the limit is %d", len(m.SubscribedTopicNames), MaxSubscribedTopics)
 	}
-	for _, t := range m.SubscribedTopicNames {
-		if err := ValidateTopicName(t); err != nil {
-			return err
-		}
+	if err := validateTopicNames(m.SubscribedTopicNames); err != nil {
+		return err
 	}
 	if m.SubscribedTopicRegex != "" {
-		if _, err := CompileTopicRegex(m.SubscribedTopicRegex); err != nil {
+		if _, _, err := CompileTopicRegex(m.SubscribedTopicRegex); err != nil {
 			return err
 		}
 	}
@@ -82,17 +85,48 @@ func (m *MsgConsumerGroupHeartbeat) Validate() error {
 	return nil
 }
 
+// validateTopicNames checks a subscription's names: valid, sorted and each once, so a chain
+// compares and merges subscriptions in linear time (gateways sort what clients send).
+func validateTopicNames(names []string) error {
+	for i, t := range names {
+		if err := ValidateTopicName(t); err != nil {
+			return err
+		}
+		if i > 0 && names[i-1] >= t {
+			return errorsmod.Wrapf(ErrInvalidRequest, "subscribed topic names must be sorted and distinct: %q after %q", t, names[i-1])
+		}
+	}
+	return nil
+}
+
 // CompileTopicRegex compiles a subscription regex as Kafka matches it: RE2 against the whole
-// topic name. Go's regexp is RE2, linear in the name, and the same on every validator.
-func CompileTopicRegex(re string) (*regexp.Regexp, error) {
+// topic name. Go's regexp is RE2, linear in the name, and the same on every validator. It
+// returns the program's size, what matching one byte of a name costs.
+func CompileTopicRegex(re string) (*regexp.Regexp, int, error) {
 	if len(re) > MaxTopicRegexLength {
-		return nil, errorsmod.Wrapf(ErrInvalidRegularExpression, "regex of %d bytes, the limit is %d", len(re), MaxTopicRegexLength)
+		return nil, 0, errorsmod.Wrapf(ErrInvalidRegularExpression, "regex of %d bytes, the limit is %d", len(re), MaxTopicRegexLength)
 	}
-	c, err := regexp.Compile("^(?:" + re + ")$")
+	full := "^(?:" + re + ")$"
+	parsed, err := syntax.Parse(full, syntax.Perl)
 	if err != nil {
-		return nil, errorsmod.Wrapf(ErrInvalidRegularExpression, "%q: %v", re, err)
+		return nil, 0, errorsmod.Wrapf(ErrInvalidRegularExpression, "%q: %v", re, err)
 	}
-	return c, nil
+	// Counted repeats expand when simplified: bound the expansion before paying for it.
+	if n := regexSize(parsed, MaxTopicRegexInsts); n > MaxTopicRegexInsts {
+		return nil, 0, errorsmod.Wrapf(ErrInvalidRegularExpression, "%q expands past %d instructions", re, MaxTopicRegexInsts)
+	}
+	prog, err := syntax.Compile(parsed.Simplify())
+	if err != nil {
+		return nil, 0, errorsmod.Wrapf(ErrInvalidRegularExpression, "%q: %v", re, err)
+	}
+	if len(prog.Inst) > MaxTopicRegexInsts {
+		return nil, 0, errorsmod.Wrapf(ErrInvalidRegularExpression, "%q compiles to %d instructions, the limit is %d", re, len(prog.Inst), MaxTopicRegexInsts)
+	}
+	c, err := regexp.Compile(full)
+	if err != nil {
+		return nil, 0, errorsmod.Wrapf(ErrInvalidRegularExpression, "%q: %v", re, err)
+	}
+	return c, len(prog.Inst), nil
 }
 
 // PartitionSet is a set of topic-partitions.
@@ -291,4 +325,30 @@ func assignUniform(members []ConsumerAssignInput, partitions map[string]uint32) 
 		out[i] = sets[i].List()
 	}
 	return out
+}
+
+// regexSize estimates the instructions a parsed regex compiles to, counted repeats expanded,
+// stopping once past limit (so the estimate itself is cheap).
+func regexSize(re *syntax.Regexp, limit int) int {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return len(re.Rune)
+	case syntax.OpRepeat:
+		n := max(re.Min, re.Max)
+		if re.Max < 0 {
+			n = re.Min + 1
+		}
+		sub := regexSize(re.Sub[0], limit)
+		if n > 0 && sub > limit/n {
+			return limit + 1
+		}
+		return sub*n + 1
+	}
+	size := 1
+	for _, sub := range re.Sub {
+		if size += regexSize(sub, limit); size > limit {
+			return limit + 1
+		}
+	}
+	return size
 }

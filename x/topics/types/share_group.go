@@ -53,12 +53,7 @@ func (m *MsgShareGroupHeartbeat) Validate() error {
 	if len(m.SubscribedTopicNames) > MaxSubscribedTopics {
 		return errorsmod.Wrapf(ErrSubscriptionTooLarge, "%d subscribed topics, the limit is %d", len(m.SubscribedTopicNames), MaxSubscribedTopics)
 	}
-	for _, t := range m.SubscribedTopicNames {
-		if err := ValidateTopicName(t); err != nil {
-			return err
-		}
-	}
-	return nil
+	return validateTopicNames(m.SubscribedTopicNames)
 }
 
 // Validate checks a share fetch's fields.
