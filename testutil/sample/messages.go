@@ -60,6 +60,13 @@ func Messages(signer string) []sdk.Msg {
 			Assignments: []types.KafkaAssignment{{MemberId: "rdkafka-1", Assignment: []byte{0, 0, 0, 0, 0, 1, 0, 6, 'o', 'r', 'd', 'e', 'r', 's', 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}}}},
 		&types.MsgKafkaHeartbeat{Owner: signer, GroupId: "ledger", MemberIds: []string{"rdkafka-1"}},
 		&types.MsgKafkaLeaveGroup{Owner: signer, GroupId: "ledger", MemberIds: []string{"rdkafka-1"}},
+		&types.MsgConsumerGroupHeartbeat{Owner: signer, GroupId: "ledger-848", MemberId: "franz-1", ClientId: "kgo", RebalanceTimeoutMs: 60_000,
+			SubscribedTopicNames: []string{"orders"}, ServerAssignor: "uniform", OwnedKnown: true,
+			Owned: []types.TopicPartitions{{Topic: "orders", Partitions: []uint32{0, 1}}}, MemberEpoch: 3},
+		&types.MsgShareGroupHeartbeat{Owner: signer, GroupId: "queue", MemberId: "share-1", ClientId: "kgo", SubscribedTopicNames: []string{"jobs"}},
+		&types.MsgShareFetch{Owner: signer, GroupId: "queue", MemberId: "share-1", Tag: "f1",
+			Acknowledgements: []types.ShareAcknowledgement{{Topic: "jobs", Partition: 0, FirstOffset: 0, LastOffset: 9, Type: types.ShareAckAccept}},
+			Acquire:          []types.ShareAcquire{{Topic: "jobs", Partition: 0, MaxRecords: 500}}},
 		&types.MsgDeleteRecords{Authority: signer, Partitions: []types.DeleteRecordsPartition{
 			{Topic: "orders", Partition: 0, Offset: 2}, {Topic: "orders", Partition: 1, ToHighWatermark: true}}},
 		&types.MsgDeleteGroupOffsets{Authority: signer, GroupId: "billing", Partitions: []types.DeleteGroupOffsetsPartition{

@@ -46,6 +46,9 @@ type node struct {
 	home string
 	// checkAllBytes makes the record invariant hash every batch's bytes, not a sample.
 	checkAllBytes bool
+	// deliveries is each in-flight share record's delivery count at the last check (by group,
+	// topic, partition and offset): counts only grow.
+	deliveries map[shareRecord]int32
 }
 
 func openNode(db dbm.DB, home string) *node {

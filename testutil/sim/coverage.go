@@ -24,7 +24,7 @@ var directKinds = []string{
 	"MsgCreateTopic", "MsgUpdateTopicConfig", "MsgAddPartitions", "MsgDeleteTopic", "MsgDeleteRecords", "MsgProduce",
 	"MsgCreateGroup", "MsgJoinGroup", "MsgHeartbeat", "MsgLeaveGroup", "MsgCommitOffsets", "MsgResetOffsets",
 	"MsgDeleteGroup", "MsgDeleteGroupOffsets", "MsgUpdateGroupPolicy", "MsgRemoveGroupMember", "MsgTransferGroupAdmin",
-	"MsgKafkaJoinGroup", "MsgKafkaSyncGroup", "MsgKafkaHeartbeat", "MsgKafkaLeaveGroup", "MsgConsumerGroupHeartbeat",
+	"MsgKafkaJoinGroup", "MsgKafkaSyncGroup", "MsgKafkaHeartbeat", "MsgKafkaLeaveGroup", "MsgConsumerGroupHeartbeat", "MsgShareGroupHeartbeat", "MsgShareFetch",
 	"MsgSubmitProposal", "MsgVote", "MsgCreateValidator", "MsgSetDataPlaneEndpoint",
 }
 

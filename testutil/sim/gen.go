@@ -37,6 +37,10 @@ type gen struct {
 	// refuse is set by a writer whose message the chain must refuse: the run fails if it does
 	// not, or refuses it with another code.
 	refuse *refusal
+	// sent holds the kinds of refusal sent in a transaction so far: an admitted operator's
+	// messages carry a malformed data-plane endpoint and key until one of each was, so a run
+	// reaches both (coverage.go) whatever its seed.
+	sent map[string]bool
 }
 
 // refusal is what a transaction written to be refused must end with: one of codes
@@ -95,6 +99,8 @@ var actions = []action{
 	{"kafka_commit", 6, 3, (*gen).kafkaCommit},
 	{"consumer_heartbeat", 5, 4, (*gen).consumerHeartbeat},
 	{"consumer_commit", 2, 1, (*gen).consumerCommit},
+	{"share_heartbeat", 3, 2, (*gen).shareHeartbeat},
+	{"share_fetch", 5, 3, (*gen).shareFetch},
 	{"proposal_params", 1, 1, (*gen).proposeParams},
 	{"proposal_topic", 1, 1, (*gen).proposeTopic},
 	{"proposal_poa", 2, 0, (*gen).proposePoa},
@@ -126,6 +132,10 @@ func (g *gen) msgs(a int) ([]sdk.Msg, *refusal) {
 		switch {
 		case m == nil:
 		case g.refuse != nil && len(out) == 0:
+			if g.sent == nil {
+				g.sent = map[string]bool{}
+			}
+			g.sent[g.refuse.kind] = true
 			return m, g.refuse
 		case g.refuse == nil:
 			out = append(out, m...)
@@ -1133,12 +1143,12 @@ func (g *gen) setEndpoint(a int) []sdk.Msg {
 		g.refused("data-plane endpoint by an account no operator", "poa/4")
 	case !admitted:
 		return nil
-	case g.oneOf(3):
+	case !g.sent["malformed data-plane endpoint"] || g.oneOf(3):
 		msg.Endpoint = []string{"127.0.0.1:1", "http://h:1/x", "ftp://h:1", "http://u:p@h:1"}[g.r.Intn(4)]
 		g.refused("malformed data-plane endpoint", "poa/11")
 	case g.oneOf(4):
 		msg.Endpoint = ""
-	case !g.oneOf(3):
+	case !g.sent["malformed data-plane key"] || !g.oneOf(3):
 		// Its own data-plane key (one per operator, so never another's) with its proof, or one
 		// of the wrong size, or a proof that fails: x/poa takes only 32 bytes, proven. (A key another operator registered is refused too:
 		// x/poa/keeper's test; here a later message without a key clears it, so whether one is
@@ -1150,7 +1160,7 @@ func (g *gen) setEndpoint(a int) []sdk.Msg {
 		msg.DataPlaneKeyProof = ed25519.Sign(priv, poatypes.DataPlaneKeyProofBytes(op))
 		// Malformed often enough that a 500-block run sends one (coverage.go requires it).
 		switch {
-		case g.oneOf(3):
+		case !g.sent["malformed data-plane key"] || g.oneOf(3):
 			msg.DataPlaneKey = msg.DataPlaneKey[:31]
 			g.refused("malformed data-plane key", "poa/12")
 		case g.oneOf(3):

@@ -23,9 +23,10 @@ import (
 
 // invariants checks what must hold after every block; it returns every violation found.
 type invariants struct {
-	a   *app.App
-	ctx sdk.Context
-	bad []error
+	a    *app.App
+	ctx  sdk.Context
+	node *node
+	bad  []error
 }
 
 func (v *invariants) failf(format string, args ...any) {
@@ -42,7 +43,7 @@ func (v *invariants) check(err error) {
 
 // checkState runs the state invariants on the committed state of a.
 func checkState(a *app.App, ctx sdk.Context, node *node) error {
-	v := &invariants{a: a, ctx: ctx}
+	v := &invariants{a: a, ctx: ctx, node: node}
 	v.groups()
 	v.log()
 	v.records(node)
@@ -124,6 +125,7 @@ func (v *invariants) groups() {
 		return false, nil
 	}))
 	members += v.consumerGroups(groups, func(at int64, group, member string) bool { return expiry[expiryKey{at, group, member}] })
+	members += v.shareGroups(v.node, groups, func(at int64, group, member string) bool { return expiry[expiryKey{at, group, member}] })
 	if len(expiry) != members {
 		v.failf("%d member expiry entries for %d members", len(expiry), members)
 	}
@@ -467,5 +469,100 @@ func (v *invariants) consumerGroups(groups map[string]types.Group, hasExpiry fun
 		}
 		return false, nil
 	}))
+	return n
+}
+
+// shareRecord is one record of a share partition.
+type shareRecord struct {
+	group, topic string
+	partition    uint32
+	offset       uint64
+}
+
+// shareGroups: every share group state and member has its group, of its kind, and members their
+// expiry entry; every share partition's runs tile [start, end) within the in-flight and run
+// bounds, acquired runs hold a member and a lock no earlier than the partition's lock entry,
+// which exists exactly when something is acquired; and a record's delivery count never goes
+// down. It returns the members counted.
+func (v *invariants) shareGroups(node *node, groups map[string]types.Group, hasExpiry func(at int64, group, member string) bool) int {
+	k := v.a.TopicsKeeper
+	v.check(k.ShareGroups.Walk(v.ctx, nil, func(id string, _ types.ShareGroup) (bool, error) {
+		if g, ok := groups[id]; !ok || g.Kind != types.GROUP_KIND_SHARE {
+			v.failf("share group state of %q, which is not a share group", id)
+		}
+		return false, nil
+	}))
+	n := 0
+	v.check(k.ShareMembers.Walk(v.ctx, nil, func(_ collections.Pair[string, string], m types.ShareMember) (bool, error) {
+		n++
+		if g, ok := groups[m.GroupId]; !ok || g.Kind != types.GROUP_KIND_SHARE {
+			v.failf("share member %q of group %q, which is not a share group", m.MemberId, m.GroupId)
+		}
+		if !hasExpiry(m.ExpiresAtMs, m.GroupId, m.MemberId) {
+			v.failf("share member %q of group %q has no expiry entry at %d", m.MemberId, m.GroupId, m.ExpiresAtMs)
+		}
+		return false, nil
+	}))
+	seen := map[shareRecord]int32{}
+	v.check(k.SharePartitions.Walk(v.ctx, nil, func(key collections.Pair[string, types.TopicPartition], sp types.SharePartition) (bool, error) {
+		name := fmt.Sprintf("share partition %s/%d of %q", sp.Topic, sp.Partition, sp.GroupId)
+		if g, ok := groups[sp.GroupId]; !ok || g.Kind != types.GROUP_KIND_SHARE {
+			v.failf("%s, which is not a share group", name)
+		}
+		if sp.EndOffset < sp.StartOffset || sp.EndOffset-sp.StartOffset > types.MaxShareInFlightRecords || len(sp.Ranges) > types.MaxShareRanges {
+			v.failf("%s: in flight [%d, %d) in %d runs, past the bounds", name, sp.StartOffset, sp.EndOffset, len(sp.Ranges))
+		}
+		next, earliest := sp.StartOffset, int64(0)
+		for _, r := range sp.Ranges {
+			if r.FirstOffset != next || r.LastOffset < r.FirstOffset {
+				v.failf("%s: run [%d, %d] where %d was next", name, r.FirstOffset, r.LastOffset, next)
+				return false, nil
+			}
+			next = r.LastOffset + 1
+			acquired := r.State == types.SHARE_RECORD_STATE_ACQUIRED
+			if acquired != (r.MemberId != "" && r.LockDeadlineMs != 0) {
+				v.failf("%s: run [%d, %d] is %s held by %q until %d", name, r.FirstOffset, r.LastOffset, r.State, r.MemberId, r.LockDeadlineMs)
+			}
+			if acquired && (earliest == 0 || r.LockDeadlineMs < earliest) {
+				earliest = r.LockDeadlineMs
+			}
+			for o := r.FirstOffset; o <= r.LastOffset; o++ {
+				rec := shareRecord{sp.GroupId, sp.Topic, sp.Partition, o}
+				if prev := node.deliveries[rec]; r.DeliveryCount < prev {
+					v.failf("%s: offset %d delivered %d times, %d before", name, o, r.DeliveryCount, prev)
+				}
+				seen[rec] = r.DeliveryCount
+			}
+		}
+		if next != sp.EndOffset {
+			v.failf("%s: runs end at %d, the end offset is %d", name, next, sp.EndOffset)
+		}
+		if earliest != sp.NextLockDeadlineMs {
+			v.failf("%s: earliest lock %d, indexed at %d", name, earliest, sp.NextLockDeadlineMs)
+		} else if earliest != 0 {
+			has, err := k.ShareLockDue.Has(v.ctx, collections.Join3(earliest, sp.GroupId, key.K2()))
+			v.check(err)
+			if !has {
+				v.failf("%s: no lock entry at %d", name, earliest)
+			}
+		}
+		return false, nil
+	}))
+	entries := 0
+	v.check(k.ShareLockDue.Walk(v.ctx, nil, func(collections.Triple[int64, string, types.TopicPartition], bool) (bool, error) {
+		entries++
+		return false, nil
+	}))
+	locked := 0
+	v.check(k.SharePartitions.Walk(v.ctx, nil, func(_ collections.Pair[string, types.TopicPartition], sp types.SharePartition) (bool, error) {
+		if sp.NextLockDeadlineMs != 0 {
+			locked++
+		}
+		return false, nil
+	}))
+	if entries != locked {
+		v.failf("%d share lock entries for %d share partitions with acquired records", entries, locked)
+	}
+	node.deliveries = seen
 	return n
 }

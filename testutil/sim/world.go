@@ -26,6 +26,8 @@ type world struct {
 	kmembers   map[string][]topicstypes.KafkaMember    // by group, in join order
 	consumer   map[string]topicstypes.ConsumerGroup    // KIP-848 groups, by group
 	cmembers   map[string][]topicstypes.ConsumerMember // by group, in join order
+	smembers   map[string][]topicstypes.ShareMember    // KIP-932 members, by group, in join order
+	sparts     map[string][]topicstypes.SharePartition // KIP-932 partitions, by group
 	offsets    map[string][]topicstypes.TopicPartition // committed, by group
 	sequences  map[string]uint64                       // last native idempotent sequence by producer/topic/partition
 	kafkaSeqs  map[string]int32                        // next Kafka base sequence by producer/topic/partition/pid
@@ -38,7 +40,8 @@ func readWorld(a *app.App, ctx sdk.Context) (*world, error) {
 	k := a.TopicsKeeper
 	w := &world{partitions: map[string][]topicstypes.Partition{}, members: map[string][]topicstypes.Member{},
 		kafka: map[string]topicstypes.KafkaGroup{}, kmembers: map[string][]topicstypes.KafkaMember{},
-		consumer: map[string]topicstypes.ConsumerGroup{}, cmembers: map[string][]topicstypes.ConsumerMember{}, offsets: map[string][]topicstypes.TopicPartition{},
+		consumer: map[string]topicstypes.ConsumerGroup{}, cmembers: map[string][]topicstypes.ConsumerMember{},
+		smembers: map[string][]topicstypes.ShareMember{}, sparts: map[string][]topicstypes.SharePartition{}, offsets: map[string][]topicstypes.TopicPartition{},
 		sequences: map[string]uint64{}, kafkaSeqs: map[string]int32{}, validators: map[string]bool{}}
 	var err error
 	if w.params, err = k.Params.Get(ctx); err != nil {
@@ -75,6 +78,14 @@ func readWorld(a *app.App, ctx sdk.Context) (*world, error) {
 		}),
 		k.ConsumerMembers.Walk(ctx, nil, func(_ collections.Pair[string, string], m topicstypes.ConsumerMember) (bool, error) {
 			w.cmembers[m.GroupId] = append(w.cmembers[m.GroupId], m)
+			return false, nil
+		}),
+		k.ShareMembers.Walk(ctx, nil, func(_ collections.Pair[string, string], m topicstypes.ShareMember) (bool, error) {
+			w.smembers[m.GroupId] = append(w.smembers[m.GroupId], m)
+			return false, nil
+		}),
+		k.SharePartitions.Walk(ctx, nil, func(_ collections.Pair[string, topicstypes.TopicPartition], sp topicstypes.SharePartition) (bool, error) {
+			w.sparts[sp.GroupId] = append(w.sparts[sp.GroupId], sp)
 			return false, nil
 		}),
 		k.Offsets.Walk(ctx, nil, func(key collections.Pair[string, topicstypes.TopicPartition], _ topicstypes.CommittedOffset) (bool, error) {

@@ -216,6 +216,24 @@ func (k Keeper) claimKind(ctx context.Context, g *types.Group, kind types.GroupK
 	return nil
 }
 
+// dropProtocolState removes what the Kafka kinds of group keep beside the Group record (classic
+// protocol state, consumer and share group state, with their members and index entries),
+// except keep's: a group that passes from one kind to another leaves nothing of the former.
+func (k Keeper) dropProtocolState(ctx context.Context, group string, keep types.GroupKind) error {
+	for _, d := range []struct {
+		kind types.GroupKind
+		drop func(context.Context, string) error
+	}{{types.GROUP_KIND_KAFKA, k.dropKafkaGroup}, {types.GROUP_KIND_CONSUMER, k.dropConsumerGroup}, {types.GROUP_KIND_SHARE, k.dropShareGroup}} {
+		if d.kind == keep {
+			continue
+		}
+		if err := d.drop(ctx, group); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // DeleteGroup deletes an empty group (no member of either kind) with everything it holds:
 // committed offsets and, for a Kafka group, its protocol state, so nothing is left for the
 // EndBlocker to trip over.
@@ -249,13 +267,7 @@ func (k Keeper) DeleteGroup(ctx context.Context, signer, group string) error {
 		return err
 	}
 	// An empty Kafka group still has its protocol state (generation, pending join phase).
-	if err := k.dropKafkaGroup(ctx, group); err != nil {
-		return err
-	}
-	if err := k.dropConsumerGroup(ctx, group); err != nil {
-		return err
-	}
-	if err := k.dropShareGroup(ctx, group); err != nil {
+	if err := k.dropProtocolState(ctx, group, types.GROUP_KIND_UNSPECIFIED); err != nil {
 		return err
 	}
 	if err := k.Groups.Remove(ctx, group); err != nil {

@@ -131,10 +131,7 @@ func (k Keeper) ConsumerGroupHeartbeat(ctx context.Context, msg *types.MsgConsum
 	if !create && g.Kind != kindBefore {
 		// The group was another kind's, empty: what that kind left goes with it (a failed
 		// heartbeat reverts this with the rest of its transaction).
-		if err := k.dropKafkaGroup(ctx, g.GroupId); err != nil {
-			return types.ConsumerMember{}, err
-		}
-		if err := k.dropConsumerGroup(ctx, g.GroupId); err != nil {
+		if err := k.dropProtocolState(ctx, g.GroupId, types.GROUP_KIND_UNSPECIFIED); err != nil {
 			return types.ConsumerMember{}, err
 		}
 	}

@@ -149,8 +149,8 @@ func (k Keeper) KafkaJoinGroup(ctx context.Context, msg *types.MsgKafkaJoinGroup
 			return kg, err
 		}
 	} else if g.Kind != kindBefore {
-		// An empty consumer group's state goes with its kind.
-		if err := k.dropConsumerGroup(ctx, g.GroupId); err != nil {
+		// An empty consumer or share group's state goes with its kind.
+		if err := k.dropProtocolState(ctx, g.GroupId, types.GROUP_KIND_KAFKA); err != nil {
 			return kg, err
 		}
 		if err := k.Groups.Set(ctx, g.GroupId, g); err != nil {

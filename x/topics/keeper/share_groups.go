@@ -120,10 +120,8 @@ func (k Keeper) ShareGroupHeartbeat(ctx context.Context, msg *types.MsgShareGrou
 	g.Kind = types.GROUP_KIND_SHARE
 	if !create && g.Kind != kindBefore {
 		// The group was another kind's, empty: what that kind left goes with it.
-		for _, drop := range []func(context.Context, string) error{k.dropKafkaGroup, k.dropConsumerGroup, k.dropShareGroup} {
-			if err := drop(ctx, g.GroupId); err != nil {
-				return types.ShareMember{}, err
-			}
+		if err := k.dropProtocolState(ctx, g.GroupId, types.GROUP_KIND_UNSPECIFIED); err != nil {
+			return types.ShareMember{}, err
 		}
 	}
 	sg, err := k.shareGroup(ctx, g)
