@@ -30,7 +30,7 @@ func (s *Server) describeCluster(r *kmsg.DescribeClusterRequest) kmsg.Response {
 		resp.ErrorMessage = kmsg.StringPtr("a gateway answers for brokers only (endpoint type 1)")
 		return resp
 	}
-	resp.ClusterID, resp.ControllerID = "bftlog", brokerID
+	resp.ClusterID, resp.ControllerID = clusterID, brokerID
 	b := kmsg.NewDescribeClusterResponseBroker()
 	b.NodeID, b.Host, b.Port = brokerID, s.host, s.port
 	resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}

@@ -13,8 +13,11 @@ import (
 // Metadata and FindCoordinator tell a client where things are: every topic's partitions are led
 // by this gateway, and every group and transactional id is coordinated by it.
 
-// The gateway is the only broker: node 0, leader of every partition.
-const brokerID = 0
+// The gateway is the only broker: node 0, leader of every partition, of cluster "bftlog".
+const (
+	brokerID  = 0
+	clusterID = "bftlog"
+)
 
 func (s *Server) metadata(ctx context.Context, r *kmsg.MetadataRequest) kmsg.Response {
 	resp := kmsg.NewPtrMetadataResponse()
@@ -22,8 +25,7 @@ func (s *Server) metadata(ctx context.Context, r *kmsg.MetadataRequest) kmsg.Res
 	broker := kmsg.NewMetadataResponseBroker()
 	broker.NodeID, broker.Host, broker.Port = brokerID, s.host, s.port
 	resp.Brokers = []kmsg.MetadataResponseBroker{broker}
-	cluster := "bftlog"
-	resp.ClusterID = &cluster
+	resp.ClusterID = kmsg.StringPtr(clusterID)
 	resp.ControllerID = brokerID
 	if r.Topics == nil { // every topic
 		topics, err := s.allTopics(ctx)

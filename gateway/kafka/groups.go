@@ -616,3 +616,12 @@ func (c *coordinator) checkConsumerCommit(ctx context.Context, group, id string,
 	}
 	return 0
 }
+
+// offsetCommit answers OffsetCommit: v10 names topics by ID (topic_id_requests.go).
+func (s *Server) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequest) kmsg.Response {
+	co := s.ident(ctx).groups
+	if r.Version >= 10 {
+		return s.offsetCommitByID(ctx, r, func(r *kmsg.OffsetCommitRequest) kmsg.Response { return co.offsetCommit(ctx, r) })
+	}
+	return co.offsetCommit(ctx, r)
+}

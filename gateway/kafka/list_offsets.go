@@ -29,9 +29,10 @@ func (s *Server) listOffsets(ctx context.Context, r *kmsg.ListOffsetsRequest) km
 			}
 			if p.Partition < 0 {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			} else if p.Timestamp == -5 {
-				// The latest tiered offset (v9+, KIP-1005): nothing is tiered, and Kafka answers
-				// a topic without tiered storage with offset -1 and no error.
+			} else if p.Timestamp == -5 || p.Timestamp == -6 {
+				// The latest tiered offset (v9+, KIP-1005) and the earliest offset pending upload
+				// (v11+, KIP-1023): nothing is tiered, and Kafka answers a topic without tiered
+				// storage with offset -1 and no error.
 				rp.Offset = -1
 			} else if res, err := s.query.ListOffsets(ctx, req); err != nil {
 				rp.ErrorCode = queryCode(err)

@@ -116,3 +116,12 @@ func (c *coordinator) groupOffsets(ctx context.Context, group string, asked []fe
 	}
 	return asked, 0
 }
+
+// offsetFetch answers OffsetFetch: v10 names topics by ID (topic_id_requests.go).
+func (s *Server) offsetFetch(ctx context.Context, r *kmsg.OffsetFetchRequest) kmsg.Response {
+	co := s.ident(ctx).groups
+	if r.Version >= 10 {
+		return s.offsetFetchByID(ctx, r, func(r *kmsg.OffsetFetchRequest) kmsg.Response { return co.offsetFetch(ctx, r) })
+	}
+	return co.offsetFetch(ctx, r)
+}

@@ -705,9 +705,17 @@ func (p *producer) fail(reqs []*appendReq, err error) {
 	}
 }
 
-// produce enqueues every partition's batches in request order (so appends keep the order
-// the client sent them in) and returns a function that waits for the outcome.
+// produce answers Produce: v13 names topics by ID (topic_id_requests.go).
 func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) func() kmsg.Response {
+	if r.Version >= 13 {
+		return s.produceByID(ctx, r)
+	}
+	return s.produceByName(ctx, r)
+}
+
+// produceByName enqueues every partition's batches in request order (so appends keep the order
+// the client sent them in) and returns a function that waits for the outcome.
+func (s *Server) produceByName(ctx context.Context, r *kmsg.ProduceRequest) func() kmsg.Response {
 	prod := s.ident(ctx).producer
 	resp := kmsg.NewPtrProduceResponse()
 	resp.SetVersion(r.Version)

@@ -553,7 +553,7 @@ func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
 	case *kmsg.AddOffsetsToTxnRequest:
 		return s.ident(ctx).txns.addOffsets(r)
 	case *kmsg.TxnOffsetCommitRequest:
-		return s.ident(ctx).txns.txnOffsetCommit(r)
+		return s.txnOffsetCommit(ctx, r)
 	case *kmsg.EndTxnRequest:
 		return s.ident(ctx).txns.endTxn(r)
 	case *kmsg.FetchRequest:
@@ -599,9 +599,9 @@ func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
 	case *kmsg.LeaveGroupRequest:
 		return s.ident(ctx).groups.leaveGroup(ctx, r)
 	case *kmsg.OffsetCommitRequest:
-		return s.ident(ctx).groups.offsetCommit(ctx, r)
+		return s.offsetCommit(ctx, r)
 	case *kmsg.OffsetFetchRequest:
-		return s.ident(ctx).groups.offsetFetch(ctx, r)
+		return s.offsetFetch(ctx, r)
 	case *kmsg.ConsumerGroupHeartbeatRequest:
 		return s.consumerGroupHeartbeat(ctx, r)
 	case *kmsg.ConsumerGroupDescribeRequest:

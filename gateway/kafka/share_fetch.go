@@ -288,11 +288,20 @@ func (s *Server) awaitShareRecords(ctx context.Context, group, member string, se
 		if s.shareRecordsReady(ctx, group, member, session) {
 			return true
 		}
-		if time.Now().Add(pollInterval).After(deadline) || !sleep(ctx) {
+		if time.Now().Add(sharePollInterval).After(deadline) {
 			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(sharePollInterval):
 		}
 	}
 }
+
+// sharePollInterval is how often an idle share fetch reads the chain's state (three queries):
+// a fifth of a block, not every 50 ms for each idle consumer.
+const sharePollInterval = 200 * time.Millisecond
 
 func (s *Server) shareRecordsReady(ctx context.Context, group, member string, session map[types.TopicPartition]bool) bool {
 	st, err := s.shareGroupState(ctx, group)

@@ -330,3 +330,12 @@ func (s *Server) initProducerID(ctx context.Context, r *kmsg.InitProducerIDReque
 	resp.ProducerID = int64(binary.BigEndian.Uint64(b[:]) >> 2)
 	return resp
 }
+
+// txnOffsetCommit answers TxnOffsetCommit: v6 names topics by ID (topic_id_requests.go).
+func (s *Server) txnOffsetCommit(ctx context.Context, r *kmsg.TxnOffsetCommitRequest) kmsg.Response {
+	txns := s.ident(ctx).txns
+	if r.Version >= 6 {
+		return s.txnOffsetCommitByID(ctx, r, txns.txnOffsetCommit)
+	}
+	return txns.txnOffsetCommit(r)
+}

@@ -25,18 +25,18 @@ import (
 // and above will be used by brokers"); clients send v3 or lower, and a gateway keeps its
 // transactions to itself, so no other broker asks it.
 var versions = map[kmsg.Key][2]int16{
-	kmsg.Produce:                      {0, 12},
-	kmsg.Fetch:                        {4, 17},
-	kmsg.ListOffsets:                  {1, 10},
+	kmsg.Produce:                      {0, 13},
+	kmsg.Fetch:                        {4, 18},
+	kmsg.ListOffsets:                  {1, 11},
 	kmsg.Metadata:                     {1, 13},
-	kmsg.OffsetCommit:                 {2, 9},
-	kmsg.OffsetFetch:                  {1, 9},
+	kmsg.OffsetCommit:                 {2, 10},
+	kmsg.OffsetFetch:                  {1, 10},
 	kmsg.FindCoordinator:              {0, 6},
 	kmsg.JoinGroup:                    {0, 9},
 	kmsg.Heartbeat:                    {0, 4},
 	kmsg.LeaveGroup:                   {0, 5},
 	kmsg.SyncGroup:                    {0, 5},
-	kmsg.ApiVersions:                  {0, 4},
+	kmsg.ApiVersions:                  {0, 5},
 	kmsg.CreateTopics:                 {0, 7},
 	kmsg.DeleteTopics:                 {0, 6},
 	kmsg.InitProducerID:               {0, 5},
@@ -49,7 +49,7 @@ var versions = map[kmsg.Key][2]int16{
 	kmsg.AddPartitionsToTxn:           {0, 3},
 	kmsg.AddOffsetsToTxn:              {0, 4},
 	kmsg.EndTxn:                       {0, 5},
-	kmsg.TxnOffsetCommit:              {0, 5},
+	kmsg.TxnOffsetCommit:              {0, 6},
 	kmsg.ListGroups:                   {0, 5},
 	kmsg.DescribeGroups:               {0, 6},
 	kmsg.DeleteGroups:                 {0, 2},
@@ -84,6 +84,12 @@ func supported(key, version int16) bool {
 func apiVersions(r *kmsg.ApiVersionsRequest) kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(r.Version)
+	// v5 (KIP-1242): a client that says which cluster and broker it meant to reach is told to
+	// bootstrap again when it reached another (a gateway is broker brokerID of cluster bftlog).
+	if r.Version >= 5 && r.ClusterID != nil && r.NodeID >= 0 && (*r.ClusterID != clusterID || r.NodeID != brokerID) {
+		resp.ErrorCode = kerr.RebootstrapRequired.Code
+		return resp
+	}
 	keys := make([]kmsg.Key, 0, len(versions))
 	for key := range versions {
 		keys = append(keys, key)
