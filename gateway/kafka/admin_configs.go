@@ -111,7 +111,7 @@ func (e *configError) Error() string {
 // have configs here.
 func (s *Server) configTopic(ctx context.Context, typ kmsg.ConfigResourceType, name string) (types.Topic, int16, *string) {
 	if typ != kmsg.ConfigResourceTypeTopic {
-		return types.Topic{}, kerr.InvalidRequest.Code, kmsg.StringPtr("only topic configs are described and altered")
+		return types.Topic{}, kerr.InvalidRequest.Code, kmsg.StringPtr("only topic configs, and groups' share.* configs with IncrementalAlterConfigs, are described and altered")
 	}
 	t, err := s.query.Topic(ctx, &types.QueryTopicRequest{Name: name})
 	if err != nil {
@@ -126,6 +126,11 @@ func (s *Server) describeConfigs(ctx context.Context, r *kmsg.DescribeConfigsReq
 	for _, res := range r.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		if res.ResourceType == kmsg.ConfigResourceTypeGroupConfig {
+			s.describeGroupConfig(ctx, res, &rr)
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
 		t, code, msg := s.configTopic(ctx, res.ResourceType, res.ResourceName)
 		if code != 0 {
 			rr.ErrorCode, rr.ErrorMessage = code, msg
@@ -155,6 +160,11 @@ func (s *Server) incrementalAlterConfigs(ctx context.Context, r *kmsg.Incrementa
 	for _, res := range r.Resources {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		if res.ResourceType == kmsg.ConfigResourceTypeGroupConfig {
+			rr.ErrorCode, rr.ErrorMessage = s.alterGroupConfig(ctx, res, r.ValidateOnly)
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
 		rr.ErrorCode, rr.ErrorMessage = s.alterTopicConfig(ctx, res.ResourceType, res.ResourceName, r.ValidateOnly, func(cfg *types.TopicConfig) error {
 			*cfg = cfg.WithDefaults()
 			return alterConfig(cfg, res.Configs)

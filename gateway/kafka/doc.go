@@ -54,6 +54,9 @@
 //	77   ShareGroupDescribe            share_groups.go     shareGroupDescribe            ShareGroup query
 //	78   ShareFetch                    share_fetch.go      shareFetch                    MsgShareFetch, batched per gateway; SharePartitions and Fetch queries
 //	79   ShareAcknowledge              share_fetch.go      shareAcknowledge              MsgShareFetch (acknowledgements only), batched per gateway
+//	90   DescribeShareGroupOffsets     share_admin.go      describeShareGroupOffsets     ShareGroup, SharePartitions and Partitions queries
+//	91   AlterShareGroupOffsets        share_admin.go      alterShareGroupOffsets        MsgAlterShareGroupOffsets
+//	92   DeleteShareGroupOffsets       share_admin.go      deleteShareGroupOffsets       MsgAlterShareGroupOffsets (deletions)
 //	71   GetTelemetrySubscriptions     telemetry.go        getTelemetrySubscriptions     none: the gateway's --telemetry-metrics subscription
 //	72   PushTelemetry                 telemetry.go        pushTelemetry                 none: exported at the gateway's --metrics-listen
 //	75   DescribeTopicPartitions       discovery.go        describeTopicPartitions       Topic and Topics queries

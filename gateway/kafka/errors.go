@@ -49,6 +49,9 @@ var chainErrors = []struct {
 	{[]error{types.ErrUnreleasedInstanceID}, kerr.UnreleasedInstanceID},
 	{[]error{types.ErrUnsupportedAssignor}, kerr.UnsupportedAssignor},
 	{[]error{types.ErrInvalidRegularExpression}, kerr.InvalidRegularExpression},
+	{[]error{types.ErrInvalidRecordState}, kerr.InvalidRecordState},
+	{[]error{types.ErrUnknownGroup}, kerr.GroupIDNotFound},
+	{[]error{types.ErrGroupNotEmpty}, kerr.NonEmptyGroup},
 }
 
 // kafkaCode maps an error from the chain (a transaction's x/topics error, matched with

@@ -614,6 +614,12 @@ func (s *Server) dispatch(ctx context.Context, req kmsg.Request) kmsg.Response {
 		return s.shareFetch(ctx, r)
 	case *kmsg.ShareAcknowledgeRequest:
 		return s.shareAcknowledge(ctx, r)
+	case *kmsg.DescribeShareGroupOffsetsRequest:
+		return s.describeShareGroupOffsets(ctx, r)
+	case *kmsg.AlterShareGroupOffsetsRequest:
+		return s.alterShareGroupOffsets(ctx, r)
+	case *kmsg.DeleteShareGroupOffsetsRequest:
+		return s.deleteShareGroupOffsets(ctx, r)
 	case *kmsg.ListGroupsRequest:
 		return s.listGroups(ctx, r)
 	case *kmsg.DescribeGroupsRequest:

@@ -72,6 +72,9 @@ var versions = map[kmsg.Key][2]int16{
 	kmsg.ShareGroupDescribe:           {1, 1},
 	kmsg.ShareFetch:                   {1, 1},
 	kmsg.ShareAcknowledge:             {1, 1},
+	kmsg.DescribeShareGroupOffsets:    {0, 1},
+	kmsg.AlterShareGroupOffsets:       {0, 0},
+	kmsg.DeleteShareGroupOffsets:      {0, 0},
 	kmsg.GetTelemetrySubscriptions:    {0, 0},
 	kmsg.PushTelemetry:                {0, 0},
 }

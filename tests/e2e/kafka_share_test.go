@@ -173,6 +173,51 @@ func TestKafkaShareGroupThroughGateway(t *testing.T) {
 	mu.Unlock()
 	require.Equal(t, crashed, twos, "each record the departed member held is delivered once more, with count 2")
 	txs := shareFetchTxs(t, n) - before
+
+	// Administration with Kafka's admin APIs: every record was accepted, so each partition starts
+	// at its high watermark; the empty group is moved back to its log start offset and given a
+	// lower delivery limit.
+	shareOffsets(t, ctx, admin, func(p kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition) {
+		require.Equal(t, int64(10_000), p.StartOffset, "20,000 records round-robin over 2 partitions, all accepted")
+		require.Zero(t, p.Lag)
+	})
+	alter := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	alter.GroupID = "queue"
+	at := kmsg.NewAlterShareGroupOffsetsRequestTopic()
+	at.Topic = "jobs"
+	for p := int32(0); p < 2; p++ {
+		ap := kmsg.NewAlterShareGroupOffsetsRequestTopicPartition()
+		ap.Partition, ap.StartOffset = p, -2
+		at.Partitions = append(at.Partitions, ap)
+	}
+	alter.Topics = append(alter.Topics, at)
+	ares, err := alter.RequestWith(ctx, admin)
+	require.NoError(t, err)
+	for _, p := range ares.Topics[0].Partitions {
+		require.Zero(t, p.ErrorCode, kerr.ErrorForCode(p.ErrorCode))
+	}
+	shareOffsets(t, ctx, admin, func(p kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition) {
+		require.Zero(t, p.StartOffset)
+		require.Equal(t, int64(10_000), p.Lag)
+	})
+	cfg := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	cr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	cr.ResourceType, cr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "queue"
+	cc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	cc.Name, cc.Value = "share.delivery.count.limit", kmsg.StringPtr("3")
+	cr.Configs = append(cr.Configs, cc)
+	cfg.Resources = append(cfg.Resources, cr)
+	cres, err := cfg.RequestWith(ctx, admin)
+	require.NoError(t, err)
+	require.Zero(t, cres.Resources[0].ErrorCode, kerr.ErrorForCode(cres.Resources[0].ErrorCode))
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	dr := kmsg.NewDescribeConfigsRequestResource()
+	dr.ResourceType, dr.ResourceName, dr.ConfigNames = kmsg.ConfigResourceTypeGroupConfig, "queue", []string{"share.delivery.count.limit"}
+	dc.Resources = append(dc.Resources, dr)
+	dres, err := dc.RequestWith(ctx, admin)
+	require.NoError(t, err)
+	require.Equal(t, "3", *dres.Resources[0].Configs[0].Value)
+
 	t.Logf("share consumers: 20,000 records accepted in %v (%.0f records/s); %d released by s1 came back (%d to another consumer), %d held by a departed member went to the others with delivery count 2; %d MsgShareFetch transactions: %.4f per acknowledged record",
 		elapsed.Round(time.Millisecond), 20_000/elapsed.Seconds(), relCount, byOther, crashed, txs, float64(txs)/20_000)
 }
@@ -236,4 +281,24 @@ func shareFetchTxs(t *testing.T, n *node.Node) int {
 	v, err := strconv.Atoi(res.Total)
 	require.NoError(t, err)
 	return v
+}
+
+// shareOffsets describes the share group's start offsets and checks each partition.
+func shareOffsets(t *testing.T, ctx context.Context, cl *kgo.Client, check func(kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition)) {
+	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	g := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	g.GroupID = "queue"
+	req.Groups = append(req.Groups, g)
+	res, err := req.RequestWith(ctx, cl)
+	require.NoError(t, err)
+	require.Zero(t, res.Groups[0].ErrorCode, kerr.ErrorForCode(res.Groups[0].ErrorCode))
+	n := 0
+	for _, rt := range res.Groups[0].Topics {
+		for _, p := range rt.Partitions {
+			require.Zero(t, p.ErrorCode)
+			check(p)
+			n++
+		}
+	}
+	require.Equal(t, 2, n)
 }

@@ -67,6 +67,8 @@ func Messages(signer string) []sdk.Msg {
 		&types.MsgShareFetch{Owner: signer, GroupId: "queue", MemberId: "share-1", Tag: "f1",
 			Acknowledgements: []types.ShareAcknowledgement{{Topic: "jobs", Partition: 0, FirstOffset: 0, LastOffset: 9, Type: types.ShareAckAccept}},
 			Acquire:          []types.ShareAcquire{{Topic: "jobs", Partition: 0, MaxRecords: 500}}},
+		&types.MsgSetShareGroupConfig{Authority: signer, GroupId: "queue", RecordLockDurationMs: 60_000, DeliveryCountLimit: 3, AutoOffsetResetEarliest: true},
+		&types.MsgAlterShareGroupOffsets{Authority: signer, GroupId: "queue", Offsets: []types.ShareOffset{{Topic: "jobs", Partition: 0, StartOffset: 42}, {Topic: "jobs", Partition: 1, Delete: true}}},
 		&types.MsgDeleteRecords{Authority: signer, Partitions: []types.DeleteRecordsPartition{
 			{Topic: "orders", Partition: 0, Offset: 2}, {Topic: "orders", Partition: 1, ToHighWatermark: true}}},
 		&types.MsgDeleteGroupOffsets{Authority: signer, GroupId: "billing", Partitions: []types.DeleteGroupOffsetsPartition{

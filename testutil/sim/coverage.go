@@ -24,7 +24,7 @@ var directKinds = []string{
 	"MsgCreateTopic", "MsgUpdateTopicConfig", "MsgAddPartitions", "MsgDeleteTopic", "MsgDeleteRecords", "MsgProduce",
 	"MsgCreateGroup", "MsgJoinGroup", "MsgHeartbeat", "MsgLeaveGroup", "MsgCommitOffsets", "MsgResetOffsets",
 	"MsgDeleteGroup", "MsgDeleteGroupOffsets", "MsgUpdateGroupPolicy", "MsgRemoveGroupMember", "MsgTransferGroupAdmin",
-	"MsgKafkaJoinGroup", "MsgKafkaSyncGroup", "MsgKafkaHeartbeat", "MsgKafkaLeaveGroup", "MsgConsumerGroupHeartbeat", "MsgShareGroupHeartbeat", "MsgShareFetch",
+	"MsgKafkaJoinGroup", "MsgKafkaSyncGroup", "MsgKafkaHeartbeat", "MsgKafkaLeaveGroup", "MsgConsumerGroupHeartbeat", "MsgShareGroupHeartbeat", "MsgShareFetch", "MsgSetShareGroupConfig", "MsgAlterShareGroupOffsets",
 	"MsgSubmitProposal", "MsgVote", "MsgCreateValidator", "MsgSetDataPlaneEndpoint",
 }
 

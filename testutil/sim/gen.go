@@ -101,6 +101,7 @@ var actions = []action{
 	{"consumer_commit", 2, 1, (*gen).consumerCommit},
 	{"share_heartbeat", 3, 2, (*gen).shareHeartbeat},
 	{"share_fetch", 5, 3, (*gen).shareFetch},
+	{"share_admin", 1, 1, (*gen).shareAdmin},
 	{"proposal_params", 1, 1, (*gen).proposeParams},
 	{"proposal_topic", 1, 1, (*gen).proposeTopic},
 	{"proposal_poa", 2, 0, (*gen).proposePoa},

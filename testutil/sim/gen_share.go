@@ -83,3 +83,35 @@ func (g *gen) shareFetch(a int) []sdk.Msg {
 	}
 	return []sdk.Msg{msg}
 }
+
+// shareAdmin sets a share group's configs (in and out of Kafka's bounds) or moves an empty one's
+// start offsets, as its admin (a hostile account: as anyone).
+func (g *gen) shareAdmin(a int) []sdk.Msg {
+	// Mostly groups a share admin can act on: share groups, or groups no member gave a kind.
+	grp, ok := g.pickGroup(func(x types.Group) bool {
+		return (x.Admin == g.addr(a) || g.hostile[a]) && (x.Kind == types.GROUP_KIND_SHARE || x.Kind == types.GROUP_KIND_UNSPECIFIED)
+	})
+	if !ok || g.oneOf(5) {
+		if grp, ok = g.adminGroup(a); !ok {
+			return nil
+		}
+	}
+	if g.oneOf(2) {
+		msg := &types.MsgSetShareGroupConfig{Authority: g.addr(a), GroupId: grp.GroupId,
+			RecordLockDurationMs: []int64{1_000, 5_000, 30_000}[g.r.Intn(3)], DeliveryCountLimit: int32(2 + g.r.Intn(9)), AutoOffsetResetEarliest: g.oneOf(2)}
+		if g.hostile[a] && g.oneOf(3) {
+			msg.RecordLockDurationMs = 500 // under Kafka's bound
+			g.refused("MsgSetShareGroupConfig", "topics/13")
+		}
+		return []sdk.Msg{msg}
+	}
+	t := g.anyTopic()
+	if t == nil {
+		return nil
+	}
+	o := types.ShareOffset{Topic: t.Name, Partition: uint32(g.r.Intn(int(t.Partitions))), Delete: g.oneOf(3)}
+	if !o.Delete {
+		o.StartOffset = g.offsetFor(a, t.Name, o.Partition)
+	}
+	return []sdk.Msg{&types.MsgAlterShareGroupOffsets{Authority: g.addr(a), GroupId: grp.GroupId, Offsets: []types.ShareOffset{o}}}
+}

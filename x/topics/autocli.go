@@ -94,6 +94,11 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 				{RpcMethod: "ConsumerGroupHeartbeat", Skip: true},
 				{RpcMethod: "ShareGroupHeartbeat", Skip: true},
 				{RpcMethod: "ShareFetch", Skip: true},
+				{
+					RpcMethod: "SetShareGroupConfig", Use: "set-share-group-config [group-id] [lock-duration-ms] [delivery-count-limit]", Short: "Set a share group's share.record.lock.duration.ms and share.delivery.count.limit (its admin); --auto-offset-reset-earliest starts new partitions at their log start offset",
+					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}, {ProtoField: "record_lock_duration_ms"}, {ProtoField: "delivery_count_limit"}},
+				},
+				{RpcMethod: "AlterShareGroupOffsets", Skip: true}, // through the Kafka admin APIs (AlterShareGroupOffsets, DeleteShareGroupOffsets)
 				{RpcMethod: "ResetOffsets", Skip: true}, // hand-written: reset-offsets
 				{
 					RpcMethod: "JoinGroup", Use: "join-group [group-id] [topic]...", Short: "Join a consumer group subscribed to topics (a new group is created admitting only you)",

@@ -167,6 +167,20 @@ func (m msgServer) ShareFetch(ctx context.Context, msg *types.MsgShareFetch) (*t
 	return m.k.ShareFetch(ctx, msg)
 }
 
+func (m msgServer) SetShareGroupConfig(ctx context.Context, msg *types.MsgSetShareGroupConfig) (*types.MsgSetShareGroupConfigResponse, error) {
+	if err := m.k.SetShareGroupConfig(ctx, msg); err != nil {
+		return nil, err
+	}
+	return &types.MsgSetShareGroupConfigResponse{}, nil
+}
+
+func (m msgServer) AlterShareGroupOffsets(ctx context.Context, msg *types.MsgAlterShareGroupOffsets) (*types.MsgAlterShareGroupOffsetsResponse, error) {
+	if err := m.k.AlterShareGroupOffsets(ctx, msg); err != nil {
+		return nil, err
+	}
+	return &types.MsgAlterShareGroupOffsetsResponse{}, nil
+}
+
 func (m msgServer) KafkaHeartbeat(ctx context.Context, msg *types.MsgKafkaHeartbeat) (*types.MsgKafkaHeartbeatResponse, error) {
 	kg, err := m.k.KafkaHeartbeat(ctx, msg)
 	if err != nil {

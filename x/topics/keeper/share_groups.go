@@ -411,3 +411,109 @@ func (k Keeper) removeShareAccount(ctx context.Context, g types.Group, msg *type
 	sg.GroupEpoch++
 	return k.reassignShareGroup(ctx, &sg, "remove")
 }
+
+// adminShareGroup loads a group for a share administration by signer: a share group, or one no
+// member has given a kind yet (it becomes a share group).
+func (k Keeper) adminShareGroup(ctx context.Context, signer, group string) (types.Group, types.ShareGroup, error) {
+	g, err := k.adminGroup(ctx, signer, group)
+	if err != nil {
+		return g, types.ShareGroup{}, err
+	}
+	kind, err := k.groupKind(ctx, g)
+	if err != nil {
+		return g, types.ShareGroup{}, err
+	}
+	if kind != types.GROUP_KIND_SHARE && kind != types.GROUP_KIND_UNSPECIFIED {
+		return g, types.ShareGroup{}, errorsmod.Wrapf(types.ErrInconsistentGroupProtocol, "group %q is not a share group (%s)", group, kind)
+	}
+	if kind == types.GROUP_KIND_UNSPECIFIED {
+		g.Kind = types.GROUP_KIND_SHARE
+		if err := k.Groups.Set(ctx, g.GroupId, g); err != nil {
+			return g, types.ShareGroup{}, err
+		}
+	}
+	sg, err := k.shareGroup(ctx, g)
+	return g, sg, err
+}
+
+// SetShareGroupConfig sets a share group's share.* configs; locks already held keep their
+// deadlines, deliveries already counted their counts.
+func (k Keeper) SetShareGroupConfig(ctx context.Context, msg *types.MsgSetShareGroupConfig) error {
+	if err := msg.Validate(); err != nil {
+		return err
+	}
+	_, sg, err := k.adminShareGroup(ctx, msg.Authority, msg.GroupId)
+	if err != nil {
+		return err
+	}
+	sg.RecordLockDurationMs, sg.DeliveryCountLimit, sg.AutoOffsetResetEarliest = msg.RecordLockDurationMs, msg.DeliveryCountLimit, msg.AutoOffsetResetEarliest
+	return k.ShareGroups.Set(ctx, sg.GroupId, sg)
+}
+
+// AlterShareGroupOffsets moves (within [log start offset, high watermark]) or deletes the start
+// offsets of a share group without members, every partition or none; what was in flight there is
+// forgotten.
+func (k Keeper) AlterShareGroupOffsets(ctx context.Context, msg *types.MsgAlterShareGroupOffsets) error {
+	if err := msg.Validate(); err != nil {
+		return err
+	}
+	g, sg, err := k.adminShareGroup(ctx, msg.Authority, msg.GroupId)
+	if err != nil {
+		return err
+	}
+	if err := k.requireEmpty(ctx, g); err != nil {
+		return err
+	}
+	type change struct {
+		key collections.Pair[string, types.TopicPartition]
+		sp  types.SharePartition
+		del bool
+	}
+	var changes []change
+	for _, o := range msg.Offsets {
+		tp := types.TopicPartition{Topic: o.Topic, Partition: o.Partition}
+		topic, err := k.Topics.Get(ctx, o.Topic)
+		if isNotFound(err) {
+			return errorsmod.Wrapf(types.ErrUnknownTopic, "topic %q", o.Topic)
+		} else if err != nil {
+			return err
+		}
+		if o.Partition >= topic.Partitions {
+			return errorsmod.Wrapf(types.ErrInvalidPartition, "%s/%d", o.Topic, o.Partition)
+		}
+		key := collections.Join(sg.GroupId, tp)
+		old, err := k.SharePartitions.Get(ctx, key)
+		if err != nil && !isNotFound(err) {
+			return err
+		}
+		if o.Delete {
+			changes = append(changes, change{key: key, sp: old, del: true})
+			continue
+		}
+		p, err := k.Partitions.Get(ctx, tp)
+		if err != nil {
+			return err
+		}
+		if o.StartOffset < p.LogStartOffset || o.StartOffset > p.HighWatermark {
+			return errorsmod.Wrapf(types.ErrOffsetOutOfRange, "offset %d of %s/%d is outside [log start offset %d, high watermark %d]", o.StartOffset, o.Topic, o.Partition, p.LogStartOffset, p.HighWatermark)
+		}
+		sp := types.SharePartition{GroupId: sg.GroupId, Topic: o.Topic, Partition: o.Partition, StartOffset: o.StartOffset, EndOffset: o.StartOffset,
+			TopicCreatedHeight: topic.CreatedHeight, NextLockDeadlineMs: old.NextLockDeadlineMs}
+		changes = append(changes, change{key: key, sp: sp})
+	}
+	for _, c := range changes {
+		if c.del {
+			if err := k.setLockDue(ctx, &c.sp, 0); err != nil {
+				return err
+			}
+			if err := k.SharePartitions.Remove(ctx, c.key); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := k.saveSharePartition(ctx, &c.sp); err != nil {
+			return err
+		}
+	}
+	return k.ShareGroups.Set(ctx, sg.GroupId, sg)
+}

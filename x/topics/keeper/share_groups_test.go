@@ -179,3 +179,41 @@ func TestAttackShareGroupInFlightIsBounded(t *testing.T) {
 	require.Len(t, held, types.MaxShareInFlightRecords, "6,000 records produced, %d in flight at most", types.MaxShareInFlightRecords)
 	t.Logf("three members asking for 2^30 records each of a 6,000-record partition hold %d between them", len(held))
 }
+
+// A share group's admin sets its share.* configs within Kafka's bounds and, with no members,
+// moves or forgets its start offsets; nobody else may, and not while members read.
+func TestShareGroupAdministration(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("jobs", 1)
+	f.open(f.alice, "workers")
+	f.produceN("jobs", 0, 10)
+	set := func(signer string, lock int64, limit int32) error {
+		_, err := f.msgs.SetShareGroupConfig(f.ctx, &types.MsgSetShareGroupConfig{Authority: signer, GroupId: "workers", RecordLockDurationMs: lock, DeliveryCountLimit: limit, AutoOffsetResetEarliest: true})
+		return err
+	}
+	require.ErrorIs(t, set(f.alice, 500, 3), types.ErrInvalidConfig, "a lock under 1 s")
+	require.ErrorIs(t, set(f.alice, 5_000, 11), types.ErrInvalidConfig, "more than 10 deliveries")
+	require.ErrorIs(t, set(f.bob, 5_000, 3), types.ErrGroupAuthorization, "not the admin")
+	require.NoError(t, set(f.alice, 5_000, 3))
+	_, err := f.sjoin(f.alice, "workers", "w", 0, "jobs")
+	require.NoError(t, err)
+	res, err := f.sfetch(f.alice, "workers", "w", []types.ShareAcquire{{Topic: "jobs", Partition: 0, MaxRecords: 100}})
+	require.NoError(t, err)
+	require.Equal(t, uint64(0), res.Partitions[0].Acquired[0].FirstOffset, "share.auto.offset.reset=earliest: from the log start offset")
+	require.Equal(t, int64(5_000), res.LockDurationMs)
+
+	alter := func(o types.ShareOffset) error {
+		_, err := f.msgs.AlterShareGroupOffsets(f.ctx, &types.MsgAlterShareGroupOffsets{Authority: f.alice, GroupId: "workers", Offsets: []types.ShareOffset{o}})
+		return err
+	}
+	require.ErrorIs(t, alter(types.ShareOffset{Topic: "jobs", StartOffset: 4}), types.ErrGroupNotEmpty)
+	_, err = f.sjoin(f.alice, "workers", "w", types.ConsumerLeaveEpoch)
+	require.NoError(t, err)
+	require.ErrorIs(t, alter(types.ShareOffset{Topic: "jobs", StartOffset: 11}), types.ErrOffsetOutOfRange)
+	require.NoError(t, alter(types.ShareOffset{Topic: "jobs", StartOffset: 7}))
+	sp := f.sparts("workers")[types.TopicPartition{Topic: "jobs"}]
+	require.Equal(t, uint64(7), sp.StartOffset)
+	require.Empty(t, sp.Ranges, "what was in flight is forgotten")
+	require.NoError(t, alter(types.ShareOffset{Topic: "jobs", Delete: true}))
+	require.NotContains(t, f.sparts("workers"), types.TopicPartition{Topic: "jobs"})
+}

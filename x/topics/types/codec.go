@@ -32,6 +32,8 @@ func RegisterLegacyAminoCodec(cdc *codec.LegacyAmino) {
 	legacy.RegisterAminoMsg(cdc, &MsgConsumerGroupHeartbeat{}, "bftlog/topics/MsgConsumerGroupHeartbeat")
 	legacy.RegisterAminoMsg(cdc, &MsgShareGroupHeartbeat{}, "bftlog/topics/MsgShareGroupHeartbeat")
 	legacy.RegisterAminoMsg(cdc, &MsgShareFetch{}, "bftlog/topics/MsgShareFetch")
+	legacy.RegisterAminoMsg(cdc, &MsgSetShareGroupConfig{}, "bftlog/topics/MsgSetShareGroupConfig")
+	legacy.RegisterAminoMsg(cdc, &MsgAlterShareGroupOffsets{}, "bftlog/topics/MsgAlterShareGroupOffsets")
 	legacy.RegisterAminoMsg(cdc, &MsgKafkaLeaveGroup{}, "bftlog/topics/MsgKafkaLeaveGroup")
 	legacy.RegisterAminoMsg(cdc, &MsgDeleteRecords{}, "bftlog/topics/MsgDeleteRecords")
 	legacy.RegisterAminoMsg(cdc, &MsgDeleteGroupOffsets{}, "bftlog/topics/MsgDeleteGroupOffsets")
@@ -63,6 +65,8 @@ func RegisterInterfaces(registry codectypes.InterfaceRegistry) {
 		&MsgConsumerGroupHeartbeat{},
 		&MsgShareGroupHeartbeat{},
 		&MsgShareFetch{},
+		&MsgSetShareGroupConfig{},
+		&MsgAlterShareGroupOffsets{},
 		&MsgKafkaLeaveGroup{},
 		&MsgDeleteRecords{},
 		&MsgDeleteGroupOffsets{},

@@ -153,3 +153,50 @@ func containsInt(list []int, x int) bool {
 	}
 	return false
 }
+
+// Bounds of share.* configs, Kafka's (group.share.min/max.record.lock.duration.ms and
+// group.share.min/max.delivery.count.limit).
+const (
+	MinShareRecordLockDurationMs = 1_000
+	MaxShareRecordLockDurationMs = 3_600_000
+	MinShareDeliveryCountLimit   = 2
+	MaxShareDeliveryCountLimit   = 10
+	// MaxShareOffsets bounds the partitions one MsgAlterShareGroupOffsets names.
+	MaxShareOffsets = 1_024
+)
+
+// Validate checks a share config.
+func (m *MsgSetShareGroupConfig) Validate() error {
+	if err := ValidateGroupID(m.GroupId); err != nil {
+		return err
+	}
+	if m.RecordLockDurationMs < MinShareRecordLockDurationMs || m.RecordLockDurationMs > MaxShareRecordLockDurationMs {
+		return errorsmod.Wrapf(ErrInvalidConfig, "share.record.lock.duration.ms %d is outside [%d, %d]", m.RecordLockDurationMs, MinShareRecordLockDurationMs, MaxShareRecordLockDurationMs)
+	}
+	if m.DeliveryCountLimit < MinShareDeliveryCountLimit || m.DeliveryCountLimit > MaxShareDeliveryCountLimit {
+		return errorsmod.Wrapf(ErrInvalidConfig, "share.delivery.count.limit %d is outside [%d, %d]", m.DeliveryCountLimit, MinShareDeliveryCountLimit, MaxShareDeliveryCountLimit)
+	}
+	return nil
+}
+
+// Validate checks a share offsets change.
+func (m *MsgAlterShareGroupOffsets) Validate() error {
+	if err := ValidateGroupID(m.GroupId); err != nil {
+		return err
+	}
+	if len(m.Offsets) == 0 || len(m.Offsets) > MaxShareOffsets {
+		return errorsmod.Wrapf(ErrInvalidRequest, "%d partitions: give 1 to %d", len(m.Offsets), MaxShareOffsets)
+	}
+	seen := map[TopicPartition]bool{}
+	for _, o := range m.Offsets {
+		if err := ValidateTopicName(o.Topic); err != nil {
+			return err
+		}
+		tp := TopicPartition{o.Topic, o.Partition}
+		if seen[tp] {
+			return errorsmod.Wrapf(ErrInvalidRequest, "%s/%d named twice", o.Topic, o.Partition)
+		}
+		seen[tp] = true
+	}
+	return nil
+}
