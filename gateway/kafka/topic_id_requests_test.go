@@ -66,7 +66,11 @@ func TestTopicIDVersions(t *testing.T) {
 		codes[rt.TopicID] = rt.Partitions[0].ErrorCode
 	}
 	require.Equal(t, map[[16]byte]int16{id: 0, stranger: kerr.UnknownTopicID.Code}, codes)
-	require.Eventually(t, func() bool { chain.mu.Lock(); defer chain.mu.Unlock(); return chain.onChain[partitionKey{"orders", 0}] == 5 }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		chain.mu.Lock()
+		defer chain.mu.Unlock()
+		return chain.onChain[partitionKey{"orders", 0}] == 5
+	}, 5*time.Second, 10*time.Millisecond)
 
 	fetch := kmsg.NewPtrOffsetFetchRequest()
 	fetch.SetVersion(10)

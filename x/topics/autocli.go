@@ -99,7 +99,7 @@ func (AppModule) AutoCLIOptions() *autocliv1.ModuleOptions {
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}, {ProtoField: "record_lock_duration_ms"}, {ProtoField: "delivery_count_limit"}},
 				},
 				{RpcMethod: "AlterShareGroupOffsets", Skip: true}, // through the Kafka admin APIs (AlterShareGroupOffsets, DeleteShareGroupOffsets)
-				{RpcMethod: "ResetOffsets", Skip: true}, // hand-written: reset-offsets
+				{RpcMethod: "ResetOffsets", Skip: true},           // hand-written: reset-offsets
 				{
 					RpcMethod: "JoinGroup", Use: "join-group [group-id] [topic]...", Short: "Join a consumer group subscribed to topics (a new group is created admitting only you)",
 					PositionalArgs: []*autocliv1.PositionalArgDescriptor{{ProtoField: "group_id"}, {ProtoField: "topics", Varargs: true}},
