@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -84,7 +85,7 @@ func (s *Server) consumerGroupHeartbeat(ctx context.Context, r *kmsg.ConsumerGro
 		}
 	}
 	fillSubscription(msg, r, m)
-	if r.MemberEpoch == 0 || changesSomething(msg, m) {
+	if r.MemberEpoch == 0 || changesSomething(msg, m) || s.consumerTopicsMoved(ctx, co, st, m) {
 		if err := co.chain.submit(ctx, msg); err != nil {
 			return fail(kafkaCode(err), err.Error())
 		}
@@ -157,6 +158,59 @@ func changesSomething(msg *types.MsgConsumerGroupHeartbeat, m *types.ConsumerMem
 	}
 	return msg.OwnedKnown && m.State == types.CONSUMER_MEMBER_STATE_UNREVOKED_PARTITIONS &&
 		!types.NewPartitionSet(msg.Owned).Overlaps(m.PendingRevocation)
+}
+
+// consumerTopicCheckEvery is how often, per group, the gateway compares the partitions its target
+// was computed on with the topics as they are: partitions added, a subscribed topic created or
+// deleted, or a topic a regex now matches, each of which moves the group epoch once a heartbeat
+// brings it to the chain.
+const consumerTopicCheckEvery = 5 * time.Second
+
+// consumerTopicsMoved tells whether the subscribed topics changed since the group's target was
+// computed (at most once per group and consumerTopicCheckEvery). A regex is compared only for the
+// member heartbeating (me): the chain resolves a member's regex in that member's heartbeat.
+func (s *Server) consumerTopicsMoved(ctx context.Context, co *coordinator, st *types.QueryConsumerGroupResponse, me *types.ConsumerMember) bool {
+	if st == nil || me == nil || !co.topicCheckDue(st.Group.GroupId) {
+		return false
+	}
+	counts := map[string]uint32{}
+	for _, c := range st.Group.PartitionCounts {
+		counts[c.Topic] = c.Partitions
+	}
+	seen := map[string]bool{}
+	for _, m := range st.Members {
+		for _, name := range m.SubscribedTopicNames {
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			t, found, err := s.topic(ctx, name)
+			if err != nil {
+				return false
+			}
+			if n, known := counts[name]; found != known || (found && t.Partitions != n) {
+				return true
+			}
+		}
+	}
+	if me.SubscribedTopicRegex == "" {
+		return false
+	}
+	re, _, err := types.CompileTopicRegex(me.SubscribedTopicRegex)
+	if err != nil {
+		return false
+	}
+	topics, err := s.allTopics(ctx)
+	if err != nil {
+		return false
+	}
+	var matched []string
+	for _, t := range topics {
+		if re.MatchString(t.Name) {
+			matched = append(matched, t.Name)
+		}
+	}
+	return !slices.Equal(matched, me.RegexTopics)
 }
 
 func findConsumer(st *types.QueryConsumerGroupResponse, id string) *types.ConsumerMember {

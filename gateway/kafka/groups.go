@@ -49,6 +49,9 @@ type coordinator struct {
 	mu sync.Mutex
 	// live holds the members this gateway's clients talk to: last request time and session.
 	live map[string]map[string]liveMember
+	// topicChecked is when each consumer group's subscribed topics were last compared with its
+	// target's (consumer_groups.go).
+	topicChecked map[string]time.Time
 }
 
 type liveMember struct {
@@ -142,6 +145,20 @@ func (c *coordinator) touch(group, member string, session time.Duration) {
 		lm.session = session
 	}
 	c.live[group][member] = lm
+}
+
+// topicCheckDue says whether group's topics are due a comparison, and marks it done.
+func (c *coordinator) topicCheckDue(group string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.topicChecked[group]) < consumerTopicCheckEvery {
+		return false
+	}
+	if c.topicChecked == nil || len(c.topicChecked) > 10_000 {
+		c.topicChecked = map[string]time.Time{} // bounded: a forgotten group is checked again
+	}
+	c.topicChecked[group] = time.Now()
+	return true
 }
 
 func (c *coordinator) forget(group string, members ...string) {

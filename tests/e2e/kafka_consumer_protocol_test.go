@@ -203,6 +203,29 @@ func TestKafkaConsumerProtocolThroughGateway(t *testing.T) {
 		groupTypes[lg.Group] = lg.GroupType
 	}
 	require.Equal(t, "consumer", groupTypes["g848"])
+	// Partitions added to a subscribed topic reach the members without any of them changing
+	// anything: the gateway sees the topic grow and the chain deals the new partitions.
+	g := &groupRun{t: t, ctx: ctx, addr: gw.Addr(), group: "g848", topic: "orders", opts: []kgo.Opt{kgo.ServerSideBalancer()},
+		seen: map[string]int{}, assigned: map[string]map[int32]bool{}}
+	_, closeOne := g.consumer("solo")
+	g.settled(time.Now(), "solo")
+	grow := kmsg.NewPtrCreatePartitionsRequest()
+	gt := kmsg.NewCreatePartitionsRequestTopic()
+	gt.Topic, gt.Count = "orders", 8
+	grow.Topics = append(grow.Topics, gt)
+	grown := time.Now()
+	gres, err := grow.RequestWith(ctx, producer)
+	require.NoError(t, err)
+	require.Zero(t, gres.Topics[0].ErrorCode)
+	eventually(t, "the two new partitions assigned", time.Minute, func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.assigned["solo"]) == 8
+	})
+	t.Logf("partitions added to a subscribed topic assigned %v after CreatePartitions", time.Since(grown).Round(time.Millisecond))
+	closeOne()
+	g.wg.Wait()
+
 	// The classic protocol on the same load: its own topic records, a fresh group.
 	cj3, cl, cj := runGroupChurn(t, ctx, gw.Addr(), "gclassic", "orders-classic", producing("orders-classic"))
 	lres, err = list.RequestWith(ctx, producer)
