@@ -3,7 +3,6 @@ package keeper
 import (
 	"context"
 	"slices"
-	"sort"
 
 	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
@@ -29,13 +28,7 @@ func consumerMember(m *types.ConsumerMember) memberRef {
 
 // consumerMembers returns a consumer group's members in join order.
 func (k Keeper) consumerMembers(ctx context.Context, group string) ([]types.ConsumerMember, error) {
-	var out []types.ConsumerMember
-	err := k.ConsumerMembers.Walk(ctx, collections.NewPrefixedPairRange[string, string](group), func(_ collections.Pair[string, string], m types.ConsumerMember) (bool, error) {
-		out = append(out, m)
-		return false, nil
-	})
-	sort.Slice(out, func(i, j int) bool { return out[i].JoinOrder < out[j].JoinOrder })
-	return out, err
+	return membersOf[types.ConsumerMember](ctx, k.ConsumerMembers, group)
 }
 
 // ConsumerGroupState returns a consumer group with its members in join order; a group no
@@ -74,16 +67,7 @@ func (k Keeper) setConsumerMember(ctx context.Context, m types.ConsumerMember) e
 
 // ownedConsumerMember returns a member that owner may act as.
 func (k Keeper) ownedConsumerMember(ctx context.Context, group, id, owner string) (types.ConsumerMember, error) {
-	m, err := k.ConsumerMembers.Get(ctx, collections.Join(group, id))
-	if isNotFound(err) {
-		return m, errorsmod.Wrapf(types.ErrUnknownMember, "%q is not a member of consumer group %q", id, group)
-	} else if err != nil {
-		return m, err
-	}
-	if m.Owner != owner {
-		return m, errorsmod.Wrapf(types.ErrGroupAuthorization, "member %q of group %q belongs to %s, not %s", id, group, m.Owner, owner)
-	}
-	return m, nil
+	return ownedMemberOf[types.ConsumerMember](ctx, k.ConsumerMembers, group, id, owner)
 }
 
 // ConsumerGroupHeartbeat is KIP-848's ConsumerGroupHeartbeat when it changes something: a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 
-	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
@@ -259,12 +258,7 @@ func (k Keeper) consumerRebalanceCost(ctx context.Context, group string) (uint64
 }
 
 func (k Keeper) countConsumerMembers(ctx context.Context, group string) (uint64, error) {
-	var n uint64
-	err := k.ConsumerMembers.Walk(ctx, collections.NewPrefixedPairRange[string, string](group), func(collections.Pair[string, string], types.ConsumerMember) (bool, error) {
-		n++
-		return false, nil
-	})
-	return n, err
+	return countMembersOf(ctx, k.ConsumerMembers, group)
 }
 
 // consumerMembersGone reconciles a consumer group some of whose members expired.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"slices"
-	"sort"
 
 	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
@@ -26,13 +25,7 @@ import (
 
 // kafkaMembers returns a Kafka group's members in join order.
 func (k Keeper) kafkaMembers(ctx context.Context, group string) ([]types.KafkaMember, error) {
-	var out []types.KafkaMember
-	err := k.KafkaMembers.Walk(ctx, collections.NewPrefixedPairRange[string, string](group), func(_ collections.Pair[string, string], m types.KafkaMember) (bool, error) {
-		out = append(out, m)
-		return false, nil
-	})
-	sort.Slice(out, func(i, j int) bool { return out[i].JoinOrder < out[j].JoinOrder })
-	return out, err
+	return membersOf[types.KafkaMember](ctx, k.KafkaMembers, group)
 }
 
 // KafkaGroupState returns a Kafka group with its members in join order; a group no Kafka
@@ -58,16 +51,7 @@ func (k Keeper) setKafkaMember(ctx context.Context, m types.KafkaMember) error {
 
 // ownedKafkaMember returns a member that owner may act as.
 func (k Keeper) ownedKafkaMember(ctx context.Context, group, id, owner string) (types.KafkaMember, error) {
-	m, err := k.KafkaMembers.Get(ctx, collections.Join(group, id))
-	if isNotFound(err) {
-		return m, errorsmod.Wrapf(types.ErrUnknownMember, "%q is not a member of group %q", id, group)
-	} else if err != nil {
-		return m, err
-	}
-	if m.Owner != owner {
-		return m, errorsmod.Wrapf(types.ErrGroupAuthorization, "member %q of group %q belongs to %s, not %s", id, group, m.Owner, owner)
-	}
-	return m, nil
+	return ownedMemberOf[types.KafkaMember](ctx, k.KafkaMembers, group, id, owner)
 }
 
 // KafkaJoinGroup is Kafka's JoinGroup: it adds or updates the member and starts a rebalance
@@ -641,12 +625,7 @@ func (k Keeper) retryRebalance(ctx context.Context, group string, now int64) err
 }
 
 func (k Keeper) countKafkaMembers(ctx context.Context, group string) (uint64, error) {
-	var n uint64
-	err := k.KafkaMembers.Walk(ctx, collections.NewPrefixedPairRange[string, string](group), func(collections.Pair[string, string], types.KafkaMember) (bool, error) {
-		n++
-		return false, nil
-	})
-	return n, err
+	return countMembersOf(ctx, k.KafkaMembers, group)
 }
 
 // commitAsKafkaMember checks a commit by a Kafka member: owned by the signer, at the group's

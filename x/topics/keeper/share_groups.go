@@ -3,7 +3,6 @@ package keeper
 import (
 	"context"
 	"slices"
-	"sort"
 
 	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
@@ -25,13 +24,7 @@ func shareMemberRef(m *types.ShareMember) memberRef {
 
 // shareMembers returns a share group's members in join order.
 func (k Keeper) shareMembers(ctx context.Context, group string) ([]types.ShareMember, error) {
-	var out []types.ShareMember
-	err := k.ShareMembers.Walk(ctx, collections.NewPrefixedPairRange[string, string](group), func(_ collections.Pair[string, string], m types.ShareMember) (bool, error) {
-		out = append(out, m)
-		return false, nil
-	})
-	sort.Slice(out, func(i, j int) bool { return out[i].JoinOrder < out[j].JoinOrder })
-	return out, err
+	return membersOf[types.ShareMember](ctx, k.ShareMembers, group)
 }
 
 // ShareGroupState returns a share group with its members in join order; ErrUnknownGroup for a
@@ -68,16 +61,7 @@ func (k Keeper) setShareMember(ctx context.Context, m types.ShareMember) error {
 
 // ownedShareMember returns a member that owner may act as.
 func (k Keeper) ownedShareMember(ctx context.Context, group, id, owner string) (types.ShareMember, error) {
-	m, err := k.ShareMembers.Get(ctx, collections.Join(group, id))
-	if isNotFound(err) {
-		return m, errorsmod.Wrapf(types.ErrUnknownMember, "%q is not a member of share group %q", id, group)
-	} else if err != nil {
-		return m, err
-	}
-	if m.Owner != owner {
-		return m, errorsmod.Wrapf(types.ErrGroupAuthorization, "member %q of group %q belongs to %s, not %s", id, group, m.Owner, owner)
-	}
-	return m, nil
+	return ownedMemberOf[types.ShareMember](ctx, k.ShareMembers, group, id, owner)
 }
 
 // ShareGroupHeartbeat is KIP-932's ShareGroupHeartbeat when it changes something: a join
@@ -314,12 +298,7 @@ func (k Keeper) shareRebalanceCost(ctx context.Context, group string) (uint64, e
 }
 
 func (k Keeper) countShareMembers(ctx context.Context, group string) (uint64, error) {
-	var n uint64
-	err := k.ShareMembers.Walk(ctx, collections.NewPrefixedPairRange[string, string](group), func(collections.Pair[string, string], types.ShareMember) (bool, error) {
-		n++
-		return false, nil
-	})
-	return n, err
+	return countMembersOf(ctx, k.ShareMembers, group)
 }
 
 // dropShareGroup removes a share group's state: members with their expiry entries, every share
