@@ -165,6 +165,11 @@ func TestExplorerDecodesEveryMessage(t *testing.T) {
 	autocli("/bftlog.topics.v1.MsgHeartbeat", "tx", "topics", "heartbeat", "billing")
 	autocli("/bftlog.topics.v1.MsgAddPartitions", "tx", "topics", "add-partitions", "orders", "4", "--sign-mode", "amino-json")
 	autocli("/bftlog.topics.v1.MsgLeaveGroup", "tx", "topics", "leave-group", "billing")
+	// A group no member gave a kind yet (the consumer group routes read it), and one its admin
+	// made a share group by its configs (the share group routes).
+	autocli("/bftlog.topics.v1.MsgCreateGroup", "tx", "topics", "create-group", "fresh")
+	autocli("/bftlog.topics.v1.MsgCreateGroup", "tx", "topics", "create-group", "queue")
+	autocli("/bftlog.topics.v1.MsgSetShareGroupConfig", "tx", "topics", "set-share-group-config", "queue", "60000", "3", "--auto-offset-reset-earliest")
 
 	for hash, want := range direct {
 		tx := getTx(t, n, hash)
@@ -324,6 +329,12 @@ func checkOpenAPIServed(t *testing.T, n *node.Node) {
 	require.NotEmpty(t, v2.Paths)
 	for path := range v2.Paths {
 		route := values.Replace(path)
+		switch {
+		case strings.HasSuffix(path, "/consumer"):
+			route = strings.Replace(route, "/billing/", "/fresh/", 1)
+		case strings.Contains(path, "/share"):
+			route = strings.Replace(route, "/billing/", "/queue/", 1)
+		}
 		if strings.HasSuffix(path, "/offsets") && strings.Contains(path, "{partition}") {
 			route += "?spec=2" // LATEST; the gateway parses gogoproto enums in a query string by number only
 		}
@@ -347,6 +358,10 @@ func signerOf(m sdk.Msg) string {
 	case *types.MsgLeaveGroup:
 		return m.Member
 	case *types.MsgAddPartitions:
+		return m.Authority
+	case *types.MsgCreateGroup:
+		return m.Admin
+	case *types.MsgSetShareGroupConfig:
 		return m.Authority
 	}
 	return ""

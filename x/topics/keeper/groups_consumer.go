@@ -38,9 +38,10 @@ func (k Keeper) ConsumerGroupState(ctx context.Context, group string) (types.Con
 	if err != nil {
 		return types.ConsumerGroup{}, nil, err
 	}
-	if g.Kind != types.GROUP_KIND_CONSUMER {
+	if g.Kind != types.GROUP_KIND_CONSUMER && g.Kind != types.GROUP_KIND_UNSPECIFIED {
 		// As Kafka's ConsumerGroupDescribe: another kind of group is not a consumer group
-		// (its admin tools then fall back to DescribeGroups).
+		// (its admin tools then fall back to DescribeGroups). A group no member gave a kind yet
+		// is an empty one of any.
 		return types.ConsumerGroup{}, nil, errorsmod.Wrapf(types.ErrUnknownGroup, "group %q is not a consumer group", group)
 	}
 	cg, err := k.consumerGroup(ctx, g)

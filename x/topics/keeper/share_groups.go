@@ -34,7 +34,7 @@ func (k Keeper) ShareGroupState(ctx context.Context, group string) (types.ShareG
 	if err != nil {
 		return types.ShareGroup{}, nil, err
 	}
-	if g.Kind != types.GROUP_KIND_SHARE {
+	if g.Kind != types.GROUP_KIND_SHARE && g.Kind != types.GROUP_KIND_UNSPECIFIED {
 		return types.ShareGroup{}, nil, errorsmod.Wrapf(types.ErrUnknownGroup, "group %q is not a share group", group)
 	}
 	sg, err := k.shareGroup(ctx, g)
