@@ -59,7 +59,7 @@ func (s *Server) describeGroupConfig(ctx context.Context, res kmsg.DescribeConfi
 			continue
 		}
 		rc := kmsg.NewDescribeConfigsResponseResourceConfig()
-		rc.Name, rc.Value, rc.Source = kv[0], kmsg.StringPtr(kv[1]), kmsg.ConfigSourceDynamicTopicConfig
+		rc.Name, rc.Value, rc.Source = kv[0], kmsg.StringPtr(kv[1]), kmsg.ConfigSourceGroupConfig
 		rc.ConfigType = kmsg.ConfigTypeInt
 		if kv[0] == cfgShareAutoReset {
 			rc.ConfigType = kmsg.ConfigTypeString

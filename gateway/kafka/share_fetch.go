@@ -16,8 +16,12 @@ import (
 // ShareFetch and ShareAcknowledge: a member's acknowledgements and its next records, one
 // MsgShareFetch in its gateway's next batch (share_groups.go).
 
-// defaultShareMaxRecords is what a ShareFetch acquires when it does not say (KIP-1206's 500).
-const defaultShareMaxRecords = 500
+// defaultShareMaxRecords is what a ShareFetch acquires when it does not say (KIP-1206's 500);
+// maxShareFetchRecords the most it acquires whatever it says.
+const (
+	defaultShareMaxRecords = 500
+	maxShareFetchRecords   = 2_000
+)
 
 // sharePart is one partition of a share request: its name, its topic ID, the acknowledgements it
 // carries and the error they got before reaching the chain.
@@ -74,6 +78,10 @@ func shareCode(code uint32) int16 {
 		return kerr.UnknownTopicOrPartition.Code
 	case types.ErrGroupAuthorization.ABCICode():
 		return kerr.GroupAuthorizationFailed.Code
+	case types.ErrUnknownGroup.ABCICode():
+		return kerr.GroupIDNotFound.Code
+	case types.ErrInvalidRequest.ABCICode():
+		return kerr.InvalidRequest.Code
 	}
 	return kerr.UnknownServerError.Code
 }
@@ -153,6 +161,8 @@ func (s *Server) shareFetch(ctx context.Context, r *kmsg.ShareFetchRequest) kmsg
 		if maxRecords <= 0 {
 			maxRecords = defaultShareMaxRecords
 		}
+		// What one fetch acquires is read into one answer, and locked from the other members.
+		maxRecords = min(maxRecords, maxShareFetchRecords)
 		per := uint32((maxRecords + len(session) - 1) / len(session))
 		for _, tp := range sortedParts(session) {
 			msg.Acquire = append(msg.Acquire, types.ShareAcquire{Topic: tp.Topic, Partition: tp.Partition, MaxRecords: per})
@@ -167,6 +177,12 @@ func (s *Server) shareFetch(ctx context.Context, r *kmsg.ShareFetchRequest) kmsg
 	}
 	var res *types.MsgShareFetchResponse
 	if len(msg.Acknowledgements) > 0 || len(msg.Acquire) > 0 {
+		// Refused here what the chain would refuse for the whole message, so it never costs the
+		// other members' fetches their batch.
+		if err := msg.Validate(); err != nil {
+			resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
+			return resp
+		}
 		var err error
 		if res, err = id.shares.fetch(ctx, msg); err != nil {
 			resp.ErrorCode = kafkaCode(err)
@@ -253,26 +269,29 @@ func (s *Server) shareBatches(ctx context.Context, tp types.TopicPartition, acqu
 	next := uint64(0) // the first offset not yet covered by a batch in out
 	for _, a := range acquired {
 		from := max(a.FirstOffset, next)
-		for from <= a.LastOffset {
+		for from <= a.LastOffset && len(out) < budget {
 			res, err := s.query.Fetch(ctx, &types.QueryFetchRequest{Topic: tp.Topic, Partition: tp.Partition, Offset: from,
-				MaxBytes: uint64(budget), MaxRecords: uint32(min(a.LastOffset-from+1, maxFetchRecords)), Format: types.FETCH_FORMAT_BATCHES},
+				MaxBytes: uint64(budget - len(out)), MaxRecords: uint32(min(a.LastOffset-from+1, maxFetchRecords)), Format: types.FETCH_FORMAT_BATCHES},
 				grpc.MaxCallRecvMsgSize(maxFetchAnswer))
 			if err != nil {
 				return nil, err
 			}
-			if len(res.Batches) == 0 {
-				break // compacted or deleted away: the client acknowledges the gap
-			}
+			progressed := false
 			for _, b := range res.Batches {
 				if b.BaseOffset > a.LastOffset {
 					break
 				}
-				end := b.BaseOffset + uint64(max(b.RecordCount, 1))
+				// A batch ends at its last offset, which compaction keeps though it drops records
+				// (its record count no longer says where it ends).
+				end := b.LastOffset() + 1
 				if end <= next {
 					continue
 				}
 				out = append(out, b.RecordBatch...)
-				next, from = end, end
+				next, from, progressed = end, end, true
+			}
+			if !progressed {
+				break // the rest of the run was compacted or deleted away: the client acknowledges the gap
 			}
 		}
 	}
@@ -393,6 +412,10 @@ func (s *Server) shareAcknowledge(ctx context.Context, r *kmsg.ShareAcknowledgeR
 	}
 	var res *types.MsgShareFetchResponse
 	if len(msg.Acknowledgements) > 0 {
+		if err := msg.Validate(); err != nil {
+			resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
+			return resp
+		}
 		var err error
 		if res, err = id.shares.fetch(ctx, msg); err != nil {
 			resp.ErrorCode = kafkaCode(err)

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -23,6 +24,8 @@ import (
 // answers with the acquired records read back from chain state. One gateway's fetches within
 // shareLinger go to the chain as one transaction. A fetch with nothing to acknowledge and
 // nothing to acquire waits on the chain's state, without a transaction.
+
+var errShareAnswers = errors.New("the share fetch transaction's answers do not match its messages")
 
 // shareLinger is how long a share fetch waits for others to share its transaction.
 const shareLinger = 20 * time.Millisecond
@@ -150,15 +153,23 @@ func (c *shareCoordinator) send(batch []*shareOp) {
 	res, err := c.signer.SubmitAndWait(msgs...)
 	if err == nil {
 		var out []types.MsgShareFetchResponse
-		if out, err = txclient.Responses[types.MsgShareFetchResponse](c.clientCtx, res); err == nil && len(out) == len(batch) {
+		if out, err = txclient.Responses[types.MsgShareFetchResponse](c.clientCtx, res); err == nil && len(out) != len(batch) {
+			err = errShareAnswers
+		}
+		if err == nil {
 			for i, op := range batch {
 				op.done <- shareResult{res: &out[i]}
 			}
 			return
 		}
 	}
-	if len(batch) == 1 {
-		batch[0].done <- shareResult{err: err}
+	// Sent alone again only when the chain refused the transaction, so it did nothing: one that
+	// may have run (not seen in a block in time, or answered oddly) is never run twice.
+	var refused *txclient.TxError
+	if len(batch) == 1 || !errors.As(err, &refused) {
+		for _, op := range batch {
+			op.done <- shareResult{err: err}
+		}
 		return
 	}
 	for _, op := range batch {
@@ -194,11 +205,14 @@ func (c *shareCoordinator) session(group, member string, epoch int32, add, forge
 	case epoch != -1 && epoch != s.epoch:
 		return nil, kerr.InvalidShareSessionEpoch.Code
 	}
-	for _, tp := range add {
-		s.parts[tp] = true
-	}
 	for _, tp := range forget {
 		delete(s.parts, tp)
+	}
+	for _, tp := range add {
+		if !s.parts[tp] && len(s.parts) >= types.MaxShareFetchPartitions {
+			return nil, kerr.InvalidRequest.Code // a session of more partitions than one fetch acquires
+		}
+		s.parts[tp] = true
 	}
 	s.used = now
 	s.epoch = max(1, s.epoch+1) // MaxInt32 wraps to 1, as in Kafka
@@ -281,7 +295,7 @@ func (s *Server) shareGroupHeartbeat(ctx context.Context, r *kmsg.ShareGroupHear
 	if r.SubscribedTopicNames != nil {
 		msg.SubscribedTopicNames = slices.Compact(slices.Sorted(slices.Values(r.SubscribedTopicNames)))
 	}
-	if r.MemberEpoch == 0 || m == nil || !slices.Equal(msg.SubscribedTopicNames, m.SubscribedTopicNames) {
+	if r.MemberEpoch == 0 || m == nil || !slices.Equal(msg.SubscribedTopicNames, m.SubscribedTopicNames) || s.shareTopicsMoved(ctx, co, st) {
 		if err := co.chain.submit(ctx, msg); err != nil {
 			return fail(kafkaCode(err), err.Error())
 		}
@@ -313,6 +327,36 @@ func (s *Server) shareGroupHeartbeat(ctx context.Context, r *kmsg.ShareGroupHear
 	}
 	resp.Assignment = &a
 	return resp
+}
+
+// shareTopicsMoved tells whether the subscribed topics changed (partitions added, a topic made or
+// deleted) since the members were dealt: the heartbeat then goes to the chain, which deals again.
+// At most once per group and consumerTopicCheckEvery.
+func (s *Server) shareTopicsMoved(ctx context.Context, co *coordinator, st *types.QueryShareGroupResponse) bool {
+	if st == nil || !co.topicCheckDue(st.Group.GroupId) {
+		return false
+	}
+	counts := map[string]uint32{}
+	for _, c := range st.Group.PartitionCounts {
+		counts[c.Topic] = c.Partitions
+	}
+	seen := map[string]bool{}
+	for _, m := range st.Members {
+		for _, name := range m.SubscribedTopicNames {
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			t, found, err := s.topic(ctx, name)
+			if err != nil {
+				return false
+			}
+			if n, known := counts[name]; found != known || (found && t.Partitions != n) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // shareGroupState reads a share group; nil when the chain has no share group of that id.

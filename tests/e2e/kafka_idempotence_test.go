@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/x/topics/types"
@@ -33,7 +34,8 @@ func idempotentBatch(t *testing.T, n int, pid int64, seq int32) []byte {
 // produceRaw sends one Produce request (acks=-1) with batch for partition 0 to the gateway at
 // addr and returns Kafka's error code and the base offset.
 func produceRaw(ctx context.Context, t *testing.T, addr, topic string, batch []byte) (int16, int64) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	// Produce v13 names topics by ID: this request names its topic, as up to v12.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(kversion.V4_0_0()))
 	require.NoError(t, err)
 	defer cl.Close()
 	req := kmsg.NewPtrProduceRequest()

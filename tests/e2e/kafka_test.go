@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/bftlog/bftlog/gateway/kafka"
 	"github.com/bftlog/bftlog/testutil/node"
@@ -483,6 +484,10 @@ func TestKafkaCompressedBatchesPassThrough(t *testing.T) {
 	admin, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr()))
 	require.NoError(t, err)
 	defer admin.Close()
+	// The raw produce below names its topic, as Produce did up to v12 (v13 names topics by ID).
+	byName, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr()), kgo.MaxVersions(kversion.V4_0_0()))
+	require.NoError(t, err)
+	defer byName.Close()
 	create := kmsg.NewPtrCreateTopicsRequest()
 	create.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: topic, NumPartitions: int32(len(codecs)), ReplicationFactor: -1}}
 	cres, err := create.RequestWith(ctx, admin)
@@ -535,7 +540,7 @@ func TestKafkaCompressedBatchesPassThrough(t *testing.T) {
 		rp.Partition, rp.Records = p, sent
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		pres, err := req.RequestWith(ctx, admin)
+		pres, err := req.RequestWith(ctx, byName)
 		require.NoError(t, err)
 		got := pres.Topics[0].Partitions[0]
 		require.Zero(t, got.ErrorCode, "%s: %s", c.name, derefOr(got.ErrorMessage))

@@ -126,6 +126,14 @@ func (k Keeper) ShareGroupHeartbeat(ctx context.Context, msg *types.MsgShareGrou
 		return m, errorsmod.Wrapf(types.ErrFencedMemberEpoch, "member %q of group %q is at epoch %d, the heartbeat carries %d", msg.MemberId, msg.GroupId, m.MemberEpoch, msg.MemberEpoch)
 	}
 	bump := !found || !slices.Equal(m.SubscribedTopicNames, msg.SubscribedTopicNames)
+	if !bump {
+		// The subscribed topics grew, or were made or deleted, since the members were dealt.
+		counts, err := k.shareCounts(ctx, msg.GroupId, nil)
+		if err != nil {
+			return m, err
+		}
+		bump = !slices.Equal(counts, sg.PartitionCounts)
+	}
 	if !found {
 		members, err := k.shareMembers(ctx, msg.GroupId)
 		if err != nil {
@@ -160,6 +168,9 @@ func (k Keeper) ShareGroupHeartbeat(ctx context.Context, msg *types.MsgShareGrou
 		}
 	}
 	if bump {
+		if err := k.checkShareSubscription(ctx, msg.GroupId); err != nil {
+			return m, err
+		}
 		sg.GroupEpoch++
 		if err := k.reassignShareGroup(ctx, &sg, "join"); err != nil {
 			return m, err
@@ -201,32 +212,32 @@ func (k Keeper) reassignShareGroup(ctx context.Context, sg *types.ShareGroup, re
 	if err != nil {
 		return err
 	}
+	params, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
 	partitions := map[string]uint32{}
 	topics := map[string]types.Topic{}
-	names := map[string]bool{}
-	for _, m := range members {
-		for _, t := range m.SubscribedTopicNames {
-			names[t] = true
-		}
+	counts, err := k.shareCounts(ctx, sg.GroupId, members)
+	if err != nil {
+		return err
 	}
-	sorted := make([]string, 0, len(names))
-	for t := range names {
-		sorted = append(sorted, t)
-	}
-	slices.Sort(sorted)
+	// Dealt at most max_group_subscribed_partitions, topics by name: a subscription that grew
+	// past it since (topics made or enlarged after it) deals its first partitions only, so the
+	// work stays what the bound allows, in a transaction or in the EndBlocker.
 	var total uint64
-	for _, t := range sorted {
-		topic, err := k.Topics.Get(ctx, t)
-		if isNotFound(err) {
-			continue
-		} else if err != nil {
+	for _, c := range counts {
+		n := uint32(min(uint64(c.Partitions), uint64(params.MaxGroupSubscribedPartitions)-min(total, uint64(params.MaxGroupSubscribedPartitions))))
+		topic, err := k.Topics.Get(ctx, c.Topic)
+		if err != nil {
 			return err
 		}
-		partitions[t], topics[t] = topic.Partitions, topic
-		total += uint64(topic.Partitions)
+		partitions[c.Topic], topics[c.Topic] = n, topic
+		total += uint64(n)
 	}
+	sg.PartitionCounts = counts
 	sdkCtx := sdk.UnwrapSDKContext(ctx)
-	sdkCtx.GasMeter().ConsumeGas(uint64(len(members)+1)*(total+uint64(len(sorted))+1)*types.RebalanceGasPerUnit, "share group assignment")
+	sdkCtx.GasMeter().ConsumeGas(uint64(len(members)+1)*(total+uint64(len(counts))+1)*types.RebalanceGasPerUnit, "share group assignment")
 	inputs := make([]types.ShareAssignInput, len(members))
 	for i, m := range members {
 		inputs[i] = types.ShareAssignInput{Member: m.MemberId, Topics: m.SubscribedTopicNames}
@@ -282,19 +293,85 @@ func (k Keeper) shareMembersGone(ctx context.Context, group, reason string) erro
 	return k.reassignShareGroup(ctx, &sg, reason)
 }
 
-// shareRebalanceCost is the work of dealing a share group's partitions again: members x
-// subscribed partitions, plus one per member.
+// shareRebalanceCost is the work of dealing a share group's partitions again: members x (the
+// partitions dealt, at most max_group_subscribed_partitions, and the names subscribed), plus one
+// per member.
 func (k Keeper) shareRebalanceCost(ctx context.Context, group string) (uint64, error) {
 	members, err := k.shareMembers(ctx, group)
 	if err != nil || len(members) == 0 {
 		return 0, err
 	}
-	var parts uint64
+	params, err := k.Params.Get(ctx)
+	if err != nil {
+		return 0, err
+	}
+	parts := uint64(params.MaxGroupSubscribedPartitions)
 	for _, m := range members {
-		parts += uint64(len(types.NewPartitionSet(m.Assigned))) + uint64(len(m.SubscribedTopicNames))
+		parts += uint64(len(m.SubscribedTopicNames))
 	}
 	n := uint64(len(members))
 	return n*parts + n, nil
+}
+
+// shareCounts lists the partition counts of the topics a share group's members subscribe to
+// that exist, by name (members nil: read them).
+func (k Keeper) shareCounts(ctx context.Context, group string, members []types.ShareMember) ([]types.TopicPartitionCount, error) {
+	if members == nil {
+		var err error
+		if members, err = k.shareMembers(ctx, group); err != nil {
+			return nil, err
+		}
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, m := range members {
+		for _, t := range m.SubscribedTopicNames {
+			if !seen[t] {
+				seen[t] = true
+				names = append(names, t)
+			}
+		}
+	}
+	slices.Sort(names)
+	var out []types.TopicPartitionCount
+	for _, t := range names {
+		topic, err := k.Topics.Get(ctx, t)
+		if isNotFound(err) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		out = append(out, types.TopicPartitionCount{Topic: t, Partitions: topic.Partitions})
+	}
+	return out, nil
+}
+
+// checkShareSubscription bounds a share group's subscription as for the other kinds: its
+// partitions, and the names its members give (a name of no topic costs a reassignment too).
+func (k Keeper) checkShareSubscription(ctx context.Context, group string) error {
+	params, err := k.Params.Get(ctx)
+	if err != nil {
+		return err
+	}
+	members, err := k.shareMembers(ctx, group)
+	if err != nil {
+		return err
+	}
+	counts, err := k.shareCounts(ctx, group, members)
+	if err != nil {
+		return err
+	}
+	var total, names uint64
+	for _, c := range counts {
+		total += uint64(c.Partitions)
+	}
+	for _, m := range members {
+		names += uint64(len(m.SubscribedTopicNames))
+	}
+	if total > uint64(params.MaxGroupSubscribedPartitions) || names > uint64(params.MaxGroupSubscribedPartitions) {
+		return errorsmod.Wrapf(types.ErrSubscriptionTooLarge, "share group %q would subscribe to %d partitions by %d names, the limit is %d", group, total, names, params.MaxGroupSubscribedPartitions)
+	}
+	return nil
 }
 
 func (k Keeper) countShareMembers(ctx context.Context, group string) (uint64, error) {

@@ -100,8 +100,10 @@ func TestShareGroupDeliversEachRecordToOneMemberAtATime(t *testing.T) {
 	res, err = f.sfetch(owners[other], "workers", other, nil, types.ShareAcknowledgement{Topic: "jobs", Partition: 0, FirstOffset: 4, LastOffset: 4, Type: types.ShareAckAccept})
 	require.NoError(t, err)
 	require.Equal(t, types.ErrInvalidRecordState.ABCICode(), res.Partitions[0].AckCode)
-	_, err = f.sfetch(owners[other], "workers", holder, nil)
-	require.ErrorIs(t, err, types.ErrGroupAuthorization, "another account's member")
+	res, err = f.sfetch(owners[other], "workers", holder, []types.ShareAcquire{{Topic: "jobs", Partition: 0, MaxRecords: 5}})
+	require.NoError(t, err, "refused per partition: the other members' fetches in the same transaction go on")
+	require.Equal(t, types.ErrGroupAuthorization.ABCICode(), res.Partitions[0].AcquireCode, "another account's member")
+	require.Empty(t, res.Partitions[0].Acquired)
 
 	// The lock runs out: the EndBlocker makes the records available again.
 	for i := 0; i < 7; i++ { // the gateways keep both members alive meanwhile
@@ -216,4 +218,54 @@ func TestShareGroupAdministration(t *testing.T) {
 	require.Empty(t, sp.Ranges, "what was in flight is forgotten")
 	require.NoError(t, alter(types.ShareOffset{Topic: "jobs", Delete: true}))
 	require.NotContains(t, f.sparts("workers"), types.TopicPartition{Topic: "jobs"})
+}
+
+// Acknowledgements that would split a partition into more runs than the bound are refused for the
+// partition, and a partition's acknowledgements must come in order without overlap (a later one
+// would otherwise undo an earlier one's final state).
+func TestAttackShareAcksFragmentOrOverlap(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("jobs", 1)
+	f.open(f.alice, "workers")
+	_, err := f.sjoin(f.alice, "workers", "w", 0, "jobs")
+	require.NoError(t, err)
+	for i := 0; i < 2; i++ {
+		f.produceN("jobs", 0, 1000)
+	}
+	_, err = f.sfetch(f.alice, "workers", "w", []types.ShareAcquire{{Topic: "jobs", Partition: 0, MaxRecords: 2000}})
+	require.NoError(t, err)
+	var acks []types.ShareAcknowledgement
+	for o := uint64(1); o < 2000; o++ { // 0 left held: nothing advances the start
+		acks = append(acks, types.ShareAcknowledgement{Topic: "jobs", Partition: 0, FirstOffset: o, LastOffset: o, Type: uint32(types.ShareAckRelease - o%2)})
+	}
+	res, err := f.sfetch(f.alice, "workers", "w", nil, acks...)
+	require.NoError(t, err)
+	require.Equal(t, types.ErrInvalidRequest.ABCICode(), res.Partitions[0].AckCode)
+	sp := f.sparts("workers")[types.TopicPartition{Topic: "jobs"}]
+	require.LessOrEqual(t, len(sp.Ranges), types.MaxShareRanges)
+	t.Logf("1,999 alternating acknowledgements refused: the partition keeps %d runs", len(sp.Ranges))
+
+	_, err = f.sfetch(f.alice, "workers", "w", nil,
+		types.ShareAcknowledgement{Topic: "jobs", Partition: 0, FirstOffset: 0, LastOffset: 5, Type: types.ShareAckReject},
+		types.ShareAcknowledgement{Topic: "jobs", Partition: 0, FirstOffset: 3, LastOffset: 8, Type: types.ShareAckRelease})
+	require.ErrorIs(t, err, types.ErrInvalidRequest, "overlapping acknowledgements")
+}
+
+// A share group's subscription is bounded as the other kinds' are, and partitions a subscribed
+// topic gains reach the members at their next heartbeat through the chain.
+func TestShareGroupSubscriptionBoundAndGrowth(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic("jobs", 2)
+	f.open(f.alice, "workers")
+	f.setParams(func(p *types.Params) { p.MaxGroupSubscribedPartitions = 3 })
+	_, err := f.sjoin(f.alice, "workers", "w", 0, "jobs")
+	require.NoError(t, err)
+	f.createTopic("more", 2)
+	_, err = f.sjoin(f.alice, "workers", "w", 1, "jobs", "more")
+	require.ErrorIs(t, err, types.ErrSubscriptionTooLarge)
+	_, err = f.msgs.AddPartitions(f.ctx, &types.MsgAddPartitions{Authority: f.alice, Name: "jobs", Partitions: 3})
+	require.NoError(t, err)
+	m, err := f.sjoin(f.alice, "workers", "w", 1, "jobs")
+	require.NoError(t, err)
+	require.Equal(t, 3, count(m.Assigned), "the added partition dealt at the next heartbeat")
 }

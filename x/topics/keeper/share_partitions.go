@@ -134,8 +134,23 @@ func splitShareAt(sp *types.SharePartition, offset uint64) {
 
 // acknowledge applies one partition's acknowledgements by member, all or none: each must cover
 // records the member holds (ErrInvalidRecordState otherwise: its lock ran out, say, and the
-// records went to another member).
+// records went to another member), and together they may not split the partition into more
+// than MaxShareRanges runs (ErrInvalidRequest: acknowledge in fewer, longer runs).
 func acknowledge(sp *types.SharePartition, member string, acks []types.ShareAcknowledgement, limit int32) error {
+	trial := *sp
+	trial.Ranges = append([]types.ShareRange(nil), sp.Ranges...)
+	if err := applyAcks(&trial, member, acks, limit); err != nil {
+		return err
+	}
+	normalizeShare(&trial)
+	if len(trial.Ranges) > types.MaxShareRanges {
+		return errorsmod.Wrapf(types.ErrInvalidRequest, "the acknowledgements would split %s/%d into %d runs, the limit is %d", sp.Topic, sp.Partition, len(trial.Ranges), types.MaxShareRanges)
+	}
+	*sp = trial
+	return nil
+}
+
+func applyAcks(sp *types.SharePartition, member string, acks []types.ShareAcknowledgement, limit int32) error {
 	for _, a := range acks {
 		covered := uint64(0)
 		for _, r := range sp.Ranges {
@@ -220,9 +235,9 @@ func (k Keeper) ShareFetch(ctx context.Context, msg *types.MsgShareFetch) (*type
 	if err := msg.Validate(); err != nil {
 		return nil, err
 	}
-	g, err := k.GetGroup(ctx, msg.GroupId)
-	if err != nil {
-		return nil, err
+	g, gerr := k.GetGroup(ctx, msg.GroupId)
+	if gerr != nil && !errorsmod.IsOf(gerr, types.ErrUnknownGroup) {
+		return nil, gerr
 	}
 	resp := &types.MsgShareFetchResponse{}
 	byPartition := map[types.TopicPartition]*types.SharePartitionResult{}
@@ -245,11 +260,13 @@ func (k Keeper) ShareFetch(ctx context.Context, msg *types.MsgShareFetch) (*type
 	for _, a := range msg.Acquire {
 		result(a.Topic, a.Partition)
 	}
+	// Whatever concerns the member — the group gone, the member expired or its id taken by
+	// another account since, the policy changed — is answered per partition: a gateway's batch
+	// of its members' fetches is not lost to one of them.
 	m, merr := k.ownedShareMember(ctx, msg.GroupId, msg.MemberId, msg.Owner)
-	if errorsmod.IsOf(merr, types.ErrGroupAuthorization) {
-		return nil, merr // another account's member: never a matter of timing
-	}
-	if merr == nil && g.Kind == types.GROUP_KIND_SHARE {
+	if gerr != nil {
+		merr = gerr
+	} else if merr == nil && g.Kind == types.GROUP_KIND_SHARE {
 		merr = mayJoin(g, msg.Owner)
 	} else if merr == nil {
 		merr = errorsmod.Wrapf(types.ErrUnknownMember, "group %q is not a share group", msg.GroupId)
@@ -314,7 +331,7 @@ func (k Keeper) ShareFetch(ctx context.Context, msg *types.MsgShareFetch) (*type
 
 // errCode is an x/topics error's code.
 func errCode(err error) uint32 {
-	for _, e := range []*errorsmod.Error{types.ErrUnknownMember, types.ErrGroupAuthorization, types.ErrInvalidRecordState, types.ErrUnknownGroup} {
+	for _, e := range []*errorsmod.Error{types.ErrUnknownMember, types.ErrGroupAuthorization, types.ErrInvalidRecordState, types.ErrUnknownGroup, types.ErrInvalidRequest} {
 		if errorsmod.IsOf(err, e) {
 			return e.ABCICode()
 		}
@@ -388,11 +405,11 @@ func (k Keeper) ExpireShareLocks(ctx context.Context, budget uint64) (uint64, er
 		return 0, err
 	}
 	for _, key := range due {
-		// The entry goes whatever becomes of its partition (saving it sets the next one).
-		if err := k.ShareLockDue.Remove(ctx, key); err != nil {
-			return 0, err
-		}
-		if _, err := k.attempt(ctx, "share_locks", key.K2(), func(ctx context.Context) error {
+		done, err := k.attempt(ctx, "share_locks", key.K2(), func(ctx context.Context) error {
+			// The entry goes with the work (saving the partition sets its next one).
+			if err := k.ShareLockDue.Remove(ctx, key); err != nil {
+				return err
+			}
 			sp, err := k.SharePartitions.Get(ctx, collections.Join(key.K2(), key.K3()))
 			if isNotFound(err) {
 				return nil
@@ -406,9 +423,36 @@ func (k Keeper) ExpireShareLocks(ctx context.Context, budget uint64) (uint64, er
 			sp.NextLockDeadlineMs = 0 // its entry is gone
 			releaseShare(&sp, func(r types.ShareRange) bool { return r.LockDeadlineMs <= now }, limit)
 			return k.saveSharePartition(ctx, &sp)
-		}); err != nil {
+		})
+		if err != nil {
 			return 0, err
+		}
+		if !done {
+			// Skipped (EventBlockWorkSkipped): try again after a while rather than every block,
+			// and never lose the entry (the records would stay acquired for good).
+			if err := k.retryShareLocks(ctx, key, now); err != nil {
+				return 0, err
+			}
 		}
 	}
 	return work, nil
+}
+
+// ShareLockRetryMs is how long a share partition whose lock expiry was skipped waits to be
+// tried again.
+const ShareLockRetryMs = 60_000
+
+func (k Keeper) retryShareLocks(ctx context.Context, key collections.Triple[int64, string, types.TopicPartition], now int64) error {
+	sp, err := k.SharePartitions.Get(ctx, collections.Join(key.K2(), key.K3()))
+	if err == nil && sp.NextLockDeadlineMs == key.K1() {
+		// Moved with its partition's record of it, which the index mirrors.
+		if err := k.setLockDue(ctx, &sp, now+ShareLockRetryMs); err != nil {
+			return err
+		}
+		return k.SharePartitions.Set(ctx, collections.Join(key.K2(), key.K3()), sp)
+	}
+	if err := k.ShareLockDue.Remove(ctx, key); err != nil {
+		return err
+	}
+	return k.ShareLockDue.Set(ctx, collections.Join3(now+ShareLockRetryMs, key.K2(), key.K3()), true)
 }

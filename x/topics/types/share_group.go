@@ -70,10 +70,18 @@ func (m *MsgShareFetch) Validate() error {
 	if len(m.Acknowledgements) > MaxShareFetchPartitions*4 || len(m.Acquire) > MaxShareFetchPartitions {
 		return errorsmod.Wrapf(ErrInvalidRequest, "%d acknowledgements and %d partitions to acquire: at most %d and %d", len(m.Acknowledgements), len(m.Acquire), MaxShareFetchPartitions*4, MaxShareFetchPartitions)
 	}
+	// A partition's acknowledgements come in offset order and never overlap, as Kafka requires:
+	// a later one could otherwise undo an earlier one's final state.
+	lastAck := map[TopicPartition]uint64{}
 	for _, a := range m.Acknowledgements {
 		if err := ValidateTopicName(a.Topic); err != nil {
 			return err
 		}
+		tp := TopicPartition{a.Topic, a.Partition}
+		if last, ok := lastAck[tp]; ok && a.FirstOffset <= last {
+			return errorsmod.Wrapf(ErrInvalidRequest, "acknowledgements of %s/%d out of order or overlapping at offset %d", a.Topic, a.Partition, a.FirstOffset)
+		}
+		lastAck[tp] = a.LastOffset
 		if a.LastOffset < a.FirstOffset || a.LastOffset-a.FirstOffset >= MaxShareInFlightRecords {
 			return errorsmod.Wrapf(ErrInvalidRequest, "acknowledgement of offsets %d to %d", a.FirstOffset, a.LastOffset)
 		}
