@@ -74,6 +74,21 @@ func (k Keeper) InitGenesis(ctx context.Context, gs *types.GenesisState) error {
 			return err
 		}
 	}
+	for _, sg := range gs.ShareGroups {
+		if err := k.ShareGroups.Set(ctx, sg.GroupId, sg); err != nil {
+			return err
+		}
+	}
+	for _, sp := range gs.SharePartitions {
+		at := sp.NextLockDeadlineMs
+		sp.NextLockDeadlineMs = 0 // setLockDue indexes it
+		if err := k.setLockDue(ctx, &sp, at); err != nil {
+			return err
+		}
+		if err := k.SharePartitions.Set(ctx, collections.Join(sp.GroupId, types.TopicPartition{Topic: sp.Topic, Partition: sp.Partition}), sp); err != nil {
+			return err
+		}
+	}
 	if err := k.checkEscrow(ctx); err != nil {
 		return err
 	}
@@ -228,6 +243,23 @@ func (k Keeper) exportAllButBatches(ctx context.Context) (*types.GenesisState, e
 			return false, err
 		}
 		gs.KafkaProducerStates = append(gs.KafkaProducerStates, ks)
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = k.ShareGroups.Walk(ctx, nil, func(_ string, sg types.ShareGroup) (bool, error) {
+		gs.ShareGroups = append(gs.ShareGroups, sg)
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = k.SharePartitions.Walk(ctx, nil, func(_ collections.Pair[string, types.TopicPartition], sp types.SharePartition) (bool, error) {
+		if gone, err := purging(sp.Topic); err != nil || gone {
+			return false, err
+		}
+		gs.SharePartitions = append(gs.SharePartitions, sp)
 		return false, nil
 	})
 	if err != nil {

@@ -217,7 +217,7 @@ func (gs GenesisState) validateGroups(ac address.Codec, parts map[TopicPartition
 		}
 		seen[k] = true
 	}
-	return nil
+	return validateShareGenesis(gs, groups)
 }
 
 // validateProducers checks the idempotent-producer states: one per (topic, partition,
@@ -270,6 +270,44 @@ func (gs GenesisState) validateProducers(ac address.Codec, parts map[TopicPartit
 			if b.BaseOffset+uint64(b.Count) > p.HighWatermark {
 				return errorsmod.Wrapf(ErrInvalidGenesis, "Kafka producer state of %s for %s is past the high watermark", p.Label(), ks.Producer)
 			}
+		}
+	}
+	return nil
+}
+
+// validateShareGenesis checks share groups' state: of share groups, once each, each partition's
+// runs tiling its in-flight window within the bounds.
+func validateShareGenesis(gs GenesisState, groups map[string]Group) error {
+	share := map[string]bool{}
+	for _, sg := range gs.ShareGroups {
+		if g, ok := groups[sg.GroupId]; !ok || g.Kind != GROUP_KIND_SHARE || share[sg.GroupId] {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "share group state of %s, not one share group", sg.GroupId)
+		}
+		share[sg.GroupId] = true
+	}
+	type key struct {
+		group string
+		tp    TopicPartition
+	}
+	seen := map[key]bool{}
+	for _, sp := range gs.SharePartitions {
+		k := key{sp.GroupId, TopicPartition{sp.Topic, sp.Partition}}
+		if g, ok := groups[sp.GroupId]; !ok || g.Kind != GROUP_KIND_SHARE || seen[k] {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "share partition %s/%d of %s, not once of a share group", sp.Topic, sp.Partition, sp.GroupId)
+		}
+		seen[k] = true
+		if sp.EndOffset < sp.StartOffset || sp.EndOffset-sp.StartOffset > MaxShareInFlightRecords || len(sp.Ranges) > MaxShareRanges {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "share partition %s/%d of %s past its bounds", sp.Topic, sp.Partition, sp.GroupId)
+		}
+		next := sp.StartOffset
+		for _, r := range sp.Ranges {
+			if r.FirstOffset != next || r.LastOffset < r.FirstOffset {
+				return errorsmod.Wrapf(ErrInvalidGenesis, "share partition %s/%d of %s: runs do not tile [%d, %d)", sp.Topic, sp.Partition, sp.GroupId, sp.StartOffset, sp.EndOffset)
+			}
+			next = r.LastOffset + 1
+		}
+		if next != sp.EndOffset {
+			return errorsmod.Wrapf(ErrInvalidGenesis, "share partition %s/%d of %s: runs do not tile [%d, %d)", sp.Topic, sp.Partition, sp.GroupId, sp.StartOffset, sp.EndOffset)
 		}
 	}
 	return nil
