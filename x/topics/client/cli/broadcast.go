@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"io"
+
 	"github.com/spf13/pflag"
 
 	"github.com/cosmos/cosmos-sdk/client"
+	"github.com/cosmos/cosmos-sdk/client/flags"
+	clienttx "github.com/cosmos/cosmos-sdk/client/tx"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
@@ -20,4 +24,25 @@ func sendAndWait(clientCtx client.Context, fs *pflag.FlagSet, msgs ...sdk.Msg) (
 		return nil, PlainError(err)
 	}
 	return res, nil
+}
+
+// viaSDK tells whether a command's flags ask for the SDK's transaction conventions rather than
+// bftlog's fast sign-and-wait path: --generate-only (print the unsigned transaction: for a
+// multisig account, or a proposal's message), --dry-run (simulate), --offline, a fee granter or
+// payer. Those are served by the SDK's generate-or-broadcast path, as in every Cosmos chain.
+func viaSDK(clientCtx client.Context, fs *pflag.FlagSet) bool {
+	if clientCtx.GenerateOnly || clientCtx.Simulate || clientCtx.Offline {
+		return true
+	}
+	for _, f := range []string{flags.FlagGenerateOnly, flags.FlagDryRun, flags.FlagOffline, flags.FlagFeeGranter, flags.FlagFeePayer} {
+		if fs.Changed(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// sdkTx runs msgs through the SDK's generate-or-broadcast path, printing to out.
+func sdkTx(clientCtx client.Context, fs *pflag.FlagSet, out io.Writer, msgs ...sdk.Msg) error {
+	return clienttx.GenerateOrBroadcastTxCLI(clientCtx.WithOutput(out), fs, msgs...)
 }

@@ -47,12 +47,19 @@ func newGroupCLI(t *testing.T) groupCLI {
 // transaction it prints.
 func (g groupCLI) run(t *testing.T, args ...string) (map[string]any, error) {
 	t.Helper()
+	return g.generate(t, []string{"--chain-id", "test"}, args...)
+}
+
+// generate runs a tx command as alice with --generate-only and more flags, and returns the
+// message of the unsigned transaction it prints.
+func (g groupCLI) generate(t *testing.T, more []string, args ...string) (map[string]any, error) {
+	t.Helper()
 	cmd := NewTxCmd()
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
 	ctx := g.ctx
-	cmd.SetArgs(append(args, "--from", "alice", "--generate-only", "--chain-id", "test"))
+	cmd.SetArgs(append(append(args, "--from", "alice", "--generate-only"), more...))
 	if err := cmd.ExecuteContext(context.WithValue(context.Background(), client.ClientContextKey, &ctx)); err != nil {
 		return nil, err
 	}

@@ -153,6 +153,9 @@ bftlogd tx topics create-topic prices --partitions 3 --cleanup-policy compact --
 				return err
 			}
 			msg := &types.MsgCreateTopic{Owner: clientCtx.GetFromAddress().String(), Name: args[0], Partitions: partitions, Config: cfg}
+			if viaSDK(clientCtx, cmd.Flags()) {
+				return sdkTx(clientCtx, cmd.Flags(), cmd.OutOrStdout(), msg)
+			}
 			res, err := sendAndWait(clientCtx, cmd.Flags(), msg)
 			if err != nil {
 				return err
@@ -177,15 +180,23 @@ func newUpdateTopicConfigCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := types.NewQueryClient(clientCtx).Topic(cmd.Context(), &types.QueryTopicRequest{Name: args[0]})
-			if err != nil {
-				return PlainError(err)
+			// The config is read from the chain, so flags not given keep their values: with
+			// --offline there is no chain to read, and every flag must be given.
+			cfg := types.TopicConfig{RetentionMs: -1, RetentionBytes: -1, ProducerPolicy: types.PRODUCER_POLICY_ANYONE}
+			if !clientCtx.Offline {
+				res, err := types.NewQueryClient(clientCtx).Topic(cmd.Context(), &types.QueryTopicRequest{Name: args[0]})
+				if err != nil {
+					return PlainError(err)
+				}
+				cfg = res.Topic.Config
 			}
-			cfg := res.Topic.Config
 			if err := applyConfigFlags(clientCtx, cmd, &cfg); err != nil {
 				return err
 			}
 			msg := &types.MsgUpdateTopicConfig{Authority: clientCtx.GetFromAddress().String(), Name: args[0], Config: cfg}
+			if viaSDK(clientCtx, cmd.Flags()) {
+				return sdkTx(clientCtx, cmd.Flags(), cmd.OutOrStdout(), msg)
+			}
 			txRes, err := sendAndWait(clientCtx, cmd.Flags(), msg)
 			if err != nil {
 				return err
@@ -358,12 +369,17 @@ func runProduce(cmd *cobra.Command, args []string) error {
 	}
 
 	qc := types.NewQueryClient(clientCtx)
-	params, err := qc.Params(cmd.Context(), &types.QueryParamsRequest{})
-	if err != nil {
-		return PlainError(err)
+	params := &types.QueryParamsResponse{Params: types.DefaultParams()}
+	if !clientCtx.Offline { // offline: the default batch limits
+		if params, err = qc.Params(cmd.Context(), &types.QueryParamsRequest{}); err != nil {
+			return PlainError(err)
+		}
 	}
 	// The partitioner needs the partition count; an explicit partition is checked by the chain.
 	var partitions uint32
+	if partition < 0 && clientCtx.Offline {
+		return fmt.Errorf("--offline: give --partition (the partitioner needs the topic's partition count, which only the chain has)")
+	}
 	if partition < 0 {
 		t, err := qc.Topic(cmd.Context(), &types.QueryTopicRequest{Name: topic})
 		if err != nil {
@@ -391,6 +407,16 @@ func runProduce(cmd *cobra.Command, args []string) error {
 		return err
 	}
 
+	if viaSDK(clientCtx, fs) {
+		// One transaction printed (or simulated, or sent through a fee grant) per message the
+		// records need, as the SDK prints them.
+		for _, batches := range txs {
+			if err := sdkTx(clientCtx, fs, cmd.OutOrStdout(), &types.MsgProduce{Producer: clientCtx.GetFromAddress().String(), Batches: batches}); err != nil {
+				return PlainError(err)
+			}
+		}
+		return nil
+	}
 	s, err := txclient.NewSignerFromFlags(clientCtx, fs)
 	if err != nil {
 		return err
