@@ -138,6 +138,12 @@ func (net *Network) newTwin(i int) *Node {
 	copyFile(t, net.Genesis, filepath.Join(twin.Home, "config", "genesis.json"))
 	copyFile(t, filepath.Join(orig.Home, "config", "priv_validator_key.json"), filepath.Join(twin.Home, "config", "priv_validator_key.json"))
 	allowLoopbackPeers(t, twin.Home)
+	// A twin that votes as the validator does signs the same votes, which is no equivocation:
+	// since heights no longer wait timeout_commit, the two rarely disagreed by chance (jailed in
+	// minutes, or not within three). This one gives a proposal 1 ms before it prevotes nil, so at
+	// nearly every height it prevotes nil where the validator prevotes the block: conflicting
+	// votes, which the chain commits as evidence.
+	setConfig(t, twin.Home, `timeout_propose = "1s"`, `timeout_propose = "1ms"`, `timeout_propose_delta = "200ms"`, `timeout_propose_delta = "0s"`)
 	// It replays the chain from genesis, fetching what blocks named from the validators' data
 	// planes (left empty, it asked the persistent peers' hosts at its own API port: itself).
 	var planes []string
