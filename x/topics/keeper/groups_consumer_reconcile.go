@@ -32,7 +32,9 @@ func (k Keeper) reconcileConsumerGroup(ctx context.Context, g types.Group, cg *t
 		cg.GroupEpoch++ // partitions were added, or a topic deleted or created for a regex
 	}
 	if cg.GroupEpoch > cg.AssignmentEpoch {
-		k.assignConsumerTargets(ctx, cg, members)
+		if err := k.assignConsumerTargets(ctx, cg, members); err != nil {
+			return err
+		}
 	}
 	// owners: who holds each partition, as assigned or pending revocation.
 	owners := map[types.TopicPartition]string{}
@@ -79,7 +81,7 @@ func (k Keeper) reconcileConsumerGroup(ctx context.Context, g types.Group, cg *t
 // makes it the assignment epoch's. The assignor's work (members x partitions, not metered as
 // store access) is charged to the signer that moved the epoch; the EndBlocker's meter is
 // unlimited and its expiries are budgeted instead (consumerRebalanceCost).
-func (k Keeper) assignConsumerTargets(ctx context.Context, cg *types.ConsumerGroup, members []types.ConsumerMember) {
+func (k Keeper) assignConsumerTargets(ctx context.Context, cg *types.ConsumerGroup, members []types.ConsumerMember) error {
 	partitions := map[string]uint32{}
 	var total uint64
 	for _, c := range cg.PartitionCounts {
@@ -99,7 +101,7 @@ func (k Keeper) assignConsumerTargets(ctx context.Context, cg *types.ConsumerGro
 		ids[i] = members[i].MemberId
 	}
 	cg.AssignmentEpoch = cg.GroupEpoch
-	_ = sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventGroupRebalanced{
+	return sdk.UnwrapSDKContext(ctx).EventManager().EmitTypedEvent(&types.EventGroupRebalanced{
 		GroupId: cg.GroupId, Generation: uint64(cg.GroupEpoch), Members: ids, Reason: "target",
 	})
 }
