@@ -163,6 +163,12 @@ type Report struct {
 	Machine string   `json:"machine"`
 	Config  Config   `json:"config"`
 	Results []Result `json:"results"`
+	// Command is how the run was started and Commit the tree it measured (git describe), so
+	// the README's headline, written from this file, says how to reproduce it.
+	Command []string `json:"command,omitempty"`
+	Commit  string   `json:"commit,omitempty"`
+
+	file string // the results file it was read from (ReadLatest)
 }
 
 // latencies collects samples safely; a sample may stand for several records (an open-loop
