@@ -29,7 +29,7 @@ func TestMultisigAccountCreatesAndConfiguresATopic(t *testing.T) {
 	// cosign runs a tx command with --generate-only from the multisig account, has the officers
 	// sign, joins their signatures and broadcasts; it returns broadcast's output and whether it
 	// went through CheckTx.
-	cosign := func(name string, signers []string, args ...string) (string, error) {
+	cosign := func(name string, signers []string, signMode string, args ...string) (string, error) {
 		unsigned := filepath.Join(dir, name+".json")
 		out := n.MustCLI("", append(args, "--from", org, "--generate-only", "--gas", "400000")...)
 		require.Contains(t, out, `"signatures":[]`, "--generate-only prints an unsigned transaction")
@@ -37,7 +37,11 @@ func TestMultisigAccountCreatesAndConfiguresATopic(t *testing.T) {
 		var sigs []string
 		for _, s := range signers {
 			sig := filepath.Join(dir, name+"-"+s+".json")
-			n.MustCLI("", "tx", "sign", unsigned, "--from", s, "--multisig", org, "--output-document", sig)
+			signArgs := []string{"tx", "sign", unsigned, "--from", s, "--multisig", org, "--output-document", sig}
+			if signMode != "" {
+				signArgs = append(signArgs, "--sign-mode", signMode)
+			}
+			n.MustCLI("", signArgs...)
 			sigs = append(sigs, sig)
 		}
 		signed := filepath.Join(dir, name+"-signed.json")
@@ -51,7 +55,7 @@ func TestMultisigAccountCreatesAndConfiguresATopic(t *testing.T) {
 	}
 
 	// Nothing was sent by --generate-only: the topic does not exist yet.
-	out, err := cosign("create", []string{"alice", "bob"}, "tx", "topics", "create-topic", "org.ledger", "--partitions", "2", "--retention-ms", "86400000")
+	out, err := cosign("create", []string{"alice", "bob"}, "", "tx", "topics", "create-topic", "org.ledger", "--partitions", "2", "--retention-ms", "86400000")
 	require.NoError(t, err, out)
 	waitTxOK(t, n, out)
 	var topic struct {
@@ -67,7 +71,7 @@ func TestMultisigAccountCreatesAndConfiguresATopic(t *testing.T) {
 	require.Equal(t, "86400000", topic.Topic.Config.RetentionMs)
 
 	// One officer's signature is not the account's: refused at CheckTx, nothing changed.
-	out, err = cosign("one", []string{"alice"}, "tx", "topics", "update-topic-config", "org.ledger", "--retention-ms", "1000")
+	out, err = cosign("one", []string{"alice"}, "", "tx", "topics", "update-topic-config", "org.ledger", "--retention-ms", "1000")
 	if err == nil {
 		var res struct {
 			Code   int    `json:"code"`
@@ -80,7 +84,9 @@ func TestMultisigAccountCreatesAndConfiguresATopic(t *testing.T) {
 		t.Logf("one officer's signature refused: %s", strings.TrimSpace(out))
 	}
 
-	out, err = cosign("config", []string{"alice", "bob"}, "tx", "topics", "update-topic-config", "org.ledger", "--retention-ms", "3600000")
+	// --sign-mode named, amino-JSON as a Ledger signs (the SDK's multi-sign checks signatures in
+	// that mode, its default for a multisig signer).
+	out, err = cosign("config", []string{"alice", "bob"}, "amino-json", "tx", "topics", "update-topic-config", "org.ledger", "--retention-ms", "3600000")
 	require.NoError(t, err, out)
 	waitTxOK(t, n, out)
 	require.NoError(t, json.Unmarshal([]byte(n.MustCLI("", "query", "topics", "topic", "org.ledger", "-o", "json")), &topic))
