@@ -21,6 +21,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -334,7 +335,7 @@ func runProduce(cmd *cobra.Command, args []string) error {
 		inFlight = 1
 	}
 	codec, _ := fs.GetString(flagCompression)
-	compression, err := types.ParseCompression(codec)
+	compression, err := kbatch.ParseCompression(codec)
 	if err != nil {
 		return PlainError(err)
 	}
@@ -503,7 +504,7 @@ func readLines(r io.Reader) ([]string, error) {
 // sticky partition per transaction (sticky, sticky+1, ...), so they spread over the
 // partitions. The node's mempool max_tx_bytes is set well above max_batch_bytes to leave room
 // for the transaction's own encoding.
-func buildProduceTxs(topic string, partition int32, partitions uint32, records []types.BatchRecord, maxRecords uint32, maxBytes uint64, c types.Compression, sticky uint32) ([][]types.ProduceBatch, error) {
+func buildProduceTxs(topic string, partition int32, partitions uint32, records []types.BatchRecord, maxRecords uint32, maxBytes uint64, c kbatch.Compression, sticky uint32) ([][]types.ProduceBatch, error) {
 	const keyless = int64(-1)
 	target := func(r types.BatchRecord) int64 {
 		switch {
@@ -551,14 +552,14 @@ func buildProduceTxs(topic string, partition int32, partitions uint32, records [
 		p := target(r)
 		size := r.RecordSize()
 		if !used[p] {
-			size += types.RecordBatchHeaderSize // each partition's batch has its own header
+			size += kbatch.RecordBatchHeaderSize // each partition's batch has its own header
 		}
 		if i > start && (uint32(i-start) >= maxRecords || bytes+size > maxBytes) {
 			if err := encode(records[start:i]); err != nil {
 				return nil, err
 			}
 			start, bytes, used = i, 0, map[int64]bool{}
-			size = r.RecordSize() + types.RecordBatchHeaderSize
+			size = r.RecordSize() + kbatch.RecordBatchHeaderSize
 		}
 		used[p] = true
 		bytes += size
