@@ -59,9 +59,9 @@ FUZZTIME ?= 10000x
 fuzz-smoke:
 	go test -run '^$$' -fuzz '^FuzzValidateTopicName$$' -fuzztime $(FUZZTIME) ./x/topics/types/
 	go test -run '^$$' -fuzz '^FuzzRecordBatchProto$$' -fuzztime $(FUZZTIME) ./x/topics/types/
-	go test -run '^$$' -fuzz '^FuzzCheckRecordBatch$$' -fuzztime $(FUZZTIME) ./x/topics/types/
-	go test -run '^$$' -fuzz '^FuzzDecodeRecordBatch$$' -fuzztime $(FUZZTIME) ./x/topics/types/
-	go test -run '^$$' -fuzz '^FuzzCompactionRecords$$' -fuzztime $(FUZZTIME) ./x/topics/types/
+	go test -run '^$$' -fuzz '^FuzzCheckRecordBatch$$' -fuzztime $(FUZZTIME) ./x/topics/kbatch/
+	go test -run '^$$' -fuzz '^FuzzDecodeRecordBatch$$' -fuzztime $(FUZZTIME) ./x/topics/kbatch/
+	go test -run '^$$' -fuzz '^FuzzCompactionRecords$$' -fuzztime $(FUZZTIME) ./x/topics/kbatch/
 	go test -run '^$$' -fuzz '^FuzzKeyPartition$$' -fuzztime $(FUZZTIME) ./x/topics/types/
 
 # The long runs, not in make test: FuzzProduce runs a keeper and a block per input (10,000

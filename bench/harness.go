@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/bftlog/bftlog/testutil/node"
-	"github.com/bftlog/bftlog/x/topics/types"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 )
 
 // Config is one harness run.
@@ -220,9 +220,9 @@ func Run(cfg Config) (*Report, error) {
 	if cfg.JetRecords == 0 {
 		cfg.JetRecords = cfg.Records
 	}
-	codecs := make([]types.Compression, len(cfg.EventsCodecs))
+	codecs := make([]kbatch.Compression, len(cfg.EventsCodecs))
 	for i, name := range cfg.EventsCodecs {
-		c, err := types.ParseCompression(name)
+		c, err := kbatch.ParseCompression(name)
 		if err != nil {
 			return nil, err
 		}
