@@ -61,7 +61,7 @@ func (v *explorerView) tx(w http.ResponseWriter, r *http.Request) {
 			rec = v.serveSDK(byRef)
 		}
 	}
-	v.edit(w, rec, func(top map[string]json.RawMessage, s *shown) {
+	v.edit(w, rec, ordering.NamedTxField, func(top map[string]json.RawMessage, s *shown) {
 		if tx, ok := s.tx(0, top["tx"], top, "tx_response"); ok {
 			top["tx"] = tx
 		}
@@ -71,7 +71,7 @@ func (v *explorerView) tx(w http.ResponseWriter, r *http.Request) {
 // txList answers a block's transactions (GetBlockWithTxs): txs are shown named, block stays as
 // committed.
 func (v *explorerView) txList(w http.ResponseWriter, r *http.Request) {
-	v.edit(w, v.serveSDK(r), func(top map[string]json.RawMessage, s *shown) {
+	v.edit(w, v.serveSDK(r), ordering.NamedTxsField, func(top map[string]json.RawMessage, s *shown) {
 		var txs []json.RawMessage
 		if json.Unmarshal(top["txs"], &txs) != nil {
 			return
@@ -95,7 +95,7 @@ func (v *explorerView) search(w http.ResponseWriter, r *http.Request) {
 		q.Set("query", strings.Join(conds, " AND "))
 		r.URL.RawQuery = q.Encode()
 	}
-	v.edit(w, v.serveSDK(r), func(top map[string]json.RawMessage, s *shown) {
+	v.edit(w, v.serveSDK(r), ordering.NamedTxsField, func(top map[string]json.RawMessage, s *shown) {
 		var txs, resps []json.RawMessage
 		if json.Unmarshal(top["txs"], &txs) != nil || json.Unmarshal(top["tx_responses"], &resps) != nil || len(txs) != len(resps) {
 			return
@@ -118,7 +118,7 @@ func (v *explorerView) search(w http.ResponseWriter, r *http.Request) {
 // block is deprecated since SDK v0.47; sdk_block stays the block as committed, its txs hashing
 // to the header's data_hash.
 func (v *explorerView) block(w http.ResponseWriter, r *http.Request) {
-	v.edit(w, v.serveSDK(r), func(top map[string]json.RawMessage, s *shown) {
+	v.edit(w, v.serveSDK(r), ordering.NamedTxsField, func(top map[string]json.RawMessage, s *shown) {
 		var block, data map[string]json.RawMessage
 		var txs []string
 		if json.Unmarshal(top["block"], &block) != nil || json.Unmarshal(block["data"], &data) != nil || json.Unmarshal(data["txs"], &txs) != nil {
@@ -143,9 +143,10 @@ func (v *explorerView) block(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// edit runs change on a successful SDK answer and writes it with what it showed; any other
-// answer goes out as the SDK gave it.
-func (v *explorerView) edit(w http.ResponseWriter, rec *bufferedResponse, change func(map[string]json.RawMessage, *shown)) {
+// edit runs change on a successful SDK answer and writes it with what it showed under field
+// (NamedTxField: the one entry, NamedTxsField: the list); any other answer goes out as the SDK
+// gave it.
+func (v *explorerView) edit(w http.ResponseWriter, rec *bufferedResponse, field string, change func(map[string]json.RawMessage, *shown)) {
 	var top map[string]json.RawMessage
 	if rec.code != http.StatusOK || json.Unmarshal(rec.body.Bytes(), &top) != nil {
 		rec.writeTo(w)
@@ -157,9 +158,15 @@ func (v *explorerView) edit(w http.ResponseWriter, rec *bufferedResponse, change
 		rec.writeTo(w)
 		return
 	}
-	top[ordering.NamedTxsField] = mustJSON(s.list)
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(mustJSON(top))
+	if field == ordering.NamedTxField {
+		top[field] = mustJSON(s.list[0])
+	} else {
+		top[field] = mustJSON(s.list)
+	}
+	rec.body.Reset()
+	rec.body.Write(mustJSON(top))
+	rec.header.Del("Content-Length")
+	rec.writeTo(w)
 }
 
 // shown is what one answer replaced, bounded by ordering.MaxShownBytes.

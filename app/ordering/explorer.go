@@ -6,8 +6,12 @@ package ordering
 // /cosmos/tx/v1beta1/txs/block/{height}, the event search /cosmos/tx/v1beta1/txs and
 // /cosmos/base/tendermint/v1beta1/blocks/{height} — show the named transaction in its
 // reference's place while the node holds it, and add NamedTxsField to the answer's JSON
-// object, one NamedTx per reference the answer met.
-const NamedTxsField = "named_txs"
+// object, one NamedTx per reference the answer met; the answer for one transaction adds
+// NamedTxField, its one NamedTx, as an object (which explorers' JSON views show unfolded).
+const (
+	NamedTxsField = "named_txs"
+	NamedTxField  = "named_tx"
+)
 
 // The status of a reference in an answer.
 const (
@@ -31,7 +35,7 @@ const MaxShownBytes = 32 << 20
 // write transaction hashes.
 type NamedTx struct {
 	// Index is the position in the answer's list of transactions: tx_responses and txs,
-	// block.data.txs; 0 in the answer for one transaction.
+	// block.data.txs; 0 in NamedTxField.
 	Index int `json:"index"`
 	// ReferenceHash is the hash of the block's transaction (the MsgOrderedTx), which CometBFT
 	// indexes; TxHash the named transaction's own, which its producer was given.

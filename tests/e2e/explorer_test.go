@@ -507,8 +507,12 @@ func TestExplorerShowsNamedProduces(t *testing.T) {
 	produces := produceNamed(t, n, "orders", 3)
 	alice := n.Address("alice")
 	checkExplorerRoutes(t, n, produces, alice, ordering.NamedShown)
+	var pp *pingPub
 	if dist := os.Getenv("PINGPUB_DIST"); dist != "" {
-		checkPingPubPages(t, n, dist, produces)
+		pp = openPingPub(t, dist)
+		pp.use(n)
+		pp.checkShown(produces)
+		pp.checkTxList(func() namedProduce { return produceNamed(t, n, "orders", 1)[0] })
 	} else {
 		t.Log("PINGPUB_DIST unset: ping.pub's pages not checked in a browser (docs/explorers.md says how to build it)")
 	}
@@ -522,6 +526,10 @@ func TestExplorerShowsNamedProduces(t *testing.T) {
 		return err == nil
 	})
 	checkExplorerRoutes(t, n, produces, alice, ordering.NamedNotHeld)
+	if pp != nil {
+		pp.use(n) // its API's new port
+		pp.checkNotHeld(produces[0])
+	}
 }
 
 // checkExplorerRoutes reads every route for each produce and checks what it shows: the
@@ -558,12 +566,12 @@ func checkExplorerRoutes(t *testing.T, n *node.Node, produces []namedProduce, pr
 		// The transaction page, by either hash.
 		for _, hash := range []string{p.hash, p.refHash, strings.ToLower(p.hash)} {
 			var got struct {
-				named
+				NamedTx    ordering.NamedTx   `json:"named_tx"`
 				Tx         explorerTx         `json:"tx"`
 				TxResponse explorerTxResponse `json:"tx_response"`
 			}
 			restJSON(t, n, "/cosmos/tx/v1beta1/txs/"+hash, &got)
-			checkNamed(p, got.NamedTxs, 0, got.Tx, got.TxResponse.TxHash, "tx by "+hash)
+			checkNamed(p, []ordering.NamedTx{got.NamedTx}, 0, got.Tx, got.TxResponse.TxHash, "tx by "+hash)
 			require.Equal(t, strconv.FormatInt(p.height, 10), got.TxResponse.Height)
 			require.Zero(t, got.TxResponse.Code)
 			require.NotEqual(t, "0", got.TxResponse.GasUsed)
