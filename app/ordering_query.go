@@ -17,7 +17,6 @@ import (
 	codectypes "github.com/cosmos/cosmos-sdk/codec/types"
 	txtypes "github.com/cosmos/cosmos-sdk/types/tx"
 
-	"github.com/bftlog/bftlog/app/dataplane"
 	"github.com/bftlog/bftlog/app/ordering"
 )
 
@@ -37,17 +36,28 @@ const (
 type explorerView struct {
 	clientCtx client.Context
 	sdk       http.Handler // the gRPC gateway
-	pool      *dataplane.Plane
+	pool      heldTxs
 	marshaler *gateway.JSONPb
+	maxShown  int // ordering.MaxShownBytes
 }
 
-func registerExplorerRoutes(router *mux.Router, clientCtx client.Context, sdkGateway http.Handler, pool *dataplane.Plane) {
-	v := &explorerView{clientCtx: clientCtx, sdk: sdkGateway, pool: pool,
-		marshaler: &gateway.JSONPb{EmitDefaults: true, OrigName: true, AnyResolver: clientCtx.InterfaceRegistry}}
+// heldTxs is what the view reads of the data plane's pool (dataplane.Plane).
+type heldTxs interface {
+	Get(hash [32]byte) ([]byte, bool)
+}
+
+// register serves the routes on the API server's router, ahead of the gateway's catch-all;
+// other methods (a broadcast's POST) go on to the gateway.
+func (v *explorerView) register(router *mux.Router) {
 	router.HandleFunc(NamedTxPath, v.tx).Methods(http.MethodGet)
 	router.HandleFunc(TxsOfBlockPath, v.txList).Methods(http.MethodGet)
 	router.HandleFunc(TxSearchPath, v.search).Methods(http.MethodGet)
 	router.HandleFunc(BlockByHeightPath, v.block).Methods(http.MethodGet)
+}
+
+func newExplorerView(clientCtx client.Context, sdkGateway http.Handler, pool heldTxs) *explorerView {
+	return &explorerView{clientCtx: clientCtx, sdk: sdkGateway, pool: pool, maxShown: ordering.MaxShownBytes,
+		marshaler: &gateway.JSONPb{EmitDefaults: true, OrigName: true, AnyResolver: clientCtx.InterfaceRegistry}}
 }
 
 // tx answers one transaction by either hash: the reference's (the SDK finds it) or the named
@@ -183,7 +193,7 @@ func (s *shown) named(index int, refHash [32]byte, ref *ordering.MsgOrderedTx) (
 	switch {
 	case !held:
 		n.Status = ordering.NamedNotHeld
-	case s.bytes+len(bz) > ordering.MaxShownBytes:
+	case s.bytes+len(bz) > s.view.maxShown:
 		n.Status, bz = ordering.NamedOverBudget, nil
 	default:
 		n.Status = ordering.NamedShown
