@@ -135,6 +135,9 @@ func (v *explorerView) block(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for i, b64 := range txs {
+			if len(b64) > base64.StdEncoding.EncodedLen(maxTxRefBytes) {
+				continue // a carried transaction: not decoded on every explorer's poll
+			}
 			bz, err := base64.StdEncoding.DecodeString(b64)
 			if err != nil {
 				continue
@@ -253,6 +256,9 @@ func (s *shown) tx(index int, txJSON json.RawMessage, resp map[string]json.RawMe
 // refFromJSON reads a reference from a transaction's JSON: one MsgOrderedTx, no signature, no
 // memo, no fee (TxRef).
 func refFromJSON(txJSON json.RawMessage) (*ordering.MsgOrderedTx, bool) {
+	if !bytes.Contains(txJSON, []byte(ordering.TypeURL)) {
+		return nil, false // most transactions: not parsed again
+	}
 	var tx struct {
 		Body struct {
 			Messages []struct {
