@@ -22,6 +22,7 @@ import (
 	txtypes "github.com/cosmos/cosmos-sdk/types/tx"
 
 	"github.com/bftlog/bftlog/app/ordering"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -49,7 +50,7 @@ func newExplorerFixture(t *testing.T) *explorerFixture {
 	clientCtx := client.Context{}.WithTxConfig(a.TxConfig()).WithInterfaceRegistry(a.InterfaceRegistry()).WithCodec(a.AppCodec())
 	pool := poolOf{}
 	for i, topic := range []string{"a", "b", "c", "carried"} {
-		batch, err := types.NewProduceBatch(topic, uint32(i), []types.BatchRecord{{Value: types.NewBytes([]byte(strings.Repeat("v", 2000)))}}, types.CompressionNone)
+		batch, err := types.NewProduceBatch(topic, uint32(i), []types.BatchRecord{{Value: types.NewBytes([]byte(strings.Repeat("v", 2000)))}}, kbatch.CompressionNone)
 		require.NoError(t, err)
 		builder := a.TxConfig().NewTxBuilder()
 		require.NoError(t, builder.SetMsgs(&types.MsgProduce{Producer: f.producer, Batches: []types.ProduceBatch{batch}}))
