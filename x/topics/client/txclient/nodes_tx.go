@@ -40,7 +40,7 @@ func (n *Nodes) broadcast(tx []byte) (*sdk.TxResponse, *endpoint, error) {
 	var res *sdk.TxResponse
 	var at *endpoint
 	err := n.do(context.Background(), func(ctx context.Context, ep *endpoint) error {
-		r, err := ep.submit(ctx, tx)
+		r, err := ep.t.Broadcast(ctx, tx)
 		if err == nil {
 			res, at = r, ep
 		}
@@ -57,17 +57,6 @@ func (n *Nodes) broadcast(tx []byte) (*sdk.TxResponse, *endpoint, error) {
 
 func inMempoolCache(res *sdk.TxResponse) bool {
 	return res.Code != 0 && errors.Is(errorsmod.ABCIError(res.Codespace, res.Code, ""), sdkerrors.ErrTxInMempoolCache)
-}
-
-// submit hands tx to ep's transport and returns the CheckTx answer.
-func (ep *endpoint) submit(ctx context.Context, tx []byte) (*sdk.TxResponse, error) {
-	return ep.t.Broadcast(ctx, tx)
-}
-
-// result is the committed result of hash on ep, waiting up to wait for it to be committed;
-// errNotInBlock (an answer) when it is not.
-func (ep *endpoint) result(ctx context.Context, hash string, wait time.Duration) (*sdk.TxResponse, error) {
-	return ep.t.Result(ctx, hash, wait)
 }
 
 // await waits until the transaction s is committed and returns its result (a *TxError of
@@ -98,7 +87,7 @@ func (n *Nodes) await(s sent) (*sdk.TxResponse, error) {
 		var res *sdk.TxResponse
 		err := at.watched(context.Background(), func(ctx context.Context, ep *endpoint) error {
 			var err error
-			res, err = ep.result(ctx, s.hash, resultWait)
+			res, err = ep.t.Result(ctx, s.hash, resultWait)
 			return err
 		})
 		if err == nil {
@@ -106,7 +95,7 @@ func (n *Nodes) await(s sent) (*sdk.TxResponse, error) {
 			return committed(s.hash, res)
 		}
 		if !nodeFailed(err) {
-			if !errors.Is(err, errNotInBlock) {
+			if !errors.Is(err, ErrNotInBlock) {
 				return nil, err
 			}
 			if time.Since(since) < stallAfter {
@@ -127,7 +116,7 @@ func (n *Nodes) await(s sent) (*sdk.TxResponse, error) {
 		handOver = true
 	}
 	if last == nil {
-		last = errNotInBlock
+		last = ErrNotInBlock
 	}
 	return nil, fmt.Errorf("transaction %s %w after %s: %w", s.hash, ErrNotCommitted, commitTimeout, last)
 }
@@ -151,11 +140,11 @@ func (n *Nodes) takeOver(s sent, cause error) (*endpoint, *sdk.TxResponse, error
 		var res, check *sdk.TxResponse
 		err := ep.watched(context.Background(), func(ctx context.Context, ep *endpoint) error {
 			var err error
-			if res, err = ep.result(ctx, s.hash, 0); !errors.Is(err, errNotInBlock) {
+			if res, err = ep.t.Result(ctx, s.hash, 0); !errors.Is(err, ErrNotInBlock) {
 				return err
 			}
 			res = nil
-			check, err = ep.submit(ctx, s.tx)
+			check, err = ep.t.Broadcast(ctx, s.tx)
 			return err
 		})
 		if nodeFailed(err) {
@@ -175,7 +164,7 @@ func (n *Nodes) takeOver(s sent, cause error) (*endpoint, *sdk.TxResponse, error
 		}
 		// Refused now: perhaps because it was committed between the two questions.
 		ctx, cancel := context.WithTimeout(context.Background(), probeAfter+probeTimeout)
-		res, err = ep.result(ctx, s.hash, 0)
+		res, err = ep.t.Result(ctx, s.hash, 0)
 		cancel()
 		if err == nil {
 			r, err := committed(s.hash, res)

@@ -38,11 +38,9 @@ type Transport interface {
 	Result(ctx context.Context, hash string, wait time.Duration) (*sdk.TxResponse, error)
 }
 
-// ErrNotInBlock is a node's answer that a transaction is in no block it knows (yet).
+// ErrNotInBlock is a node's answer that a transaction is in no block it knows (yet): an answer,
+// so a Nodes list keeps the node.
 var ErrNotInBlock = errors.New("not in a block yet")
-
-// errNotInBlock is ErrNotInBlock as a node's answer (not a node's failure) for a Nodes list.
-var errNotInBlock = answer{ErrNotInBlock}
 
 // RPC is the transport over a node's CometBFT RPC: broadcast_tx_sync, then the transaction
 // looked up in the tx index, by its own hash or, when a block named it by digest, by the
@@ -97,7 +95,7 @@ func (t *RPC) Result(ctx context.Context, hash string, wait time.Duration) (*sdk
 		}
 		// CometBFT answers "not found" for a transaction it has not indexed (yet).
 		if !time.Now().Add(rpcPoll).Before(deadline) {
-			return nil, errNotInBlock
+			return nil, ErrNotInBlock
 		}
 		select {
 		case <-ctx.Done():
@@ -180,7 +178,7 @@ func (t *Ingress) Result(ctx context.Context, hash string, wait time.Duration) (
 	}
 	if resp.StatusCode == ordering.StatusNotInBlock {
 		resp.Body.Close()
-		return nil, errNotInBlock
+		return nil, ErrNotInBlock
 	}
 	return ingressAnswer(resp)
 }
