@@ -17,6 +17,7 @@ import (
 	"github.com/bftlog/bftlog/app"
 	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -41,7 +42,7 @@ func TestTransportsOneNode(t *testing.T) {
 	var offset uint64
 	for _, p := range paths {
 		signer.UseTransport(p.t)
-		batch, err := types.NewProduceBatch("transport", 0, records(10), types.CompressionNone)
+		batch, err := types.NewProduceBatch("transport", 0, records(10), kbatch.CompressionNone)
 		require.NoError(t, err)
 		res, err := signer.SubmitAndWait(&types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{batch}})
 		require.NoError(t, err, p.name)
@@ -60,7 +61,7 @@ func TestTransportsOneNode(t *testing.T) {
 
 		// A partition the topic lacks: given its gas, the transaction is not simulated, passes
 		// CheckTx and fails in its block.
-		bad, err := types.NewProduceBatch("transport", 7, records(1), types.CompressionNone)
+		bad, err := types.NewProduceBatch("transport", 7, records(1), kbatch.CompressionNone)
 		require.NoError(t, err)
 		msg := &types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{bad}}
 		adm, err := signer.SubmitAdmitted(txclient.FixedGas(msg), msg)
@@ -118,7 +119,7 @@ func TestTransportProduceRate(t *testing.T) {
 				require.NoError(t, err, name)
 				pending = pending[1:]
 			}
-			batch, err := types.NewProduceBatch("rate", uint32(i%4), records(perTx), types.CompressionNone)
+			batch, err := types.NewProduceBatch("rate", uint32(i%4), records(perTx), kbatch.CompressionNone)
 			require.NoError(t, err)
 			adm, err := signer.SubmitAdmitted(0, &types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{batch}})
 			require.NoError(t, err, name)
