@@ -87,12 +87,15 @@ type TxFinder interface {
 // when neither finds it.
 func FindTx(ctx context.Context, node TxFinder, hash []byte) (*coretypes.ResultTx, error) {
 	res, err := node.Tx(ctx, hash, false)
-	if err == nil {
+	if err == nil && res != nil {
 		return res, nil
 	}
 	found, serr := node.TxSearch(ctx, OrderedQuery(hex.EncodeToString(hash)), false, nil, nil, "")
-	if serr == nil && found != nil && len(found.Txs) > 0 {
+	if serr == nil && found != nil && len(found.Txs) > 0 && found.Txs[0] != nil {
 		return found.Txs[0], nil
+	}
+	if err == nil { // a node answering null for the transaction: not found
+		err = fmt.Errorf("transaction %X not found", hash)
 	}
 	return nil, err
 }

@@ -30,7 +30,7 @@ func (n *Nodes) send(tx []byte) (*sdk.TxResponse, sent, error) {
 	if err != nil {
 		return nil, sent{}, err
 	}
-	return res, sent{hash: res.TxHash, tx: tx, at: at}, nil
+	return res, sent{hash: res.TxHash, tx: tx, at: at}, nil // checked against tx by broadcast
 }
 
 // broadcast hands tx to the first node that answers. A node that already holds it (in its
@@ -41,6 +41,10 @@ func (n *Nodes) broadcast(tx []byte) (*sdk.TxResponse, *endpoint, error) {
 	var at *endpoint
 	err := n.do(context.Background(), func(ctx context.Context, ep *endpoint) error {
 		r, err := ep.t.Broadcast(ctx, tx)
+		if err == nil {
+			// A node naming another transaction has failed: the next is asked.
+			_, err = checkAnswered(r, tx)
+		}
 		if err == nil {
 			res, at = r, ep
 		}
@@ -85,6 +89,7 @@ func (n *Nodes) await(s sent) (*sdk.TxResponse, error) {
 			at, since, handOver, startHeight = next, time.Now(), false, 0
 		}
 		var res *sdk.TxResponse
+		asked := time.Now()
 		err := at.watched(context.Background(), func(ctx context.Context, ep *endpoint) error {
 			var err error
 			res, err = ep.t.Result(ctx, s.hash, resultWait)
@@ -97,6 +102,9 @@ func (n *Nodes) await(s sent) (*sdk.TxResponse, error) {
 		if !nodeFailed(err) {
 			if !errors.Is(err, ErrNotInBlock) {
 				return nil, err
+			}
+			if time.Since(asked) < resultWait/2 {
+				time.Sleep(rpcPoll) // "not yet" without waiting: never spin on such a node
 			}
 			if time.Since(since) < stallAfter {
 				continue

@@ -3,6 +3,7 @@ package txclient
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -177,10 +178,37 @@ func (t *Ingress) Result(ctx context.Context, hash string, wait time.Duration) (
 		return nil, err
 	}
 	if resp.StatusCode == ordering.StatusNotInBlock {
+		// Read to the end so the connection is reused: a long poll ends here every resultWait.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		resp.Body.Close()
 		return nil, ErrNotInBlock
 	}
-	return ingressAnswer(resp)
+	res, err := ingressAnswer(resp)
+	if err == nil && !sameHash(res.TxHash, hash) {
+		return nil, fmt.Errorf("ingress: asked for the result of %s, answered %q", hash, res.TxHash)
+	}
+	return res, err
+}
+
+// txHash is the hash of a signed transaction as CometBFT and the ingress name it. A client
+// computes it rather than take a node's word: a node naming another transaction would have the
+// client report that transaction's result (its offsets) as its own.
+func txHash(tx []byte) string {
+	sum := sha256.Sum256(tx)
+	return ordering.HashHex(sum[:])
+}
+
+func sameHash(a, b string) bool { return strings.EqualFold(a, b) }
+
+// checkAnswered fails a broadcast whose answer names another transaction than the one sent,
+// and sets the answer's hash to the one computed.
+func checkAnswered(res *sdk.TxResponse, tx []byte) (string, error) {
+	hash := txHash(tx)
+	if res.TxHash != "" && !sameHash(res.TxHash, hash) {
+		return "", fmt.Errorf("the node answered for transaction %s; sent %s", res.TxHash, hash)
+	}
+	res.TxHash = hash
+	return hash, nil
 }
 
 // ErrIngressUnavailable is a submission the node's ingress took but could not pass on to
@@ -244,7 +272,11 @@ func (r single) send(tx []byte) (*sdk.TxResponse, sent, error) {
 	if err != nil {
 		return nil, sent{}, err
 	}
-	return res, sent{hash: res.TxHash, tx: tx}, nil
+	hash, err := checkAnswered(res, tx)
+	if err != nil {
+		return nil, sent{}, err
+	}
+	return res, sent{hash: hash, tx: tx}, nil
 }
 
 func (r single) await(s sent) (*sdk.TxResponse, error) { return awaitCommit(r.t, s.hash) }
@@ -256,7 +288,10 @@ func awaitCommit(t Transport, hash string) (*sdk.TxResponse, error) {
 	deadline := time.Now().Add(commitTimeout)
 	for {
 		wait := max(min(singleWait, time.Until(deadline)), 0)
-		ctx, cancel := context.WithTimeout(context.Background(), wait+broadcastTimeout)
+		// A node that does not answer is given a little past the deadline, not a whole
+		// broadcastTimeout more per call.
+		ctx, cancel := context.WithDeadline(context.Background(), minTime(time.Now().Add(wait+broadcastTimeout), deadline.Add(rpcPoll)))
+		asked := time.Now()
 		res, err := t.Result(ctx, hash, wait)
 		cancel()
 		if err == nil {
@@ -265,8 +300,17 @@ func awaitCommit(t Transport, hash string) (*sdk.TxResponse, error) {
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("transaction %s %w after %s: %w", hash, ErrNotCommitted, commitTimeout, err)
 		}
-		if !errors.Is(err, ErrNotInBlock) {
-			time.Sleep(rpcPoll) // unreachable or restarting; a node that waited already is asked again at once
+		// A node that waited is asked again at once; one unreachable, restarting, or answering
+		// "not yet" without waiting (a proxy's 404) after rpcPoll, so a client never spins.
+		if !errors.Is(err, ErrNotInBlock) || time.Since(asked) < wait/2 {
+			time.Sleep(rpcPoll)
 		}
 	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }

@@ -2,8 +2,12 @@ package txclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,4 +74,55 @@ func TestRPCResultByOrderedEvent(t *testing.T) {
 	require.Error(t, err)
 	require.NotErrorIs(t, err, ErrNotInBlock)
 	require.True(t, nodeFailed(err))
+}
+
+// A hostile or broken node cannot steer a client: an answer naming another transaction than the
+// one sent is a failure (the client computes the hash), a result for another hash is refused, a
+// "not yet" answered at once (a proxy's 404) does not make the client spin, and a tx index
+// answering null is "not found", not a crash.
+func TestAttackTransportAnswersAreChecked(t *testing.T) {
+	tx := []byte("signed transaction bytes")
+	own := txHash(tx)
+	other := strings.Repeat("AB", 32)
+
+	var results atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == ordering.RawTxPath:
+			_ = json.NewEncoder(w).Encode(ordering.RawTxResponse{TxHash: other})
+		case strings.Contains(r.URL.RawQuery, other):
+			_ = json.NewEncoder(w).Encode(ordering.RawTxResult{TxHash: own, Height: 3})
+		default:
+			results.Add(1)
+			http.Error(w, "not in a block yet", ordering.StatusNotInBlock) // at once, not after waiting
+		}
+	}))
+	defer srv.Close()
+	in := NewIngress(srv.URL)
+
+	_, _, err := single{in}.send(tx)
+	require.ErrorContains(t, err, "answered for transaction "+other, "a broadcast answered for another transaction")
+
+	_, err = in.Result(context.Background(), other, time.Second)
+	require.ErrorContains(t, err, "asked for the result of "+other)
+
+	commitTimeout = time.Second
+	defer func() { commitTimeout = CommitTimeout }()
+	start := time.Now()
+	_, err = awaitCommit(in, own)
+	require.ErrorIs(t, err, ErrNotCommitted)
+	t.Logf("a node answering \"not yet\" at once was asked %d times in %s", results.Load(), time.Since(start).Round(time.Millisecond))
+	require.LessOrEqual(t, results.Load(), int64(time.Second/rpcPoll)+1, "the client spun on a node answering at once")
+
+	found, err := ordering.FindTx(context.Background(), nullIndex{}, make([]byte, 32))
+	require.Error(t, err)
+	require.Nil(t, found)
+}
+
+// nullIndex is a tx index answering null for every lookup.
+type nullIndex struct{ client.CometRPC }
+
+func (nullIndex) Tx(context.Context, []byte, bool) (*coretypes.ResultTx, error) { return nil, nil }
+func (nullIndex) TxSearch(context.Context, string, bool, *int, *int, string) (*coretypes.ResultTxSearch, error) {
+	return &coretypes.ResultTxSearch{TotalCount: 1, Txs: []*coretypes.ResultTx{nil}}, nil
 }
