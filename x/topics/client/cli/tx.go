@@ -54,7 +54,7 @@ func NewTxCmd() *cobra.Command {
 		RunE:                       client.ValidateCmd,
 	}
 	cmd.AddCommand(newProduceCmd(), newCreateTopicCmd(), newUpdateTopicConfigCmd(), newResetOffsetsCmd(),
-		newCreateGroupCmd(), newUpdateGroupPolicyCmd())
+		newCreateGroupCmd(), newUpdateGroupPolicyCmd(), newGrantProduceCmd())
 	return cmd
 }
 

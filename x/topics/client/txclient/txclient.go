@@ -129,6 +129,9 @@ type Signer struct {
 	timeoutSpread time.Duration
 	// nodes, when set, carries every transaction and its wait, failing over between nodes.
 	nodes *Nodes
+	// granter, when set, is the account this signer produces for as its x/authz grantee
+	// (grantee.go).
+	granter string
 }
 
 // UnorderedTTL is how long an unordered transaction stays valid (the chain allows at most 10
@@ -273,6 +276,7 @@ func (s *Signer) resync() error {
 
 // submit is one attempt of Submit, with s.mu held.
 func (s *Signer) submit(gas uint64, msgs ...sdk.Msg) (sent, error) {
+	msgs = s.asGrantee(msgs)
 	txf := s.txf
 	if s.unordered {
 		txf = txf.WithTimeoutTimestamp(s.nextTimeout())
@@ -511,7 +515,8 @@ func waitFor(hash string, lookup func() (*sdk.TxResponse, time.Duration, error))
 	}
 }
 
-// Responses decodes every Msg response of type T from a committed tx, in message order.
+// Responses decodes every Msg response of type T from a committed tx, in message order; the
+// responses inside a MsgExec's are read as T (a grantee wraps only its MsgProduce, UseGrant).
 func Responses[T any, PT interface {
 	*T
 	proto.Message
@@ -528,6 +533,21 @@ func Responses[T any, PT interface {
 	url := "/" + proto.MessageName(PT(new(T)))
 	var out []T
 	for _, a := range data.MsgResponses {
+		if a.TypeUrl == execResponseURL && url != execResponseURL {
+			// A grantee's MsgExec (UseGrant) wraps only messages answering T.
+			results, err := execResults(a.Value)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range results {
+				var v T
+				if err := PT(&v).Unmarshal(r); err != nil {
+					return nil, err
+				}
+				out = append(out, v)
+			}
+			continue
+		}
 		if a.TypeUrl != url {
 			continue
 		}
@@ -565,6 +585,10 @@ func FixedGas(msgs ...sdk.Msg) uint64 {
 		if pm, ok := m.(interface{ Size() int }); ok {
 			size += uint64(pm.Size())
 		}
+	}
+	// A grantee's MsgExec carries its MsgProduce: its size counts above, what it decompresses
+	// to here.
+	for _, m := range innerMsgs(msgs...) {
 		decompressed += compressedRecordBytes(m)
 	}
 	// Store writes cost 30 gas per byte and the tx 10 per byte; 60 per byte leaves room for
