@@ -233,6 +233,7 @@ func New(
 	}
 
 	app.quietEmptyBlocks()
+	app.boundAuthzPruning()
 	app.registerUpgradeHandlers()
 
 	if err := app.Load(loadLatest); err != nil {

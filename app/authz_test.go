@@ -1,14 +1,18 @@
 package app_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
 	"github.com/stretchr/testify/require"
 
+	storetypes "cosmossdk.io/store/types"
+
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/x/authz"
+	authzkeeper "github.com/cosmos/cosmos-sdk/x/authz/keeper"
 	stakingtypes "github.com/cosmos/cosmos-sdk/x/staking/types"
 
 	poatypes "github.com/bftlog/bftlog/x/poa/types"
@@ -158,4 +162,52 @@ func (c *feeChain) blockAt(at time.Time) {
 	_, err = c.app.Commit()
 	require.NoError(c.t, err)
 	c.height++
+}
+
+// grantQueueLen counts x/authz's grant queue entries (granter, grantee, expiry).
+func (c *feeChain) grantQueueLen() int {
+	c.t.Helper()
+	it := c.ctx().KVStore(c.app.GetKey(authzkeeper.StoreKey)).Iterator(authzkeeper.GrantQueuePrefix, storetypes.PrefixEndBytes(authzkeeper.GrantQueuePrefix))
+	defer it.Close()
+	n := 0
+	for ; it.Valid(); it.Next() {
+		n++
+	}
+	return n
+}
+
+// An account makes 450 grants, to 450 grantees, over three blocks, all ending at one instant.
+// The SDK's x/authz BeginBlock would delete them all in the first block past it; here at most
+// app.AuthzPrunePerBlock go per block (200, 200, 50), each with its grant.
+func TestAttackExpiredGrantsPrunedInBoundedBatches(t *testing.T) {
+	c := newFeeChain(t, 1e15)
+	owner := c.addr(0)
+	c.deliver(0, 2_000_000, createMsg(owner, "orders", 1))
+	end := c.ctx().BlockTime().Add(time.Hour)
+	var grantees []sdk.AccAddress
+	var gasUsed int64
+	for tx := 0; tx < 3; tx++ {
+		var msgs []sdk.Msg
+		for i := 0; i < 150; i++ {
+			g := sdk.AccAddress(fmt.Appendf(nil, "grantee-%03d-%011d", tx, i))
+			grantees = append(grantees, g)
+			m, err := authz.NewMsgGrant(owner, g, topicstypes.NewProduceAuthorization("orders"), &end)
+			require.NoError(t, err)
+			msgs = append(msgs, m)
+		}
+		gasUsed += c.deliver(0, 60_000_000, msgs...).GasUsed
+	}
+	require.Equal(t, 450, c.grantQueueLen())
+	t.Logf("450 grants ending at one instant: %d gas for the granter (%d per grant)", gasUsed, gasUsed/450)
+	for i, left := range []int{250, 50, 0} {
+		start := time.Now()
+		c.blockAt(end.Add(time.Duration(i+1) * time.Second))
+		t.Logf("block %d past the end: %d entries left, block ran in %s", i+1, c.grantQueueLen(), time.Since(start).Round(time.Microsecond))
+		require.Equal(t, left, c.grantQueueLen())
+	}
+	for _, g := range []sdk.AccAddress{grantees[0], grantees[449]} {
+		grants, err := c.app.AuthzKeeper.GetAuthorizations(c.ctx(), g, owner)
+		require.NoError(t, err)
+		require.Empty(t, grants, "each grant deleted with its entry")
+	}
 }
