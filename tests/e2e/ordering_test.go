@@ -14,6 +14,7 @@ import (
 
 	"github.com/bftlog/bftlog/app"
 	"github.com/bftlog/bftlog/testutil/node"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -41,7 +42,7 @@ func TestOrderingByDigestAcrossValidators(t *testing.T) {
 		for i := range recs {
 			recs[i] = types.BatchRecord{Value: types.NewBytes([]byte(fmt.Sprintf("batch %03d record %03d %s", b, i, strings.Repeat("x", 60))))}
 		}
-		batch, err := types.NewProduceBatch("digest", 0, recs, types.CompressionNone)
+		batch, err := types.NewProduceBatch("digest", 0, recs, kbatch.CompressionNone)
 		require.NoError(t, err)
 		hash, err := signer.Submit(&types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{batch}})
 		require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/x/authz"
 
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -45,7 +46,7 @@ func TestFixedGasSeesThroughMsgExec(t *testing.T) {
 	for i := range recs {
 		recs[i] = types.BatchRecord{Value: &types.Bytes{Data: bytes.Repeat([]byte(`{"type":"page_view"}`), 10)}}
 	}
-	lz4, err := types.NewProduceBatch("t", 0, recs, types.CompressionLZ4)
+	lz4, err := types.NewProduceBatch("t", 0, recs, kbatch.CompressionLZ4)
 	require.NoError(t, err)
 	produce := &types.MsgProduce{Producer: "owner", Batches: []types.ProduceBatch{lz4}}
 	exec := authz.NewMsgExec(sdk.AccAddress(bytes.Repeat([]byte{1}, 20)), []sdk.Msg{produce})
