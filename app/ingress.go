@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	abci "github.com/cometbft/cometbft/abci/types"
@@ -56,7 +55,7 @@ func (app *App) rawTxHandler(clientCtx client.Context) http.HandlerFunc {
 			app.plane.Unstage(hash)
 		}
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
+			http.Error(w, err.Error(), ordering.StatusNotPassedOn)
 			return
 		}
 		out := RawTxResponse{TxHash: res.TxHash, Code: res.Code, Codespace: res.Codespace, RawLog: res.RawLog}
@@ -72,7 +71,7 @@ func writeRawTxResponse(w http.ResponseWriter, res RawTxResponse) {
 	_ = json.NewEncoder(w).Encode(res)
 }
 
-func hashHex(hash [32]byte) string { return strings.ToUpper(hex.EncodeToString(hash[:])) }
+func hashHex(hash [32]byte) string { return ordering.HashHex(hash[:]) }
 
 // RawTxResultPath answers a committed transaction's result without its bytes: GET
 // ?hash=<hex>&wait=<duration, at most 30s>. It waits in the node until the transaction's block
@@ -92,25 +91,22 @@ const (
 
 func rawTxResultHandler(clientCtx client.Context, recent *recentResults) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		hash, err := hex.DecodeString(r.URL.Query().Get("hash"))
+		hash, err := hex.DecodeString(r.URL.Query().Get(ordering.ResultHashParam))
 		if err != nil || len(hash) != 32 {
-			http.Error(w, "hash: want the transaction's SHA-256 in hex", http.StatusBadRequest)
+			http.Error(w, ordering.ResultHashParam+": want the transaction's SHA-256 in hex", http.StatusBadRequest)
 			return
 		}
 		var wait time.Duration
-		if v := r.URL.Query().Get("wait"); v != "" {
+		if v := r.URL.Query().Get(ordering.ResultWaitParam); v != "" {
 			if wait, err = time.ParseDuration(v); err != nil || wait < 0 {
-				http.Error(w, "wait: want a duration such as 10s", http.StatusBadRequest)
+				http.Error(w, ordering.ResultWaitParam+": want a duration such as 10s", http.StatusBadRequest)
 				return
 			}
 		}
 		deadline := time.Now().Add(min(wait, maxResultWait))
 		answer := func(height int64, res *abci.ExecTxResult) {
 			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(RawTxResult{
-				TxHash: strings.ToUpper(hex.EncodeToString(hash)), Height: height, Code: res.Code,
-				Codespace: res.Codespace, RawLog: res.Log, Data: strings.ToUpper(hex.EncodeToString(res.Data)),
-			})
+			_ = json.NewEncoder(w).Encode(ordering.NewRawTxResult(hash, height, res))
 		}
 		for first := true; ; first = false {
 			// The node's memory of the last blocks first, then CometBFT's tx index (if kept).
@@ -121,25 +117,24 @@ func rawTxResultHandler(clientCtx client.Context, recent *recentResults) http.Ha
 			var res *coretypes.ResultTx
 			node, err := clientCtx.GetNode()
 			if err == nil {
-				if res, err = node.Tx(r.Context(), hash, false); err == nil {
+				// The first time also by the ordered event of a block that named it by digest:
+				// CometBFT indexed the reference's hash, and the memory of recent results is
+				// gone after a restart. Without this a producer whose transaction committed just
+				// before the node restarted was told "not in a block" until it gave up (the
+				// soak's restart of every node). A block committed while this waits is in the
+				// memory above.
+				if first {
+					res, err = ordering.FindTx(r.Context(), node, hash)
+				} else {
+					res, err = node.Tx(r.Context(), hash, false)
+				}
+				if err == nil {
 					answer(res.Height, &res.TxResult)
 					return
 				}
-				// A block that named it by digest: CometBFT indexed the reference's hash, and
-				// the memory of recent results is gone after a restart. Without this a
-				// producer whose transaction committed just before the node restarted was
-				// told "not in a block" until it gave up (the soak's restart of every node).
-				// Asked once: a block committed while this waits is in the memory above.
-				if first {
-					found, serr := node.TxSearch(r.Context(), ordering.OrderedQuery(hex.EncodeToString(hash)), false, nil, nil, "")
-					if serr == nil && found != nil && len(found.Txs) > 0 {
-						answer(found.Txs[0].Height, &found.Txs[0].TxResult)
-						return
-					}
-				}
 			}
 			if time.Now().After(deadline) || r.Context().Err() != nil {
-				http.Error(w, "not in a block yet: "+err.Error(), http.StatusNotFound)
+				http.Error(w, "not in a block yet: "+err.Error(), ordering.StatusNotInBlock)
 				return
 			}
 			time.Sleep(resultPollInterval)

@@ -275,7 +275,7 @@ func (app *App) FinalizeBlock(req *abci.RequestFinalizeBlock) (*abci.ResponseFin
 	for i, bz := range req.Txs {
 		if hash, ok := ParseTxRef(bz); ok && i < len(res.TxResults) {
 			res.TxResults[i].Events = append(res.TxResults[i].Events, abci.Event{Type: ordering.EventOrdered, Attributes: []abci.EventAttribute{
-				{Key: ordering.AttributeTxHash, Value: fmt.Sprintf("%X", hash), Index: true},
+				{Key: ordering.AttributeTxHash, Value: ordering.HashHex(hash[:]), Index: true},
 				{Key: ordering.AttributeTxBytes, Value: strconv.Itoa(len(txs[i])), Index: false},
 			}})
 		}

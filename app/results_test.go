@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bftlog/bftlog/x/topics/client/txclient"
+	sdk "github.com/cosmos/cosmos-sdk/types"
+
 	abci "github.com/cometbft/cometbft/abci/types"
 	"github.com/stretchr/testify/require"
 
@@ -50,6 +53,14 @@ func TestRecentResultsAnswerAfterCommit(t *testing.T) {
 	var out RawTxResult
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
 	require.Equal(t, RawTxResult{TxHash: fmt.Sprintf("%X", hash), Height: 7, Data: "AB"}, out)
+	// The client's side of the contract reads the same answer (txclient's ingress transport).
+	ingress := txclient.NewIngress(srv.URL)
+	res, err := ingress.Result(ctx, hex.EncodeToString(hash[:]), 0)
+	require.NoError(t, err)
+	require.Equal(t, sdk.TxResponse{TxHash: fmt.Sprintf("%X", hash), Height: 7, Data: "AB"}, *res)
+	unknown := sha256.Sum256([]byte("never sent"))
+	_, err = ingress.Result(ctx, hex.EncodeToString(unknown[:]), 0)
+	require.ErrorIs(t, err, txclient.ErrNotInBlock)
 
 	// Empty results count too: each costs resultOverhead.
 	n := maxRecentResultBytes / resultOverhead

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bftlog/bftlog/app"
+	"github.com/bftlog/bftlog/app/ordering"
 	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/kbatch"
@@ -56,7 +57,7 @@ func TestIngressResultWithoutTransactionBytes(t *testing.T) {
 		require.NoError(t, err)
 		return resp.StatusCode, body
 	}
-	code, result := get(n.API + app.RawTxResultPath + "?hash=" + res.TxHash)
+	code, result := get(n.API + ordering.ResultQuery(res.TxHash, 0))
 	require.Equal(t, http.StatusOK, code, string(result))
 	// CometBFT indexes the transaction after its block commits, which is when the result
 	// endpoint answers: the tx endpoint may need a moment. The block named the batch (ordering

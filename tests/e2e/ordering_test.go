@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -13,9 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bftlog/bftlog/app"
+	"github.com/bftlog/bftlog/app/ordering"
 	"github.com/bftlog/bftlog/testutil/node"
+	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
+	sdk "github.com/cosmos/cosmos-sdk/types"
 )
 
 // Four validators with ordering.by-digest on (app/ordering.go): blocks name the record batches
@@ -84,7 +88,7 @@ func TestOrderingByDigestAcrossValidators(t *testing.T) {
 		} `json:"result"`
 	}
 	eventually(t, "tx_search finds a named transaction", 10*time.Second, func() bool {
-		getJSON(t, fmt.Sprintf(`%s/tx_search?query="ordered.tx_hash='%s'"`, rpc, named[0]), &search)
+		getJSON(t, fmt.Sprintf(`%s/tx_search?query="%s"`, rpc, ordering.OrderedQuery(named[0])), &search)
 		return search.Result.TotalCount == "1"
 	})
 
@@ -177,16 +181,14 @@ type restTxJSON struct {
 	} `json:"tx_response"`
 }
 
-func waitResult(t *testing.T, n *node.Node, hash string) app.RawTxResult {
+// waitResult waits for hash's result on n through the ingress transport's result endpoint.
+func waitResult(t *testing.T, n *node.Node, hash string) *sdk.TxResponse {
 	t.Helper()
-	var res app.RawTxResult
+	var res *sdk.TxResponse
 	eventually(t, "transaction "+hash+" committed", 60*time.Second, func() bool {
-		resp, err := http.Get(n.API + app.RawTxResultPath + "?wait=5s&hash=" + hash)
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&res) == nil
+		var err error
+		res, err = txclient.NewIngress(n.API).Result(context.Background(), hash, 5*time.Second)
+		return err == nil
 	})
 	return res
 }

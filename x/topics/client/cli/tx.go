@@ -407,10 +407,10 @@ func runProduce(cmd *cobra.Command, args []string) error {
 	}
 	out := ProduceOutput{}
 	progress := len(txs) > 1
-	var pendingHashes []string
+	var pending []*txclient.Admitted
 	var committed uint64
-	wait := func(hash string) error {
-		res, err := txclient.Wait(clientCtx, hash)
+	wait := func(adm *txclient.Admitted) error {
+		res, err := adm.Wait()
 		if err != nil {
 			return fmt.Errorf("%w (records acknowledged before this batch: %d)", PlainError(err), committed)
 		}
@@ -424,7 +424,7 @@ func runProduce(cmd *cobra.Command, args []string) error {
 				out.Results = append(out.Results, ProducedBatch{Topic: r.Topic, Partition: r.Partition, BaseOffset: r.BaseOffset, Count: r.Count})
 			}
 		}
-		out.TxHashes = append(out.TxHashes, hash)
+		out.TxHashes = append(out.TxHashes, adm.Hash)
 		out.Txs = append(out.Txs, ProduceTx{TxHash: res.TxHash, Height: res.Height, Code: res.Code})
 		if progress {
 			fmt.Fprintf(cmd.ErrOrStderr(), "\rcommitted %d/%d records", committed, len(records))
@@ -432,23 +432,23 @@ func runProduce(cmd *cobra.Command, args []string) error {
 		return nil
 	}
 	for _, batches := range txs {
-		if len(pendingHashes) >= inFlight {
-			if err := wait(pendingHashes[0]); err != nil {
+		if len(pending) >= inFlight {
+			if err := wait(pending[0]); err != nil {
 				return err
 			}
-			pendingHashes = pendingHashes[1:]
+			pending = pending[1:]
 		}
-		hash, err := s.Submit(&types.MsgProduce{
+		adm, err := s.SubmitAdmitted(0, &types.MsgProduce{
 			Producer: clientCtx.GetFromAddress().String(),
 			Batches:  batches,
 		})
 		if err != nil {
 			return fmt.Errorf("%w (records acknowledged before this batch: %d)", PlainError(err), committed)
 		}
-		pendingHashes = append(pendingHashes, hash)
+		pending = append(pending, adm)
 	}
-	for _, h := range pendingHashes {
-		if err := wait(h); err != nil {
+	for _, adm := range pending {
+		if err := wait(adm); err != nil {
 			return err
 		}
 	}

@@ -14,13 +14,9 @@ import (
 	rpchttp "github.com/cometbft/cometbft/rpc/client/http"
 	rpctypes "github.com/cometbft/cometbft/rpc/jsonrpc/types"
 
-	"github.com/bftlog/bftlog/app/ordering"
-)
+	"github.com/cosmos/cosmos-sdk/client"
 
-// The binary ingress and its result endpoint on a node's API server.
-const (
-	rawTxPath       = ordering.RawTxPath
-	rawTxResultPath = ordering.RawTxResultPath
+	"github.com/bftlog/bftlog/app/ordering"
 )
 
 // Failover timing. A node that refuses connections fails a call at once; a paused or hung one
@@ -126,7 +122,8 @@ type endpoint struct {
 	Node
 	index int
 	rpc   *rpchttp.HTTP
-	probe string // a URL any live node answers at once (the API's ingress, else RPC /health)
+	t     Transport // the node's ingress, else its RPC
+	probe string    // a URL any live node answers at once (the API's ingress, else RPC /health)
 	http  *http.Client
 
 	mu         sync.Mutex
@@ -142,12 +139,6 @@ type probeRun struct {
 	err  error
 }
 
-// nodeHTTP carries the ingress, result and probe requests; calls are bounded by their
-// contexts (and the probes), not by a client timeout, because a result is long-polled.
-var nodeHTTP = &http.Client{Transport: &http.Transport{
-	Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second,
-}}
-
 // NewNodes prepares a list of nodes; the first is used first.
 func NewNodes(nodes []Node) (*Nodes, error) {
 	if len(nodes) == 0 {
@@ -159,8 +150,10 @@ func NewNodes(nodes []Node) (*Nodes, error) {
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %w", nd.RPC, err)
 		}
-		probe := nd.API + rawTxPath
+		var t Transport = newIngress(nd.API, ingressClient)
+		probe := nd.API + ordering.RawTxPath
 		if nd.API == "" {
+			t = NewRPC(client.Context{}.WithClient(rpc))
 			u, err := url.Parse(nd.RPC)
 			if err != nil {
 				return nil, fmt.Errorf("node %s: %w", nd.RPC, err)
@@ -170,7 +163,7 @@ func NewNodes(nodes []Node) (*Nodes, error) {
 			}
 			probe = u.String() + "/health"
 		}
-		n.eps = append(n.eps, &endpoint{Node: nd, index: i, rpc: rpc, probe: probe, http: nodeHTTP})
+		n.eps = append(n.eps, &endpoint{Node: nd, index: i, rpc: rpc, t: t, probe: probe, http: ingressClient})
 	}
 	return n, nil
 }
@@ -284,7 +277,7 @@ func nodeFailed(err error) bool {
 	var a answer
 	var rpcErr *rpctypes.RPCError
 	var txErr *TxError
-	return err != nil && !errors.As(err, &a) && !errors.As(err, &rpcErr) && !errors.As(err, &txErr)
+	return err != nil && !errors.As(err, &a) && !errors.As(err, &rpcErr) && !errors.As(err, &txErr) && !errors.Is(err, ErrNotInBlock)
 }
 
 // do runs call on the best node that answers it: a node that fails it is taken as down and the

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bftlog/bftlog/app/ordering"
+
 	"github.com/stretchr/testify/require"
 
 	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
@@ -85,7 +87,7 @@ func (n *fakeNode) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	switch {
-	case r.URL.Path == "/bftlog/tx/raw" && r.Method == http.MethodPost:
+	case r.URL.Path == ordering.RawTxPath && r.Method == http.MethodPost:
 		bz, _ := io.ReadAll(r.Body)
 		sum := sha256.Sum256(bz)
 		hash := strings.ToUpper(hex.EncodeToString(sum[:]))
@@ -103,23 +105,23 @@ func (n *fakeNode) serve(w http.ResponseWriter, r *http.Request) {
 			n.freeze = true
 		}
 		n.mu.Unlock()
-		_ = json.NewEncoder(w).Encode(map[string]any{"txhash": hash, "code": code, "codespace": codespace})
-	case r.URL.Path == "/bftlog/tx/raw":
+		_ = json.NewEncoder(w).Encode(ordering.RawTxResponse{TxHash: hash, Code: code, Codespace: codespace})
+	case r.URL.Path == ordering.RawTxPath:
 		http.Error(w, "POST the signed transaction bytes", http.StatusMethodNotAllowed)
-	case r.URL.Path == "/bftlog/tx/result":
-		hash := strings.ToUpper(r.URL.Query().Get("hash"))
-		wait, _ := time.ParseDuration(r.URL.Query().Get("wait"))
+	case r.URL.Path == ordering.RawTxResultPath:
+		hash := strings.ToUpper(r.URL.Query().Get(ordering.ResultHashParam))
+		wait, _ := time.ParseDuration(r.URL.Query().Get(ordering.ResultWaitParam))
 		n.mu.Lock()
 		n.log = append(n.log, "lookup "+hash)
 		n.mu.Unlock()
 		deadline := time.Now().Add(wait)
 		for {
 			if h, ok := n.chain.get(hash); ok {
-				_ = json.NewEncoder(w).Encode(map[string]any{"txhash": hash, "height": h, "code": 0})
+				_ = json.NewEncoder(w).Encode(ordering.RawTxResult{TxHash: hash, Height: h})
 				return
 			}
 			if time.Now().After(deadline) {
-				http.Error(w, "not in a block yet", http.StatusNotFound)
+				http.Error(w, "not in a block yet", ordering.StatusNotInBlock)
 				return
 			}
 			time.Sleep(10 * time.Millisecond)

@@ -1,18 +1,13 @@
 package txclient
 
 import (
-	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
-	"strings"
 	"time"
 
 	errorsmod "cosmossdk.io/errors"
 
-	"github.com/cosmos/cosmos-sdk/client"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
 )
@@ -24,8 +19,18 @@ import (
 type sent struct {
 	hash string
 	tx   []byte
-	at   *endpoint
-	gas  uint64 // the gas limit it was signed with
+	at   *endpoint // the node of a Nodes list that took it
+	gas  uint64    // the gas limit it was signed with
+	via  route     // the route it went by, which waits for it
+}
+
+// send is the Nodes list as a Signer's route: broadcast, remembering the node that took tx.
+func (n *Nodes) send(tx []byte) (*sdk.TxResponse, sent, error) {
+	res, at, err := n.broadcast(tx)
+	if err != nil {
+		return nil, sent{}, err
+	}
+	return res, sent{hash: res.TxHash, tx: tx, at: at}, nil
 }
 
 // broadcast hands tx to the first node that answers. A node that already holds it (in its
@@ -35,7 +40,7 @@ func (n *Nodes) broadcast(tx []byte) (*sdk.TxResponse, *endpoint, error) {
 	var res *sdk.TxResponse
 	var at *endpoint
 	err := n.do(context.Background(), func(ctx context.Context, ep *endpoint) error {
-		r, err := ep.submit(ctx, tx)
+		r, err := ep.t.Broadcast(ctx, tx)
 		if err == nil {
 			res, at = r, ep
 		}
@@ -52,92 +57,6 @@ func (n *Nodes) broadcast(tx []byte) (*sdk.TxResponse, *endpoint, error) {
 
 func inMempoolCache(res *sdk.TxResponse) bool {
 	return res.Code != 0 && errors.Is(errorsmod.ABCIError(res.Codespace, res.Code, ""), sdkerrors.ErrTxInMempoolCache)
-}
-
-// submit hands tx to ep's ingress, or to its RPC's broadcast_tx_sync without one, and returns
-// the CheckTx answer (mempool refusals as codes, as client.Context.BroadcastTxSync does).
-func (ep *endpoint) submit(ctx context.Context, tx []byte) (*sdk.TxResponse, error) {
-	if ep.API == "" {
-		res, err := ep.rpc.BroadcastTxSync(ctx, tx)
-		if errRes := client.CheckCometError(err, tx); errRes != nil {
-			return errRes, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		return sdk.NewResponseFormatBroadcastTx(res), nil
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.API+rawTxPath, bytes.NewReader(tx))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/octet-stream")
-	resp, err := ep.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	return nodeAnswer(resp)
-}
-
-// nodeAnswer is ingressAnswer, with the node's own failures (5xx) told apart from its answers.
-func nodeAnswer(resp *http.Response) (*sdk.TxResponse, error) {
-	res, err := ingressAnswer(resp)
-	if err != nil && resp.StatusCode < 500 {
-		return nil, answer{err}
-	}
-	return res, err
-}
-
-// result is the committed result of hash on ep, waiting up to wait for it to be committed;
-// errNotInBlock (as an answer) when it is not.
-func (ep *endpoint) result(ctx context.Context, hash string, wait time.Duration) (*sdk.TxResponse, error) {
-	if ep.API != "" {
-		u := fmt.Sprintf("%s%s?hash=%s&wait=%s", ep.API, rawTxResultPath, hash, wait)
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := ep.http.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		if resp.StatusCode == http.StatusNotFound {
-			resp.Body.Close()
-			return nil, answer{errNotInBlock}
-		}
-		return nodeAnswer(resp)
-	}
-	bz, err := hex.DecodeString(hash)
-	if err != nil {
-		return nil, answer{err}
-	}
-	deadline := time.Now().Add(wait)
-	for {
-		res, err := ep.rpc.Tx(ctx, bz, false)
-		if err != nil && !nodeFailed(err) {
-			// A block that named it by digest: CometBFT indexed the reference.
-			if found, serr := ep.rpc.TxSearch(ctx, OrderedQuery(hash), false, nil, nil, ""); serr == nil && found != nil && len(found.Txs) > 0 {
-				res, err = found.Txs[0], nil
-			}
-		}
-		if err == nil {
-			return &sdk.TxResponse{TxHash: strings.ToUpper(hash), Height: res.Height, Code: res.TxResult.Code,
-				Codespace: res.TxResult.Codespace, RawLog: res.TxResult.Log, Data: strings.ToUpper(hex.EncodeToString(res.TxResult.Data)),
-				GasWanted: res.TxResult.GasWanted, GasUsed: res.TxResult.GasUsed}, nil
-		}
-		if nodeFailed(err) {
-			return nil, err
-		}
-		// CometBFT answers "not found" for a transaction it has not indexed (yet).
-		if !time.Now().Add(100 * time.Millisecond).Before(deadline) {
-			return nil, answer{errNotInBlock}
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // await waits until the transaction s is committed and returns its result (a *TxError of
@@ -168,7 +87,7 @@ func (n *Nodes) await(s sent) (*sdk.TxResponse, error) {
 		var res *sdk.TxResponse
 		err := at.watched(context.Background(), func(ctx context.Context, ep *endpoint) error {
 			var err error
-			res, err = ep.result(ctx, s.hash, resultWait)
+			res, err = ep.t.Result(ctx, s.hash, resultWait)
 			return err
 		})
 		if err == nil {
@@ -176,7 +95,7 @@ func (n *Nodes) await(s sent) (*sdk.TxResponse, error) {
 			return committed(s.hash, res)
 		}
 		if !nodeFailed(err) {
-			if !errors.Is(err, errNotInBlock) {
+			if !errors.Is(err, ErrNotInBlock) {
 				return nil, err
 			}
 			if time.Since(since) < stallAfter {
@@ -197,7 +116,7 @@ func (n *Nodes) await(s sent) (*sdk.TxResponse, error) {
 		handOver = true
 	}
 	if last == nil {
-		last = errNotInBlock
+		last = ErrNotInBlock
 	}
 	return nil, fmt.Errorf("transaction %s %w after %s: %w", s.hash, ErrNotCommitted, commitTimeout, last)
 }
@@ -221,11 +140,11 @@ func (n *Nodes) takeOver(s sent, cause error) (*endpoint, *sdk.TxResponse, error
 		var res, check *sdk.TxResponse
 		err := ep.watched(context.Background(), func(ctx context.Context, ep *endpoint) error {
 			var err error
-			if res, err = ep.result(ctx, s.hash, 0); !errors.Is(err, errNotInBlock) {
+			if res, err = ep.t.Result(ctx, s.hash, 0); !errors.Is(err, ErrNotInBlock) {
 				return err
 			}
 			res = nil
-			check, err = ep.submit(ctx, s.tx)
+			check, err = ep.t.Broadcast(ctx, s.tx)
 			return err
 		})
 		if nodeFailed(err) {
@@ -245,7 +164,7 @@ func (n *Nodes) takeOver(s sent, cause error) (*endpoint, *sdk.TxResponse, error
 		}
 		// Refused now: perhaps because it was committed between the two questions.
 		ctx, cancel := context.WithTimeout(context.Background(), probeAfter+probeTimeout)
-		res, err = ep.result(ctx, s.hash, 0)
+		res, err = ep.t.Result(ctx, s.hash, 0)
 		cancel()
 		if err == nil {
 			r, err := committed(s.hash, res)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bftlog/bftlog/app/ordering"
+
 	abci "github.com/cometbft/cometbft/abci/types"
 	"github.com/cometbft/cometbft/libs/bytes"
 	rpcclient "github.com/cometbft/cometbft/rpc/client"
@@ -335,12 +337,12 @@ func sequenceOf(t *testing.T, f *fixture, raw cmttypes.Tx) uint64 {
 // the same batches again), where any other failed answer does not.
 func TestIngressUnavailable(t *testing.T) {
 	f := newFixture(t)
-	status := http.StatusBadGateway
+	status := ordering.StatusNotPassedOn
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "post failed: connection refused", status)
 	}))
 	defer srv.Close()
-	f.signer.UseRawIngress(srv.URL + "/bftlog/tx/raw")
+	f.signer.UseRawIngress(srv.URL + ordering.RawTxPath)
 	_, err := f.signer.Submit(f.msg)
 	require.ErrorIs(t, err, txclient.ErrIngressUnavailable)
 	status = http.StatusRequestEntityTooLarge

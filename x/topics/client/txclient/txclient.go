@@ -3,7 +3,6 @@
 package txclient
 
 import (
-	"bytes"
 	"context"
 	crand "crypto/rand"
 	"encoding/binary"
@@ -11,8 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -31,7 +28,6 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
 	txtypes "github.com/cosmos/cosmos-sdk/types/tx"
-	authtx "github.com/cosmos/cosmos-sdk/x/auth/tx"
 
 	"github.com/bftlog/bftlog/app/ordering"
 	"github.com/bftlog/bftlog/x/topics/kbatch"
@@ -116,10 +112,10 @@ type Signer struct {
 	txf       tx.Factory
 	autoGas   bool
 	fixedGas  bool
-	// txService, when set, broadcasts over the node's gRPC (binary protobuf) instead of
-	// CometBFT's JSON-RPC, which spends most of a node's CPU parsing large transactions.
-	txService txtypes.ServiceClient
-	rawURL    string
+	// route carries every transaction and its wait: one Transport (the client context's
+	// CometBFT RPC unless UseTransport, UseRawIngress or UseGRPC chose another) or a Nodes
+	// list (UseNodes), which fails over between its nodes' transports.
+	route route
 	// unordered signs SDK v0.53 unordered transactions (no account sequence); lastTimeout is
 	// the last timeout timestamp used, which is also the transaction's nonce on chain.
 	unordered   bool
@@ -128,8 +124,6 @@ type Signer struct {
 	// processes signing with one key at the same instant (two gateways answering one block)
 	// would otherwise pick the same nonce where the clock is coarse.
 	timeoutSpread time.Duration
-	// nodes, when set, carries every transaction and its wait, failing over between nodes.
-	nodes *Nodes
 	// granter, when set, is the account this signer produces for as its x/authz grantee
 	// (grantee.go).
 	granter string
@@ -164,9 +158,18 @@ func (s *Signer) nextTimeout() time.Time {
 	return t
 }
 
-// UseRawIngress broadcasts by POSTing the signed bytes to a node's binary ingress URL
-// (bftlogd serves it at /bftlog/tx/raw on its API server).
-func (s *Signer) UseRawIngress(url string) { s.rawURL = url }
+// UseTransport sends every transaction through t and waits for it there.
+func (s *Signer) UseTransport(t Transport) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.route = single{t}
+}
+
+// UseRawIngress sends through the node's binary ingress at url, its API server's address and
+// ordering.RawTxPath (NewIngress), and waits on its result endpoint.
+func (s *Signer) UseRawIngress(url string) {
+	s.UseTransport(NewIngress(strings.TrimSuffix(url, ordering.RawTxPath)))
+}
 
 // UseNodes sends through a list of nodes, failing over between them (Nodes): each
 // transaction goes to the current node's ingress (or RPC, for a node without an API address),
@@ -177,12 +180,30 @@ func (s *Signer) UseRawIngress(url string) { s.rawURL = url }
 func (s *Signer) UseNodes(n *Nodes) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.nodes = n
+	s.route = n
 	s.clientCtx = s.clientCtx.WithClient(n)
 }
 
-// UseGRPC broadcasts through the node's gRPC tx service on conn.
-func (s *Signer) UseGRPC(conn grpc.ClientConnInterface) { s.txService = txtypes.NewServiceClient(conn) }
+// UseGRPC broadcasts through the node's gRPC tx service on conn (binary protobuf, where
+// CometBFT's JSON-RPC spends most of a node's CPU parsing large transactions) and waits over
+// the client context's CometBFT RPC.
+func (s *Signer) UseGRPC(conn grpc.ClientConnInterface) {
+	s.UseTransport(&grpcTransport{RPC: NewRPC(s.clientCtx), svc: txtypes.NewServiceClient(conn)})
+}
+
+// grpcTransport is RPC with the broadcast over the gRPC tx service.
+type grpcTransport struct {
+	*RPC
+	svc txtypes.ServiceClient
+}
+
+func (t *grpcTransport) Broadcast(ctx context.Context, tx []byte) (*sdk.TxResponse, error) {
+	out, err := t.svc.BroadcastTx(ctx, &txtypes.BroadcastTxRequest{TxBytes: tx, Mode: txtypes.BroadcastMode_BROADCAST_MODE_SYNC})
+	if err != nil {
+		return nil, err
+	}
+	return out.TxResponse, nil
+}
 
 // NewSignerFromFlags builds a signer from a command's standard tx flags; gas is simulated
 // unless --gas is set.
@@ -207,8 +228,11 @@ func NewSigner(clientCtx client.Context, txf tx.Factory, autoGas bool) (*Signer,
 	if txf.Fees().IsZero() && txf.GasPrices().IsZero() {
 		txf = txf.WithGasPrices(ChainGasPrice(clientCtx))
 	}
-	nodes, _ := clientCtx.Client.(*Nodes)
-	return &Signer{clientCtx: clientCtx, txf: txf, autoGas: autoGas, nodes: nodes}, nil
+	var r route = single{NewRPC(clientCtx)}
+	if nodes, ok := clientCtx.Client.(*Nodes); ok {
+		r = nodes
+	}
+	return &Signer{clientCtx: clientCtx, txf: txf, autoGas: autoGas, route: r}, nil
 }
 
 // ChainGasPrice is the chain's consensus minimum gas price (x/topics param min_gas_price) as
@@ -312,23 +336,8 @@ func (s *Signer) submit(gas uint64, msgs ...sdk.Msg) (sent, error) {
 	if err != nil {
 		return sent{}, err
 	}
-	var res *sdk.TxResponse
-	var at *endpoint
-	if s.nodes != nil {
-		if res, at, err = s.nodes.broadcast(bz); err != nil {
-			return sent{}, err
-		}
-	} else if s.rawURL != "" {
-		if res, err = postRaw(s.rawURL, bz); err != nil {
-			return sent{}, err
-		}
-	} else if s.txService != nil {
-		out, err := s.txService.BroadcastTx(context.Background(), &txtypes.BroadcastTxRequest{TxBytes: bz, Mode: txtypes.BroadcastMode_BROADCAST_MODE_SYNC})
-		if err != nil {
-			return sent{}, err
-		}
-		res = out.TxResponse
-	} else if res, err = s.clientCtx.BroadcastTxSync(bz); err != nil {
+	res, txn, err := s.route.send(bz)
+	if err != nil {
 		return sent{}, err
 	}
 	if res.Code != 0 {
@@ -337,7 +346,8 @@ func (s *Signer) submit(gas uint64, msgs ...sdk.Msg) (sent, error) {
 	if !s.unordered {
 		s.txf = s.txf.WithSequence(s.txf.Sequence() + 1)
 	}
-	return sent{hash: res.TxHash, tx: bz, at: at, gas: txf.Gas()}, nil
+	txn.gas, txn.via = txf.Gas(), s.route
+	return txn, nil
 }
 
 // simulate runs msgs as a transaction of txf on the node's current state and returns the gas
@@ -417,7 +427,6 @@ type Admitted struct {
 	Hash string
 	// Gas is the transaction's gas limit: simulated (with the gas adjustment) or as given.
 	Gas uint64
-	s   *Signer
 	txn sent
 }
 
@@ -430,91 +439,24 @@ func (s *Signer) SubmitAdmitted(gas uint64, msgs ...sdk.Msg) (*Admitted, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &Admitted{Hash: txn.hash, Gas: txn.gas, s: s, txn: txn}, nil
+	return &Admitted{Hash: txn.hash, Gas: txn.gas, txn: txn}, nil
 }
 
 // Wait waits until the transaction is committed, as SubmitAndWait does.
-func (a *Admitted) Wait() (*sdk.TxResponse, error) {
-	switch {
-	case a.txn.at != nil:
-		return a.s.nodes.await(a.txn)
-	case a.s.rawURL != "":
-		return waitRaw(resultURL(a.s.rawURL), a.txn.hash)
-	}
-	return Wait(a.s.clientCtx, a.txn.hash)
-}
+func (a *Admitted) Wait() (*sdk.TxResponse, error) { return a.txn.via.await(a.txn) }
 
-// resultURL is the ingress's result endpoint (app.RawTxResultPath) beside its tx endpoint
-// (app.RawTxPath).
-func resultURL(rawURL string) string { return strings.TrimSuffix(rawURL, "/raw") + "/result" }
-
-// waitRaw is Wait through the ingress's result endpoint: the node waits for the commit and
-// answers with the result alone, not the whole transaction.
-func waitRaw(url, hash string) (*sdk.TxResponse, error) {
-	cl := &http.Client{Timeout: 20 * time.Second}
-	return waitFor(hash, func() (*sdk.TxResponse, time.Duration, error) {
-		res, err := getResult(cl, url+"?hash="+hash+"&wait=10s")
-		if errors.Is(err, errNotInBlock) {
-			return nil, 0, err // the node waited already
-		}
-		return res, 100 * time.Millisecond, err // else unreachable or restarting
-	})
-}
-
-var errNotInBlock = errors.New("not in a block yet")
-
-func getResult(cl *http.Client, url string) (*sdk.TxResponse, error) {
-	resp, err := cl.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode == http.StatusNotFound {
-		resp.Body.Close()
-		return nil, errNotInBlock
-	}
-	return ingressAnswer(resp)
-}
-
-// Wait polls until the tx is in a block (acks=all) and fails if it did not succeed: with a
-// *TxError (stage Delivered) when it failed in its block, with an error matching
-// ErrNotCommitted when it is not in a block after CommitTimeout.
+// Wait waits until the transaction hash is in a block (acks=all), looking it up over
+// clientCtx's CometBFT RPC, and fails if it did not succeed: with a *TxError (stage Delivered)
+// when it failed in its block, with an error matching ErrNotCommitted when it is not in a
+// block after CommitTimeout.
 func Wait(clientCtx client.Context, hash string) (*sdk.TxResponse, error) {
-	return waitFor(hash, func() (*sdk.TxResponse, time.Duration, error) {
-		res, err := authtx.QueryTx(clientCtx, hash)
-		if err != nil {
-			// A block that named it by digest: CometBFT indexed the reference's result.
-			if found, serr := authtx.QueryTxsByEvents(clientCtx, 1, 1, OrderedQuery(hash), ""); serr == nil && found != nil && len(found.Txs) > 0 {
-				res, err = found.Txs[0], nil
-				res.TxHash = strings.ToUpper(hash)
-			}
-		}
-		return res, 100 * time.Millisecond, err
-	})
+	return awaitCommit(NewRPC(clientCtx), hash)
 }
 
 // OrderedQuery finds the result of a transaction a block named by its digest instead of
 // carrying it (ordering.by-digest, app/ordering.go): CometBFT indexes that result under the
 // reference's hash, with an "ordered" event naming the transaction's own.
 func OrderedQuery(hash string) string { return ordering.OrderedQuery(hash) }
-
-// waitFor asks lookup until it finds the committed tx (then fails on a non-zero code) or
-// CommitTimeout passes, pausing as long as lookup says between tries.
-func waitFor(hash string, lookup func() (*sdk.TxResponse, time.Duration, error)) (*sdk.TxResponse, error) {
-	deadline := time.Now().Add(commitTimeout)
-	for {
-		res, pause, err := lookup()
-		if err == nil {
-			if res.Code != 0 {
-				return res, NewTxError(Delivered, hash, res.Height, res.Codespace, res.Code, res.RawLog)
-			}
-			return res, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("transaction %s %w after %s: %w", hash, ErrNotCommitted, commitTimeout, err)
-		}
-		time.Sleep(pause)
-	}
-}
 
 // Responses decodes every Msg response of type T from a committed tx, in message order; the
 // responses inside a MsgExec's are read as T (a grantee wraps only its MsgProduce, UseGrant).
@@ -607,48 +549,3 @@ func (s *Signer) Simulates() bool { return s.autoGas }
 // transaction's size (see fixedGas), enough for x/topics messages. Load generators use it to
 // avoid a simulation round trip per batch.
 func (s *Signer) SetFixedGas() { s.autoGas, s.fixedGas = false, true }
-
-// ingressClient bounds a submission: the ingress answers after CheckTx, so a node that does not
-// answer in this time (paused, partitioned) is treated as down rather than blocking its caller.
-var ingressClient = &http.Client{Timeout: 30 * time.Second}
-
-// postRaw sends tx bytes to a binary ingress and decodes its JSON answer.
-func postRaw(url string, bz []byte) (*sdk.TxResponse, error) {
-	resp, err := ingressClient.Post(url, "application/octet-stream", bytes.NewReader(bz))
-	if err != nil {
-		return nil, err
-	}
-	return ingressAnswer(resp)
-}
-
-// ErrIngressUnavailable is a submission the node's ingress took but could not pass on to
-// CometBFT (it answered 502). The ingress runs in the node's process and fails before the
-// mempool admits anything, but a caller cannot know that: it may send the messages again only
-// where something on chain refuses a second copy (a produce's producer sequence).
-var ErrIngressUnavailable = errors.New("the node's ingress could not pass the transaction on")
-
-// maxAnswerBytes bounds what a client reads of an ingress or result answer.
-const maxAnswerBytes = 4 << 20
-
-// ingressAnswer decodes (and closes) an answer of the binary ingress: app.RawTxResponse or
-// app.RawTxResult, whose fields are TxResponse's.
-func ingressAnswer(resp *http.Response) (*sdk.TxResponse, error) {
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		err := fmt.Errorf("ingress: %s: %s", resp.Status, bytes.TrimSpace(msg))
-		if resp.StatusCode == http.StatusBadGateway {
-			// The node could not hand the transaction to CometBFT (ErrIngressUnavailable says
-			// what a caller may do about it).
-			err = fmt.Errorf("%w: %w", ErrIngressUnavailable, err)
-		}
-		return nil, err
-	}
-	var out ordering.RawTxResult // a RawTxResponse's fields are among its
-
-	// Bounded: a result is a few hundred bytes plus the messages' responses.
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(&out); err != nil {
-		return nil, err
-	}
-	return &sdk.TxResponse{TxHash: out.TxHash, Height: out.Height, Code: out.Code, Codespace: out.Codespace, RawLog: out.RawLog, Data: out.Data}, nil
-}
