@@ -18,6 +18,7 @@ import (
 	"cosmossdk.io/log"
 	storetypes "cosmossdk.io/store/types"
 	evidencekeeper "cosmossdk.io/x/evidence/keeper"
+	feegrantkeeper "cosmossdk.io/x/feegrant/keeper"
 	upgradekeeper "cosmossdk.io/x/upgrade/keeper"
 
 	"github.com/cosmos/cosmos-sdk/baseapp"
@@ -32,6 +33,7 @@ import (
 	servertypes "github.com/cosmos/cosmos-sdk/server/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	authkeeper "github.com/cosmos/cosmos-sdk/x/auth/keeper"
+	authzkeeper "github.com/cosmos/cosmos-sdk/x/authz/keeper"
 	bankkeeper "github.com/cosmos/cosmos-sdk/x/bank/keeper"
 	consensuskeeper "github.com/cosmos/cosmos-sdk/x/consensus/keeper"
 	distrkeeper "github.com/cosmos/cosmos-sdk/x/distribution/keeper"
@@ -83,6 +85,8 @@ type App struct {
 	ConsensusParamsKeeper consensuskeeper.Keeper
 	UpgradeKeeper         *upgradekeeper.Keeper
 	EvidenceKeeper        evidencekeeper.Keeper
+	AuthzKeeper           authzkeeper.Keeper
+	FeeGrantKeeper        feegrantkeeper.Keeper
 	TopicsKeeper          topicskeeper.Keeper
 	PoaKeeper             poakeeper.Keeper
 }
@@ -155,6 +159,8 @@ func New(
 		&app.ConsensusParamsKeeper,
 		&app.UpgradeKeeper,
 		&app.EvidenceKeeper,
+		&app.AuthzKeeper,
+		&app.FeeGrantKeeper,
 		&app.TopicsKeeper,
 		&app.PoaKeeper,
 	); err != nil {
@@ -227,6 +233,7 @@ func New(
 	}
 
 	app.quietEmptyBlocks()
+	app.boundAuthzPruning()
 	app.registerUpgradeHandlers()
 
 	if err := app.Load(loadLatest); err != nil {

@@ -4,10 +4,12 @@ import (
 	runtimev1alpha1 "cosmossdk.io/api/cosmos/app/runtime/v1alpha1"
 	appv1alpha1 "cosmossdk.io/api/cosmos/app/v1alpha1"
 	authmodulev1 "cosmossdk.io/api/cosmos/auth/module/v1"
+	authzmodulev1 "cosmossdk.io/api/cosmos/authz/module/v1"
 	bankmodulev1 "cosmossdk.io/api/cosmos/bank/module/v1"
 	consensusmodulev1 "cosmossdk.io/api/cosmos/consensus/module/v1"
 	distrmodulev1 "cosmossdk.io/api/cosmos/distribution/module/v1"
 	evidencemodulev1 "cosmossdk.io/api/cosmos/evidence/module/v1"
+	feegrantmodulev1 "cosmossdk.io/api/cosmos/feegrant/module/v1"
 	genutilmodulev1 "cosmossdk.io/api/cosmos/genutil/module/v1"
 	govmodulev1 "cosmossdk.io/api/cosmos/gov/module/v1"
 	slashingmodulev1 "cosmossdk.io/api/cosmos/slashing/module/v1"
@@ -18,7 +20,9 @@ import (
 	"cosmossdk.io/depinject/appconfig"
 	_ "cosmossdk.io/x/evidence" // registers the evidence module with depinject
 	evidencetypes "cosmossdk.io/x/evidence/types"
-	_ "cosmossdk.io/x/upgrade" // registers the upgrade module with depinject
+	"cosmossdk.io/x/feegrant"
+	_ "cosmossdk.io/x/feegrant/module" // registers the feegrant module with depinject
+	_ "cosmossdk.io/x/upgrade"         // registers the upgrade module with depinject
 	upgradetypes "cosmossdk.io/x/upgrade/types"
 	"github.com/bftlog/bftlog/app/ordering"
 
@@ -27,7 +31,9 @@ import (
 	_ "github.com/cosmos/cosmos-sdk/x/auth"           // registers the auth module with depinject
 	_ "github.com/cosmos/cosmos-sdk/x/auth/tx/config" // registers the "tx" config module with depinject
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
-	_ "github.com/cosmos/cosmos-sdk/x/bank" // registers the bank module with depinject
+	"github.com/cosmos/cosmos-sdk/x/authz"
+	_ "github.com/cosmos/cosmos-sdk/x/authz/module" // registers the authz module with depinject
+	_ "github.com/cosmos/cosmos-sdk/x/bank"         // registers the bank module with depinject
 	banktypes "github.com/cosmos/cosmos-sdk/x/bank/types"
 	_ "github.com/cosmos/cosmos-sdk/x/consensus" // registers the consensus module with depinject
 	consensustypes "github.com/cosmos/cosmos-sdk/x/consensus/types"
@@ -115,6 +121,8 @@ var (
 						slashingtypes.ModuleName,
 						evidencetypes.ModuleName,
 						stakingtypes.ModuleName,
+						// prunes the grants expired by the block's time (writes nothing otherwise)
+						authz.ModuleName,
 					},
 					EndBlockers: []string{
 						govtypes.ModuleName,
@@ -122,6 +130,8 @@ var (
 						// after staking: burns the stake its completed unbondings returned
 						poatypes.ModuleName,
 						topicstypes.ModuleName,
+						// prunes at most 200 expired fee allowances (writes nothing otherwise)
+						feegrant.ModuleName,
 					},
 					// x/topics moves the block's record bytes to its record store.
 					Precommiters: []string{topicstypes.ModuleName},
@@ -148,6 +158,8 @@ var (
 						upgradetypes.ModuleName,
 						consensustypes.ModuleName,
 						topicstypes.ModuleName,
+						authz.ModuleName,
+						feegrant.ModuleName,
 					},
 				}),
 			},
@@ -204,6 +216,18 @@ var (
 			{
 				Name:   evidencetypes.ModuleName,
 				Config: appconfig.WrapAny(&evidencemodulev1.Module{}),
+			},
+			{
+				// A topic owner lets another account (a gateway) produce in its name: MsgExec of
+				// MsgProduce, scoped by ProduceAuthorization to topics (x/topics/README.md).
+				Name:   authz.ModuleName,
+				Config: appconfig.WrapAny(&authzmodulev1.Module{}),
+			},
+			{
+				// An organisation pays its producers' fees; the tx module's ante handler gets
+				// the feegrant keeper through depinject, so --fee-granter deducts from the granter.
+				Name:   feegrant.ModuleName,
+				Config: appconfig.WrapAny(&feegrantmodulev1.Module{}),
 			},
 			{
 				// The "tx" module provides the TxConfig and, since

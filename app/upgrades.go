@@ -2,10 +2,14 @@ package app
 
 import (
 	"context"
+	"slices"
 
+	storetypes "cosmossdk.io/store/types"
+	"cosmossdk.io/x/feegrant"
 	upgradetypes "cosmossdk.io/x/upgrade/types"
 
 	"github.com/cosmos/cosmos-sdk/types/module"
+	authzkeeper "github.com/cosmos/cosmos-sdk/x/authz/keeper"
 )
 
 // UpgradeV2 is the software upgrade that moves x/topics to consensus version 2 (topic configs
@@ -30,6 +34,40 @@ const UpgradeV4 = "v4"
 // execute differently, so validators change binaries at one height. No store changes.
 const UpgradeV5 = "v5"
 
+// UpgradeV6 switches to the binary with x/authz (a topic owner lets a gateway produce in its
+// name, ProduceAuthorization) and x/feegrant (an organisation pays its producers' fees): their
+// stores are added at the upgrade height (StoreUpgrades) and their genesis run by the handler.
+const UpgradeV6 = "v6"
+
+// storesAddedIn are the plans a release without x/authz and x/feegrant halts for: every one
+// before v6. A chain of such a release (the e2e upgrade test's v1 chain proposes v2) reaches
+// this binary through its plan, whose height is then the first with the two stores.
+var storesAddedIn = []string{UpgradeV2, UpgradeV3, UpgradeV4, UpgradeV5, UpgradeV6}
+
+// StoreUpgrades are the stores this binary adds when it starts on a chain halted for the plan
+// named name, or nil.
+func StoreUpgrades(name string) *storetypes.StoreUpgrades {
+	if !slices.Contains(storesAddedIn, name) {
+		return nil
+	}
+	return &storetypes.StoreUpgrades{Added: []string{authzkeeper.StoreKey, feegrant.StoreKey}}
+}
+
+// setUpgradeStoreLoader adds the stores of the plan the chain halted for (upgrade-info.json,
+// written by the release before at the halt), at that plan's height only.
+func (app *App) setUpgradeStoreLoader() {
+	plan, err := app.UpgradeKeeper.ReadUpgradeInfoFromDisk()
+	if err != nil {
+		panic(err)
+	}
+	if plan.Name == "" || app.UpgradeKeeper.IsSkipHeight(plan.Height) {
+		return
+	}
+	if added := StoreUpgrades(plan.Name); added != nil {
+		app.SetStoreLoader(upgradetypes.UpgradeStoreLoader(plan.Height, added))
+	}
+}
+
 // registerUpgradeHandlers registers every upgrade this binary can perform. An upgrade's
 // handler runs the store migrations of the modules whose consensus version grew, in the
 // module manager's order; the chain halts rather than run a plan this binary has no handler for.
@@ -49,6 +87,11 @@ func (app *App) registerUpgradeHandlers() {
 	app.UpgradeKeeper.SetUpgradeHandler(UpgradeV5, func(ctx context.Context, _ upgradetypes.Plan, fromVM module.VersionMap) (module.VersionMap, error) {
 		return app.ModuleManager.RunMigrations(ctx, app.Configurator(), fromVM)
 	})
+	// authz and feegrant are missing from fromVM: RunMigrations runs their InitGenesis.
+	app.UpgradeKeeper.SetUpgradeHandler(UpgradeV6, func(ctx context.Context, _ upgradetypes.Plan, fromVM module.VersionMap) (module.VersionMap, error) {
+		return app.ModuleManager.RunMigrations(ctx, app.Configurator(), fromVM)
+	})
+	app.setUpgradeStoreLoader()
 }
 
 // dropHistoricalInfo sets staking's historical_entries to 0 and deletes the entries kept: with

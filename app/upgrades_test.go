@@ -12,11 +12,15 @@ import (
 
 	"cosmossdk.io/log"
 	storetypes "cosmossdk.io/store/types"
+	"cosmossdk.io/x/feegrant"
 	upgradetypes "cosmossdk.io/x/upgrade/types"
 
 	"github.com/cosmos/cosmos-sdk/baseapp"
 	simtestutil "github.com/cosmos/cosmos-sdk/testutil/sims"
+	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/module"
+	"github.com/cosmos/cosmos-sdk/x/authz"
+	authzkeeper "github.com/cosmos/cosmos-sdk/x/authz/keeper"
 	stakingtypes "github.com/cosmos/cosmos-sdk/x/staking/types"
 
 	"github.com/bftlog/bftlog/app"
@@ -303,4 +307,46 @@ func TestUpgradeV5(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, members, 1)
 	require.Len(t, topicstypes.NewPartitionSet(members[0].Assigned), 2)
+}
+
+// v6 adds x/authz and x/feegrant. The release before had neither: its version map lacks them
+// (deleted here), so the handler runs their InitGenesis, and their stores, which
+// app.StoreUpgrades adds at the plan's height on a real chain (tests/e2e
+// TestSoftwareUpgradeByGovernance), take grants after it. Every plan of a release without
+// them adds the stores, no other.
+func TestUpgradeV6(t *testing.T) {
+	for _, name := range []string{app.UpgradeV2, app.UpgradeV3, app.UpgradeV4, app.UpgradeV5, app.UpgradeV6} {
+		require.Equal(t, []string{authzkeeper.StoreKey, feegrant.StoreKey}, app.StoreUpgrades(name).Added, name)
+	}
+	require.Nil(t, app.StoreUpgrades("v7"))
+	require.Nil(t, app.StoreUpgrades(""))
+
+	c := newChainFrom(t, upgradeApp(t), []byte("upgrade v6"), 1e15, 1e15)
+	require.True(t, c.app.UpgradeKeeper.HasHandler(app.UpgradeV6))
+	store := c.ctx().KVStore(c.app.GetKey(upgradetypes.StoreKey))
+	for _, m := range []string{authz.ModuleName, feegrant.ModuleName} {
+		store.Delete(append([]byte{upgradetypes.VersionMapByte}, m...))
+	}
+	c.finalize()
+	fromVM := moduleVersions(t, c)
+	require.NotContains(t, fromVM, authz.ModuleName)
+	require.NotContains(t, fromVM, feegrant.ModuleName)
+	h := c.height
+	scheduleUpgrade(t, c, app.UpgradeV6, h)
+	c.deliver(0, 2_000_000, createMsg(c.addr(0), "orders", 1))
+	done, err := c.app.UpgradeKeeper.GetDoneHeight(c.ctx(), app.UpgradeV6)
+	require.NoError(t, err)
+	require.Equal(t, h, done)
+	vm := moduleVersions(t, c)
+	require.Equal(t, c.app.ModuleManager.GetVersionMap(), vm, "every module at its version, authz and feegrant added")
+
+	allowance, err := feegrant.NewMsgGrantAllowance(&feegrant.BasicAllowance{SpendLimit: sdk.NewCoins(sdk.NewInt64Coin(sdk.DefaultBondDenom, 1000))}, c.addr(0), c.addr(1))
+	require.NoError(t, err)
+	c.deliver(0, 2_000_000, allowance, grant(t, c.addr(0), c.addr(1), topicstypes.NewProduceAuthorization("orders")))
+	got, err := c.app.FeeGrantKeeper.GetAllowance(c.ctx(), c.addr(0), c.addr(1))
+	require.NoError(t, err)
+	require.NotNil(t, got)
+	grants, err := c.app.AuthzKeeper.GetAuthorizations(c.ctx(), c.addr(1), c.addr(0))
+	require.NoError(t, err)
+	require.Len(t, grants, 1)
 }

@@ -8,6 +8,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/cosmos/cosmos-sdk/x/authz"
+
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
@@ -24,7 +26,10 @@ var chainErrors = []struct {
 	{[]error{types.ErrRecordTooLarge}, kerr.MessageTooLarge},
 	{[]error{types.ErrBatchTooLarge, types.ErrTooManyRecords}, kerr.RecordListTooLarge},
 	{[]error{types.ErrTooManyPartitions, types.ErrPartitionsNotIncrease, types.ErrInvalidPartitionCount}, kerr.InvalidPartitions},
-	{[]error{types.ErrUnauthorizedProducer, types.ErrUnauthorized}, kerr.TopicAuthorizationFailed},
+	// A gateway producing as a grantee (--granter): its grant revoked, expired or not naming
+	// the topic.
+	{[]error{types.ErrUnauthorizedProducer, types.ErrUnauthorized, types.ErrTopicNotAuthorized,
+		authz.ErrNoAuthorizationFound, authz.ErrAuthorizationExpired}, kerr.TopicAuthorizationFailed},
 	{[]error{types.ErrOffsetOutOfRange}, kerr.OffsetOutOfRange},
 	{[]error{types.ErrInvalidConfig}, kerr.InvalidConfig},
 	{[]error{types.ErrEmptyBatch, types.ErrTooManyHeaders, types.ErrMissingKey}, kerr.InvalidRecord},

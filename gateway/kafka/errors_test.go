@@ -15,6 +15,7 @@ import (
 	errorsmod "cosmossdk.io/errors"
 
 	addresscodec "github.com/cosmos/cosmos-sdk/codec/address"
+	"github.com/cosmos/cosmos-sdk/x/authz"
 
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/types"
@@ -36,6 +37,10 @@ func TestKafkaCodeDecidesByErrorIdentity(t *testing.T) {
 	require.Equal(t, kerr.UnsupportedCompressionType.Code, kafkaCode(errorsmod.ABCIError(types.ModuleName, types.ErrUnsupportedCompression.ABCICode(), "codec 6")))
 	require.Equal(t, kerr.MessageTooLarge.Code, kafkaCode(errorsmod.ABCIError(types.ModuleName, types.ErrRecordTooLarge.ABCICode(), "record 0")))
 	require.Equal(t, kerr.RecordListTooLarge.Code, kafkaCode(errorsmod.ABCIError(types.ModuleName, types.ErrBatchTooLarge.ABCICode(), "records")))
+	// A grantee gateway (--granter): its grant not naming the topic, revoked or expired.
+	require.Equal(t, kerr.TopicAuthorizationFailed.Code, kafkaCode(errorsmod.ABCIError(types.ModuleName, types.ErrTopicNotAuthorized.ABCICode(), "topic secrets")))
+	require.Equal(t, kerr.TopicAuthorizationFailed.Code, kafkaCode(errorsmod.ABCIError(authz.ModuleName, authz.ErrNoAuthorizationFound.ABCICode(), "revoked")))
+	require.Equal(t, kerr.TopicAuthorizationFailed.Code, kafkaCode(errorsmod.ABCIError(authz.ModuleName, authz.ErrAuthorizationExpired.ABCICode(), "expired")))
 	// The text of a registered error is not enough.
 	require.Equal(t, kerr.UnknownServerError.Code, kafkaCode(fmt.Errorf("%s", types.ErrTopicExists.Error())))
 

@@ -459,7 +459,7 @@ type producerStates interface {
 func (l *lane) resync(k partitionKey) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := l.p.states.ProducerStates(ctx, &types.QueryProducerStatesRequest{Topic: k.topic, Partition: uint32(k.partition), Producer: l.p.signer.Address()})
+	res, err := l.p.states.ProducerStates(ctx, &types.QueryProducerStatesRequest{Topic: k.topic, Partition: uint32(k.partition), Producer: l.p.signer.Producer()})
 	if err != nil {
 		l.p.log("resync of %s/%d: %v", k.topic, k.partition, err)
 		return false
@@ -480,7 +480,7 @@ func (l *lane) resync(k partitionKey) bool {
 func (l *lane) message(reqs []*appendReq) *types.MsgProduce {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	msg := &types.MsgProduce{Producer: l.p.signer.Address()}
+	msg := &types.MsgProduce{Producer: l.p.signer.Producer()}
 	for _, r := range reqs {
 		// A Kafka idempotent producer's batch is deduplicated by the chain from its header;
 		// the gateway's own sequence covers the others' resent transactions.

@@ -293,7 +293,7 @@ func (c *txnCoordinator) endTxn(r *kmsg.EndTxnRequest) kmsg.Response {
 	if code == 0 {
 		if r.Commit {
 			if len(t.batches) > 0 {
-				msgs = append(msgs, &types.MsgProduce{Producer: c.signer.Address(), Batches: t.batches})
+				msgs = append(msgs, &types.MsgProduce{Producer: c.signer.Producer(), Batches: t.batches})
 			}
 			for _, o := range t.offsets {
 				msgs = append(msgs, o)

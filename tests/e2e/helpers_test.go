@@ -28,7 +28,16 @@ func startGateway(t *testing.T, n *node.Node, key string) *kafka.Server {
 
 // startGatewayAdvertising is startGateway giving clients advertise (a balancer) as its address.
 func startGatewayAdvertising(t *testing.T, n *node.Node, key, advertise string) *kafka.Server {
+	return startGatewayFor(t, n, key, advertise, "")
+}
+
+// startGatewayFor is startGatewayAdvertising producing in granter's name as its x/authz
+// grantee (`bftlogd kafka serve --granter`), or as key's own account when granter is "".
+func startGatewayFor(t *testing.T, n *node.Node, key, advertise, granter string) *kafka.Server {
 	cctx, signer := n.ClientContext(n.Home, key)
+	if granter != "" {
+		signer.UseGrant(granter)
+	}
 	// As `bftlogd kafka serve --ingress` runs it: appends through the node's binary ingress.
 	signer.UseRawIngress(n.API + app.RawTxPath)
 	// Its log goes to the test's, so that a failure shows what the gateway answered and why;

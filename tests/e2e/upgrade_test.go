@@ -27,7 +27,8 @@ const upgradeFrom = "28feb48950a8071b874347f7d321854465fe2155"
 
 // A software upgrade by governance on four validators: the chain runs the previous release's
 // binary, a MsgSoftwareUpgrade proposal for v2 passes, every node halts at the upgrade height,
-// the operators start this tree's binary, which runs x/topics' store migration, and the chain
+// the operators start this tree's binary, which adds the x/authz and x/feegrant stores and runs
+// x/topics' store migration, and the chain
 // goes on: every record, offset and committed group offset as before, the migrated topic
 // config, verified reads from a trust anchor of the old release, new records appended.
 func TestSoftwareUpgradeByGovernance(t *testing.T) {
@@ -126,6 +127,17 @@ func TestSoftwareUpgradeByGovernance(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(v0.MustCLI("", "query", "upgrade", "module-versions", "topics", "-o", "json")), &versions))
 	require.Len(t, versions.ModuleVersions, 1)
 	require.Equal(t, "2", versions.ModuleVersions[0].Version, "x/topics migrated to consensus version 2")
+	// The release before had neither x/authz nor x/feegrant: their stores were added at the
+	// upgrade height (app.StoreUpgrades) and their genesis run by the handler.
+	for _, m := range []string{"authz", "feegrant"} {
+		require.NoError(t, json.Unmarshal([]byte(v0.MustCLI("", "query", "upgrade", "module-versions", m, "-o", "json")), &versions))
+		require.Len(t, versions.ModuleVersions, 1, m)
+	}
+	// and they work: a fee allowance is granted and kept.
+	grantee := net.Nodes[1].Address("val1")
+	waitTxOK(t, v0, v0.MustCLI("", "tx", "feegrant", "grant", signer.Address(), grantee, "--spend-limit", "1000stake",
+		"--from", "val0", "--gas", "200000", "--fees", "2000stake", "-o", "json"))
+	require.Contains(t, v0.MustCLI("", "query", "feegrant", "grants-by-granter", signer.Address(), "-o", "json"), grantee)
 	var topic struct {
 		Topic struct {
 			Config struct {

@@ -26,7 +26,12 @@ var directKinds = []string{
 	"MsgDeleteGroup", "MsgDeleteGroupOffsets", "MsgUpdateGroupPolicy", "MsgRemoveGroupMember", "MsgTransferGroupAdmin",
 	"MsgKafkaJoinGroup", "MsgKafkaSyncGroup", "MsgKafkaHeartbeat", "MsgKafkaLeaveGroup", "MsgConsumerGroupHeartbeat", "MsgShareGroupHeartbeat", "MsgShareFetch", "MsgSetShareGroupConfig", "MsgAlterShareGroupOffsets",
 	"MsgSubmitProposal", "MsgVote", "MsgCreateValidator", "MsgSetDataPlaneEndpoint",
+	"MsgGrant", "MsgExec", "MsgGrantAllowance", feeGrantedTx,
 }
+
+// feeGrantedTx counts transactions whose fee an allowance paid (x/feegrant), whatever their
+// messages.
+const feeGrantedTx = "fee-granted transaction"
 
 // neverOK are messages the generator writes only to see them refused.
 var neverOK = []string{"MsgAdmitValidator", "MsgDelegate"}

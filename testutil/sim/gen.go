@@ -27,7 +27,10 @@ import (
 // what the state admits; hostile ones act as other accounts' members and groups, with wrong
 // generations, oversize and malformed inputs, replayed transactions.
 type gen struct {
-	r       *rand.Rand
+	r *rand.Rand
+	// grants draws the grant messages and fee payers (gen_authz.go) apart from r, so that the
+	// other writers draw for a seed what they drew before grants were simulated.
+	grants  *rand.Rand
 	c       *chain
 	w       *world
 	hostile []bool
@@ -143,16 +146,25 @@ func (g *gen) msgs(a int) ([]sdk.Msg, *refusal) {
 			out = append(out, m...)
 		}
 	}
+	g.refuse = nil
+	if m := g.grantMsgs(a); g.refuse != nil {
+		return m, g.refuse
+	} else if m != nil {
+		out = append(out, m...)
+	}
 	return out, nil
 }
 
-func (g *gen) pick(a int) func(*gen, int) []sdk.Msg {
+func (g *gen) pick(a int) func(*gen, int) []sdk.Msg { return g.pickFrom(actions, a) }
+
+// pickFrom draws one of list by its weights for account a, with g.r.
+func (g *gen) pickFrom(list []action, a int) func(*gen, int) []sdk.Msg {
 	total := 0
-	for _, x := range actions {
+	for _, x := range list {
 		total += x.weight(g.hostile[a])
 	}
 	n := g.r.Intn(total)
-	for _, x := range actions {
+	for _, x := range list {
 		if n -= x.weight(g.hostile[a]); n < 0 {
 			return x.write
 		}

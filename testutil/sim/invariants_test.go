@@ -30,7 +30,7 @@ func TestInvariantsCatchBrokenState(t *testing.T) {
 		&types.MsgConsumerGroupHeartbeat{Owner: alice, GroupId: "cg", MemberId: "c1", SubscribedTopicNames: []string{"t"}},
 		&types.MsgConsumerGroupHeartbeat{Owner: alice, GroupId: "cg", MemberId: "c2", SubscribedTopicNames: []string{"t"}},
 	}
-	tx, err := c.sign(0, msgs)
+	tx, err := c.sign(0, msgs, nil)
 	require.NoError(t, err)
 	res, err := c.block([][]byte{tx}, c.time.Add(time.Second))
 	require.NoError(t, err)

@@ -135,7 +135,7 @@ func Run(cfg Config) (res Result, err error) {
 	if err != nil {
 		return fail(1, err)
 	}
-	g := &gen{r: r, c: c, hostile: make([]bool, cfg.Accounts), gov: govAuthority(), voted: map[voteKey]bool{}, options: map[uint64]govv1.VoteOption{}}
+	g := &gen{r: r, grants: rand.New(rand.NewSource(cfg.Seed + 1)), c: c, hostile: make([]bool, cfg.Accounts), gov: govAuthority(), voted: map[voteKey]bool{}, options: map[uint64]govv1.VoteOption{}}
 	for i := cfg.Accounts - cfg.Hostile; i < cfg.Accounts; i++ {
 		g.hostile[max(i, 1)] = true
 	}
@@ -143,6 +143,7 @@ func Run(cfg Config) (res Result, err error) {
 	var sent [][]byte               // earlier transactions, replayed by hostile accounts
 	outcomes := map[string]string{} // by transaction bytes: how sent ones ended
 	signedBy := map[string]string{} // by transaction bytes: who signed sent ones
+	feeGranted := map[string]bool{} // by transaction bytes: sent ones a fee allowance paid
 	for b := 0; b < cfg.Blocks; b++ {
 		ctx := c.ctx()
 		if g.w, err = readWorld(c.main.app, ctx); err != nil {
@@ -163,9 +164,16 @@ func Run(cfg Config) (res Result, err error) {
 		}
 		for _, a := range accounts {
 			msgs, want := g.msgs(a)
-			tx, err := c.sign(a, msgs)
+			var payer sdk.AccAddress // a transaction written to be refused pays its own fee
+			if want == nil {
+				payer = g.feePayer(a)
+			}
+			tx, err := c.sign(a, msgs, payer)
 			if err != nil {
 				return fail(c.height, err)
+			}
+			if payer != nil {
+				feeGranted[string(tx)] = true
 			}
 			txs, written, wants, signers = append(txs, tx), append(written, msgs), append(wants, want), append(signers, g.addr(a))
 			sent = append(sent, tx)
@@ -175,6 +183,7 @@ func Run(cfg Config) (res Result, err error) {
 			for _, tx := range sent[:len(sent)-64] {
 				delete(outcomes, string(tx))
 				delete(signedBy, string(tx))
+				delete(feeGranted, string(tx))
 			}
 			sent = sent[len(sent)-64:]
 		}
@@ -219,6 +228,11 @@ func Run(cfg Config) (res Result, err error) {
 				if first := outcomes[string(txs[i])]; first != "ok" {
 					want.codes = append(want.codes, first)
 				}
+				if feeGranted[string(txs[i])] {
+					// The fee is taken before the sequence is checked: an allowance used up
+					// (and so removed) or short since refuses the replay first.
+					want.codes = append(want.codes, "sdk/38", "feegrant/2")
+				}
 				if strings.HasPrefix(outcome, poatypes.ModuleName+"/") {
 					want.codes = append(want.codes, outcome)
 				}
@@ -233,6 +247,9 @@ func Run(cfg Config) (res Result, err error) {
 			}
 			for _, m := range msgs {
 				res.count(msgName(m), outcome)
+			}
+			if feeGranted[string(txs[i])] && msgs != nil {
+				res.count(feeGrantedTx, outcome)
 			}
 			res.Msgs += len(msgs)
 		}
@@ -376,10 +393,13 @@ func (g *gen) step() time.Duration {
 	return time.Duration(1+g.r.Intn(30)) * 24 * time.Hour // past unbonding, tombstone and retention horizons
 }
 
+// signGas is every simulated transaction's gas limit.
+const signGas = 40_000_000
+
 // sign signs msgs from account a with its sequence in the committed state, paying for a
-// generous gas limit at the chain's price.
-func (c *chain) sign(a int, msgs []sdk.Msg) ([]byte, error) {
-	const gas = 40_000_000
+// generous gas limit at the chain's price, from granter's fee allowance when not nil.
+func (c *chain) sign(a int, msgs []sdk.Msg, granter sdk.AccAddress) ([]byte, error) {
+	const gas = signGas
 	ctx := c.ctx()
 	acc := c.main.app.AccountKeeper.GetAccount(ctx, c.addrs[a])
 	p, err := c.main.app.TopicsKeeper.Params.Get(ctx)
@@ -387,6 +407,9 @@ func (c *chain) sign(a int, msgs []sdk.Msg) ([]byte, error) {
 		return nil, err
 	}
 	fee := sdk.NewCoins(sdk.NewCoin(p.MinGasPrice.Denom, p.MinGasPrice.Amount.MulInt64(gas).Ceil().TruncateInt()))
+	if granter != nil {
+		return c.signGranted(a, msgs, fee, acc.GetSequence(), granter)
+	}
 	tx, err := simtestutil.GenSignedMockTx(rand.New(rand.NewSource(int64(acc.GetSequence()))), c.main.app.TxConfig(), msgs, fee, gas, chainID,
 		[]uint64{c.nums[a]}, []uint64{acc.GetSequence()}, c.keys[a])
 	if err != nil {

@@ -33,7 +33,9 @@ type world struct {
 	kafkaSeqs  map[string]int32                        // next Kafka base sequence by producer/topic/partition/pid
 	proposals  []uint64                                // in their voting period
 	admitted   []poatypes.Admission
-	validators map[string]bool // staking validators by operator address
+	validators map[string]bool     // staking validators by operator address
+	grants     []produceGrant      // x/authz ProduceAuthorizations
+	allowances map[string][]string // x/feegrant granters by grantee
 }
 
 func readWorld(a *app.App, ctx sdk.Context) (*world, error) {
@@ -125,6 +127,9 @@ func readWorld(a *app.App, ctx sdk.Context) (*world, error) {
 	for id := range w.cmembers {
 		ms := w.cmembers[id]
 		sort.Slice(ms, func(i, j int) bool { return ms[i].JoinOrder < ms[j].JoinOrder })
+	}
+	if err := readGrants(a, ctx, w); err != nil {
+		return nil, err
 	}
 	vals, err := a.StakingKeeper.GetAllValidators(ctx)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/client"
 	"github.com/cosmos/cosmos-sdk/client/flags"
 	"github.com/cosmos/cosmos-sdk/client/tx"
+	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/bftlog/bftlog/app"
 	"github.com/bftlog/bftlog/gateway/kafka"
@@ -23,6 +24,9 @@ import (
 
 // flagIngress names the node's API server, whose binary ingress the gateway appends through.
 const flagIngress = "ingress"
+
+// flagGranter makes the gateway produce as an x/authz grantee of a topic owner.
+const flagGranter = "granter"
 
 const (
 	flagUsers   = "users"
@@ -195,6 +199,12 @@ kcat -b 127.0.0.1:9092 -L`,
 				return err
 			}
 			useIngress(cmd, signer)
+			if granter, _ := cmd.Flags().GetString(flagGranter); granter != "" {
+				if _, err := sdk.AccAddressFromBech32(granter); err != nil {
+					return fmt.Errorf("--%s: %w", flagGranter, err)
+				}
+				signer.UseGrant(granter)
+			}
 			addr, _ := cmd.Flags().GetString("listen")
 			advertise, _ := cmd.Flags().GetString("advertise")
 			cfg := kafka.Config{Addr: addr, Advertise: advertise, ClientCtx: clientCtx, Signer: signer, Log: logf}
@@ -245,6 +255,7 @@ kcat -b 127.0.0.1:9092 -L`,
 	serve.Flags().Int32(flagTelemetryMaxBytes, kafka.DefaultTelemetryMaxPushBytes, "largest metrics push, compressed and decompressed (TELEMETRY_TOO_LARGE past it)")
 	serve.Flags().String(flagTLSCert, "", "PEM certificate: serve TLS (with --tls-key)")
 	serve.Flags().String(flagTLSKey, "", "PEM private key of --tls-cert")
+	serve.Flags().String(flagGranter, "", "produce in this account's name as its x/authz grantee: each produce is a MsgExec of MsgProduce (producer = the granter) signed with --from, which needs the granter's grant (bftlogd tx topics grant-produce, or tx authz grant ... generic); groups, offsets and topics are still --from's own; --users' keys produce as themselves")
 	serve.Flags().String("advertise", "", "host:port given to Kafka clients as the broker's address (default: --listen); a fleet behind a load balancer advertises the balancer")
 	serve.Flags().String(flagIngress, "", "the node's API server (e.g. http://127.0.0.1:1317): appends go to its binary ingress and are acknowledged without their bytes coming back (recommended; without it, CometBFT RPC at --node answers each acknowledgement with the whole transaction, JSON-encoded); with several --node addresses, one API server per node, comma-separated in the same order")
 	flags.AddTxFlagsToCmd(serve)

@@ -16,6 +16,7 @@ import (
 	storetypes "cosmossdk.io/store/types"
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
+	"github.com/cosmos/cosmos-sdk/x/authz"
 
 	"github.com/bftlog/bftlog/x/topics/keeper"
 	"github.com/bftlog/bftlog/x/topics/types"
@@ -173,8 +174,9 @@ func jsonUint(v string) (uint64, error) {
 	return strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 }
 
-// carriesProduce tells whether a transaction has a MsgProduce among its messages. Most failed
-// transactions are ruled out by a byte search for the type URL, without decoding.
+// carriesProduce tells whether a transaction has a MsgProduce among its messages, or inside a
+// grantee's MsgExec. Most failed transactions are ruled out by a byte search for the type URL,
+// without decoding.
 func carriesProduce(dec sdk.TxDecoder, txBytes []byte) bool {
 	if dec == nil || !bytes.Contains(txBytes, msgProduceURL) {
 		return false
@@ -183,9 +185,20 @@ func carriesProduce(dec sdk.TxDecoder, txBytes []byte) bool {
 	if err != nil {
 		return false
 	}
-	for _, msg := range tx.GetMsgs() {
-		if _, ok := msg.(*types.MsgProduce); ok {
+	return anyProduce(tx.GetMsgs(), 0)
+}
+
+// anyProduce tells whether msgs hold a MsgProduce, also inside a grantee's MsgExec (nested at
+// most a few deep, as x/poa bounds them).
+func anyProduce(msgs []sdk.Msg, depth int) bool {
+	for _, msg := range msgs {
+		switch m := msg.(type) {
+		case *types.MsgProduce:
 			return true
+		case *authz.MsgExec:
+			if inner, err := m.GetMessages(); err == nil && depth < 6 && anyProduce(inner, depth+1) {
+				return true
+			}
 		}
 	}
 	return false

@@ -6,6 +6,7 @@ import (
 	codectypes "github.com/cosmos/cosmos-sdk/codec/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/msgservice"
+	"github.com/cosmos/cosmos-sdk/x/authz"
 )
 
 // RegisterLegacyAminoCodec registers the amino names used for amino-JSON signing and explorers.
@@ -38,6 +39,7 @@ func RegisterLegacyAminoCodec(cdc *codec.LegacyAmino) {
 	legacy.RegisterAminoMsg(cdc, &MsgDeleteRecords{}, "bftlog/topics/MsgDeleteRecords")
 	legacy.RegisterAminoMsg(cdc, &MsgDeleteGroupOffsets{}, "bftlog/topics/MsgDeleteGroupOffsets")
 	cdc.RegisterConcrete(&Params{}, "bftlog/x/topics/Params", nil)
+	cdc.RegisterConcrete(&ProduceAuthorization{}, "bftlog/topics/ProduceAuthorization", nil)
 }
 
 // RegisterInterfaces registers the module's messages.
@@ -71,5 +73,7 @@ func RegisterInterfaces(registry codectypes.InterfaceRegistry) {
 		&MsgDeleteRecords{},
 		&MsgDeleteGroupOffsets{},
 	)
+	// A topic owner's x/authz grant to a gateway (MsgExec of MsgProduce).
+	registry.RegisterImplementations((*authz.Authorization)(nil), &ProduceAuthorization{})
 	msgservice.RegisterMsgServiceDesc(registry, &_Msg_serviceDesc)
 }

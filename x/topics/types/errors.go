@@ -127,3 +127,10 @@ var (
 	// INVALID_RECORD_STATE.
 	ErrInvalidRecordState = errorsmod.Register(ModuleName, 51, "invalid record state")
 )
+
+// x/authz grants of x/topics (ProduceAuthorization).
+var (
+	// ErrTopicNotAuthorized is a grantee's MsgProduce to a topic its grant does not name, or a
+	// grant that names no topic, too many or one twice: Kafka's TOPIC_AUTHORIZATION_FAILED.
+	ErrTopicNotAuthorized = errorsmod.Register(ModuleName, 52, "topic not authorized by the grant")
+)

@@ -28,13 +28,16 @@ func sendAndWait(clientCtx client.Context, fs *pflag.FlagSet, msgs ...sdk.Msg) (
 
 // viaSDK tells whether a command's flags ask for the SDK's transaction conventions rather than
 // bftlog's fast sign-and-wait path: --generate-only (print the unsigned transaction: for a
-// multisig account, or a proposal's message), --dry-run (simulate), --offline, a fee granter or
-// payer. Those are served by the SDK's generate-or-broadcast path, as in every Cosmos chain.
+// multisig account, or a proposal's message), --dry-run (simulate), --offline, a fee payer
+// (who must sign too). Those are served by the SDK's generate-or-broadcast path, as in every
+// Cosmos chain. A fee granter signs nothing: the fast path puts it in each transaction it
+// signs (the factory reads --fee-granter), with the gas simulated and batches in flight, where
+// the SDK's path gives every transaction 200,000 gas unless told more.
 func viaSDK(clientCtx client.Context, fs *pflag.FlagSet) bool {
 	if clientCtx.GenerateOnly || clientCtx.Simulate || clientCtx.Offline {
 		return true
 	}
-	for _, f := range []string{flags.FlagGenerateOnly, flags.FlagDryRun, flags.FlagOffline, flags.FlagFeeGranter, flags.FlagFeePayer} {
+	for _, f := range []string{flags.FlagGenerateOnly, flags.FlagDryRun, flags.FlagOffline, flags.FlagFeePayer} {
 		if fs.Changed(f) {
 			return true
 		}

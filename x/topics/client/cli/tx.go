@@ -48,7 +48,7 @@ func NewTxCmd() *cobra.Command {
 		RunE:                       client.ValidateCmd,
 	}
 	cmd.AddCommand(newProduceCmd(), newCreateTopicCmd(), newUpdateTopicConfigCmd(), newResetOffsetsCmd(),
-		newCreateGroupCmd(), newUpdateGroupPolicyCmd())
+		newCreateGroupCmd(), newUpdateGroupPolicyCmd(), newGrantProduceCmd())
 	return cmd
 }
 
@@ -392,7 +392,7 @@ func runProduce(cmd *cobra.Command, args []string) error {
 	}
 
 	if viaSDK(clientCtx, fs) {
-		// One transaction printed (or simulated, or sent through a fee grant) per message the
+		// One transaction printed (or simulated, or paid by --fee-payer) per message the
 		// records need, as the SDK prints them.
 		for _, batches := range txs {
 			if err := sdkTx(clientCtx, fs, cmd.OutOrStdout(), &types.MsgProduce{Producer: clientCtx.GetFromAddress().String(), Batches: batches}); err != nil {

@@ -124,6 +124,9 @@ type Signer struct {
 	// processes signing with one key at the same instant (two gateways answering one block)
 	// would otherwise pick the same nonce where the clock is coarse.
 	timeoutSpread time.Duration
+	// granter, when set, is the account this signer produces for as its x/authz grantee
+	// (grantee.go).
+	granter string
 }
 
 // UnorderedTTL is how long an unordered transaction stays valid (the chain allows at most 10
@@ -298,6 +301,7 @@ func (s *Signer) resync() error {
 
 // submit is one attempt of Submit, with s.mu held.
 func (s *Signer) submit(gas uint64, msgs ...sdk.Msg) (sent, error) {
+	msgs = s.asGrantee(msgs)
 	txf := s.txf
 	if s.unordered {
 		txf = txf.WithTimeoutTimestamp(s.nextTimeout())
@@ -454,7 +458,8 @@ func Wait(clientCtx client.Context, hash string) (*sdk.TxResponse, error) {
 // reference's hash, with an "ordered" event naming the transaction's own.
 func OrderedQuery(hash string) string { return ordering.OrderedQuery(hash) }
 
-// Responses decodes every Msg response of type T from a committed tx, in message order.
+// Responses decodes every Msg response of type T from a committed tx, in message order; the
+// responses inside a MsgExec's are read as T (a grantee wraps only its MsgProduce, UseGrant).
 func Responses[T any, PT interface {
 	*T
 	proto.Message
@@ -471,6 +476,21 @@ func Responses[T any, PT interface {
 	url := "/" + proto.MessageName(PT(new(T)))
 	var out []T
 	for _, a := range data.MsgResponses {
+		if a.TypeUrl == execResponseURL && url != execResponseURL {
+			// A grantee's MsgExec (UseGrant) wraps only messages answering T.
+			results, err := execResults(a.Value)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range results {
+				var v T
+				if err := PT(&v).Unmarshal(r); err != nil {
+					return nil, err
+				}
+				out = append(out, v)
+			}
+			continue
+		}
 		if a.TypeUrl != url {
 			continue
 		}
@@ -508,6 +528,10 @@ func FixedGas(msgs ...sdk.Msg) uint64 {
 		if pm, ok := m.(interface{ Size() int }); ok {
 			size += uint64(pm.Size())
 		}
+	}
+	// A grantee's MsgExec carries its MsgProduce: its size counts above, what it decompresses
+	// to here.
+	for _, m := range innerMsgs(msgs...) {
 		decompressed += compressedRecordBytes(m)
 	}
 	// Store writes cost 30 gas per byte and the tx 10 per byte; 60 per byte leaves room for
