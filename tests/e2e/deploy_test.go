@@ -156,10 +156,17 @@ func (o *deployOrg) run(t *testing.T, b guideBlock) string {
 // host until the test ends, its output in <home>/background.log.
 func (o *deployOrg) startBackground(t *testing.T, script string) {
 	t.Helper()
-	logf, err := os.OpenFile(filepath.Join(o.home, "background.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	require.NoError(t, err)
 	cmd := o.host.Command("bash", "-euo", "pipefail", "-c", script)
 	cmd.Env = o.env
+	runUntilTestEnds(t, cmd, filepath.Join(o.home, "background.log"))
+}
+
+// runUntilTestEnds starts cmd in a process group of its own, its output appended to logPath,
+// and stops the group when the test ends (SIGINT, then SIGKILL after 15 s).
+func runUntilTestEnds(t *testing.T, cmd *exec.Cmd, logPath string) {
+	t.Helper()
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	require.NoError(t, err)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, cmd.Start())
