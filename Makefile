@@ -5,7 +5,7 @@ GOTEST_FLAGS ?=
 # scripts/ldflags.sh, which localnet.sh and the test harness (testutil/node) run too.
 VERSION_LDFLAGS = $(shell ./scripts/ldflags.sh)
 
-.PHONY: all build install localnet test sim test-race test-faults test-statesync fuzz-smoke fuzz check test-unit bench bench-compare bench-large proto-tools proto-gen soak clean
+.PHONY: all build install localnet test sim test-race test-faults test-statesync fuzz-smoke fuzz check test-unit bench bench-compare bench-large figures proto-tools proto-gen soak clean
 
 all: build
 
@@ -61,9 +61,9 @@ FUZZTIME ?= 10000x
 fuzz-smoke:
 	go test -run '^$$' -fuzz '^FuzzValidateTopicName$$' -fuzztime $(FUZZTIME) ./x/topics/types/
 	go test -run '^$$' -fuzz '^FuzzRecordBatchProto$$' -fuzztime $(FUZZTIME) ./x/topics/types/
-	go test -run '^$$' -fuzz '^FuzzCheckRecordBatch$$' -fuzztime $(FUZZTIME) ./x/topics/types/
-	go test -run '^$$' -fuzz '^FuzzDecodeRecordBatch$$' -fuzztime $(FUZZTIME) ./x/topics/types/
-	go test -run '^$$' -fuzz '^FuzzCompactionRecords$$' -fuzztime $(FUZZTIME) ./x/topics/types/
+	go test -run '^$$' -fuzz '^FuzzCheckRecordBatch$$' -fuzztime $(FUZZTIME) ./x/topics/kbatch/
+	go test -run '^$$' -fuzz '^FuzzDecodeRecordBatch$$' -fuzztime $(FUZZTIME) ./x/topics/kbatch/
+	go test -run '^$$' -fuzz '^FuzzCompactionRecords$$' -fuzztime $(FUZZTIME) ./x/topics/kbatch/
 	go test -run '^$$' -fuzz '^FuzzKeyPartition$$' -fuzztime $(FUZZTIME) ./x/topics/types/
 
 # The long runs, not in make test: FuzzProduce runs a keeper and a block per input (10,000
@@ -82,11 +82,18 @@ bench: bench-compare bench-large
 
 bench-compare:
 	go run ./bench/cmd/bftlogbench $(BENCH_FLAGS)
+	$(MAKE) figures
+
+# The README's headline table, written from the latest results files (bench/results/latest*.json);
+# TestREADMEHeadlineIsTheLatestResults fails when the README and those files disagree.
+figures:
+	go run ./bench/cmd/bftlogbench -figures README.md
 
 # One validator measured empty, filled with BENCH_LARGE_GB of log, measured again.
 BENCH_LARGE_GB ?= 5
 bench-large:
 	go run ./bench/cmd/bftlogbench -large-gb $(BENCH_LARGE_GB) $(BENCH_FLAGS)
+	$(MAKE) figures
 
 # The data plane's two ways to authenticate peers by their keys, side by side on loopback:
 # signed requests (as it is) and mutual TLS; both answer with a signed receipt (about 20 s).
@@ -99,6 +106,7 @@ bench-transport:
 .PHONY: bench-regions
 bench-regions:
 	go run ./bench/cmd/bftlogbench -regions 0,20,50,100 $(BENCH_FLAGS)
+	$(MAKE) figures
 
 # A new node joining a four-validator chain holding 1 GB of log by state sync, against one
 # block-syncing from genesis (README, Operations); make test runs it with 16 MB.

@@ -312,7 +312,7 @@ func (app *App) RegisterAPIRoutes(apiSvr *api.Server, apiConfig config.APIConfig
 	apiSvr.Router.PathPrefix(PoolPath).Handler(app.plane.TxHandler()).Methods(http.MethodGet)
 	apiSvr.Router.Handle(PushPath, app.plane.PushHandler(apiSvr.ClientCtx)).Methods(http.MethodPost)
 	apiSvr.Router.Handle(HeldPath, app.plane.HeldHandler()).Methods(http.MethodPost)
-	apiSvr.Router.Handle(NamedTxPath, namedTxHandler(apiSvr.ClientCtx, apiSvr.GRPCGatewayRouter, app.plane)).Methods(http.MethodGet)
+	newExplorerView(apiSvr.ClientCtx, apiSvr.GRPCGatewayRouter, app.plane).register(apiSvr.Router)
 	// The data plane's own listener, when ordering.listen-address sets one.
 	if _, err := app.plane.Listen(apiSvr.ClientCtx, app.Logger()); err != nil {
 		panic(err)

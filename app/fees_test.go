@@ -30,6 +30,7 @@ import (
 	govv1 "github.com/cosmos/cosmos-sdk/x/gov/types/v1"
 
 	"github.com/bftlog/bftlog/app"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	topicstypes "github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -209,7 +210,7 @@ func produceMsg(producer sdk.AccAddress, topic string, records, size int) *topic
 	for i := range recs {
 		recs[i] = topicstypes.BatchRecord{Value: &topicstypes.Bytes{Data: bytes.Repeat([]byte{byte('a' + i%26)}, size)}}
 	}
-	batch, err := topicstypes.NewProduceBatch(topic, 0, recs, topicstypes.CompressionNone)
+	batch, err := topicstypes.NewProduceBatch(topic, 0, recs, kbatch.CompressionNone)
 	if err != nil {
 		panic(err)
 	}
@@ -297,7 +298,7 @@ func TestLargestProduceGas(t *testing.T) {
 	params := c.params()
 	// Limits count Kafka-encoded sizes: the batch's 61-byte header, and around each value its
 	// record's framing (at most 12 bytes at these sizes).
-	room := int(params.MaxBatchBytes) - topicstypes.RecordBatchHeaderSize
+	room := int(params.MaxBatchBytes) - kbatch.RecordBatchHeaderSize
 	for _, shape := range []struct{ records, size int }{
 		{4, min(int(params.MaxRecordBytes), room/4) - 12},
 		{int(params.MaxRecordsPerBatch), room/int(params.MaxRecordsPerBatch) - 12},
@@ -497,7 +498,7 @@ func TestAttackProposalWithHaltingParamsRefused(t *testing.T) {
 		name string
 		edit func(*topicstypes.Params)
 	}{
-		{"max_batch_bytes 64 MiB + 1", func(p *topicstypes.Params) { p.MaxBatchBytes = topicstypes.MaxDecodedBatchBytes + 1 }},
+		{"max_batch_bytes 64 MiB + 1", func(p *topicstypes.Params) { p.MaxBatchBytes = kbatch.MaxDecodedBatchBytes + 1 }},
 		{"max_tx_gas 1", func(p *topicstypes.Params) { p.MaxTxGas = 1 }},
 	} {
 		name, edit := bad.name, bad.edit

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/bftlog/bftlog/testutil/node"
-	"github.com/bftlog/bftlog/x/topics/types"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 )
 
 // Config is one harness run.
@@ -163,6 +163,12 @@ type Report struct {
 	Machine string   `json:"machine"`
 	Config  Config   `json:"config"`
 	Results []Result `json:"results"`
+	// Command is how the run was started and Commit the tree it measured (git describe), so
+	// the README's headline, written from this file, says how to reproduce it.
+	Command []string `json:"command,omitempty"`
+	Commit  string   `json:"commit,omitempty"`
+
+	file string // the results file it was read from (ReadLatest)
 }
 
 // latencies collects samples safely; a sample may stand for several records (an open-loop
@@ -214,9 +220,9 @@ func Run(cfg Config) (*Report, error) {
 	if cfg.JetRecords == 0 {
 		cfg.JetRecords = cfg.Records
 	}
-	codecs := make([]types.Compression, len(cfg.EventsCodecs))
+	codecs := make([]kbatch.Compression, len(cfg.EventsCodecs))
 	for i, name := range cfg.EventsCodecs {
-		c, err := types.ParseCompression(name)
+		c, err := kbatch.ParseCompression(name)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bftlog/bftlog/testutil/node"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -74,7 +75,7 @@ func (c *chain) fill(cfg Config, topic string) (uint64, error) {
 			_, _ = rand.Read(v)
 			recs[j] = types.BatchRecord{Value: &types.Bytes{Data: v}, CreateTimeMs: time.Now().UnixMilli()}
 		}
-		b, err := types.NewProduceBatch(topic, 0, recs, types.CompressionNone)
+		b, err := types.NewProduceBatch(topic, 0, recs, kbatch.CompressionNone)
 		if err != nil {
 			return 0, err
 		}

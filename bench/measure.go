@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bftlog/bftlog/testutil/node"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -208,7 +209,7 @@ func runChain(cfg Config, n int, baseline string) (res Result, extra []Result, e
 // runEvents measures JSON event records compressed by the producer with codec on a fresh
 // one-validator chain, so that its data directory holds only them: disk bytes per record
 // against payload bytes per record is what compression saves end to end.
-func runEvents(cfg Config, codec types.Compression) (res Result, err error) {
+func runEvents(cfg Config, codec kbatch.Compression) (res Result, err error) {
 	err = inTempDir("bftlogbench-events-", func(t *runT) error {
 		c, err := startChain(t, cfg, 1, cfg.Producers)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	mathrand "math/rand/v2"
 	"time"
 
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -15,7 +16,7 @@ type buildFunc func(producer string, pi, next, n int, now time.Time) (*types.Msg
 // the producer compresses its batches with.
 type workload struct {
 	values      [][]byte
-	compression types.Compression
+	compression kbatch.Compression
 }
 
 // randomValues is the classic load: records of cfg.RecordBytes random bytes (4,096 distinct

@@ -2,10 +2,7 @@ package kafka
 
 import (
 	"context"
-	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -14,98 +11,25 @@ import (
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
-// topicConfig maps the Kafka topic configs bftlog knows; any other, or a value that is not
-// one bftlog can hold, is refused naming the config (INVALID_CONFIG).
+// topicConfig maps the Kafka topic configs bftlog knows (types.TopicConfigFields); any
+// other, or a value that is not one bftlog can hold, is refused naming the config
+// (INVALID_CONFIG).
 func topicConfig(configs []kmsg.CreateTopicsRequestTopicConfig) (types.TopicConfig, error) {
 	cfg := types.TopicConfig{}
 	for _, c := range configs {
 		if c.Value == nil {
 			continue
 		}
-		if err := setTopicConfig(&cfg, c.Name, c.Value); err != nil {
+		if err := types.SetKafkaConfig(&cfg, c.Name, c.Value); err != nil {
 			return cfg, err
 		}
 	}
 	return cfg, nil
 }
 
-// setTopicConfig sets one Kafka topic config on cfg; a nil value puts back its default.
-func setTopicConfig(cfg *types.TopicConfig, name string, value *string) error {
-	switch name {
-	case "retention.ms", "retention.bytes", "max.message.bytes", "delete.retention.ms", "min.compaction.lag.ms":
-		var v int64
-		if value != nil {
-			var err error
-			if v, err = strconv.ParseInt(*value, 10, 64); err != nil {
-				return &configError{name: name, value: *value, why: "an integer"}
-			}
-		}
-		switch name {
-		case "retention.ms":
-			cfg.RetentionMs = v
-		case "retention.bytes":
-			cfg.RetentionBytes = v
-		case "delete.retention.ms":
-			cfg.DeleteRetentionMs = min(v, types.MaxCompactionMs) // Kafka clients say Long.MAX for "forever"
-		case "min.compaction.lag.ms":
-			cfg.MinCompactionLagMs = min(v, types.MaxCompactionMs)
-		default:
-			cfg.MaxRecordBytes = uint64(max(v, 0))
-		}
-	case "min.cleanable.dirty.ratio":
-		cfg.MinCleanableDirtyRatioPermille = 0
-		if value != nil {
-			v, err := strconv.ParseFloat(*value, 64)
-			if err != nil || v < 0 || v > 1 {
-				return &configError{name: name, value: *value, why: "a ratio from 0 to 1"}
-			}
-			// Thousandths, at least one: the chain holds no floats, and 0 means the default.
-			cfg.MinCleanableDirtyRatioPermille = uint32(max(math.Round(v*1000), 1))
-		}
-	case "cleanup.policy":
-		cfg.CleanupPolicy = types.CleanupPolicyDelete
-		if value != nil {
-			p := strings.ReplaceAll(*value, " ", "")
-			switch p {
-			case types.CleanupPolicyDelete, types.CleanupPolicyCompact, types.CleanupPolicyCompactDelete, "delete,compact":
-			default:
-				return &configError{name: name, value: *value, why: `"delete", "compact" or "compact,delete"`}
-			}
-			cfg.CleanupPolicy = p
-		}
-	default:
-		return &configError{name: name}
-	}
-	return nil
-}
-
-// describedConfigs are a topic's configs as DescribeConfigs shows them, defaults applied.
-func describedConfigs(c types.TopicConfig) []describedConfig {
-	c = c.WithDefaults()
-	return []describedConfig{
-		{"cleanup.policy", c.CleanupPolicy, kmsg.ConfigTypeList},
-		{"retention.ms", strconv.FormatInt(c.RetentionMs, 10), kmsg.ConfigTypeLong},
-		{"retention.bytes", strconv.FormatInt(c.RetentionBytes, 10), kmsg.ConfigTypeLong},
-		{"max.message.bytes", strconv.FormatUint(c.MaxRecordBytes, 10), kmsg.ConfigTypeLong},
-		{"delete.retention.ms", strconv.FormatInt(c.EffectiveDeleteRetentionMs(), 10), kmsg.ConfigTypeLong},
-		{"min.compaction.lag.ms", strconv.FormatInt(c.MinCompactionLagMs, 10), kmsg.ConfigTypeLong},
-		{"min.cleanable.dirty.ratio", strconv.FormatFloat(float64(c.EffectiveMinCleanableDirtyRatio())/1000, 'f', -1, 64), kmsg.ConfigTypeDouble},
-	}
-}
-
-type describedConfig struct {
-	name, value string
-	typ         kmsg.ConfigType
-}
-
-type configError struct{ name, value, why string }
-
-func (e *configError) Error() string {
-	if e.why == "" {
-		return "unsupported topic config " + e.name
-	}
-	return fmt.Sprintf("invalid value %q for topic config %s: want %s", e.value, e.name, e.why)
-}
+// describedConfigSource is where every described value comes from: the topic's own config on
+// chain (defaults applied), whether or not its owner set it.
+const describedConfigSource = kmsg.ConfigSourceDynamicTopicConfig
 
 // configTopic is the topic a config resource names, or the Kafka error for it: only topics
 // have configs here.
@@ -137,13 +61,17 @@ func (s *Server) describeConfigs(ctx context.Context, r *kmsg.DescribeConfigsReq
 			resp.Resources = append(resp.Resources, rr)
 			continue
 		}
-		for _, kv := range describedConfigs(t.Config) {
-			if len(res.ConfigNames) > 0 && !slices.Contains(res.ConfigNames, kv.name) {
+		for i := range types.TopicConfigFields {
+			f := &types.TopicConfigFields[i]
+			if len(res.ConfigNames) > 0 && !slices.Contains(res.ConfigNames, f.Name) {
 				continue
 			}
 			rc := kmsg.NewDescribeConfigsResponseResourceConfig()
-			rc.Name, rc.Value = kv.name, kmsg.StringPtr(kv.value)
-			rc.Source, rc.ConfigType = kmsg.ConfigSourceDynamicTopicConfig, kv.typ
+			rc.Name, rc.Value, rc.ReadOnly = f.Name, kmsg.StringPtr(f.Value(t.Config)), f.ReadOnly
+			rc.Source, rc.ConfigType = describedConfigSource, kmsg.ConfigType(f.Type)
+			if r.IncludeDocumentation {
+				rc.Documentation = kmsg.StringPtr(f.Doc)
+			}
 			rr.Configs = append(rr.Configs, rc)
 		}
 		resp.Resources = append(resp.Resources, rr)
@@ -184,13 +112,15 @@ func (s *Server) alterConfigs(ctx context.Context, r *kmsg.AlterConfigsRequest) 
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
 		rr.ErrorCode, rr.ErrorMessage = s.alterTopicConfig(ctx, res.ResourceType, res.ResourceName, r.ValidateOnly, func(cfg *types.TopicConfig) error {
-			for _, kv := range describedConfigs(*cfg) {
-				if err := setTopicConfig(cfg, kv.name, nil); err != nil {
-					return err
+			for i := range types.TopicConfigFields {
+				if f := &types.TopicConfigFields[i]; !f.ReadOnly {
+					if err := f.Set(cfg, nil); err != nil {
+						return err
+					}
 				}
 			}
 			for _, c := range res.Configs {
-				if err := setTopicConfig(cfg, c.Name, c.Value); err != nil {
+				if err := types.SetKafkaConfig(cfg, c.Name, c.Value); err != nil {
 					return err
 				}
 			}
@@ -224,20 +154,21 @@ func alterConfig(cfg *types.TopicConfig, ops []kmsg.IncrementalAlterConfigsReque
 		switch op.Op {
 		case kmsg.IncrementalAlterConfigOpSet:
 			if op.Value == nil {
-				return &configError{name: op.Name, why: "a value to set"}
+				return &types.ConfigError{Name: op.Name, Want: "a value to set"}
 			}
-			if err := setTopicConfig(cfg, op.Name, op.Value); err != nil {
+			if err := types.SetKafkaConfig(cfg, op.Name, op.Value); err != nil {
 				return err
 			}
 		case kmsg.IncrementalAlterConfigOpDelete:
-			if err := setTopicConfig(cfg, op.Name, nil); err != nil {
+			if err := types.SetKafkaConfig(cfg, op.Name, nil); err != nil {
 				return err
 			}
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			if op.Name != "cleanup.policy" || op.Value == nil {
-				return &configError{name: op.Name, why: "cleanup.policy, the one list config, with a value"}
+			f := types.TopicConfigFieldNamed(op.Name)
+			if f == nil || f.Type != types.ConfigTypeList || op.Value == nil {
+				return &types.ConfigError{Name: op.Name, Want: "cleanup.policy, the one list config, with a value"}
 			}
-			policies := strings.Split(cfg.WithDefaults().CleanupPolicy, ",")
+			policies := strings.Split(f.Value(*cfg), ",")
 			for _, v := range strings.Split(strings.ReplaceAll(*op.Value, " ", ""), ",") {
 				i := slices.Index(policies, v)
 				switch {
@@ -249,13 +180,13 @@ func alterConfig(cfg *types.TopicConfig, ops []kmsg.IncrementalAlterConfigsReque
 			}
 			joined := strings.Join(policies, ",")
 			if joined == "" {
-				return &configError{name: op.Name, value: *op.Value, why: "a policy left after subtracting"}
+				return &types.ConfigError{Name: op.Name, Value: *op.Value, Want: "a policy left after subtracting"}
 			}
-			if err := setTopicConfig(cfg, op.Name, &joined); err != nil {
+			if err := types.SetKafkaConfig(cfg, op.Name, &joined); err != nil {
 				return err
 			}
 		default:
-			return &configError{name: op.Name, why: "a known operation (SET, DELETE, APPEND, SUBTRACT)"}
+			return &types.ConfigError{Name: op.Name, Want: "a known operation (SET, DELETE, APPEND, SUBTRACT)"}
 		}
 	}
 	*cfg = cfg.WithDefaults()

@@ -44,9 +44,10 @@ func (s *Server) describeCreated(ctx context.Context, rt *kmsg.CreateTopicsRespo
 		return // created, but not readable yet: the answer stays without them
 	}
 	rt.TopicID, rt.NumPartitions = s.topicIDs.learn(t), int32(t.Partitions)
-	for _, kv := range describedConfigs(t.Config) {
+	for i := range types.TopicConfigFields {
+		f := &types.TopicConfigFields[i]
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
-		c.Name, c.Value, c.Source = kv.name, kmsg.StringPtr(kv.value), int8(kmsg.ConfigSourceDynamicTopicConfig)
+		c.Name, c.Value, c.ReadOnly, c.Source = f.Name, kmsg.StringPtr(f.Value(t.Config)), f.ReadOnly, int8(describedConfigSource)
 		rt.Configs = append(rt.Configs, c)
 	}
 }

@@ -125,8 +125,8 @@ func TestTopicConfigRefusalsNameTheConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, types.TopicConfig{CleanupPolicy: "compact,delete", DeleteRetentionMs: 3_600_000, MinCompactionLagMs: 5000, MinCleanableDirtyRatioPermille: 250}, got)
 	described := map[string]string{}
-	for _, c := range describedConfigs(got) {
-		described[c.name] = c.value
+	for _, f := range types.TopicConfigFields {
+		described[f.Name] = f.Value(got)
 	}
 	require.Equal(t, map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "0", "retention.bytes": "0", "max.message.bytes": "0",
 		"delete.retention.ms": "3600000", "min.compaction.lag.ms": "5000", "min.cleanable.dirty.ratio": "0.25"}, described)

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"google.golang.org/grpc"
 
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -139,7 +140,7 @@ func appendBatches(out []byte, batches []types.RecordBatch, total, budget int) [
 // holdsZstd tells whether any of the stored batches is compressed with zstd.
 func holdsZstd(batches []types.RecordBatch) bool {
 	for _, b := range batches {
-		if types.RecordBatchCompression(b.RecordBatch) == types.CompressionZstd {
+		if kbatch.RecordBatchCompression(b.RecordBatch) == kbatch.CompressionZstd {
 			return true
 		}
 	}

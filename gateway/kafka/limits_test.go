@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -271,7 +272,7 @@ func TestAttackFetchQueriesARepeatedPartitionOnce(t *testing.T) {
 
 // transactionalBatch is a transactional record batch of producer id/epoch with one value.
 func transactionalBatch(t *testing.T, producerID int64, epoch int16, value []byte) []byte {
-	return withHeader(encode(t, types.CompressionNone, types.BatchRecord{Value: &types.Bytes{Data: value}}), func(h []byte) {
+	return withHeader(encode(t, kbatch.CompressionNone, types.BatchRecord{Value: &types.Bytes{Data: value}}), func(h []byte) {
 		h[22] |= 0x10 // transactional
 		binary.BigEndian.PutUint64(h[43:51], uint64(producerID))
 		binary.BigEndian.PutUint16(h[51:53], uint16(epoch))

@@ -25,6 +25,7 @@ import (
 	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
 
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -428,7 +429,7 @@ type recordFetcher interface {
 // which must not be acknowledged as if they were these. The chain stores a batch as it came
 // with only its base offset (bytes 0-7) set, so the rest of the bytes must be equal.
 func (l *lane) ours(k partitionKey, res types.ProduceResult, sent []byte) (bool, error) {
-	if res.Count != types.RecordBatchCount(sent) || len(sent) < types.RecordBatchHeaderSize {
+	if res.Count != kbatch.RecordBatchCount(sent) || len(sent) < kbatch.RecordBatchHeaderSize {
 		return false, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -629,7 +630,7 @@ func (l *lane) settle(reqs []*appendReq, msg *types.MsgProduce, res *sdk.TxRespo
 
 // kafkaIdempotent tells whether a record batch carries a Kafka producer id (>= 0).
 func kafkaIdempotent(batch []byte) bool {
-	h, ok := types.ReadBatchHeader(batch)
+	h, ok := kbatch.ReadBatchHeader(batch)
 	return ok && h.ProducerID >= 0
 }
 
@@ -742,7 +743,7 @@ func (s *Server) produceByName(ctx context.Context, r *kmsg.ProduceRequest) func
 			}
 			for _, b := range batches {
 				// As Kafka: zstd needs produce v7, so that older clients never meet it.
-				if err == nil && b.compression == types.CompressionZstd && r.Version < 7 {
+				if err == nil && b.compression == kbatch.CompressionZstd && r.Version < 7 {
 					err = errorsmod.Wrapf(types.ErrUnsupportedCompression, "zstd needs produce v7 or later, the request is v%d", r.Version)
 				}
 			}

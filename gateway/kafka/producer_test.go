@@ -21,6 +21,7 @@ import (
 	sdkerrors "github.com/cosmos/cosmos-sdk/types/errors"
 
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -103,16 +104,16 @@ func TestDuplicateIsOursOnlyWithOurRecords(t *testing.T) {
 	rec := func(v string, ts int64) types.BatchRecord {
 		return types.BatchRecord{Key: &types.Bytes{Data: []byte("k")}, Value: &types.Bytes{Data: []byte(v)}, CreateTimeMs: ts}
 	}
-	batch := func(c types.Compression, recs ...types.BatchRecord) []byte {
+	batch := func(c kbatch.Compression, recs ...types.BatchRecord) []byte {
 		b, err := types.EncodeRecordBatch(recs, c)
 		require.NoError(t, err)
 		return b
 	}
-	sent := batch(types.CompressionLZ4, rec("a", 7), rec("b", 7), rec("c", 7))
+	sent := batch(kbatch.CompressionLZ4, rec("a", 7), rec("b", 7), rec("c", 7))
 	var asked []*types.QueryFetchRequest
 	fetcher := fetchFunc(func(req *types.QueryFetchRequest) (*types.QueryFetchResponse, error) {
 		asked = append(asked, req)
-		stored := types.RecordBatch{BaseOffset: 10, RecordCount: 3, RecordBatch: types.WithBaseOffset(sent, 10)}
+		stored := types.RecordBatch{BaseOffset: 10, RecordCount: 3, RecordBatch: kbatch.WithBaseOffset(sent, 10)}
 		return &types.QueryFetchResponse{Batches: []types.RecordBatch{stored}, NextOffset: 13}, nil
 	})
 	l := &lane{p: &producer{records: fetcher}}
@@ -123,11 +124,11 @@ func TestDuplicateIsOursOnlyWithOurRecords(t *testing.T) {
 		want bool
 	}{
 		"the same batch":                {sent, true},
-		"the same batch, base offset 0": {types.WithBaseOffset(sent, 0), true},
-		"another gateway's records":     {batch(types.CompressionLZ4, rec("a", 7), rec("b", 7), rec("x", 7)), false},
-		"another timestamp":             {batch(types.CompressionLZ4, rec("a", 7), rec("b", 7), rec("c", 8)), false},
-		"the same records uncompressed": {batch(types.CompressionNone, rec("a", 7), rec("b", 7), rec("c", 7)), false},
-		"another count (never asked)":   {batch(types.CompressionLZ4, rec("a", 7)), false},
+		"the same batch, base offset 0": {kbatch.WithBaseOffset(sent, 0), true},
+		"another gateway's records":     {batch(kbatch.CompressionLZ4, rec("a", 7), rec("b", 7), rec("x", 7)), false},
+		"another timestamp":             {batch(kbatch.CompressionLZ4, rec("a", 7), rec("b", 7), rec("c", 8)), false},
+		"the same records uncompressed": {batch(kbatch.CompressionNone, rec("a", 7), rec("b", 7), rec("c", 7)), false},
+		"another count (never asked)":   {batch(kbatch.CompressionLZ4, rec("a", 7)), false},
 	} {
 		asked = nil
 		got, err := l.ours(k, dup, c.sent)
@@ -142,7 +143,7 @@ func TestDuplicateIsOursOnlyWithOurRecords(t *testing.T) {
 
 	// A duplicate whose offsets hold a batch starting elsewhere is not ours.
 	l.p.records = fetchFunc(func(req *types.QueryFetchRequest) (*types.QueryFetchResponse, error) {
-		return &types.QueryFetchResponse{Batches: []types.RecordBatch{{BaseOffset: 8, RecordCount: 5, RecordBatch: types.WithBaseOffset(sent, 8)}}}, nil
+		return &types.QueryFetchResponse{Batches: []types.RecordBatch{{BaseOffset: 8, RecordCount: 5, RecordBatch: kbatch.WithBaseOffset(sent, 8)}}}, nil
 	})
 	got, err := l.ours(k, dup, sent)
 	require.NoError(t, err)

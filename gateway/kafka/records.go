@@ -3,6 +3,7 @@ package kafka
 import (
 	errorsmod "cosmossdk.io/errors"
 
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -11,7 +12,7 @@ import (
 type producedBatch struct {
 	bytes         []byte
 	records       uint32
-	compression   types.Compression
+	compression   kbatch.Compression
 	producerID    int64
 	epoch         int16
 	firstSequence int32
@@ -25,26 +26,26 @@ type producedBatch struct {
 func splitBatches(b []byte) ([]producedBatch, error) {
 	var out []producedBatch
 	for len(b) > 0 {
-		size, magic, ok := types.PeekRecordBatch(b)
+		size, magic, ok := kbatch.PeekRecordBatch(b)
 		if !ok {
 			return nil, errorsmod.Wrapf(types.ErrInvalidRecordBatch, "truncated record batch (%d bytes)", len(b))
 		}
 		if magic != 2 {
 			return nil, errorsmod.Wrapf(types.ErrInvalidRecordBatch, "magic %d; only record batches of magic 2 are accepted", uint8(magic))
 		}
-		if size < types.RecordBatchHeaderSize || size > int64(len(b)) {
+		if size < kbatch.RecordBatchHeaderSize || size > int64(len(b)) {
 			return nil, errorsmod.Wrapf(types.ErrInvalidRecordBatch, "record batch length %d out of range (%d bytes left)", size, len(b))
 		}
 		batch := b[:size:size]
-		h, _ := types.ReadBatchHeader(batch)
-		if want := types.RecordBatchCRC(batch); h.CRC != want {
+		h, _ := kbatch.ReadBatchHeader(batch)
+		if want := kbatch.RecordBatchCRC(batch); h.CRC != want {
 			return nil, errorsmod.Wrapf(types.ErrInvalidRecordBatch, "CRC-32C is %08x, the batch's bytes give %08x", h.CRC, want)
 		}
 		if h.Control() {
 			return nil, errorsmod.Wrap(types.ErrInvalidRecordBatch, "control batches (transaction markers) are written by the chain")
 		}
 		c := h.Compression()
-		if c > types.CompressionZstd {
+		if c > kbatch.CompressionZstd {
 			return nil, errorsmod.Wrapf(types.ErrUnsupportedCompression, "codec %d", c)
 		}
 		if h.RecordCount <= 0 {

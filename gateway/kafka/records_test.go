@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -12,17 +13,17 @@ import (
 // the header fields read as the header holds them.
 func FuzzSplitBatches(f *testing.F) {
 	rec := types.BatchRecord{Key: &types.Bytes{Data: []byte("k")}, Value: &types.Bytes{Data: []byte("v")}, Headers: []types.Header{{Key: "h"}}}
-	for _, c := range []types.Compression{types.CompressionNone, types.CompressionZstd} {
+	for _, c := range []kbatch.Compression{kbatch.CompressionNone, kbatch.CompressionZstd} {
 		b, err := types.EncodeRecordBatch([]types.BatchRecord{rec, rec}, c)
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(b)
 		f.Add(append(append([]byte(nil), b...), b...))
-		f.Add(types.WithProducer(b, 7, 1, 3))
+		f.Add(kbatch.WithProducer(b, 7, 1, 3))
 	}
 	f.Add([]byte{})
-	f.Add(types.EncodeCommitMarker(1, 0, 5))
+	f.Add(kbatch.EncodeCommitMarker(1, 0, 5))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := splitBatches(data)
 		if err != nil {
@@ -30,8 +31,8 @@ func FuzzSplitBatches(f *testing.F) {
 		}
 		var joined []byte
 		for _, pb := range got {
-			h, ok := types.ReadBatchHeader(pb.bytes)
-			if !ok || h.Magic != 2 || h.Size() != int64(len(pb.bytes)) || h.CRC != types.RecordBatchCRC(pb.bytes) {
+			h, ok := kbatch.ReadBatchHeader(pb.bytes)
+			if !ok || h.Magic != 2 || h.Size() != int64(len(pb.bytes)) || h.CRC != kbatch.RecordBatchCRC(pb.bytes) {
 				t.Fatalf("accepted a batch whose framing is not valid: %x", pb.bytes)
 			}
 			if h.Control() || pb.records == 0 || pb.records != uint32(h.RecordCount) || pb.compression != h.Compression() ||

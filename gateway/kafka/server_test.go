@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"google.golang.org/grpc"
 
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -78,7 +79,7 @@ func TestUnsupportedRequestsGetAnErrorNotAHangup(t *testing.T) {
 	require.False(t, keys[kmsg.DescribeClientQuotas], "DescribeClientQuotas not advertised")
 }
 
-func encode(t *testing.T, c types.Compression, recs ...types.BatchRecord) []byte {
+func encode(t *testing.T, c kbatch.Compression, recs ...types.BatchRecord) []byte {
 	t.Helper()
 	b, err := types.EncodeRecordBatch(recs, c)
 	require.NoError(t, err)
@@ -89,7 +90,7 @@ func encode(t *testing.T, c types.Compression, recs ...types.BatchRecord) []byte
 func withHeader(b []byte, set func(h []byte)) []byte {
 	out := append([]byte(nil), b...)
 	set(out)
-	binary.BigEndian.PutUint32(out[17:21], types.RecordBatchCRC(out))
+	binary.BigEndian.PutUint32(out[17:21], kbatch.RecordBatchCRC(out))
 	return out
 }
 
@@ -97,8 +98,8 @@ func withHeader(b []byte, set func(h []byte)) []byte {
 // chain stores it as sent), with the idempotent producer's id and first sequence read.
 func TestSplitBatchesKeepsTheBytes(t *testing.T) {
 	rec := types.BatchRecord{Key: &types.Bytes{Data: []byte("k")}, Value: &types.Bytes{Data: []byte("v")}, Headers: []types.Header{{Key: "h", Value: []byte("x")}}, CreateTimeMs: 1000}
-	plain := encode(t, types.CompressionNone, rec, rec)
-	zstd := withHeader(encode(t, types.CompressionZstd, rec, rec, rec), func(h []byte) {
+	plain := encode(t, kbatch.CompressionNone, rec, rec)
+	zstd := withHeader(encode(t, kbatch.CompressionZstd, rec, rec, rec), func(h []byte) {
 		binary.BigEndian.PutUint64(h[43:51], 77) // producer id
 		binary.BigEndian.PutUint32(h[53:57], 5)  // first sequence
 	})
@@ -112,8 +113,8 @@ func TestSplitBatchesKeepsTheBytes(t *testing.T) {
 	require.EqualValues(t, 3, got[1].records)
 	require.EqualValues(t, 77, got[1].producerID)
 	require.EqualValues(t, 5, got[1].firstSequence)
-	require.Equal(t, types.CompressionNone, got[0].compression)
-	require.Equal(t, types.CompressionZstd, got[1].compression)
+	require.Equal(t, kbatch.CompressionNone, got[0].compression)
+	require.Equal(t, kbatch.CompressionZstd, got[1].compression)
 
 	none, err := splitBatches(nil)
 	require.NoError(t, err)
@@ -124,7 +125,7 @@ func TestSplitBatchesKeepsTheBytes(t *testing.T) {
 // the Kafka code it would for the chain's own refusal.
 func TestSplitBatchesRefusals(t *testing.T) {
 	rec := types.BatchRecord{Value: &types.Bytes{Data: []byte("v")}}
-	good := encode(t, types.CompressionLZ4, rec, rec)
+	good := encode(t, kbatch.CompressionLZ4, rec, rec)
 	for name, c := range map[string]struct {
 		batch []byte
 		err   error
@@ -184,12 +185,12 @@ func (q *fetchOnly) Fetch(_ context.Context, req *types.QueryFetchRequest, _ ...
 // holding the fetch offset; franz-go skips the records before it and reads the rest intact:
 // keys, values, headers, null versus empty, offsets and timestamps.
 func TestFetchReturnsStoredBatchesUnchanged(t *testing.T) {
-	first := types.WithBaseOffset(encode(t, types.CompressionLZ4,
+	first := kbatch.WithBaseOffset(encode(t, kbatch.CompressionLZ4,
 		types.BatchRecord{Key: &types.Bytes{Data: []byte("k")}, Value: &types.Bytes{Data: []byte("v")}, Headers: []types.Header{{Key: "h", Value: []byte("x")}, {Key: "n"}}, CreateTimeMs: 1000},
 		types.BatchRecord{Key: nil, Value: &types.Bytes{}, CreateTimeMs: 1005},
 		types.BatchRecord{Key: &types.Bytes{}, Value: nil, CreateTimeMs: 1007},
 	), 0)
-	second := types.WithBaseOffset(encode(t, types.CompressionZstd,
+	second := kbatch.WithBaseOffset(encode(t, kbatch.CompressionZstd,
 		types.BatchRecord{Value: &types.Bytes{Data: []byte("w")}, CreateTimeMs: 2000},
 		types.BatchRecord{Value: &types.Bytes{Data: []byte("y")}, CreateTimeMs: 2001},
 		types.BatchRecord{Value: &types.Bytes{Data: []byte("z")}, CreateTimeMs: 2002},

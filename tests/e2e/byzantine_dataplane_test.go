@@ -13,6 +13,7 @@ import (
 
 	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -52,7 +53,7 @@ func TestAttackByzantineValidatorOnTheDataPlane(t *testing.T) {
 			for j := 0; j < 20; j++ {
 				records = append(records, types.BatchRecord{Value: &types.Bytes{Data: fmt.Appendf(nil, "side-%d-%d-%s", i, j, strings.Repeat("x", 64))}})
 			}
-			batch, err := types.NewProduceBatch("byzantine-side", 0, records, types.CompressionNone)
+			batch, err := types.NewProduceBatch("byzantine-side", 0, records, kbatch.CompressionNone)
 			if err != nil {
 				return
 			}

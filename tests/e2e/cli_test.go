@@ -15,6 +15,7 @@ import (
 
 	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/x/topics/client/cli"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -197,9 +198,9 @@ func checkCompressedProduce(t *testing.T, n *node.Node) {
 		require.Len(t, res.Batches, 1, "one transaction, one partition: one batch")
 		b := res.Batches[0]
 		require.NoError(t, b.CheckStored())
-		info, err := types.CheckRecordBatch(b.RecordBatch, types.BatchLimits{MaxRecordBytes: 1 << 20, MaxDecompressedBytes: 4 << 20, MaxHeaders: 64})
+		info, err := kbatch.CheckRecordBatch(b.RecordBatch, kbatch.BatchLimits{MaxRecordBytes: 1 << 20, MaxDecompressedBytes: 4 << 20, MaxHeaders: 64})
 		require.NoError(t, err)
-		want, _ := types.ParseCompression(codec)
+		want, _ := kbatch.ParseCompression(codec)
 		require.Equal(t, want, info.Compression, "stored as produced")
 		stored[codec] = b.SizeBytes
 	}

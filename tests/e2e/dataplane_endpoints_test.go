@@ -13,6 +13,7 @@ import (
 	"github.com/bftlog/bftlog/testutil/node"
 	poatypes "github.com/bftlog/bftlog/x/poa/types"
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -102,7 +103,7 @@ func produceLarge(t *testing.T, n *node.Node, signer *txclient.Signer, topic, ro
 		for i := range recs {
 			recs[i] = types.BatchRecord{Value: types.NewBytes([]byte(fmt.Sprintf("%s batch %03d record %03d %s", round, b, i, strings.Repeat("x", 60))))}
 		}
-		batch, err := types.NewProduceBatch(topic, 0, recs, types.CompressionNone)
+		batch, err := types.NewProduceBatch(topic, 0, recs, kbatch.CompressionNone)
 		require.NoError(t, err)
 		hash, err := signer.Submit(&types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{batch}})
 		require.NoError(t, err)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,9 +27,12 @@ import (
 	codectypes "github.com/cosmos/cosmos-sdk/codec/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 	"github.com/cosmos/cosmos-sdk/types/bech32"
+	txtypes "github.com/cosmos/cosmos-sdk/types/tx"
 	authtypes "github.com/cosmos/cosmos-sdk/x/auth/types"
 	govtypes "github.com/cosmos/cosmos-sdk/x/gov/types"
 
+	"github.com/bftlog/bftlog/app"
+	"github.com/bftlog/bftlog/app/ordering"
 	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/testutil/sample"
 	poatypes "github.com/bftlog/bftlog/x/poa/types"
@@ -365,4 +370,268 @@ func signerOf(m sdk.Msg) string {
 		return m.Authority
 	}
 	return ""
+}
+
+// namedProduce is one 1,000-record produce a block named by digest, as read from the block
+// store and the signed bytes (what the REST answers are checked against).
+type namedProduce struct {
+	height            int64
+	index             int    // in the block
+	hash, refHash     string // upper-case hex
+	topic, fee        string // fee as "<amount><denom>"
+	partition, gasCap uint64
+	size              uint64 // the signed transaction's bytes
+}
+
+// produceNamed produces 1,000-record batches to partitions of topic with the CLI until blocks
+// have named want of them, and reads each one's block, reference and signed fee.
+func produceNamed(t *testing.T, n *node.Node, topic string, want int) []namedProduce {
+	t.Helper()
+	rpc := strings.Replace(n.RPC, "tcp://", "http://", 1)
+	var named []namedProduce
+	for attempt := 0; len(named) < want; attempt++ {
+		require.Less(t, attempt, 4*want, "blocks carried the produces instead of naming them")
+		var lines strings.Builder
+		for i := range 1000 {
+			fmt.Fprintf(&lines, "key-%d:value-%06d-%s\n", i, attempt*1000+i, strings.Repeat("x", 40))
+		}
+		partition := attempt % 3
+		var out struct {
+			TxHashes []string `json:"tx_hashes"`
+		}
+		res := n.MustCLI(lines.String(), "tx", "topics", "produce", topic, "--partition", strconv.Itoa(partition),
+			"--key-separator", ":", "--from", "alice", "-o", "json")
+		require.NoError(t, json.Unmarshal([]byte(res), &out), res)
+		require.Len(t, out.TxHashes, 1, "one transaction of 1,000 records")
+		var result struct {
+			Height int64 `json:"height"`
+		}
+		eventually(t, "the produce committed", 30*time.Second, func() bool {
+			resp, err := http.Get(n.API + app.RawTxResultPath + "?wait=5s&hash=" + out.TxHashes[0])
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&result) == nil
+		})
+		for i, tx := range blockTxs(t, rpc, result.Height) {
+			hash, ok := app.ParseTxRef(tx)
+			if !ok || fmt.Sprintf("%X", hash) != out.TxHashes[0] {
+				continue
+			}
+			// The fee as signed, from the bytes the node's pool serves its peers.
+			var raw txtypes.TxRaw
+			var auth txtypes.AuthInfo
+			signed := must(httpGet(n.API + app.PoolPath + out.TxHashes[0]))
+			require.NoError(t, raw.Unmarshal(signed))
+			require.NoError(t, auth.Unmarshal(raw.AuthInfoBytes))
+			require.False(t, auth.Fee.Amount.IsZero(), "a produce pays a fee")
+			named = append(named, namedProduce{height: result.Height, index: i, hash: out.TxHashes[0],
+				refHash: fmt.Sprintf("%X", sha256.Sum256(tx)), topic: topic, partition: uint64(partition),
+				fee: auth.Fee.Amount.String(), gasCap: auth.Fee.GasLimit, size: uint64(len(signed))})
+		}
+	}
+	return named
+}
+
+func httpGet(url string) ([]byte, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
+}
+
+// explorerTx is a transaction as the REST answers give it (tx, or an entry of txs) with the
+// fields explorers show of a produce.
+type explorerTx struct {
+	Body struct {
+		Messages []struct {
+			Type     string `json:"@type"`
+			Producer string `json:"producer"`
+			Batches  []struct {
+				Topic       string `json:"topic"`
+				Partition   uint64 `json:"partition"`
+				RecordCount uint64 `json:"record_count"`
+			} `json:"batches"`
+			TxHash []byte `json:"tx_hash"` // MsgOrderedTx
+		} `json:"messages"`
+	} `json:"body"`
+	AuthInfo struct {
+		Fee struct {
+			Amount   sdk.Coins `json:"amount"`
+			GasLimit string    `json:"gas_limit"`
+		} `json:"fee"`
+	} `json:"auth_info"`
+}
+
+type explorerTxResponse struct {
+	TxHash  string `json:"txhash"`
+	Height  string `json:"height"`
+	Code    uint32 `json:"code"`
+	GasUsed string `json:"gas_used"`
+}
+
+// requireProduce checks that an answer shows p's MsgProduce: producer, topic, partition, 1,000
+// records, fee and gas as signed.
+func requireProduce(t *testing.T, p namedProduce, producer string, tx explorerTx, what string) {
+	t.Helper()
+	require.Len(t, tx.Body.Messages, 1, what)
+	m := tx.Body.Messages[0]
+	require.Equal(t, "/bftlog.topics.v1.MsgProduce", m.Type, what)
+	require.Equal(t, producer, m.Producer, what)
+	require.Len(t, m.Batches, 1, what)
+	require.Equal(t, p.topic, m.Batches[0].Topic, what)
+	require.Equal(t, p.partition, m.Batches[0].Partition, what)
+	require.EqualValues(t, 1000, m.Batches[0].RecordCount, what)
+	require.Equal(t, p.fee, tx.AuthInfo.Fee.Amount.String(), what)
+	require.Equal(t, strconv.FormatUint(p.gasCap, 10), tx.AuthInfo.Fee.GasLimit, what)
+}
+
+// TestExplorerShowsNamedProduces reads, as ping.pub does, the REST routes explorers use for
+// blocks and transactions on a one-validator chain whose blocks name three 1,000-record
+// produces by digest: each route answers with the MsgProduce itself (topic, partition, record
+// count, fee, signer) and its own hash, by either hash, in the block, the block's transaction
+// list and the event search, and lists what it replaced in named_txs. Once the node no longer
+// holds them, every route answers with the references and says so (status not_held).
+func TestExplorerShowsNamedProduces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real node")
+	}
+	n := node.StartSingle(t, "alice")
+	createTopic(n, "alice", "orders", 3)
+	produces := produceNamed(t, n, "orders", 3)
+	alice := n.Address("alice")
+	checkExplorerRoutes(t, n, produces, alice, ordering.NamedShown)
+	var pp *pingPub
+	if dist := os.Getenv("PINGPUB_DIST"); dist != "" {
+		pp = openPingPub(t, dist)
+		pp.use(n)
+		pp.checkShown(produces)
+		pp.checkTxList(func() namedProduce { return produceNamed(t, n, "orders", 1)[0] })
+	} else {
+		t.Log("PINGPUB_DIST unset: ping.pub's pages not checked in a browser (docs/explorers.md says how to build it)")
+	}
+
+	// The node forgets them: its pool's height files gone, as after keep-heights.
+	n.Stop()
+	require.NoError(t, os.RemoveAll(filepath.Join(n.Home, "data", "pool")))
+	n.StartAndWait()
+	eventually(t, "the REST API answers after the restart", 30*time.Second, func() bool {
+		_, err := httpGet(n.API + "/cosmos/tx/v1beta1/txs/" + produces[0].refHash)
+		return err == nil
+	})
+	checkExplorerRoutes(t, n, produces, alice, ordering.NamedNotHeld)
+	if pp != nil {
+		pp.use(n) // its API's new port
+		pp.checkNotHeld(produces[0])
+	}
+}
+
+// checkExplorerRoutes reads every route for each produce and checks what it shows: the
+// MsgProduce under its own hash when status is shown, the reference under its hash when not_held.
+func checkExplorerRoutes(t *testing.T, n *node.Node, produces []namedProduce, producer, status string) {
+	t.Helper()
+	type named struct {
+		NamedTxs []ordering.NamedTx `json:"named_txs"`
+	}
+	// checkNamed: the answer's named_txs lists p at index with status; it shows the produce
+	// (or, not held, the reference) under the hash explorers then ask for.
+	checkNamed := func(p namedProduce, list []ordering.NamedTx, index int, tx explorerTx, txhash, what string) {
+		t.Helper()
+		require.Contains(t, list, ordering.NamedTx{Index: index, ReferenceHash: p.refHash, TxHash: p.hash,
+			TxBytes: p.size, Status: status, Note: ordering.NoteOf(status)}, what)
+		switch {
+		case what == "block": // checked from the bytes
+			return
+		case status == ordering.NamedShown:
+			requireProduce(t, p, producer, tx, what)
+			if txhash != "" {
+				require.Equal(t, p.hash, txhash, what)
+			}
+			return
+		}
+		require.Len(t, tx.Body.Messages, 1, what)
+		require.Equal(t, ordering.TypeURL, tx.Body.Messages[0].Type, what)
+		require.Equal(t, p.hash, fmt.Sprintf("%X", tx.Body.Messages[0].TxHash), what)
+		if txhash != "" {
+			require.Equal(t, p.refHash, txhash, what)
+		}
+	}
+	for _, p := range produces {
+		// The transaction page, by either hash.
+		for _, hash := range []string{p.hash, p.refHash, strings.ToLower(p.hash)} {
+			var got struct {
+				NamedTx    ordering.NamedTx   `json:"named_tx"`
+				Tx         explorerTx         `json:"tx"`
+				TxResponse explorerTxResponse `json:"tx_response"`
+			}
+			restJSON(t, n, "/cosmos/tx/v1beta1/txs/"+hash, &got)
+			checkNamed(p, []ordering.NamedTx{got.NamedTx}, 0, got.Tx, got.TxResponse.TxHash, "tx by "+hash)
+			require.Equal(t, strconv.FormatInt(p.height, 10), got.TxResponse.Height)
+			require.Zero(t, got.TxResponse.Code)
+			require.NotEqual(t, "0", got.TxResponse.GasUsed)
+		}
+		// The block page (ping.pub decodes block.data.txs and hashes each); sdk_block stays
+		// the block as committed.
+		type blockJSON struct {
+			Data struct {
+				Txs [][]byte `json:"txs"`
+			} `json:"data"`
+		}
+		var block struct {
+			named
+			Block    blockJSON `json:"block"`
+			SDKBlock blockJSON `json:"sdk_block"`
+		}
+		restJSON(t, n, fmt.Sprintf("/cosmos/base/tendermint/v1beta1/blocks/%d", p.height), &block)
+		shownBz := block.Block.Data.Txs[p.index]
+		var raw txtypes.TxRaw
+		var body txtypes.TxBody
+		require.NoError(t, raw.Unmarshal(shownBz))
+		require.NoError(t, body.Unmarshal(raw.BodyBytes))
+		committed := fmt.Sprintf("%X", sha256.Sum256(block.SDKBlock.Data.Txs[p.index]))
+		require.Equal(t, p.refHash, committed, "sdk_block holds the reference")
+		if status == ordering.NamedShown {
+			require.Equal(t, p.hash, fmt.Sprintf("%X", sha256.Sum256(shownBz)), "block.data.txs shows the produce")
+			require.Equal(t, "/bftlog.topics.v1.MsgProduce", body.Messages[0].TypeUrl)
+		} else {
+			require.Equal(t, p.refHash, fmt.Sprintf("%X", sha256.Sum256(shownBz)))
+		}
+		checkNamed(p, block.NamedTxs, p.index, explorerTx{}, "", "block")
+		// The block's transactions (GetBlockWithTxs), and the event searches.
+		var list struct {
+			named
+			Txs         []explorerTx         `json:"txs"`
+			TxResponses []explorerTxResponse `json:"tx_responses"`
+		}
+		restJSON(t, n, fmt.Sprintf("/cosmos/tx/v1beta1/txs/block/%d", p.height), &list)
+		checkNamed(p, list.NamedTxs, p.index, list.Txs[p.index], "", "txs/block")
+		for _, query := range []string{
+			"?query=" + url.QueryEscape(fmt.Sprintf("tx.height=%d", p.height)),
+			"?events=" + url.QueryEscape(fmt.Sprintf("tx.height=%d", p.height)),                                                               // SDKs before v0.50
+			"?query=" + url.QueryEscape("message.sender='"+producer+"'") + "&query=" + url.QueryEscape(fmt.Sprintf("tx.height=%d", p.height)), // ping.pub's getTxs
+		} {
+			list.NamedTxs, list.Txs, list.TxResponses = nil, nil, nil
+			restJSON(t, n, "/cosmos/tx/v1beta1/txs"+query, &list)
+			i := slices.IndexFunc(list.NamedTxs, func(x ordering.NamedTx) bool { return x.TxHash == p.hash })
+			require.GreaterOrEqual(t, i, 0, "search %s: %+v", query, list.NamedTxs)
+			at := list.NamedTxs[i].Index
+			checkNamed(p, list.NamedTxs, at, list.Txs[at], list.TxResponses[at].TxHash, "search "+query)
+		}
+	}
+	// An unknown hash is still not found, and a broadcast still reaches the SDK.
+	resp, err := http.Get(n.API + "/cosmos/tx/v1beta1/txs/" + strings.Repeat("AB", 32))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	resp, err = http.Post(n.API+"/cosmos/tx/v1beta1/txs", "application/json", strings.NewReader(`{"tx_bytes":"","mode":"BROADCAST_MODE_SYNC"}`))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.NotEqual(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	t.Logf("%d produces of 1,000 records: every route shows them %s", len(produces), status)
 }

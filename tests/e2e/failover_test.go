@@ -14,6 +14,7 @@ import (
 
 	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -110,7 +111,7 @@ func goProducers(ctx context.Context, t *testing.T, net *node.Network, p *ackedP
 				for j := 0; j < 20; j++ {
 					records = append(records, types.BatchRecord{Value: &types.Bytes{Data: fmt.Appendf(nil, "go-%d-%d-%d", part, i, j)}})
 				}
-				batch, err := types.NewProduceBatch(p.topic, uint32(part), records, types.CompressionNone)
+				batch, err := types.NewProduceBatch(p.topic, uint32(part), records, kbatch.CompressionNone)
 				if err != nil {
 					t.Errorf("encode batch: %v", err)
 					return

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -88,7 +89,7 @@ func (p *ackedProducer) run(ctx context.Context, t *testing.T, firstNode int) {
 		for j := 0; j < 5; j++ {
 			records = append(records, types.BatchRecord{Value: &types.Bytes{Data: []byte(fmt.Sprintf("r-%d-%d", i, j))}})
 		}
-		batch, err := types.NewProduceBatch(p.topic, uint32(part), records, types.CompressionNone)
+		batch, err := types.NewProduceBatch(p.topic, uint32(part), records, kbatch.CompressionNone)
 		if err != nil {
 			t.Errorf("encode batch: %v", err)
 			return

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/x/topics/client/consumer"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -46,7 +47,7 @@ func TestConsumerGroupSplitAndTakeOver(t *testing.T) {
 		for i := 0; i < 10; i++ {
 			recs = append(recs, types.BatchRecord{Value: &types.Bytes{Data: []byte(fmt.Sprintf("p%d-%d", p, i))}})
 		}
-		b, err := types.NewProduceBatch("events", p, recs, types.CompressionNone)
+		b, err := types.NewProduceBatch("events", p, recs, kbatch.CompressionNone)
 		require.NoError(t, err)
 		batches = append(batches, b)
 	}

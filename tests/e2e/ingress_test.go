@@ -14,6 +14,7 @@ import (
 	"github.com/bftlog/bftlog/app"
 	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -35,7 +36,7 @@ func TestIngressResultWithoutTransactionBytes(t *testing.T) {
 	for i := range recs {
 		recs[i] = types.BatchRecord{Value: types.NewBytes(bytes.Repeat([]byte{byte(i)}, 1000))}
 	}
-	batch, err := types.NewProduceBatch("ingress", 0, recs, types.CompressionNone)
+	batch, err := types.NewProduceBatch("ingress", 0, recs, kbatch.CompressionNone)
 	require.NoError(t, err)
 	began := time.Now()
 	res, err := signer.SubmitAndWait(&types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{batch}})

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/bftlog/bftlog/testutil/node"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -26,9 +27,9 @@ func idempotentBatch(t *testing.T, n int, pid int64, seq int32) []byte {
 	for i := 0; i < n; i++ {
 		recs = append(recs, types.BatchRecord{Value: &types.Bytes{Data: []byte(fmt.Sprintf("seq %d record %d", seq, i))}})
 	}
-	raw, err := types.EncodeRecordBatch(recs, types.CompressionNone)
+	raw, err := types.EncodeRecordBatch(recs, kbatch.CompressionNone)
 	require.NoError(t, err)
-	return types.WithProducer(raw, pid, 0, seq)
+	return kbatch.WithProducer(raw, pid, 0, seq)
 }
 
 // produceRaw sends one Produce request (acks=-1) with batch for partition 0 to the gateway at

@@ -22,6 +22,7 @@ import (
 
 	"github.com/bftlog/bftlog/gateway/kafka"
 	"github.com/bftlog/bftlog/testutil/node"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -379,7 +380,7 @@ func TestAttackKafkaGatewaysShareAKey(t *testing.T) {
 	}
 	n.MustCLI("", "tx", "topics", "produce", topic, "from-the-cli", "--partition", "0", "--from", "alice")
 	cliAt := acked.Load()
-	batch, err := types.NewProduceBatch(topic, 1, []types.BatchRecord{{Value: &types.Bytes{Data: []byte("from-an-ordered-signer")}}}, types.CompressionNone)
+	batch, err := types.NewProduceBatch(topic, 1, []types.BatchRecord{{Value: &types.Bytes{Data: []byte("from-an-ordered-signer")}}}, kbatch.CompressionNone)
 	require.NoError(t, err)
 	_, err = ordered.SubmitAndWait(&types.MsgProduce{Producer: ordered.Address(), Batches: []types.ProduceBatch{batch}})
 	require.NoError(t, err, "a signer whose sequence another process used must recover, not fail")
@@ -474,12 +475,12 @@ func TestKafkaCompressedBatchesPassThrough(t *testing.T) {
 	codecs := []struct {
 		name  string
 		codec kgo.CompressionCodec
-		kind  types.Compression
+		kind  kbatch.Compression
 	}{
-		{"gzip", kgo.GzipCompression(), types.CompressionGzip},
-		{"snappy", kgo.SnappyCompression(), types.CompressionSnappy},
-		{"lz4", kgo.Lz4Compression(), types.CompressionLZ4},
-		{"zstd", kgo.ZstdCompression(), types.CompressionZstd},
+		{"gzip", kgo.GzipCompression(), kbatch.CompressionGzip},
+		{"snappy", kgo.SnappyCompression(), kbatch.CompressionSnappy},
+		{"lz4", kgo.Lz4Compression(), kbatch.CompressionLZ4},
+		{"zstd", kgo.ZstdCompression(), kbatch.CompressionZstd},
 	}
 	admin, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr()))
 	require.NoError(t, err)
@@ -502,8 +503,8 @@ func TestKafkaCompressedBatchesPassThrough(t *testing.T) {
 		require.NotEmpty(t, res.Batches)
 		return res.Batches
 	}
-	codecOf := func(b types.RecordBatch) types.Compression {
-		return types.Compression(binary.BigEndian.Uint16(b.RecordBatch[21:23]) & 0x07)
+	codecOf := func(b types.RecordBatch) kbatch.Compression {
+		return kbatch.Compression(binary.BigEndian.Uint16(b.RecordBatch[21:23]) & 0x07)
 	}
 	filler := strings.Repeat(" compressible", 40) // so that every client's compression pays
 	want := make([][]string, len(codecs))         // per partition, by offset
@@ -521,13 +522,13 @@ func TestKafkaCompressedBatchesPassThrough(t *testing.T) {
 		want[p] = append(want[p],
 			shown([]byte("k1"), []byte("v1"+filler), []kgo.RecordHeader{{Key: "h", Value: []byte("x")}, {Key: "empty", Value: []byte{}}, {Key: "null"}}),
 			shown(nil, []byte{}, nil), shown([]byte{}, nil, nil))
-		plain, err := types.EncodeRecordBatch(recs, types.CompressionNone)
+		plain, err := types.EncodeRecordBatch(recs, kbatch.CompressionNone)
 		require.NoError(t, err)
 		comp, err := kgo.DefaultCompressor(c.codec)
 		require.NoError(t, err)
-		body, kind := comp.Compress(new(bytes.Buffer), plain[types.RecordBatchHeaderSize:])
+		body, kind := comp.Compress(new(bytes.Buffer), plain[kbatch.RecordBatchHeaderSize:])
 		require.EqualValues(t, c.kind, kind, c.name)
-		sent := append(append([]byte(nil), plain[:types.RecordBatchHeaderSize]...), body...)
+		sent := append(append([]byte(nil), plain[:kbatch.RecordBatchHeaderSize]...), body...)
 		binary.BigEndian.PutUint32(sent[8:12], uint32(len(sent)-12))
 		binary.BigEndian.PutUint16(sent[21:23], uint16(c.kind))
 		binary.BigEndian.PutUint32(sent[17:21], crc32.Checksum(sent[21:], crc32.MakeTable(crc32.Castagnoli)))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bftlog/bftlog/app"
 	"github.com/bftlog/bftlog/testutil/node"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -41,7 +42,7 @@ func TestOrderingByDigestAcrossValidators(t *testing.T) {
 		for i := range recs {
 			recs[i] = types.BatchRecord{Value: types.NewBytes([]byte(fmt.Sprintf("batch %03d record %03d %s", b, i, strings.Repeat("x", 60))))}
 		}
-		batch, err := types.NewProduceBatch("digest", 0, recs, types.CompressionNone)
+		batch, err := types.NewProduceBatch("digest", 0, recs, kbatch.CompressionNone)
 		require.NoError(t, err)
 		hash, err := signer.Submit(&types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{batch}})
 		require.NoError(t, err)
@@ -87,8 +88,9 @@ func TestOrderingByDigestAcrossValidators(t *testing.T) {
 		return search.Result.TotalCount == "1"
 	})
 
-	// Explorers read the block through the SDK's REST API: the reference decodes as
-	// MsgOrderedTx naming the producer, and its result carries the produce's events.
+	// Explorers read the block through the SDK's REST API: by the reference's hash it answers
+	// with the produce the reference names (app/ordering_query.go), and its result carries the
+	// produce's events.
 	// CometBFT indexes a block's transactions after its commit, asynchronously: the reference
 	// (of the last block that named one) may not be indexed yet when named[0] is.
 	var byHash restTxJSON
@@ -102,8 +104,10 @@ func TestOrderingByDigestAcrossValidators(t *testing.T) {
 	})
 	getJSON(t, fmt.Sprintf("%s/cosmos/tx/v1beta1/txs/%X", n0.API, sha256.Sum256(refTx)), &byHash)
 	require.Len(t, byHash.Tx.Body.Messages, 1)
-	require.Equal(t, "/bftlog.ordering.v1.MsgOrderedTx", byHash.Tx.Body.Messages[0]["@type"])
-	require.Equal(t, signer.Address(), byHash.Tx.Body.Messages[0]["signer"])
+	require.Equal(t, "/bftlog.topics.v1.MsgProduce", byHash.Tx.Body.Messages[0]["@type"])
+	require.Equal(t, signer.Address(), byHash.Tx.Body.Messages[0]["producer"])
+	refNames, _ := app.ParseTxRef(refTx)
+	require.Equal(t, fmt.Sprintf("%X", refNames), byHash.TxResponse.TxHash, "the produce's own hash")
 	var types_ []string
 	for _, e := range byHash.TxResponse.Events {
 		types_ = append(types_, e.Type)

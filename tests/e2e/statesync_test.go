@@ -20,6 +20,7 @@ import (
 
 	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/x/topics/client/verify"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -78,7 +79,7 @@ func TestStateSyncJoinsWithTheLog(t *testing.T) {
 					rng.Read(v)
 					recs[r] = types.BatchRecord{Key: types.NewBytes(fmt.Appendf(nil, "k%d", b)), Value: &types.Bytes{Data: v}}
 				}
-				batch, err := types.NewProduceBatch("ledger", uint32(b%4), recs, types.CompressionNone)
+				batch, err := types.NewProduceBatch("ledger", uint32(b%4), recs, kbatch.CompressionNone)
 				if err == nil {
 					_, err = signer.SubmitAndWait(&types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{batch}})
 				}

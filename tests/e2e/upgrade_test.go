@@ -17,6 +17,7 @@ import (
 	"github.com/bftlog/bftlog/app"
 	"github.com/bftlog/bftlog/testutil/node"
 	"github.com/bftlog/bftlog/x/topics/client/verify"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -50,7 +51,7 @@ func TestSoftwareUpgradeByGovernance(t *testing.T) {
 			for i := from; i < to; i++ {
 				recs = append(recs, types.BatchRecord{Key: types.NewBytes(fmt.Appendf(nil, "k%d", i)), Value: types.NewBytes(fmt.Appendf(nil, "p%d-v%d", p, i))})
 			}
-			b, err := types.NewProduceBatch("ledger", p, recs, types.CompressionNone)
+			b, err := types.NewProduceBatch("ledger", p, recs, kbatch.CompressionNone)
 			require.NoError(t, err)
 			_, err = signer.SubmitAndWait(&types.MsgProduce{Producer: signer.Address(), Batches: []types.ProduceBatch{b}})
 			require.NoError(t, err)

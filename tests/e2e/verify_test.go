@@ -26,6 +26,7 @@ import (
 	"github.com/bftlog/bftlog/x/topics/client/consumer"
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
 	"github.com/bftlog/bftlog/x/topics/client/verify"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -87,12 +88,12 @@ func (l lie) batch(b *types.RecordBatch) {
 		return
 	}
 	if l == hideAsCompacted {
-		all, _, err := types.CompactionRecords(b.RecordBatch)
+		all, _, err := kbatch.CompactionRecords(b.RecordBatch)
 		if err != nil {
 			return
 		}
 		i := slices.Index(values(recs), victim)
-		b.RecordBatch = types.CompactedBatch(b.RecordBatch, slices.Delete(all, i, i+1))
+		b.RecordBatch = kbatch.CompactedBatch(b.RecordBatch, slices.Delete(all, i, i+1))
 		b.RecordCount--
 		return
 	}
@@ -101,11 +102,11 @@ func (l lie) batch(b *types.RecordBatch) {
 	for i, r := range recs {
 		brs[i] = types.BatchRecord{Key: r.Key, Value: r.Value, Headers: r.Headers, CreateTimeMs: r.CreateTimeMs}
 	}
-	bz, err := types.EncodeRecordBatch(brs, types.CompressionNone)
+	bz, err := types.EncodeRecordBatch(brs, kbatch.CompressionNone)
 	if err != nil {
 		return
 	}
-	b.RecordBatch, b.RecordCount = types.WithBaseOffset(bz, b.BaseOffset), uint32(len(brs))
+	b.RecordBatch, b.RecordCount = kbatch.WithBaseOffset(bz, b.BaseOffset), uint32(len(brs))
 }
 
 // lyingProxy sits between clients and a real node's CometBFT RPC and rewrites ABCI query answers
@@ -434,9 +435,9 @@ func produceAudit(t *testing.T, signer *txclient.Signer) {
 		for i := 0; i < 5; i++ {
 			recs = append(recs, types.BatchRecord{Value: types.NewBytes(fmt.Appendf(nil, "v-%d", b*5+i))})
 		}
-		c := types.CompressionNone
+		c := kbatch.CompressionNone
 		if b == 1 {
-			c = types.CompressionLZ4
+			c = kbatch.CompressionLZ4
 		}
 		batch, err := types.NewProduceBatch("audit", 0, recs, c)
 		require.NoError(t, err)
@@ -465,7 +466,7 @@ func TestConsumeFollow(t *testing.T) {
 	produced := 0
 	produce := func(count int) error {
 		for i := 0; i < count; i++ {
-			b, err := types.NewProduceBatch("live", uint32(produced%2), []types.BatchRecord{{Value: types.NewBytes(fmt.Appendf(nil, "rec-%d", produced))}}, types.CompressionNone)
+			b, err := types.NewProduceBatch("live", uint32(produced%2), []types.BatchRecord{{Value: types.NewBytes(fmt.Appendf(nil, "rec-%d", produced))}}, kbatch.CompressionNone)
 			if err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/bftlog/bftlog/testutil/network"
 	"github.com/bftlog/bftlog/x/topics/client/consumer"
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -50,7 +51,7 @@ func TestProduceAndCommitAreAtomic(t *testing.T) {
 		require.NoError(t, err)
 	}
 	one := []types.BatchRecord{{Value: &types.Bytes{Data: []byte("x")}}}
-	in, err := types.NewProduceBatch("in", 0, append(one, one...), types.CompressionNone)
+	in, err := types.NewProduceBatch("in", 0, append(one, one...), kbatch.CompressionNone)
 	require.NoError(t, err)
 	_, err = s.SubmitAndWait(&types.MsgProduce{Producer: s.Address(), Batches: []types.ProduceBatch{in}})
 	require.NoError(t, err)
@@ -61,7 +62,7 @@ func TestProduceAndCommitAreAtomic(t *testing.T) {
 	require.Len(t, recs, 2)
 	commit := c.CommitMsg()
 	require.NotNil(t, commit)
-	out, err := types.NewProduceBatch("out", 0, one, types.CompressionNone)
+	out, err := types.NewProduceBatch("out", 0, one, kbatch.CompressionNone)
 	require.NoError(t, err)
 	produce := &types.MsgProduce{Producer: s.Address(), Batches: []types.ProduceBatch{out}}
 

@@ -37,6 +37,7 @@ import (
 	"github.com/bftlog/bftlog/testutil/soak"
 	"github.com/bftlog/bftlog/x/topics/client/consumer"
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -341,7 +342,7 @@ func (pr *producer) run(ctx context.Context) {
 			recs[i] = types.BatchRecord{Key: &types.Bytes{Data: recordKey(pr.p, id)}, Value: &types.Bytes{Data: recordValue(pr.p, id)},
 				CreateTimeMs: pr.arrival(id).UnixMilli()}
 		}
-		batch, err := types.NewProduceBatch(topic, uint32(pr.p), recs, types.CompressionNone)
+		batch, err := types.NewProduceBatch(topic, uint32(pr.p), recs, kbatch.CompressionNone)
 		if err != nil {
 			r.problem("producer %d: encode batch: %v", pr.p, err)
 			return

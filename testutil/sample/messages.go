@@ -7,6 +7,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/types/bech32"
 
 	poatypes "github.com/bftlog/bftlog/x/poa/types"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -24,7 +25,7 @@ func Messages(signer string) []sdk.Msg {
 	}
 	params := types.DefaultParams()
 	// A real record batch, encoded as a producer does, so the chain and explorers decode it.
-	produce, err := types.NewProduceBatch("orders", 2, ProduceRecords(), types.CompressionNone)
+	produce, err := types.NewProduceBatch("orders", 2, ProduceRecords(), kbatch.CompressionNone)
 	if err != nil {
 		panic(err)
 	}

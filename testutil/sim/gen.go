@@ -19,6 +19,7 @@ import (
 	stakingtypes "github.com/cosmos/cosmos-sdk/x/staking/types"
 
 	poatypes "github.com/bftlog/bftlog/x/poa/types"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -61,7 +62,7 @@ const (
 
 var (
 	protocolNames = []string{"range", "roundrobin", "sticky"}
-	compressions  = []types.Compression{types.CompressionNone, types.CompressionGzip, types.CompressionSnappy, types.CompressionLZ4, types.CompressionZstd}
+	compressions  = []kbatch.Compression{kbatch.CompressionNone, kbatch.CompressionGzip, kbatch.CompressionSnappy, kbatch.CompressionLZ4, kbatch.CompressionZstd}
 )
 
 // action is one kind of message: its weight for honest and hostile accounts and its writer
@@ -439,7 +440,7 @@ func (g *gen) produce(a int) []sdk.Msg {
 			if g.oneOf(8) { // a new epoch (InitProducerId fenced the old one) starts at 0
 				epoch, seq = 1, 0
 			}
-			b.RecordBatch = types.WithProducer(b.RecordBatch, pid, epoch, max(seq, 0))
+			b.RecordBatch = kbatch.WithProducer(b.RecordBatch, pid, epoch, max(seq, 0))
 		}
 		msg.Batches = append(msg.Batches, b)
 	}
@@ -470,7 +471,7 @@ func (g *gen) produceHostile(a int) []sdk.Msg {
 		recs := g.records(nil, 2)
 		recs[0].Key, recs[1].Key = nil, nil
 		var err error
-		if b, err = types.NewProduceBatch(t.Name, 0, recs, types.CompressionNone); err != nil {
+		if b, err = types.NewProduceBatch(t.Name, 0, recs, kbatch.CompressionNone); err != nil {
 			panic(err)
 		}
 	case 3: // past any partition count this block can reach (an addition adds at most 2)
@@ -479,7 +480,7 @@ func (g *gen) produceHostile(a int) []sdk.Msg {
 	case 4:
 		big := make([]byte, g.w.params.MaxRecordBytes+1)
 		var err error
-		if b, err = types.NewProduceBatch(t.Name, 0, []types.BatchRecord{{Key: types.NewBytes([]byte("k0")), Value: types.NewBytes(big)}}, types.CompressionZstd); err != nil {
+		if b, err = types.NewProduceBatch(t.Name, 0, []types.BatchRecord{{Key: types.NewBytes([]byte("k0")), Value: types.NewBytes(big)}}, kbatch.CompressionZstd); err != nil {
 			panic(err)
 		}
 		// 8: the record alone is over max_batch_bytes; 11: out of the gas it paid for, when
@@ -491,7 +492,7 @@ func (g *gen) produceHostile(a int) []sdk.Msg {
 	case 6: // refused or bounded (paid for in gas) by the limits in force
 		zeros := make([]byte, 4<<20)
 		var err error
-		if b, err = types.NewProduceBatch(t.Name, 0, []types.BatchRecord{{Key: types.NewBytes([]byte("k0")), Value: types.NewBytes(zeros)}}, types.CompressionZstd); err != nil {
+		if b, err = types.NewProduceBatch(t.Name, 0, []types.BatchRecord{{Key: types.NewBytes([]byte("k0")), Value: types.NewBytes(zeros)}}, kbatch.CompressionZstd); err != nil {
 			panic(err)
 		}
 	}
@@ -509,8 +510,8 @@ func (g *gen) transaction(a int) []sdk.Msg {
 	p := uint32(g.r.Intn(int(t.Partitions)))
 	b := g.batch(t, p, 1+g.r.Intn(5))
 	seq := g.w.kafkaSeqs[kafkaSeqKey(g.addr(a), t.Name, p, pid)]
-	b.RecordBatch = types.WithProducer(b.RecordBatch, pid, 0, seq)
-	marker := types.ProduceBatch{Topic: t.Name, Partition: p, RecordBatch: types.EncodeCommitMarker(pid, 0, g.now.UnixMilli()), RecordCount: 1}
+	b.RecordBatch = kbatch.WithProducer(b.RecordBatch, pid, 0, seq)
+	marker := types.ProduceBatch{Topic: t.Name, Partition: p, RecordBatch: kbatch.EncodeCommitMarker(pid, 0, g.now.UnixMilli()), RecordCount: 1}
 	msgs := []sdk.Msg{&types.MsgProduce{Producer: g.addr(a), Batches: []types.ProduceBatch{b}}, &types.MsgProduce{Producer: g.addr(a), Batches: []types.ProduceBatch{marker}}}
 	if c := g.commit(a); c != nil {
 		msgs = append(msgs, c...)

@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -19,7 +20,7 @@ func TestInvariantsCatchBrokenState(t *testing.T) {
 	c, err := newChain(t.TempDir(), 2, time.Unix(1_760_000_000, 0).UTC(), false, nil)
 	require.NoError(t, err)
 	alice := c.addrs[0].String()
-	batch, err := types.NewProduceBatch("t", 0, []types.BatchRecord{{Key: types.NewBytes([]byte("k")), Value: types.NewBytes([]byte("v"))}}, types.CompressionNone)
+	batch, err := types.NewProduceBatch("t", 0, []types.BatchRecord{{Key: types.NewBytes([]byte("k")), Value: types.NewBytes([]byte("v"))}}, kbatch.CompressionNone)
 	require.NoError(t, err)
 	msgs := []sdk.Msg{
 		&types.MsgCreateTopic{Owner: alice, Name: "t", Partitions: 1, Config: types.TopicConfig{RetentionMs: -1, RetentionBytes: -1}},

@@ -44,6 +44,20 @@ func TestRecordStoreLinksNoKeeper(t *testing.T) {
 	}
 }
 
+// TestBatchCodecLinksNoModule keeps the Kafka batch codec a codec: types, the keeper and every
+// client import it, so it imports nothing else of bftlog (types importing it would otherwise
+// be a cycle, and clients would link the module's state to read a batch).
+func TestBatchCodecLinksNoModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	for _, d := range goListDeps(t, "./kbatch") {
+		if strings.HasPrefix(d, "github.com/bftlog/bftlog/") && d != "github.com/bftlog/bftlog/x/topics/kbatch" {
+			t.Errorf("x/topics/kbatch links %s", d)
+		}
+	}
+}
+
 // goListDeps lists the packages pkg links.
 func goListDeps(t *testing.T, pkg string) []string {
 	t.Helper()

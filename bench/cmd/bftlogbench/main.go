@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ func main() {
 		codecs     = flag.String("events-compression", "none,lz4", "producer codecs for the JSON-events runs (none, gzip, snappy, lz4, zstd)")
 		largeGB    = flag.Float64("large-gb", 0, "instead of the usual run: fill one validator with this many GB of log and compare the measured load empty and full")
 		regions    = flag.String("regions", "", "instead of the usual run: round-trip times in ms between validators (e.g. 0,20,50,100), each measured on a fresh network")
+		figures    = flag.String("figures", "", "instead of a run: rewrite this README's headline table from the latest results files in -out (make figures)")
 		cfg        bench.Config
 	)
 	flag.BoolVar(&cfg.Sweep, "sweep", true, "measure each system's capacity with an offered-load sweep (constant rates rising in steps)")
@@ -65,6 +67,12 @@ func main() {
 	flag.BoolVar(&cfg.BaselineByDigest, "baseline-order-by-digest", false, "run the -baseline commit's validators with ordering.by-digest on too (a commit that has it)")
 	flag.StringVar(&cfg.OutDir, "out", "bench/results", "where to write the JSON report")
 	flag.Parse()
+	if *figures != "" {
+		if err := writeFigures(*figures, cfg.OutDir); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	for _, v := range strings.Split(*validators, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 {
@@ -101,6 +109,8 @@ func main() {
 		rep, err = bench.Run(cfg)
 	}
 	if rep != nil && len(rep.Results) > 0 {
+		rep.Command = append([]string{"go", "run", "./bench/cmd/bftlogbench"}, os.Args[1:]...)
+		rep.Commit = commit()
 		rep.WriteTable(os.Stdout)
 		if name, werr := rep.WriteJSON(cfg.OutDir); werr == nil {
 			fmt.Println("wrote", name)
@@ -114,4 +124,30 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+}
+
+// writeFigures rewrites readme's headline table from the latest results files in dir.
+func writeFigures(readme, dir string) error {
+	reps, err := bench.ReadLatest(dir)
+	if err != nil {
+		return err
+	}
+	old, err := os.ReadFile(readme)
+	if err != nil {
+		return err
+	}
+	out, err := bench.SpliceHeadline(old, bench.Headline(reps))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(readme, out, 0o644)
+}
+
+// commit is the measured tree, as git describes it ("-dirty" with uncommitted changes).
+func commit() string {
+	out, err := exec.Command("git", "describe", "--always", "--dirty").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }

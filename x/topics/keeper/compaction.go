@@ -12,6 +12,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -55,7 +56,7 @@ func tombstoneDue(cfg types.TopicConfig, appendMs int64) int64 {
 // noteAppended records a batch appended to a compacted partition: its records' offsets as
 // their keys' latest, tombstone deadlines, and its bytes as dirty, scheduling a pass once the
 // dirty ratio is reached.
-func (k Keeper) noteAppended(ctx context.Context, cfg types.TopicConfig, p types.Partition, b types.RecordBatch, keys []types.RecordKey) error {
+func (k Keeper) noteAppended(ctx context.Context, cfg types.TopicConfig, p types.Partition, b types.RecordBatch, keys []kbatch.RecordKey) error {
 	tp := types.TopicPartition{Topic: p.Topic, Partition: p.Partition}
 	for i, rk := range keys {
 		h := keyHash(rk.Key)
@@ -420,17 +421,17 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 	if err != nil {
 		return err
 	}
-	if types.IsControlBatch(full.RecordBatch) { // a transaction marker stays
+	if kbatch.IsControlBatch(full.RecordBatch) { // a transaction marker stays
 		budget.spend(b.SizeBytes, 1)
 		st.PassCleanBytes += b.SizeBytes
 		return nil
 	}
-	recs, size, err := types.CompactionRecords(full.RecordBatch)
+	recs, size, err := kbatch.CompactionRecords(full.RecordBatch)
 	if errorsmod.IsOf(err, types.ErrBatchTooLarge, types.ErrUnsupportedCompression, types.ErrInvalidRecordBatch) {
 		// Bytes the state holds that compaction cannot read (a batch admitted when governance
-		// allowed more than types.MaxDecodedBatchBytes): left as they are, as readers cannot
+		// allowed more than kbatch.MaxDecodedBatchBytes): left as they are, as readers cannot
 		// decode them either, rather than failing every pass over the partition.
-		budget.spend(types.MaxDecodedBatchBytes, 1)
+		budget.spend(kbatch.MaxDecodedBatchBytes, 1)
 		st.PassCleanBytes += b.SizeBytes
 		return nil
 	}
@@ -440,7 +441,7 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 	budget.spend(size, uint32(len(recs)))
 	tp := key.K1()
 	expired := b.LogAppendTimeMs < now-cfg.EffectiveDeleteRetentionMs()
-	kept := make([]types.RecordView, 0, len(recs))
+	kept := make([]kbatch.RecordView, 0, len(recs))
 	var forget [][]byte   // keys whose expired tombstone goes with this rewrite
 	var obsolete [][]byte // keys of the records this batch holds that a later one replaced
 	for _, r := range recs {
@@ -491,7 +492,7 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 	// to at most maxCompactionGrowth times its stored bytes — its producer paid gas for every
 	// decompressed byte besides the stored ones, about what the grown bytes cost — else it
 	// stays as it is, obsolete records included, until enough of it is obsolete.
-	if removed == 0 || len(kept) > 0 && types.CompactedBatchSize(kept) > maxCompactionGrowth*len(full.RecordBatch) {
+	if removed == 0 || len(kept) > 0 && kbatch.CompactedBatchSize(kept) > maxCompactionGrowth*len(full.RecordBatch) {
 		st.PassCleanBytes += b.SizeBytes
 		st.PassLeftObsolete = st.PassLeftObsolete || len(obsolete) > 0
 		for _, h := range obsolete {
@@ -516,7 +517,7 @@ func (k Keeper) compactBatch(ctx context.Context, cfg types.TopicConfig, p *type
 		return k.removeBatch(ctx, key)
 	}
 	nb := b
-	nb.RecordBatch = types.CompactedBatch(full.RecordBatch, kept)
+	nb.RecordBatch = kbatch.CompactedBatch(full.RecordBatch, kept)
 	nb.RecordCount = uint32(len(kept))
 	nb.LastOffsetDelta = uint32(key.K2() - b.BaseOffset)
 	nb.Seal()
@@ -541,10 +542,10 @@ func (k Keeper) initCompaction(ctx context.Context, gs *types.GenesisState) erro
 	}
 	for _, b := range gs.Batches { // in offset order: later offsets overwrite earlier ones
 		cfg, ok := cfgs[b.Topic]
-		if !ok || types.IsControlBatch(b.Batch.RecordBatch) {
+		if !ok || kbatch.IsControlBatch(b.Batch.RecordBatch) {
 			continue
 		}
-		recs, _, err := types.CompactionRecords(b.Batch.RecordBatch)
+		recs, _, err := kbatch.CompactionRecords(b.Batch.RecordBatch)
 		if err != nil {
 			return err
 		}

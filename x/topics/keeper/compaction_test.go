@@ -10,6 +10,7 @@ import (
 
 	"cosmossdk.io/collections"
 
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/keeper"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
@@ -567,7 +568,7 @@ func TestTopicTurnedCompactedKeepsItsKeylessRecords(t *testing.T) {
 func TestAttackCompactionGrowsACompressedBatchAtMostTwofold(t *testing.T) {
 	f := newFixture(t)
 	f.createCompacted("table", 1, func(c *types.TopicConfig) { c.MinCleanableDirtyRatioPermille = 1 })
-	produce := func(c types.Compression, from, to int, tag string) {
+	produce := func(c kbatch.Compression, from, to int, tag string) {
 		var recs []types.BatchRecord
 		for i := from; to > i; i++ {
 			recs = append(recs, kv(fmt.Sprintf("k%03d", i), str(tag+strings.Repeat("x", 4000))))
@@ -577,12 +578,12 @@ func TestAttackCompactionGrowsACompressedBatchAtMostTwofold(t *testing.T) {
 		_, err = f.msgs.Produce(f.ctx, &types.MsgProduce{Producer: f.bob, Batches: []types.ProduceBatch{b}})
 		require.NoError(t, err)
 	}
-	produce(types.CompressionZstd, 0, 100, "a") // 100 records of 4 KB: a few KB compressed
+	produce(kbatch.CompressionZstd, 0, 100, "a") // 100 records of 4 KB: a few KB compressed
 	f.compactUntilIdle(10)
 	before := f.partitions("table")[0]
 	raw := storedBytes(t, f, "table", 0)
 
-	produce(types.CompressionNone, 0, 1, "b") // k000 again: one obsolete record in the zstd batch
+	produce(kbatch.CompressionNone, 0, 1, "b") // k000 again: one obsolete record in the zstd batch
 	f.compactUntilIdle(10)
 	p := f.partitions("table")[0]
 	grown := storedBytes(t, f, "table", 0) - raw
@@ -592,7 +593,7 @@ func TestAttackCompactionGrowsACompressedBatchAtMostTwofold(t *testing.T) {
 	require.Len(t, recs, 101, "the obsolete record stays readable until its batch can shrink")
 	require.Equal(t, "b", string(recs[len(recs)-1].Value.Data[:1]))
 
-	produce(types.CompressionNone, 1, 100, "c") // every other key again: the zstd batch is all obsolete
+	produce(kbatch.CompressionNone, 1, 100, "c") // every other key again: the zstd batch is all obsolete
 	f.compactUntilIdle(10)
 	p = f.partitions("table")[0]
 	require.EqualValues(t, 100, p.RecordCount, "each key's latest record")
@@ -610,13 +611,13 @@ func TestAttackCompactionGrowsACompressedBatchAtMostTwofold(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		prices = append(prices, kv(fmt.Sprintf("sym-%03d", i), str(fmt.Sprintf("%d.%04d;%x", i, i*7919%10000, i*2654435761))))
 	}
-	b, err := types.NewProduceBatch("prices", 0, prices, types.CompressionZstd)
+	b, err := types.NewProduceBatch("prices", 0, prices, kbatch.CompressionZstd)
 	require.NoError(t, err)
 	_, err = f.msgs.Produce(f.ctx, &types.MsgProduce{Producer: f.bob, Batches: []types.ProduceBatch{b}})
 	require.NoError(t, err)
 	f.compactUntilIdle(10)
 	zstd := storedBytes(t, f, "prices", 0)
-	b, err = types.NewProduceBatch("prices", 0, prices[:50], types.CompressionNone)
+	b, err = types.NewProduceBatch("prices", 0, prices[:50], kbatch.CompressionNone)
 	require.NoError(t, err)
 	_, err = f.msgs.Produce(f.ctx, &types.MsgProduce{Producer: f.bob, Batches: []types.ProduceBatch{b}})
 	require.NoError(t, err)
@@ -638,7 +639,7 @@ func TestAttackCompactionGrowsACompressedBatchAtMostTwofold(t *testing.T) {
 func TestDeletedKeyStaysDeletedBehindACompressedBatch(t *testing.T) {
 	f := newFixture(t)
 	f.createCompacted("table", 1, func(c *types.TopicConfig) { c.MinCleanableDirtyRatioPermille = 1; c.DeleteRetentionMs = 10_000 })
-	produce := func(c types.Compression, recs ...types.BatchRecord) {
+	produce := func(c kbatch.Compression, recs ...types.BatchRecord) {
 		b, err := types.NewProduceBatch("table", 0, recs, c)
 		require.NoError(t, err)
 		_, err = f.msgs.Produce(f.ctx, &types.MsgProduce{Producer: f.bob, Batches: []types.ProduceBatch{b}})
@@ -648,12 +649,12 @@ func TestDeletedKeyStaysDeletedBehindACompressedBatch(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		recs = append(recs, kv(fmt.Sprintf("k%03d", i), str("a"+strings.Repeat("x", 4000))))
 	}
-	produce(types.CompressionZstd, recs...)               // offsets 0-99
-	produce(types.CompressionNone, kv("other", str("v"))) // 100
+	produce(kbatch.CompressionZstd, recs...)               // offsets 0-99
+	produce(kbatch.CompressionNone, kv("other", str("v"))) // 100
 	f.advance(time.Second)
-	produce(types.CompressionNone, kv("k000", nil), kv("other", nil)) // 101, 102: both deleted
+	produce(kbatch.CompressionNone, kv("k000", nil), kv("other", nil)) // 101, 102: both deleted
 	f.advance(time.Second)
-	produce(types.CompressionNone, kv("zzz", str("tail")))
+	produce(kbatch.CompressionNone, kv("zzz", str("tail")))
 	f.compactUntilIdle(10)
 	f.advance(20 * time.Second) // past delete.retention.ms
 	_, err := f.produce(f.bob, pb{Topic: "table", Records: []types.BatchRecord{kv("zzz", str("tail2"))}})
@@ -674,9 +675,9 @@ func TestDeletedKeyStaysDeletedBehindACompressedBatch(t *testing.T) {
 	for i := 1; i < 100; i++ {
 		recs = append(recs, kv(fmt.Sprintf("k%03d", i), str("b")))
 	}
-	produce(types.CompressionNone, recs...)
+	produce(kbatch.CompressionNone, recs...)
 	f.advance(20 * time.Second)
-	produce(types.CompressionNone, kv("zzz", str("tail3")))
+	produce(kbatch.CompressionNone, kv("zzz", str("tail3")))
 	f.compactUntilIdle(10)
 	all = f.readAll("table", 0)
 	require.NotContains(t, offsets(all), uint64(0))

@@ -9,6 +9,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -21,7 +22,7 @@ import (
 //
 // The first batch is always answered, as Kafka answers a first batch above fetch.max.bytes,
 // so a consumer makes progress whatever its limit; its decompression is bounded by
-// types.MaxDecodedBatchBytes, above any batch max_batch_bytes admits (types.MaxBatchBytesLimit).
+// kbatch.MaxDecodedBatchBytes, above any batch max_batch_bytes admits (types.MaxBatchBytesLimit).
 // A later batch that would take the records past the limit ends the answer at the batch
 // before it, decompressing no further than the limit; next_offset says where to go on.
 const (
@@ -114,7 +115,7 @@ func (k Keeper) fetch(ctx context.Context, topic string, partition uint32, offse
 				limit = maxBytes - min(res.RecordBytes, maxBytes)
 			}
 			recs, size, err := b.RecordsWithin(limit)
-			if types.RecordBatchCompression(b.RecordBatch) != types.CompressionNone {
+			if kbatch.RecordBatchCompression(b.RecordBatch) != kbatch.CompressionNone {
 				sdk.UnwrapSDKContext(ctx).GasMeter().ConsumeGas(size*DecompressedBytesGas, "fetch decompression")
 			}
 			if !first && errorsmod.IsOf(err, types.ErrBatchTooLarge) {

@@ -9,6 +9,7 @@ import (
 
 	storetypes "cosmossdk.io/store/types"
 
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/keeper"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
@@ -99,7 +100,7 @@ func TestAttackFetchRecordsDecompressionIsBounded(t *testing.T) {
 		recs[i] = types.BatchRecord{CreateTimeMs: 1234, Value: &types.Bytes{Data: make([]byte, params.MaxRecordBytes-32)}}
 		require.LessOrEqual(t, recs[i].RecordSize(), params.MaxRecordBytes)
 	}
-	b, err := types.NewProduceBatch("zeros", 0, recs, types.CompressionZstd)
+	b, err := types.NewProduceBatch("zeros", 0, recs, kbatch.CompressionZstd)
 	require.NoError(t, err)
 	decoded := uint64(len(recs)) * (params.MaxRecordBytes - 32)
 	var paid uint64

@@ -8,6 +8,7 @@ import (
 	"cosmossdk.io/collections"
 	errorsmod "cosmossdk.io/errors"
 
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -64,7 +65,7 @@ func (p *kafkaProducers) state(ctx context.Context, key kafkaProducerKey) (*type
 
 // check decides a batch of a Kafka idempotent producer: a duplicate (with the original's
 // offsets), or to be appended (then accept records it once its offset is known).
-func (p *kafkaProducers) check(ctx context.Context, producer string, b *types.ProduceBatch, info types.BatchInfo) (*types.ProduceResult, error) {
+func (p *kafkaProducers) check(ctx context.Context, producer string, b *types.ProduceBatch, info kbatch.BatchInfo) (*types.ProduceResult, error) {
 	tp := types.TopicPartition{Topic: b.Topic, Partition: b.Partition}
 	key := kafkaProducerKey{tp, producer, info.ProducerID}
 	st, err := p.state(ctx, key)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -17,7 +18,7 @@ func kafkaBatch(t *testing.T, topic string, partition uint32, n int, pid int64, 
 		recs = append(recs, rec("k", "v"))
 	}
 	b := pb{Topic: topic, Partition: partition, Records: recs}.wire(t)
-	b.RecordBatch = types.WithProducer(b.RecordBatch, pid, epoch, seq)
+	b.RecordBatch = kbatch.WithProducer(b.RecordBatch, pid, epoch, seq)
 	return b
 }
 
@@ -122,7 +123,7 @@ func TestKafkaTransactionCommitsWithItsMessage(t *testing.T) {
 	txnBatch := func(partition uint32, n int, seq int32) types.ProduceBatch {
 		b := kafkaBatch(t, "out", partition, n, 99, 3, seq)
 		b.RecordBatch[22] |= 0x10 // transactional
-		b.RecordBatch = types.WithProducer(b.RecordBatch, 99, 3, seq)
+		b.RecordBatch = kbatch.WithProducer(b.RecordBatch, 99, 3, seq)
 		return b
 	}
 	res, err := f.msgs.Produce(f.ctx, &types.MsgProduce{Producer: f.alice, Batches: []types.ProduceBatch{txnBatch(0, 2, 0), txnBatch(1, 3, 0), txnBatch(0, 1, 2)}})
@@ -138,12 +139,12 @@ func TestKafkaTransactionCommitsWithItsMessage(t *testing.T) {
 	batches, err := f.query.Fetch(f.ctx, &types.QueryFetchRequest{Topic: "out", Partition: 1, Format: types.FETCH_FORMAT_BATCHES})
 	require.NoError(t, err)
 	require.Len(t, batches.Batches, 2)
-	require.True(t, types.IsControlBatch(batches.Batches[1].RecordBatch), "the commit marker follows the transaction's batch")
+	require.True(t, kbatch.IsControlBatch(batches.Batches[1].RecordBatch), "the commit marker follows the transaction's batch")
 
 	noID := pb{Topic: "out", Partition: 0, Records: []types.BatchRecord{rec("k", "v")}}.wire(t)
-	noID.RecordBatch = types.WithProducer(noID.RecordBatch, -1, -1, -1)
+	noID.RecordBatch = kbatch.WithProducer(noID.RecordBatch, -1, -1, -1)
 	noID.RecordBatch[22] |= 0x10
-	noID.RecordBatch = types.WithProducer(noID.RecordBatch, -1, -1, -1)
+	noID.RecordBatch = kbatch.WithProducer(noID.RecordBatch, -1, -1, -1)
 	_, err = f.msgs.Produce(f.ctx, &types.MsgProduce{Producer: f.alice, Batches: []types.ProduceBatch{noID}})
 	require.ErrorIs(t, err, types.ErrInvalidRecordBatch, "a transactional batch needs a producer id")
 }

@@ -24,6 +24,7 @@ import (
 	govtypes "github.com/cosmos/cosmos-sdk/x/gov/types"
 
 	"github.com/bftlog/bftlog/x/topics"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/keeper"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
@@ -115,7 +116,7 @@ func (b pb) wire(t testing.TB) types.ProduceBatch {
 	if len(b.Records) == 0 {
 		return types.ProduceBatch{Topic: b.Topic, Partition: b.Partition, Sequence: b.Sequence}
 	}
-	out, err := types.NewProduceBatch(b.Topic, b.Partition, b.Records, types.CompressionNone)
+	out, err := types.NewProduceBatch(b.Topic, b.Partition, b.Records, kbatch.CompressionNone)
 	require.NoError(t, err)
 	out.Sequence = b.Sequence
 	return out

@@ -11,6 +11,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -29,7 +30,7 @@ func TestAttackParamsThatCouldHaltTheChainAreRefused(t *testing.T) {
 		name string
 		edit func(*types.Params)
 	}{
-		{"max_batch_bytes above compaction's decompression bound", func(p *types.Params) { p.MaxBatchBytes = types.MaxDecodedBatchBytes + 1 }},
+		{"max_batch_bytes above compaction's decompression bound", func(p *types.Params) { p.MaxBatchBytes = kbatch.MaxDecodedBatchBytes + 1 }},
 		{"max_batch_bytes above the snapshot item bound", func(p *types.Params) { p.MaxBatchBytes = 64_000_000 }},
 		{"compaction_records_per_block 1", func(p *types.Params) { p.CompactionRecordsPerBlock = 1 }},
 		{"max_tx_gas 1", func(p *types.Params) { p.MaxTxGas = 1 }},
@@ -72,7 +73,7 @@ func TestAttackEndBlockerRunsWithParamsAtTheirLimits(t *testing.T) {
 		recs[i] = kv(string(rune('A'+i)), str(string(make([]byte, types.MaxBatchBytesLimit/60-64))))
 	}
 	for _, batch := range [][]types.BatchRecord{recs, recs[:30]} {
-		b, err := types.NewProduceBatch("table", 0, batch, types.CompressionZstd)
+		b, err := types.NewProduceBatch("table", 0, batch, kbatch.CompressionZstd)
 		require.NoError(t, err)
 		_, err = f.msgs.Produce(f.ctx, &types.MsgProduce{Producer: f.alice, Batches: []types.ProduceBatch{b}})
 		require.NoError(t, err)
@@ -122,11 +123,11 @@ func TestAttackCompactionLeavesABatchItCannotDecode(t *testing.T) {
 	f := newFixture(t)
 	p, err := f.k.Params.Get(f.ctx)
 	require.NoError(t, err)
-	p.MaxBatchBytes, p.MaxRecordBytes = types.MaxDecodedBatchBytes+1<<20, types.MaxDecodedBatchBytes+1<<20
+	p.MaxBatchBytes, p.MaxRecordBytes = kbatch.MaxDecodedBatchBytes+1<<20, kbatch.MaxDecodedBatchBytes+1<<20
 	require.NoError(t, f.k.Params.Set(f.ctx, p)) // as an earlier release let governance set it
 	f.createCompacted("table", 1, nil)
-	big := kv("k", str(string(make([]byte, types.MaxDecodedBatchBytes))))
-	b, err := types.NewProduceBatch("table", 0, []types.BatchRecord{big}, types.CompressionLZ4)
+	big := kv("k", str(string(make([]byte, kbatch.MaxDecodedBatchBytes))))
+	b, err := types.NewProduceBatch("table", 0, []types.BatchRecord{big}, kbatch.CompressionLZ4)
 	require.NoError(t, err)
 	_, err = f.msgs.Produce(f.ctx, &types.MsgProduce{Producer: f.alice, Batches: []types.ProduceBatch{b}})
 	require.NoError(t, err, "accepted under the old bound")
@@ -143,5 +144,5 @@ func TestAttackCompactionLeavesABatchItCannotDecode(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, st.Passes)
 	require.False(t, st.InPass, "the pass went past the batch")
-	t.Logf("an lz4 batch of %d stored bytes decompressing to %d MiB + %d B: left as it is; %d passes ended", len(b.RecordBatch), types.MaxDecodedBatchBytes>>20, big.RecordSize()-types.MaxDecodedBatchBytes, st.Passes)
+	t.Logf("an lz4 batch of %d stored bytes decompressing to %d MiB + %d B: left as it is; %d passes ended", len(b.RecordBatch), kbatch.MaxDecodedBatchBytes>>20, big.RecordSize()-kbatch.MaxDecodedBatchBytes, st.Passes)
 }

@@ -9,6 +9,7 @@ import (
 
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -34,8 +35,8 @@ func checkProduceBasic(batches []types.ProduceBatch) error {
 		if len(b.RecordBatch) == 0 || b.RecordCount == 0 {
 			return errorsmod.Wrapf(types.ErrEmptyBatch, "batch %d for topic %q has no records", i, b.Topic)
 		}
-		if types.RecordBatchCount(b.RecordBatch) != b.RecordCount {
-			return errorsmod.Wrapf(types.ErrInvalidRecordBatch, "batch %d says %d records, its record batch holds %d", i, b.RecordCount, types.RecordBatchCount(b.RecordBatch))
+		if kbatch.RecordBatchCount(b.RecordBatch) != b.RecordCount {
+			return errorsmod.Wrapf(types.ErrInvalidRecordBatch, "batch %d says %d records, its record batch holds %d", i, b.RecordCount, kbatch.RecordBatchCount(b.RecordBatch))
 		}
 	}
 	return nil
@@ -65,7 +66,7 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 		nRecords   uint64
 		nBytes     uint64
 		duplicates []types.ProduceResult
-		infos      = make([]types.BatchInfo, 0, len(batches)) // of checked
+		infos      = make([]kbatch.BatchInfo, 0, len(batches)) // of checked
 		kafkaIdem  = k.newKafkaProducers()
 	)
 	for i := range batches {
@@ -106,7 +107,7 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 		if nBytes > params.MaxBatchBytes {
 			return nil, errorsmod.Wrapf(types.ErrBatchTooLarge, "more than %d record batch bytes in one message", params.MaxBatchBytes)
 		}
-		info, err := types.CheckRecordBatch(b.RecordBatch, types.BatchLimits{
+		info, err := kbatch.CheckRecordBatch(b.RecordBatch, kbatch.BatchLimits{
 			MaxRecordBytes:       t.Config.EffectiveMaxRecordBytes(params),
 			MaxDecompressedBytes: params.MaxBatchBytes,
 			MaxHeaders:           params.MaxHeadersPerRecord,
@@ -115,7 +116,7 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 		// Charged before the verdict: a refused decompression bomb pays for the bytes it made
 		// the node decompress, up to the bound.
 		perByte := uint64(RecordBytesGas)
-		if info.Compression != types.CompressionNone {
+		if info.Compression != kbatch.CompressionNone {
 			perByte += DecompressedBytesGas
 		}
 		sdkCtx.GasMeter().ConsumeGas(info.RecordBytes*perByte, "record batch check")
@@ -177,7 +178,7 @@ func (k Keeper) Produce(ctx context.Context, producer string, batches []types.Pr
 		}
 	}
 	for _, m := range markers {
-		if _, _, err := k.appendStored(ctx, m.tp, producer, types.EncodeCommitMarker(m.producerID, m.epoch, appendMs), 1, appendMs); err != nil {
+		if _, _, err := k.appendStored(ctx, m.tp, producer, kbatch.EncodeCommitMarker(m.producerID, m.epoch, appendMs), 1, appendMs); err != nil {
 			return nil, err
 		}
 	}
@@ -208,7 +209,7 @@ func (k Keeper) appendStored(ctx context.Context, pkey types.TopicPartition, pro
 		LogAppendTimeMs: appendMs,
 		Height:          sdkCtx.BlockHeight(),
 		RecordCount:     count,
-		RecordBatch:     types.WithBaseOffset(raw, part.HighWatermark),
+		RecordBatch:     kbatch.WithBaseOffset(raw, part.HighWatermark),
 	}
 	batch.Seal()
 	if err := k.setBatch(ctx, collections.Join(pkey, batch.LastOffset()), batch); err != nil {

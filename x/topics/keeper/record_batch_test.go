@@ -16,6 +16,7 @@ import (
 	storetypes "cosmossdk.io/store/types"
 
 	"github.com/bftlog/bftlog/x/topics/internal/recordstore"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/keeper"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
@@ -32,7 +33,7 @@ func TestCompressedBatchesStoredAsTheyCame(t *testing.T) {
 		{Key: &types.Bytes{}, Value: &types.Bytes{}, CreateTimeMs: 100},
 	}
 	var next uint64
-	for _, c := range []types.Compression{types.CompressionNone, types.CompressionGzip, types.CompressionSnappy, types.CompressionLZ4, types.CompressionZstd} {
+	for _, c := range []kbatch.Compression{kbatch.CompressionNone, kbatch.CompressionGzip, kbatch.CompressionSnappy, kbatch.CompressionLZ4, kbatch.CompressionZstd} {
 		t.Run(c.String(), func(t *testing.T) {
 			b, err := types.NewProduceBatch("t", 0, records, c)
 			require.NoError(t, err)
@@ -45,7 +46,7 @@ func TestCompressedBatchesStoredAsTheyCame(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, out.Batches, 1)
 			stored := out.Batches[0].RecordBatch
-			require.Equal(t, next, types.RecordBatchBaseOffset(stored))
+			require.Equal(t, next, kbatch.RecordBatchBaseOffset(stored))
 			require.Equal(t, sent[8:], stored[8:], "everything after the base offset is what the producer sent")
 			require.Equal(t, uint16(c), binary.BigEndian.Uint16(stored[21:23])&7, "stored compressed")
 
@@ -89,7 +90,7 @@ func TestMalformedBatchesRefused(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic("t", 1)
 	good := func() types.ProduceBatch {
-		b, err := types.NewProduceBatch("t", 0, []types.BatchRecord{rec("k", "v"), rec("", "w")}, types.CompressionNone)
+		b, err := types.NewProduceBatch("t", 0, []types.BatchRecord{rec("k", "v"), rec("", "w")}, kbatch.CompressionNone)
 		require.NoError(t, err)
 		return b
 	}
@@ -119,7 +120,7 @@ func TestMalformedBatchesRefused(t *testing.T) {
 
 // bomb is one record batch of n records of zeros (each just under the record limit)
 // compressed with c: a few KB that decompress to n times the limit.
-func bomb(t testing.TB, c types.Compression, n int, recordBytes uint64) types.ProduceBatch {
+func bomb(t testing.TB, c kbatch.Compression, n int, recordBytes uint64) types.ProduceBatch {
 	recs := make([]types.BatchRecord, n)
 	zeros := make([]byte, recordBytes-16)
 	for i := range recs {
@@ -139,7 +140,7 @@ func TestDecompressionBombRefusedAndPaid(t *testing.T) {
 	f.createTopic("t", 1)
 	params, err := f.k.Params.Get(f.ctx)
 	require.NoError(t, err)
-	for _, c := range []types.Compression{types.CompressionGzip, types.CompressionSnappy, types.CompressionLZ4, types.CompressionZstd} {
+	for _, c := range []kbatch.Compression{kbatch.CompressionGzip, kbatch.CompressionSnappy, kbatch.CompressionLZ4, kbatch.CompressionZstd} {
 		b := bomb(t, c, 64, params.MaxRecordBytes) // 64 MiB of records at the default 1 MiB
 		ctx := f.ctx.WithGasMeter(storetypes.NewInfiniteGasMeter())
 		start := time.Now()
@@ -163,8 +164,8 @@ func TestCompressedBatchGasByDecompressedSize(t *testing.T) {
 	for i := range recs {
 		recs[i] = rec(fmt.Sprintf("key-%d", i), fmt.Sprintf(`{"event":"payment","currency":"EUR","amount":%d,"status":"settled"}`, i))
 	}
-	gas := map[types.Compression]uint64{}
-	for _, c := range []types.Compression{types.CompressionNone, types.CompressionLZ4} {
+	gas := map[kbatch.Compression]uint64{}
+	for _, c := range []kbatch.Compression{kbatch.CompressionNone, kbatch.CompressionLZ4} {
 		b, err := types.NewProduceBatch("t", 0, recs, c)
 		require.NoError(t, err)
 		ctx := f.ctx.WithGasMeter(storetypes.NewInfiniteGasMeter())
@@ -173,10 +174,10 @@ func TestCompressedBatchGasByDecompressedSize(t *testing.T) {
 		gas[c] = ctx.GasMeter().GasConsumed()
 		t.Logf("%s: %d B batch, gas %d", c, len(b.RecordBatch), gas[c])
 	}
-	none, err := types.NewProduceBatch("t", 0, recs, types.CompressionNone)
+	none, err := types.NewProduceBatch("t", 0, recs, kbatch.CompressionNone)
 	require.NoError(t, err)
-	recordBytes := uint64(len(none.RecordBatch) - types.RecordBatchHeaderSize)
-	require.GreaterOrEqual(t, gas[types.CompressionLZ4], recordBytes*(keeper.RecordBytesGas+keeper.DecompressedBytesGas))
+	recordBytes := uint64(len(none.RecordBatch) - kbatch.RecordBatchHeaderSize)
+	require.GreaterOrEqual(t, gas[kbatch.CompressionLZ4], recordBytes*(keeper.RecordBytesGas+keeper.DecompressedBytesGas))
 }
 
 // The Merkle state holds each batch's SHA-256, not its bytes; a node whose record store holds

@@ -26,6 +26,7 @@ import (
 	govtypes "github.com/cosmos/cosmos-sdk/x/gov/types"
 
 	"github.com/bftlog/bftlog/x/topics"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/keeper"
 	"github.com/bftlog/bftlog/x/topics/metrics"
 	"github.com/bftlog/bftlog/x/topics/types"
@@ -205,7 +206,7 @@ func lagState(t *testing.T) (keeper.Keeper, sdk.Context) {
 		for i := 0; i < 10; i++ {
 			recs = append(recs, types.BatchRecord{Value: &types.Bytes{Data: []byte("v")}})
 		}
-		b, err := types.NewProduceBatch("t", p, recs, types.CompressionNone)
+		b, err := types.NewProduceBatch("t", p, recs, kbatch.CompressionNone)
 		require.NoError(t, err)
 		batches = append(batches, b)
 	}

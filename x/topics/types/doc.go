@@ -6,8 +6,8 @@
 //     against the app hash, so they live here rather than in the keeper;
 //   - the registered errors and their codes (clients match them with errors.Is, never text);
 //   - the params, their defaults and the bounds no governance vote may cross;
-//   - Kafka's record batch v2 as the chain stores it: checked in one pass when a produce runs,
-//     decoded for fetches, re-encoded by compaction, decompressed under a bound;
+//   - the stored batch (RecordBatch) and the producer's records, converted to and from
+//     x/topics/kbatch, the Kafka record batch codec (which imports nothing of the module);
 //   - what the chain and its clients must compute alike: the assignors of native groups,
 //     the bounds on Kafka-protocol group messages, Kafka's murmur2 key partitioner.
 package types

@@ -4,6 +4,8 @@ import (
 	"google.golang.org/grpc/codes"
 
 	errorsmod "cosmossdk.io/errors"
+
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 )
 
 // Registered errors of x/topics. Codes are stable: never renumber, only add. Errors a query can
@@ -14,9 +16,9 @@ var (
 	ErrTopicExists           = errorsmod.RegisterWithGRPCCode(ModuleName, 3, codes.AlreadyExists, "topic already exists")
 	ErrUnknownTopic          = errorsmod.RegisterWithGRPCCode(ModuleName, 4, codes.NotFound, "unknown topic")
 	ErrInvalidPartition      = errorsmod.RegisterWithGRPCCode(ModuleName, 5, codes.NotFound, "partition out of range")
-	ErrEmptyBatch            = errorsmod.Register(ModuleName, 6, "empty batch")
-	ErrRecordTooLarge        = errorsmod.Register(ModuleName, 7, "record too large")
-	ErrBatchTooLarge         = errorsmod.Register(ModuleName, 8, "batch too large")
+	ErrEmptyBatch            = kbatch.ErrEmptyBatch     // 6: the batch codec registers it
+	ErrRecordTooLarge        = kbatch.ErrRecordTooLarge // 7: the batch codec registers it
+	ErrBatchTooLarge         = kbatch.ErrBatchTooLarge  // 8: the batch codec registers it
 	ErrTooManyPartitions     = errorsmod.Register(ModuleName, 9, "too many partitions")
 	ErrUnauthorizedProducer  = errorsmod.RegisterWithGRPCCode(ModuleName, 10, codes.PermissionDenied, "producer not authorized for topic")
 	ErrUnauthorized          = errorsmod.RegisterWithGRPCCode(ModuleName, 11, codes.PermissionDenied, "signer is neither the topic owner nor the authority")
@@ -26,7 +28,7 @@ var (
 	ErrTooManyRecords        = errorsmod.Register(ModuleName, 15, "too many records in batch")
 	ErrPartitionsNotIncrease = errorsmod.Register(ModuleName, 16, "partition count can only increase")
 	ErrInvalidAddress        = errorsmod.RegisterWithGRPCCode(ModuleName, 17, codes.InvalidArgument, "invalid address")
-	ErrTooManyHeaders        = errorsmod.Register(ModuleName, 18, "too many headers in record")
+	ErrTooManyHeaders        = kbatch.ErrTooManyHeaders // 18: the batch codec registers it
 	ErrInvalidPartitionCount = errorsmod.Register(ModuleName, 19, "invalid partition count")
 	ErrInvalidGenesis        = errorsmod.Register(ModuleName, 20, "invalid genesis state")
 	ErrInvalidRequest        = errorsmod.RegisterWithGRPCCode(ModuleName, 21, codes.InvalidArgument, "invalid request")
@@ -60,17 +62,12 @@ var (
 	ErrTopicBeingDeleted = errorsmod.Register(ModuleName, 37, "topic is being deleted")
 )
 
-// Record batches (Kafka RecordBatch v2).
+// Record batches (Kafka RecordBatch v2): registered by the codec, x/topics/kbatch, which
+// imports nothing of the module (codes 38, 39 and 43).
 var (
-	// ErrInvalidRecordBatch is a batch that is not one well-formed magic-2 batch (framing,
-	// CRC-32C, offset deltas, record fields, control or transactional attributes).
-	ErrInvalidRecordBatch = errorsmod.RegisterWithGRPCCode(ModuleName, 38, codes.InvalidArgument, "invalid record batch")
-	// ErrUnsupportedCompression is a compression codec other than none, gzip, snappy, lz4, zstd,
-	// or compressed data that does not decompress.
-	ErrUnsupportedCompression = errorsmod.RegisterWithGRPCCode(ModuleName, 39, codes.InvalidArgument, "unsupported or corrupt compression")
-	// ErrMissingKey is a record without a key produced to a compacted topic, which keeps
-	// records by key (Kafka refuses these too: INVALID_RECORD).
-	ErrMissingKey = errorsmod.RegisterWithGRPCCode(ModuleName, 43, codes.InvalidArgument, "compacted topic record without key")
+	ErrInvalidRecordBatch     = kbatch.ErrInvalidRecordBatch
+	ErrUnsupportedCompression = kbatch.ErrUnsupportedCompression
+	ErrMissingKey             = kbatch.ErrMissingKey
 )
 
 // Kafka-protocol groups (the Kafka gateway's members).

@@ -49,7 +49,7 @@ const (
 const (
 	// MaxBatchBytesLimit is the largest max_batch_bytes. Every batch it admits (its records
 	// decompressed, a compacted rewrite, the stored bytes) must stay readable where a batch is
-	// read for the whole chain: compaction decompresses within MaxDecodedBatchBytes (64 MiB),
+	// read for the whole chain: compaction decompresses within kbatch.MaxDecodedBatchBytes (64 MiB),
 	// and a state sync snapshot carries each stored batch as one item, which the SDK's
 	// snapshot reader refuses above 64,000,000 bytes; 60 MiB leaves room for the batch's
 	// header, store key and framing.

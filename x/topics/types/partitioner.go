@@ -1,5 +1,7 @@
 package types
 
+import "github.com/bftlog/bftlog/x/topics/kbatch"
+
 // Murmur2 is Kafka's murmur2 hash (org.apache.kafka.common.utils.Utils.murmur2), so that the
 // chain places keyed records on the same partition as Kafka's default partitioner does.
 func Murmur2(data []byte) int32 {
@@ -50,7 +52,7 @@ func KeyPartition(key []byte, n uint32) uint32 {
 // PartitionBatches partitions records as Kafka's default partitioner does — a keyed record
 // goes to murmur2(key) % partitions, keyless records stick together on the sticky partition —
 // and encodes one batch per partition, in the order partitions are first used.
-func PartitionBatches(topic string, partitions uint32, records []BatchRecord, sticky uint32, c Compression) ([]ProduceBatch, error) {
+func PartitionBatches(topic string, partitions uint32, records []BatchRecord, sticky uint32, c kbatch.Compression) ([]ProduceBatch, error) {
 	var (
 		order []uint32
 		byP   = map[uint32][]BatchRecord{}

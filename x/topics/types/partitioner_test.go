@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -64,7 +65,7 @@ func TestPartitionBatches(t *testing.T) {
 		}
 		recs = append(recs, r)
 	}
-	for _, c := range []types.Compression{types.CompressionNone, types.CompressionLZ4} {
+	for _, c := range []kbatch.Compression{kbatch.CompressionNone, kbatch.CompressionLZ4} {
 		batches, err := types.PartitionBatches("orders", partitions, recs, sticky, c)
 		require.NoError(t, err)
 
@@ -88,11 +89,11 @@ func TestPartitionBatches(t *testing.T) {
 			require.Less(t, b.Partition, uint32(partitions))
 			require.Zero(t, b.Sequence)
 			require.Equal(t, uint32(len(want[b.Partition])), b.RecordCount)
-			info, err := types.CheckRecordBatch(b.RecordBatch, testLimits)
+			info, err := kbatch.CheckRecordBatch(b.RecordBatch, testLimits)
 			require.NoError(t, err)
 			require.Equal(t, b.RecordCount, info.Records)
 			require.Equal(t, c, info.Compression)
-			got, err := types.DecodeRecordBatch(b.RecordBatch)
+			got, err := kbatch.DecodeRecordBatch(b.RecordBatch)
 			require.NoError(t, err)
 			requireDecoded(t, want[b.Partition], got, 0)
 			total += len(got)
@@ -101,15 +102,15 @@ func TestPartitionBatches(t *testing.T) {
 	}
 
 	// Keyless records only: one batch, on the sticky partition.
-	batches, err := types.PartitionBatches("orders", 4, []types.BatchRecord{{}, {Value: types.NewBytes([]byte("x"))}}, 2, types.CompressionNone)
+	batches, err := types.PartitionBatches("orders", 4, []types.BatchRecord{{}, {Value: types.NewBytes([]byte("x"))}}, 2, kbatch.CompressionNone)
 	require.NoError(t, err)
 	require.Len(t, batches, 1)
 	require.Equal(t, uint32(2), batches[0].Partition)
 	require.Equal(t, uint32(2), batches[0].RecordCount)
 
-	batches, err = types.PartitionBatches("orders", 4, nil, 0, types.CompressionNone)
+	batches, err = types.PartitionBatches("orders", 4, nil, 0, kbatch.CompressionNone)
 	require.NoError(t, err)
 	require.Empty(t, batches)
-	_, err = types.PartitionBatches("orders", 4, recs, 0, types.Compression(7))
+	_, err = types.PartitionBatches("orders", 4, recs, 0, kbatch.Compression(7))
 	require.ErrorIs(t, err, types.ErrUnsupportedCompression)
 }

@@ -1,7 +1,9 @@
 package types
 
+import "github.com/bftlog/bftlog/x/topics/kbatch"
+
 // NewProduceBatch encodes records as one record batch for one partition.
-func NewProduceBatch(topic string, partition uint32, records []BatchRecord, c Compression) (ProduceBatch, error) {
+func NewProduceBatch(topic string, partition uint32, records []BatchRecord, c kbatch.Compression) (ProduceBatch, error) {
 	b, err := EncodeRecordBatch(records, c)
 	if err != nil {
 		return ProduceBatch{}, err

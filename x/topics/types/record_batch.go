@@ -6,6 +6,8 @@ import (
 	"math"
 
 	errorsmod "cosmossdk.io/errors"
+
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 )
 
 // Records decodes the batch's records as consumers read them.
@@ -17,10 +19,10 @@ func (b RecordBatch) Records() ([]Record, error) {
 // RecordsWithin is Records for records of at most limit bytes once decompressed, returning
 // their size as DecodeRecordBatchWithin does.
 func (b RecordBatch) RecordsWithin(limit uint64) ([]Record, uint64, error) {
-	if IsControlBatch(b.RecordBatch) {
+	if kbatch.IsControlBatch(b.RecordBatch) {
 		return nil, 0, nil // a transaction marker takes an offset and holds no record, as in Kafka
 	}
-	recs, size, err := DecodeRecordBatchWithin(b.RecordBatch, limit)
+	recs, size, err := kbatch.DecodeRecordBatchWithin(b.RecordBatch, limit)
 	if err != nil {
 		return nil, size, err
 	}
@@ -28,13 +30,14 @@ func (b RecordBatch) RecordsWithin(limit uint64) ([]Record, uint64, error) {
 		return nil, size, errorsmod.Wrapf(ErrInvalidRecordBatch, "batch at offset %d holds %d records, says %d", b.BaseOffset, len(recs), b.RecordCount)
 	}
 	out := make([]Record, len(recs))
+	headers := protoHeaders(recs)
 	for i, r := range recs {
 		// The batch's own offset deltas: compaction leaves gaps between them.
 		out[i] = Record{
 			Offset:          uint64(r.Offset),
 			Key:             NewBytes(r.Key),
 			Value:           NewBytes(r.Value),
-			Headers:         r.Headers,
+			Headers:         headers(len(r.Headers)),
 			CreateTimeMs:    r.Timestamp,
 			LogAppendTimeMs: b.LogAppendTimeMs,
 			Producer:        b.Producer,
@@ -77,19 +80,19 @@ func (b *RecordBatch) Seal() {
 // one framed batch with a valid CRC, its bytes matching their SHA-256, its base offset and
 // record count matching the metadata.
 func (b RecordBatch) CheckStored() error {
-	if err := checkBatchFraming(b.RecordBatch); err != nil {
+	if err := kbatch.CheckBatchFraming(b.RecordBatch); err != nil {
 		return err
 	}
 	if sum := sha256.Sum256(b.RecordBatch); !bytes.Equal(sum[:], b.RecordBatchSha256) {
 		return errorsmod.Wrapf(ErrInvalidRecordBatch, "batch at offset %d: record batch bytes do not match record_batch_sha256", b.BaseOffset)
 	}
-	if b.RecordCount == 0 || RecordBatchCount(b.RecordBatch) != b.RecordCount {
-		return errorsmod.Wrapf(ErrInvalidRecordBatch, "record count %d, the batch holds %d", b.RecordCount, RecordBatchCount(b.RecordBatch))
+	if b.RecordCount == 0 || kbatch.RecordBatchCount(b.RecordBatch) != b.RecordCount {
+		return errorsmod.Wrapf(ErrInvalidRecordBatch, "record count %d, the batch holds %d", b.RecordCount, kbatch.RecordBatchCount(b.RecordBatch))
 	}
-	if base := RecordBatchBaseOffset(b.RecordBatch); base != b.BaseOffset {
+	if base := kbatch.RecordBatchBaseOffset(b.RecordBatch); base != b.BaseOffset {
 		return errorsmod.Wrapf(ErrInvalidRecordBatch, "base offset %d, the batch says %d", b.BaseOffset, base)
 	}
-	if d := RecordBatchLastOffsetDelta(b.RecordBatch); d != max(b.LastOffsetDelta, b.RecordCount-1) {
+	if d := kbatch.RecordBatchLastOffsetDelta(b.RecordBatch); d != max(b.LastOffsetDelta, b.RecordCount-1) {
 		return errorsmod.Wrapf(ErrInvalidRecordBatch, "batch at offset %d spans %d offsets, its last offset delta says %d", b.BaseOffset, max(b.LastOffsetDelta, b.RecordCount-1)+1, d+1)
 	}
 	return nil
@@ -154,4 +157,57 @@ func NewBytes(b []byte) *Bytes {
 		return nil
 	}
 	return &Bytes{Data: b}
+}
+
+// protoHeaders copies the decoded records' headers into one slice of proto headers, and
+// returns what hands each record, in order, its n headers from it (nil for none, as decoded).
+func protoHeaders(recs []kbatch.KafkaRecord) func(n int) []Header {
+	total := 0
+	for _, r := range recs {
+		total += len(r.Headers)
+	}
+	all := make([]Header, 0, total)
+	for _, r := range recs {
+		for _, h := range r.Headers {
+			all = append(all, Header(h))
+		}
+	}
+	return func(n int) []Header {
+		if n == 0 {
+			return nil
+		}
+		hs := all[:n:n]
+		all = all[n:]
+		return hs
+	}
+}
+
+// EncodeRecordBatch writes a producer's records as one Kafka record batch compressed with c
+// (kbatch.EncodeRecordBatch, given the proto records as the codec's).
+func EncodeRecordBatch(records []BatchRecord, c kbatch.Compression) ([]byte, error) {
+	total := 0
+	for _, r := range records {
+		total += len(r.Headers)
+	}
+	headers := make([]kbatch.Header, 0, total)
+	in := make([]kbatch.Record, len(records))
+	for i, r := range records {
+		from := len(headers)
+		for _, h := range r.Headers {
+			headers = append(headers, kbatch.Header(h))
+		}
+		in[i] = kbatch.Record{Key: r.Key.nullable(), Value: r.Value.nullable(), Headers: headers[from:len(headers):len(headers)], Timestamp: r.CreateTimeMs}
+	}
+	return kbatch.EncodeRecordBatch(in, c)
+}
+
+// nullable is b's bytes: nil when null, never nil when not (an empty value is not a null one).
+func (b *Bytes) nullable() []byte {
+	if b == nil {
+		return nil
+	}
+	if b.Data == nil {
+		return []byte{}
+	}
+	return b.Data
 }

@@ -21,27 +21,21 @@ import (
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
 const (
-	flagFile            = "file"
-	flagPartition       = "partition"
-	flagKeySeparator    = "key-separator"
-	flagHeader          = "header"
-	flagPartitions      = "partitions"
-	flagRetentionMs     = "retention-ms"
-	flagRetentionBytes  = "retention-bytes"
-	flagMaxRecordBytes  = "max-record-bytes"
-	flagAllowProducer   = "allow-producer"
-	flagCleanupPolicy   = "cleanup-policy"
-	flagDeleteRetention = "delete-retention-ms"
-	flagCompactionLag   = "min-compaction-lag-ms"
-	flagDirtyRatio      = "min-cleanable-dirty-ratio-permille"
-	flagAnyProducer     = "any-producer"
-	flagBatchRecords    = "batch-records"
-	flagInFlight        = "in-flight"
-	flagCompression     = "compression"
+	flagFile          = "file"
+	flagPartition     = "partition"
+	flagKeySeparator  = "key-separator"
+	flagHeader        = "header"
+	flagPartitions    = "partitions"
+	flagAllowProducer = "allow-producer"
+	flagAnyProducer   = "any-producer"
+	flagBatchRecords  = "batch-records"
+	flagInFlight      = "in-flight"
+	flagCompression   = "compression"
 )
 
 // NewTxCmd is the root of `bftlogd tx topics`.
@@ -58,54 +52,44 @@ func NewTxCmd() *cobra.Command {
 	return cmd
 }
 
+// addConfigFlags adds a flag for every topic config of the table (types.TopicConfigFields)
+// and the producer allowlist, which is the chain's own.
 func addConfigFlags(cmd *cobra.Command) {
-	cmd.Flags().Int64(flagRetentionMs, -1, "how long records are kept, in ms (-1: forever)")
-	cmd.Flags().Int64(flagRetentionBytes, -1, "retained bytes per partition (-1: unlimited)")
-	cmd.Flags().Uint64(flagMaxRecordBytes, 0, "largest record accepted, in bytes (0: the module limit)")
+	for i := range types.TopicConfigFields {
+		f := &types.TopicConfigFields[i]
+		cmd.Flags().Var(&configFlag{field: f, text: f.FlagDefault}, f.Flag, f.FlagUsage)
+	}
 	cmd.Flags().StringSlice(flagAllowProducer, nil, "only these accounts (and the owner) may produce, as addresses or key names: comma-separated or the flag repeated")
-	cmd.Flags().String(flagCleanupPolicy, "delete", "delete (retention), compact (latest record per key) or compact,delete")
-	cmd.Flags().Int64(flagDeleteRetention, 0, "compacted topics: how long tombstones stay, in ms (0: a day)")
-	cmd.Flags().Int64(flagCompactionLag, 0, "compacted topics: records younger than this are never compacted, in ms")
-	cmd.Flags().Uint32(flagDirtyRatio, 0, "compacted topics: share of new bytes, in thousandths, that starts a pass (0: 500)")
+}
+
+// configFlag is a topic config's flag: its text, checked when parsed as pflag checks a flag
+// of its type, set on the config by applyConfigFlags.
+type configFlag struct {
+	field *types.TopicConfigField
+	text  string
+}
+
+func (v *configFlag) String() string { return v.text }
+func (v *configFlag) Type() string   { return v.field.FlagType }
+
+func (v *configFlag) Set(s string) error {
+	var scratch types.TopicConfig
+	if err := v.field.SetFlag(&scratch, s); err != nil {
+		return err
+	}
+	v.text = s
+	return nil
 }
 
 // applyConfigFlags sets only the flags the user gave on top of cfg.
 func applyConfigFlags(clientCtx client.Context, cmd *cobra.Command, cfg *types.TopicConfig) error {
 	fs := cmd.Flags()
-	var err error
-	if fs.Changed(flagRetentionMs) {
-		if cfg.RetentionMs, err = fs.GetInt64(flagRetentionMs); err != nil {
-			return err
-		}
-	}
-	if fs.Changed(flagRetentionBytes) {
-		if cfg.RetentionBytes, err = fs.GetInt64(flagRetentionBytes); err != nil {
-			return err
-		}
-	}
-	if fs.Changed(flagMaxRecordBytes) {
-		if cfg.MaxRecordBytes, err = fs.GetUint64(flagMaxRecordBytes); err != nil {
-			return err
-		}
-	}
-	if fs.Changed(flagCleanupPolicy) {
-		if cfg.CleanupPolicy, err = fs.GetString(flagCleanupPolicy); err != nil {
-			return err
-		}
-	}
-	if fs.Changed(flagDeleteRetention) {
-		if cfg.DeleteRetentionMs, err = fs.GetInt64(flagDeleteRetention); err != nil {
-			return err
-		}
-	}
-	if fs.Changed(flagCompactionLag) {
-		if cfg.MinCompactionLagMs, err = fs.GetInt64(flagCompactionLag); err != nil {
-			return err
-		}
-	}
-	if fs.Changed(flagDirtyRatio) {
-		if cfg.MinCleanableDirtyRatioPermille, err = fs.GetUint32(flagDirtyRatio); err != nil {
-			return err
+	for i := range types.TopicConfigFields {
+		f := &types.TopicConfigFields[i]
+		if fs.Changed(f.Flag) {
+			if err := f.SetFlag(cfg, fs.Lookup(f.Flag).Value.String()); err != nil {
+				return err
+			}
 		}
 	}
 	if fs.Changed(flagAllowProducer) {
@@ -334,7 +318,7 @@ func runProduce(cmd *cobra.Command, args []string) error {
 		inFlight = 1
 	}
 	codec, _ := fs.GetString(flagCompression)
-	compression, err := types.ParseCompression(codec)
+	compression, err := kbatch.ParseCompression(codec)
 	if err != nil {
 		return PlainError(err)
 	}
@@ -503,7 +487,7 @@ func readLines(r io.Reader) ([]string, error) {
 // sticky partition per transaction (sticky, sticky+1, ...), so they spread over the
 // partitions. The node's mempool max_tx_bytes is set well above max_batch_bytes to leave room
 // for the transaction's own encoding.
-func buildProduceTxs(topic string, partition int32, partitions uint32, records []types.BatchRecord, maxRecords uint32, maxBytes uint64, c types.Compression, sticky uint32) ([][]types.ProduceBatch, error) {
+func buildProduceTxs(topic string, partition int32, partitions uint32, records []types.BatchRecord, maxRecords uint32, maxBytes uint64, c kbatch.Compression, sticky uint32) ([][]types.ProduceBatch, error) {
 	const keyless = int64(-1)
 	target := func(r types.BatchRecord) int64 {
 		switch {
@@ -551,14 +535,14 @@ func buildProduceTxs(topic string, partition int32, partitions uint32, records [
 		p := target(r)
 		size := r.RecordSize()
 		if !used[p] {
-			size += types.RecordBatchHeaderSize // each partition's batch has its own header
+			size += kbatch.RecordBatchHeaderSize // each partition's batch has its own header
 		}
 		if i > start && (uint32(i-start) >= maxRecords || bytes+size > maxBytes) {
 			if err := encode(records[start:i]); err != nil {
 				return nil, err
 			}
 			start, bytes, used = i, 0, map[int64]bool{}
-			size = r.RecordSize() + types.RecordBatchHeaderSize
+			size = r.RecordSize() + kbatch.RecordBatchHeaderSize
 		}
 		used[p] = true
 		bytes += size

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/bftlog/bftlog/x/topics/types"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 )
 
 // The hand-written tx commands follow the SDK's conventions: with --generate-only they print the
@@ -26,7 +26,7 @@ func TestTxCommandsGenerateOnly(t *testing.T) {
 	require.EqualValues(t, 1, b["partition"])
 	raw, err := base64.StdEncoding.DecodeString(b["record_batch"].(string))
 	require.NoError(t, err)
-	recs, err := types.DecodeRecordBatch(raw)
+	recs, err := kbatch.DecodeRecordBatch(raw)
 	require.NoError(t, err)
 	require.Len(t, recs, 2)
 	require.Equal(t, "k2", string(recs[1].Key))

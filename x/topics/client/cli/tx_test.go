@@ -17,6 +17,7 @@ import (
 	codectypes "github.com/cosmos/cosmos-sdk/codec/types"
 	sdk "github.com/cosmos/cosmos-sdk/types"
 
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -79,11 +80,11 @@ func TestPrintTxResult(t *testing.T) {
 }
 
 // decoded is the records of one transaction's batches, by partition, as consumers read them.
-func decoded(t *testing.T, batches []types.ProduceBatch) map[uint32][]types.KafkaRecord {
+func decoded(t *testing.T, batches []types.ProduceBatch) map[uint32][]kbatch.KafkaRecord {
 	t.Helper()
-	out := map[uint32][]types.KafkaRecord{}
+	out := map[uint32][]kbatch.KafkaRecord{}
 	for _, b := range batches {
-		recs, err := types.DecodeRecordBatch(b.RecordBatch)
+		recs, err := kbatch.DecodeRecordBatch(b.RecordBatch)
 		require.NoError(t, err)
 		require.Len(t, recs, int(b.RecordCount))
 		out[b.Partition] = append(out[b.Partition], recs...)
@@ -104,7 +105,7 @@ func TestBuildProduceTxsPartitions(t *testing.T) {
 		}
 		records = append(records, r)
 	}
-	txs, err := buildProduceTxs("orders", -1, 4, records, 10, 4<<20, types.CompressionNone, 6)
+	txs, err := buildProduceTxs("orders", -1, 4, records, 10, 4<<20, kbatch.CompressionNone, 6)
 	require.NoError(t, err)
 	require.Len(t, txs, 3)
 	next := 0
@@ -140,7 +141,7 @@ func TestBuildProduceTxsPartitions(t *testing.T) {
 	require.Equal(t, len(records), next)
 
 	// --partition puts everything on one partition, keys or not.
-	txs, err = buildProduceTxs("orders", 2, 0, records, 100, 4<<20, types.CompressionLZ4, 0)
+	txs, err = buildProduceTxs("orders", 2, 0, records, 100, 4<<20, kbatch.CompressionLZ4, 0)
 	require.NoError(t, err)
 	require.Len(t, txs, 1)
 	require.Len(t, txs[0], 1)
@@ -157,8 +158,8 @@ func TestBuildProduceTxsBytes(t *testing.T) {
 		_, _ = rand.Read(v) // incompressible
 		records = append(records, types.BatchRecord{Value: types.NewBytes(v)})
 	}
-	maxBytes := 4*records[0].RecordSize() + types.RecordBatchHeaderSize
-	for _, c := range []types.Compression{types.CompressionNone, types.CompressionGzip, types.CompressionSnappy, types.CompressionLZ4, types.CompressionZstd} {
+	maxBytes := 4*records[0].RecordSize() + kbatch.RecordBatchHeaderSize
+	for _, c := range []kbatch.Compression{kbatch.CompressionNone, kbatch.CompressionGzip, kbatch.CompressionSnappy, kbatch.CompressionLZ4, kbatch.CompressionZstd} {
 		txs, err := buildProduceTxs("t", 0, 0, records, 1000, maxBytes, c, 0)
 		require.NoError(t, err, c)
 		total := 0
@@ -167,7 +168,7 @@ func TestBuildProduceTxsBytes(t *testing.T) {
 			for _, b := range tx {
 				size += len(b.RecordBatch)
 				total += int(b.RecordCount)
-				info, err := types.CheckRecordBatch(b.RecordBatch, types.BatchLimits{MaxRecordBytes: 1 << 20, MaxDecompressedBytes: maxBytes, MaxHeaders: 64})
+				info, err := kbatch.CheckRecordBatch(b.RecordBatch, kbatch.BatchLimits{MaxRecordBytes: 1 << 20, MaxDecompressedBytes: maxBytes, MaxHeaders: 64})
 				require.NoError(t, err, c)
 				require.Equal(t, c, info.Compression)
 			}
@@ -175,7 +176,7 @@ func TestBuildProduceTxsBytes(t *testing.T) {
 		}
 		require.Equal(t, len(records), total, c)
 		require.GreaterOrEqual(t, len(txs), 10, c)
-		if c == types.CompressionGzip {
+		if c == kbatch.CompressionGzip {
 			require.Len(t, txs, 20, "gzip's framing makes 4 incompressible records too large: halved")
 		}
 	}
@@ -185,9 +186,9 @@ func TestBuildProduceTxsBytes(t *testing.T) {
 	for range 100 {
 		same = append(same, types.BatchRecord{Value: types.NewBytes(bytes.Repeat([]byte("abcd"), 100))})
 	}
-	plain, err := buildProduceTxs("t", 0, 0, same, 1000, 4<<20, types.CompressionNone, 0)
+	plain, err := buildProduceTxs("t", 0, 0, same, 1000, 4<<20, kbatch.CompressionNone, 0)
 	require.NoError(t, err)
-	lz4, err := buildProduceTxs("t", 0, 0, same, 1000, 4<<20, types.CompressionLZ4, 0)
+	lz4, err := buildProduceTxs("t", 0, 0, same, 1000, 4<<20, kbatch.CompressionLZ4, 0)
 	require.NoError(t, err)
 	require.Less(t, 10*len(lz4[0][0].RecordBatch), len(plain[0][0].RecordBatch))
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -53,11 +54,11 @@ func (q *fakeQuery) Fetch(_ context.Context, req *types.QueryFetchRequest, _ ...
 		for o := base; o < end; o++ {
 			recs = append(recs, types.BatchRecord{Value: types.NewBytes([]byte(l.values[o-l.start]))})
 		}
-		bz, err := types.EncodeRecordBatch(recs, types.CompressionNone)
+		bz, err := types.EncodeRecordBatch(recs, kbatch.CompressionNone)
 		if err != nil {
 			return nil, err
 		}
-		res.Batches = append(res.Batches, types.RecordBatch{BaseOffset: base, RecordCount: uint32(len(recs)), RecordBatch: types.WithBaseOffset(bz, base)})
+		res.Batches = append(res.Batches, types.RecordBatch{BaseOffset: base, RecordCount: uint32(len(recs)), RecordBatch: kbatch.WithBaseOffset(bz, base)})
 		n += end - max(base, req.Offset)
 		res.NextOffset = end
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -16,9 +17,9 @@ func TestCompressedRecordBytes(t *testing.T) {
 	for i := range recs {
 		recs[i] = types.BatchRecord{Value: &types.Bytes{Data: bytes.Repeat([]byte(`{"type":"page_view"}`), 10)}}
 	}
-	lz4, err := types.NewProduceBatch("t", 0, recs, types.CompressionLZ4)
+	lz4, err := types.NewProduceBatch("t", 0, recs, kbatch.CompressionLZ4)
 	require.NoError(t, err)
-	plain, err := types.NewProduceBatch("t", 1, recs, types.CompressionNone)
+	plain, err := types.NewProduceBatch("t", 1, recs, kbatch.CompressionNone)
 	require.NoError(t, err)
 
 	n := compressedRecordBytes(&types.MsgProduce{Batches: []types.ProduceBatch{lz4, plain}})

@@ -31,6 +31,7 @@ import (
 	"github.com/cosmos/cosmos-sdk/types/tx/signing"
 
 	"github.com/bftlog/bftlog/x/topics/client/txclient"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -128,7 +129,7 @@ func newFixture(t *testing.T) *fixture {
 	require.NoError(t, err)
 	producer, err := enc.InterfaceRegistry.SigningContext().AddressCodec().BytesToString(addr)
 	require.NoError(t, err)
-	batch, err := types.NewProduceBatch("demo", 7, []types.BatchRecord{{Value: &types.Bytes{Data: []byte("x")}}}, types.CompressionNone)
+	batch, err := types.NewProduceBatch("demo", 7, []types.BatchRecord{{Value: &types.Bytes{Data: []byte("x")}}}, kbatch.CompressionNone)
 	require.NoError(t, err)
 	f := &fixture{
 		node:    &node{simulations: []abci.ResponseQuery{simulated(100_000)}, txs: map[string]cmttypes.Tx{}},

@@ -34,6 +34,7 @@ import (
 	authtx "github.com/cosmos/cosmos-sdk/x/auth/tx"
 
 	"github.com/bftlog/bftlog/app/ordering"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 	"github.com/bftlog/bftlog/x/topics/types"
 )
 
@@ -549,8 +550,8 @@ func compressedRecordBytes(m sdk.Msg) uint64 {
 	}
 	var n uint64
 	for _, b := range pm.Batches {
-		info, err := types.CheckRecordBatch(b.RecordBatch, types.BatchLimits{MaxRecordBytes: 1 << 40, MaxDecompressedBytes: 1 << 40, MaxHeaders: 1 << 30})
-		if err == nil && info.Compression != types.CompressionNone {
+		info, err := kbatch.CheckRecordBatch(b.RecordBatch, kbatch.BatchLimits{MaxRecordBytes: 1 << 40, MaxDecompressedBytes: 1 << 40, MaxHeaders: 1 << 30})
+		if err == nil && info.Compression != kbatch.CompressionNone {
 			n += info.RecordBytes
 		}
 	}

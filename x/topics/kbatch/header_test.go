@@ -1,4 +1,4 @@
-package types
+package kbatch
 
 import (
 	"testing"
@@ -36,9 +36,9 @@ func TestBatchHeaderRoundTrip(t *testing.T) {
 
 // Walking a batch's records and their headers allocates nothing.
 func TestRecordReaderDoesNotAllocate(t *testing.T) {
-	recs := []BatchRecord{
-		{Key: &Bytes{Data: []byte("k")}, Value: &Bytes{Data: []byte("v")}, Headers: []Header{{Key: "a", Value: []byte("1")}, {Key: "b"}}},
-		{Value: &Bytes{}},
+	recs := []Record{
+		{Key: []byte("k"), Value: []byte("v"), Headers: []Header{{Key: "a", Value: []byte("1")}, {Key: "b"}}},
+		{Value: []byte{}},
 	}
 	b, err := EncodeRecordBatch(recs, CompressionNone)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package types_test
+package kbatch_test
 
 import (
 	"bytes"
@@ -15,46 +15,46 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/bftlog/bftlog/x/topics/types"
+	"github.com/bftlog/bftlog/x/topics/kbatch"
 )
 
 // Codec names are Kafka's compression.type values, and codec numbers Kafka's attribute bits.
 func TestParseCompression(t *testing.T) {
 	for i, name := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
-		c, err := types.ParseCompression(name)
+		c, err := kbatch.ParseCompression(name)
 		require.NoError(t, err)
-		require.Equal(t, types.Compression(i), c)
+		require.Equal(t, kbatch.Compression(i), c)
 		require.Equal(t, name, c.String())
 		require.Equal(t, int(kgo.CompressionCodecType(i)), int(c))
 	}
 	for _, name := range []string{"", "GZIP", "producer", "lz4hc", "unknown"} {
-		_, err := types.ParseCompression(name)
-		require.ErrorIs(t, err, types.ErrUnsupportedCompression, name)
+		_, err := kbatch.ParseCompression(name)
+		require.ErrorIs(t, err, kbatch.ErrUnsupportedCompression, name)
 	}
-	require.Equal(t, "unknown", types.Compression(6).String())
+	require.Equal(t, "unknown", kbatch.Compression(6).String())
 }
 
-func kgoCodec(c types.Compression) kgo.CompressionCodec {
+func kgoCodec(c kbatch.Compression) kgo.CompressionCodec {
 	return []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()}[c]
 }
 
 // kmsgBatch builds a batch the way franz-go's producer does: kmsg records, compressed by kgo's
 // default compressor, framed by kmsg.RecordBatch, with a producer id as an idempotent
 // producer sends it.
-func kmsgBatch(t *testing.T, recs []types.BatchRecord, c types.Compression, xerial bool) []byte {
+func kmsgBatch(t *testing.T, recs []kbatch.Record, c kbatch.Compression, xerial bool) []byte {
 	t.Helper()
-	baseTs, maxTs := recs[0].CreateTimeMs, recs[0].CreateTimeMs
+	baseTs, maxTs := recs[0].Timestamp, recs[0].Timestamp
 	for _, r := range recs {
-		baseTs, maxTs = min(baseTs, r.CreateTimeMs), max(maxTs, r.CreateTimeMs)
+		baseTs, maxTs = min(baseTs, r.Timestamp), max(maxTs, r.Timestamp)
 	}
 	var body []byte
 	for i, r := range recs {
-		kr := kmsg.Record{TimestampDelta64: r.CreateTimeMs - baseTs, OffsetDelta: int32(i)}
+		kr := kmsg.Record{TimestampDelta64: r.Timestamp - baseTs, OffsetDelta: int32(i)}
 		if r.Key != nil {
-			kr.Key = append([]byte{}, r.Key.Data...)
+			kr.Key = append([]byte{}, r.Key...)
 		}
 		if r.Value != nil {
-			kr.Value = append([]byte{}, r.Value.Data...)
+			kr.Value = append([]byte{}, r.Value...)
 		}
 		for _, h := range r.Headers {
 			kr.Headers = append(kr.Headers, kmsg.Header{Key: h.Key, Value: h.Value})
@@ -66,7 +66,7 @@ func kmsgBatch(t *testing.T, recs []types.BatchRecord, c types.Compression, xeri
 	switch {
 	case xerial:
 		records = xerialFrame(body)
-	case c != types.CompressionNone:
+	case c != kbatch.CompressionNone:
 		comp, err := kgo.DefaultCompressor(kgoCodec(c))
 		require.NoError(t, err)
 		out, used := comp.Compress(new(bytes.Buffer), body)
@@ -102,13 +102,13 @@ func xerialFrame(in []byte) []byte {
 func TestCheckRecordBatchAcceptsFranzGoBatches(t *testing.T) {
 	recs := sampleRecords()
 	// Enough data for several xerial blocks.
-	recs = append(recs, types.BatchRecord{Value: types.NewBytes(bytes.Repeat([]byte("0123456789"), 10_000)), CreateTimeMs: 1_700_000_000_001})
-	plain, err := types.EncodeRecordBatch(recs, types.CompressionNone)
+	recs = append(recs, kbatch.Record{Value: bytes.Repeat([]byte("0123456789"), 10_000), Timestamp: 1_700_000_000_001})
+	plain, err := kbatch.EncodeRecordBatch(recs, kbatch.CompressionNone)
 	require.NoError(t, err)
 	for _, tc := range []struct {
-		c      types.Compression
+		c      kbatch.Compression
 		xerial bool
-	}{{types.CompressionNone, false}, {types.CompressionGzip, false}, {types.CompressionSnappy, false}, {types.CompressionSnappy, true}, {types.CompressionLZ4, false}, {types.CompressionZstd, false}} {
+	}{{kbatch.CompressionNone, false}, {kbatch.CompressionGzip, false}, {kbatch.CompressionSnappy, false}, {kbatch.CompressionSnappy, true}, {kbatch.CompressionLZ4, false}, {kbatch.CompressionZstd, false}} {
 		name := tc.c.String()
 		if tc.xerial {
 			name += "-xerial"
@@ -116,21 +116,21 @@ func TestCheckRecordBatchAcceptsFranzGoBatches(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b := kmsgBatch(t, recs, tc.c, tc.xerial)
 			if tc.xerial {
-				require.True(t, bytes.HasPrefix(b[types.RecordBatchHeaderSize:], []byte("\x82SNAPPY\x00")))
+				require.True(t, bytes.HasPrefix(b[kbatch.RecordBatchHeaderSize:], []byte("\x82SNAPPY\x00")))
 				// kgo reads the framing as we write it: it is the Java client's.
-				_, err := kgo.DefaultDecompressor().Decompress(b[types.RecordBatchHeaderSize:], kgo.CodecSnappy)
+				_, err := kgo.DefaultDecompressor().Decompress(b[kbatch.RecordBatchHeaderSize:], kgo.CodecSnappy)
 				require.NoError(t, err)
 			}
-			info, err := types.CheckRecordBatch(b, testLimits)
+			info, err := kbatch.CheckRecordBatch(b, testLimits)
 			require.NoError(t, err)
 			require.Equal(t, uint32(len(recs)), info.Records)
 			require.Equal(t, tc.c, info.Compression)
 			// kmsg writes records byte for byte as we do: same decompressed size.
-			require.Equal(t, uint64(len(plain)-types.RecordBatchHeaderSize), info.RecordBytes)
+			require.Equal(t, uint64(len(plain)-kbatch.RecordBatchHeaderSize), info.RecordBytes)
 			require.Equal(t, int64(4242), info.ProducerID)
 			require.Equal(t, int16(3), info.ProducerEpoch)
 			require.Equal(t, int32(17), info.BaseSequence)
-			got, err := types.DecodeRecordBatch(types.WithBaseOffset(b, 500))
+			got, err := kbatch.DecodeRecordBatch(kbatch.WithBaseOffset(b, 500))
 			require.NoError(t, err)
 			requireDecoded(t, recs, got, 500)
 		})
@@ -143,9 +143,9 @@ func TestFranzGoReadsEncodedBatches(t *testing.T) {
 	recs := sampleRecords()
 	for _, c := range allCodecs {
 		t.Run(c.String(), func(t *testing.T) {
-			b, err := types.EncodeRecordBatch(recs, c)
+			b, err := kbatch.EncodeRecordBatch(recs, c)
 			require.NoError(t, err)
-			b = types.WithBaseOffset(b, 77)
+			b = kbatch.WithBaseOffset(b, 77)
 			var rb kmsg.RecordBatch
 			require.NoError(t, rb.ReadFrom(b))
 			require.Equal(t, int64(77), rb.FirstOffset)
@@ -165,12 +165,12 @@ func TestFranzGoReadsEncodedBatches(t *testing.T) {
 				require.NoError(t, kr.ReadFrom(raw[:n+int(l)]), "record %d", i)
 				raw = raw[n+int(l):]
 				require.Equal(t, int32(i), kr.OffsetDelta)
-				require.Equal(t, want.CreateTimeMs, rb.FirstTimestamp+kr.TimestampDelta64)
+				require.Equal(t, want.Timestamp, rb.FirstTimestamp+kr.TimestampDelta64)
 				requireNullable(t, want.Key, kr.Key, "key")
 				requireNullable(t, want.Value, kr.Value, "value")
-				got := make([]types.Header, len(kr.Headers))
+				got := make([]kbatch.Header, len(kr.Headers))
 				for j, h := range kr.Headers {
-					got[j] = types.Header{Key: h.Key, Value: h.Value}
+					got[j] = kbatch.Header{Key: h.Key, Value: h.Value}
 				}
 				requireHeaders(t, want.Headers, got)
 			}
@@ -184,34 +184,34 @@ func TestFranzGoReadsEncodedBatches(t *testing.T) {
 func TestCorruptCompressionRefused(t *testing.T) {
 	recs := sampleRecords()
 	for _, c := range allCodecs[1:] {
-		b, err := types.EncodeRecordBatch(recs, c)
+		b, err := kbatch.EncodeRecordBatch(recs, c)
 		require.NoError(t, err)
-		body := b[types.RecordBatchHeaderSize:]
+		body := b[kbatch.RecordBatchHeaderSize:]
 		for name, records := range map[string][]byte{
 			"truncated": body[:len(body)/2],
 			"garbage":   bytes.Repeat([]byte{0xa5}, 64),
 			"empty":     {},
 		} {
 			bad := rawBatch(uint16(c), int32(len(recs)), int32(len(recs)-1), records)
-			_, err := types.CheckRecordBatch(bad, testLimits)
+			_, err := kbatch.CheckRecordBatch(bad, testLimits)
 			require.Error(t, err, "%s %s", c, name)
 			// A truncated stream may also end early but cleanly: then the records are short.
-			require.True(t, types.ErrUnsupportedCompression.Is(err) || types.ErrInvalidRecordBatch.Is(err), "%s %s: %v", c, name, err)
-			_, err = types.DecodeRecordBatch(bad)
+			require.True(t, kbatch.ErrUnsupportedCompression.Is(err) || kbatch.ErrInvalidRecordBatch.Is(err), "%s %s: %v", c, name, err)
+			_, err = kbatch.DecodeRecordBatch(bad)
 			require.Error(t, err, "%s %s", c, name)
 		}
 	}
 	// Snappy in xerial framing with a chunk length past the end.
 	bad := xerialFrame(bytes.Repeat([]byte("x"), 100))
 	binary.BigEndian.PutUint32(bad[16:], 1<<20)
-	_, err := types.CheckRecordBatch(rawBatch(uint16(types.CompressionSnappy), 1, 0, bad), testLimits)
-	require.ErrorIs(t, err, types.ErrUnsupportedCompression)
+	_, err := kbatch.CheckRecordBatch(rawBatch(uint16(kbatch.CompressionSnappy), 1, 0, bad), testLimits)
+	require.ErrorIs(t, err, kbatch.ErrUnsupportedCompression)
 	for _, codec := range []uint16{5, 6, 7} {
 		b := rawBatch(codec, 1, 0, rawRecord(0, nil, nil))
-		_, err := types.CheckRecordBatch(b, testLimits)
-		require.ErrorIs(t, err, types.ErrUnsupportedCompression, "codec %d", codec)
-		_, err = types.DecodeRecordBatch(b)
-		require.ErrorIs(t, err, types.ErrUnsupportedCompression, "codec %d", codec)
+		_, err := kbatch.CheckRecordBatch(b, testLimits)
+		require.ErrorIs(t, err, kbatch.ErrUnsupportedCompression, "codec %d", codec)
+		_, err = kbatch.DecodeRecordBatch(b)
+		require.ErrorIs(t, err, kbatch.ErrUnsupportedCompression, "codec %d", codec)
 	}
 }
 
@@ -223,17 +223,17 @@ const gib = 1 << 30
 // the bomb's refusal is about its size, not its encoding.
 var bombs = []struct {
 	name  string
-	c     types.Compression
+	c     kbatch.Compression
 	build func(t testing.TB, size int) []byte
 }{
-	{"gzip zeros, concatenated members", types.CompressionGzip, gzipZeros},
-	{"zstd RLE blocks, no content size", types.CompressionZstd, func(t testing.TB, size int) []byte { return zstdRLE(size, false) }},
-	{"zstd RLE blocks, content size in the header", types.CompressionZstd, func(t testing.TB, size int) []byte { return zstdRLE(size, true) }},
-	{"lz4 zeros, concatenated frames", types.CompressionLZ4, lz4Zeros},
-	{"snappy block claiming its length", types.CompressionSnappy, snappyClaim},
-	{"snappy zeros", types.CompressionSnappy, snappyZeros},
-	{"snappy xerial zeros", types.CompressionSnappy, func(t testing.TB, size int) []byte { return xerialFrame(make([]byte, size)) }},
-	{"snappy xerial chunks claiming their length", types.CompressionSnappy, xerialClaim},
+	{"gzip zeros, concatenated members", kbatch.CompressionGzip, gzipZeros},
+	{"zstd RLE blocks, no content size", kbatch.CompressionZstd, func(t testing.TB, size int) []byte { return zstdRLE(size, false) }},
+	{"zstd RLE blocks, content size in the header", kbatch.CompressionZstd, func(t testing.TB, size int) []byte { return zstdRLE(size, true) }},
+	{"lz4 zeros, concatenated frames", kbatch.CompressionLZ4, lz4Zeros},
+	{"snappy block claiming its length", kbatch.CompressionSnappy, snappyClaim},
+	{"snappy zeros", kbatch.CompressionSnappy, snappyZeros},
+	{"snappy xerial zeros", kbatch.CompressionSnappy, func(t testing.TB, size int) []byte { return xerialFrame(make([]byte, size)) }},
+	{"snappy xerial chunks claiming their length", kbatch.CompressionSnappy, xerialClaim},
 }
 
 // xerialClaim is xerial framing whose one chunk claims size bytes, a small block following.
@@ -336,8 +336,8 @@ func TestDecompressionBombsRefused(t *testing.T) {
 		t.Run(bomb.name, func(t *testing.T) {
 			// Under the limit the same construction decompresses: the records are refused.
 			small := rawBatch(uint16(bomb.c), 1, 0, bomb.build(t, 256<<10))
-			info, err := types.CheckRecordBatch(small, lim)
-			require.ErrorIs(t, err, types.ErrInvalidRecordBatch)
+			info, err := kbatch.CheckRecordBatch(small, lim)
+			require.ErrorIs(t, err, kbatch.ErrInvalidRecordBatch)
 			require.Equal(t, uint64(256<<10), info.RecordBytes)
 
 			size := gib
@@ -350,22 +350,22 @@ func TestDecompressionBombsRefused(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			start := time.Now()
-			info, err = types.CheckRecordBatch(b, lim)
+			info, err = kbatch.CheckRecordBatch(b, lim)
 			took := time.Since(start)
 			runtime.ReadMemStats(&after)
 			alloc := after.TotalAlloc - before.TotalAlloc
 			t.Logf("%s: %d compressed bytes expanding to %d: refused in %v, %.1f MiB allocated (limit %d MiB)",
 				bomb.name, len(b), size, took, float64(alloc)/(1<<20), lim.MaxDecompressedBytes>>20)
-			require.ErrorIs(t, err, types.ErrBatchTooLarge)
+			require.ErrorIs(t, err, kbatch.ErrBatchTooLarge)
 			// The work done up to the bound is charged for.
 			require.Equal(t, lim.MaxDecompressedBytes, info.RecordBytes)
 			require.Less(t, alloc, 2*lim.MaxDecompressedBytes+16<<20, "allocated bytes")
 			require.Less(t, took, 10*time.Second)
 
 			// A reading client has its own bound.
-			_, err = types.DecodeRecordBatch(b)
-			if size > types.MaxDecodedBatchBytes {
-				require.ErrorIs(t, err, types.ErrBatchTooLarge)
+			_, err = kbatch.DecodeRecordBatch(b)
+			if size > kbatch.MaxDecodedBatchBytes {
+				require.ErrorIs(t, err, kbatch.ErrBatchTooLarge)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package types
+package kbatch
 
 import (
 	"fmt"
@@ -12,15 +12,15 @@ import (
 // batch's span), timestamps, producer id, epoch and sequence — and only the kept records, with
 // their own offset deltas, uncompressed whatever the input's codec; it is a valid v2 batch
 // (CRC, framing) that decodes to the kept records at their original offsets, that franz-go's
-// kmsg parses the same way, and that CheckStored accepts with its span.
+// kmsg parses the same way (types' TestCompactedBatchIsStored stores it).
 func TestCompactedBatchKeepsOffsetsAndHeader(t *testing.T) {
 	for _, c := range []Compression{CompressionNone, CompressionGzip, CompressionZstd} {
 		t.Run(c.String(), func(t *testing.T) {
-			var recs []BatchRecord
+			var recs []Record
 			for i := 0; i < 6; i++ {
-				r := BatchRecord{Key: NewBytes([]byte(fmt.Sprintf("k%d", i%3))), CreateTimeMs: 1000 + int64(i)}
+				r := Record{Key: []byte(fmt.Sprintf("k%d", i%3)), Timestamp: 1000 + int64(i)}
 				if i != 4 {
-					r.Value = NewBytes([]byte(fmt.Sprintf("v%d", i)))
+					r.Value = []byte(fmt.Sprintf("v%d", i))
 				}
 				recs = append(recs, r)
 			}
@@ -36,7 +36,7 @@ func TestCompactedBatchKeepsOffsetsAndHeader(t *testing.T) {
 			kept := []RecordView{all[1], all[4], all[5]}
 			out := CompactedBatch(raw, kept)
 
-			require.NoError(t, checkBatchFraming(out), "CRC and length")
+			require.NoError(t, CheckBatchFraming(out), "CRC and length")
 			require.Equal(t, raw[:8], out[:8], "base offset")
 			require.Equal(t, raw[12:17], out[12:17], "partition leader epoch, magic")
 			require.Equal(t, raw[23:57], out[23:57], "last offset delta, timestamps, producer id, epoch, base sequence")
@@ -57,15 +57,6 @@ func TestCompactedBatchKeepsOffsetsAndHeader(t *testing.T) {
 			require.Equal(t, int16(0), kb.Attributes&0x07, "uncompressed")
 			require.Equal(t, int64(77), kb.ProducerID)
 
-			stored := RecordBatch{BaseOffset: 100, RecordCount: 3, LastOffsetDelta: 5, RecordBatch: out}
-			stored.Seal()
-			require.NoError(t, stored.CheckStored())
-			require.Equal(t, uint64(105), stored.LastOffset())
-			recsOut, err := stored.Records()
-			require.NoError(t, err)
-			require.Equal(t, uint64(104), recsOut[1].Offset)
-			stored.LastOffsetDelta = 4
-			require.ErrorIs(t, stored.CheckStored(), ErrInvalidRecordBatch, "a span that disagrees with the header")
 		})
 	}
 }
@@ -74,12 +65,12 @@ func TestCompactedBatchKeepsOffsetsAndHeader(t *testing.T) {
 // tombstone flag, and refuses a record without a key with ErrMissingKey.
 func TestCheckRecordBatchRequireKeys(t *testing.T) {
 	lim := BatchLimits{MaxRecordBytes: 1 << 20, MaxDecompressedBytes: 4 << 20, MaxHeaders: 8, RequireKeys: true}
-	raw, err := EncodeRecordBatch([]BatchRecord{{Key: NewBytes([]byte("a")), Value: NewBytes([]byte("1"))}, {Key: NewBytes([]byte{})}}, CompressionNone)
+	raw, err := EncodeRecordBatch([]Record{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte{}}}, CompressionNone)
 	require.NoError(t, err)
 	info, err := CheckRecordBatch(raw, lim)
 	require.NoError(t, err)
 	require.Equal(t, []RecordKey{{Key: []byte("a")}, {Key: []byte{}, Tombstone: true}}, info.Keys)
-	raw, err = EncodeRecordBatch([]BatchRecord{{Value: NewBytes([]byte("1"))}}, CompressionNone)
+	raw, err = EncodeRecordBatch([]Record{{Value: []byte("1")}}, CompressionNone)
 	require.NoError(t, err)
 	_, err = CheckRecordBatch(raw, lim)
 	require.ErrorIs(t, err, ErrMissingKey)

@@ -1,4 +1,4 @@
-package types
+package kbatch
 
 import (
 	"encoding/binary"
@@ -170,8 +170,9 @@ func readBatch(b []byte) (BatchHeader, error) {
 	return h, nil
 }
 
-// checkBatchFraming checks that b is exactly one magic-2 batch with a correct CRC.
-func checkBatchFraming(b []byte) error {
+// CheckBatchFraming checks that b is exactly one magic-2 batch with a correct CRC, without
+// reading its records (a stored batch's check).
+func CheckBatchFraming(b []byte) error {
 	_, err := readBatch(b)
 	return err
 }
@@ -277,20 +278,37 @@ type KafkaRecord struct {
 	Headers   []Header
 }
 
+// Header is a record header. Its key is never null; its value is nil when null. It has the
+// fields of x/topics' proto Header, so each converts to the other.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Record is a record as a producer writes it, before it is encoded into a batch. Key and
+// Value are nil when null (an empty non-nil slice is an empty value); Timestamp is its
+// CreateTime in milliseconds.
+type Record struct {
+	Key       []byte
+	Value     []byte
+	Headers   []Header
+	Timestamp int64
+}
+
 // EncodeRecordBatch writes records as one Kafka record batch (magic 2, CreateTime, no
 // producer id), compressed with c. Producers call it; the chain assigns the base offset.
-func EncodeRecordBatch(records []BatchRecord, c Compression) ([]byte, error) {
+func EncodeRecordBatch(records []Record, c Compression) ([]byte, error) {
 	if len(records) == 0 {
 		return nil, errorsmod.Wrap(ErrEmptyBatch, "no records")
 	}
-	baseTs, maxTs := records[0].CreateTimeMs, records[0].CreateTimeMs
+	baseTs, maxTs := records[0].Timestamp, records[0].Timestamp
 	for _, r := range records {
-		baseTs, maxTs = min(baseTs, r.CreateTimeMs), max(maxTs, r.CreateTimeMs)
+		baseTs, maxTs = min(baseTs, r.Timestamp), max(maxTs, r.Timestamp)
 	}
 	var body, rec []byte
 	for i, r := range records {
 		rec = append(rec[:0], 0) // attributes
-		rec = binary.AppendVarint(rec, r.CreateTimeMs-baseTs)
+		rec = binary.AppendVarint(rec, r.Timestamp-baseTs)
 		rec = binary.AppendVarint(rec, int64(i))
 		rec = appendNullable(rec, r.Key)
 		rec = appendNullable(rec, r.Value)
@@ -327,12 +345,12 @@ func EncodeRecordBatch(records []BatchRecord, c Compression) ([]byte, error) {
 	return newBatch(h, body), nil
 }
 
-func appendNullable(b []byte, v *Bytes) []byte {
+func appendNullable(b []byte, v []byte) []byte {
 	if v == nil {
 		return binary.AppendVarint(b, -1)
 	}
-	b = binary.AppendVarint(b, int64(len(v.Data)))
-	return append(b, v.Data...)
+	b = binary.AppendVarint(b, int64(len(v)))
+	return append(b, v...)
 }
 
 // RecordBatchBaseOffset returns the base offset written in a batch's header.

@@ -1,4 +1,4 @@
-package types
+package kbatch
 
 import (
 	"encoding/binary"
