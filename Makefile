@@ -15,9 +15,11 @@ build:
 install:
 	go install -ldflags '$(VERSION_LDFLAGS)' ./cmd/bftlogd
 
-# README command one: a single-validator local chain in the foreground with a demo topic.
+# README command one: a single-validator local chain in the foreground with a demo topic;
+# VALIDATORS=4: four validators from bftlogd testnet and a Kafka gateway (scripts/localnet-net.sh).
+VALIDATORS ?= 1
 localnet:
-	./scripts/localnet.sh
+	VALIDATORS=$(VALIDATORS) ./scripts/localnet.sh
 
 # README command two: every test, including the in-process network and the end-to-end
 # test that builds bftlogd and drives it as a process, then the fuzz smoke and the concurrent

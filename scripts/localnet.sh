@@ -11,6 +11,10 @@ KR=(--keyring-backend test --home "$HOME_DIR")
 
 command -v jq >/dev/null || { echo "localnet needs jq (apt-get install jq)" >&2; exit 1; }
 go build -ldflags "$(scripts/ldflags.sh)" -o "$BIN" ./cmd/bftlogd
+# VALIDATORS=N (make localnet VALIDATORS=4): N validators and a Kafka gateway instead.
+if [ "${VALIDATORS:-1}" -gt 1 ]; then
+  BIN=$BIN exec scripts/localnet-net.sh
+fi
 
 rm -rf "$HOME_DIR"
 "$BIN" init localnet --chain-id "$CHAIN_ID" --home "$HOME_DIR" >/dev/null 2>&1

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -109,8 +110,18 @@ func waitTxOK(t *testing.T, n *node.Node, sent string) string {
 // signedBy reports whether the validator with hex address addr signed the last commit.
 func signedBy(t *testing.T, n *node.Node, addr string) bool {
 	t.Helper()
-	resp, err := http.Get(strings.Replace(n.RPC, "tcp://", "http://", 1) + "/commit")
+	signed, err := commitSigners(strings.Replace(n.RPC, "tcp://", "http://", 1))
 	require.NoError(t, err)
+	return slices.Contains(signed, addr)
+}
+
+// commitSigners are the hex addresses of the validators that signed the last commit the node
+// at rpc (http://host:port) holds.
+func commitSigners(rpc string) ([]string, error) {
+	resp, err := http.Get(rpc + "/commit")
+	if err != nil {
+		return nil, err
+	}
 	defer resp.Body.Close()
 	var c struct {
 		Result struct {
@@ -124,13 +135,16 @@ func signedBy(t *testing.T, n *node.Node, addr string) bool {
 			} `json:"signed_header"`
 		} `json:"result"`
 	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&c))
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+		return nil, err
+	}
+	var out []string
 	for _, s := range c.Result.SignedHeader.Commit.Signatures {
-		if s.Address == addr && s.Flag == 2 {
-			return true
+		if s.Flag == 2 { // BlockIDFlagCommit
+			out = append(out, s.Address)
 		}
 	}
-	return false
+	return out, nil
 }
 
 // TestGovernanceControlsValidatorsAndTopics runs two validators and a full node as processes.

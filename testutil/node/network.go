@@ -6,8 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/bftlog/bftlog/internal/testnet"
 )
 
 // Network is several bftlogd validator processes that peer with each other, on 127.0.0.1 or
@@ -85,51 +88,46 @@ func StartNetwork(t T, opts NetworkOptions) *Network {
 		if net.Hosts != nil {
 			n.Host = net.Hosts.Add()
 		}
-		n.mustRun("init", fmt.Sprintf("node%d", i), "--chain-id", ChainID)
-		n.mustRun("keys", "add", fmt.Sprintf("val%d", i), "--keyring-backend", "test")
 		net.Nodes = append(net.Nodes, n)
 	}
 	n0 := net.Nodes[0]
-	for _, a := range opts.Accounts {
-		n0.mustRun("keys", "add", a, "--keyring-backend", "test")
-	}
-	for _, a := range opts.TestKeys {
-		n0.RecoverTestKey(a)
-		opts.Accounts = append(opts.Accounts, a)
-	}
+	homes := make([]string, len(net.Nodes))
 	for i, n := range net.Nodes {
-		addr := strings.TrimSpace(n.mustRun("keys", "show", fmt.Sprintf("val%d", i), "-a", "--keyring-backend", "test"))
-		n0.mustRun("genesis", "add-genesis-account", addr, "1000000000000stake")
+		homes[i] = n.Home
 	}
-	for _, a := range opts.Accounts {
-		n0.mustRun("genesis", "add-genesis-account", a, "1000000000000stake", "--keyring-backend", "test")
+	// The ceremony operators run (internal/testnet, docs/deploy.md); mustRun fails the test
+	// itself, so the runner never returns an error.
+	spec := testnet.NewSpec(ChainID, homes)
+	spec.BeforeGentxs = func(gen string) error {
+		for _, a := range opts.Accounts {
+			n0.mustRun("keys", "add", a, "--keyring-backend", "test")
+		}
+		for _, a := range opts.TestKeys {
+			n0.RecoverTestKey(a)
+			opts.Accounts = append(opts.Accounts, a)
+		}
+		for _, a := range opts.Accounts {
+			n0.mustRun("genesis", "add-genesis-account", a, "1000000000000stake", "--keyring-backend", "test")
+		}
+		if opts.EditGenesis != nil {
+			editGenesis(t, gen, opts.EditGenesis)
+		}
+		return nil
 	}
-	gen := filepath.Join(n0.Home, "config", "genesis.json")
-	if opts.EditGenesis != nil {
-		editGenesis(t, gen, opts.EditGenesis)
-	}
-	gentxDir := filepath.Join(n0.Home, "config", "gentx")
-	if err := os.MkdirAll(gentxDir, 0o755); err != nil {
+	res, err := testnet.Generate(func(i int, args ...string) (string, error) {
+		return net.Nodes[i].mustRun(args...), nil
+	}, spec)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for i, n := range net.Nodes {
-		if i > 0 {
-			copyFile(t, gen, filepath.Join(n.Home, "config", "genesis.json"))
-		}
-		out := filepath.Join(gentxDir, fmt.Sprintf("gentx-%d.json", i))
-		n.mustRun("genesis", "gentx", fmt.Sprintf("val%d", i), "100000000stake", "--chain-id", ChainID,
-			"--keyring-backend", "test", "--output-document", out)
-	}
-	n0.mustRun("genesis", "collect-gentxs", "--gentx-dir", gentxDir)
-	net.Genesis = gen
+	net.Genesis = res.Genesis
+	net.ids = res.NodeIDs
 	for _, n := range net.Nodes {
-		copyFile(t, gen, filepath.Join(n.Home, "config", "genesis.json"))
 		allowLoopbackPeers(t, n.Home)
 		if opts.Proxied {
 			setConfig(t, n.Home, "pex = true", "pex = false")
 		}
 		setAppConfig(t, n.Home, opts.AppConfig...)
-		net.ids = append(net.ids, strings.TrimSpace(n.mustRun("comet", "show-node-id")))
 	}
 	for _, i := range opts.RemoteSigners {
 		net.Nodes[i].useRemoteSigner()
@@ -139,15 +137,13 @@ func StartNetwork(t T, opts NetworkOptions) *Network {
 	for _, n := range net.Nodes {
 		n.assignPorts()
 	}
+	peers := make([]testnet.Peer, len(net.Nodes))
+	for j, m := range net.Nodes {
+		peers[j] = testnet.Peer{ID: net.ids[j], Host: m.addr(), P2PPort: m.P2PPort, DataPlane: m.dataPlaneURL()}
+	}
 	for i, n := range net.Nodes {
-		var apis []string
-		for j, m := range net.Nodes {
-			if j != i {
-				apis = append(apis, m.dataPlaneURL())
-			}
-		}
 		if !opts.PeersFromChain {
-			n.Env = append(n.Env, "BFTLOGD_ORDERING_PEERS="+strings.Join(apis, ","))
+			n.Env = append(n.Env, "BFTLOGD_ORDERING_PEERS="+strings.Join(testnet.DataPlanePeers(peers, i), ","))
 		}
 		switch opts.Ordering {
 		case OrderingByDigest:
@@ -157,24 +153,18 @@ func StartNetwork(t T, opts NetworkOptions) *Network {
 		}
 	}
 	for i, n := range net.Nodes {
-		var peers []string
-		for j, m := range net.Nodes {
-			if j == i {
-				continue
+		dial := peers
+		if opts.Proxied { // every other node through a link of its own on 127.0.0.1
+			dial = slices.Clone(peers)
+			for j, m := range net.Nodes {
+				if j != i {
+					l := newLink(t, i, j, m.P2PPort)
+					net.Links = append(net.Links, l)
+					dial[j].Host, dial[j].P2PPort = "127.0.0.1", l.Port
+				}
 			}
-			port := m.P2PPort
-			if opts.Proxied {
-				l := newLink(t, i, j, m.P2PPort)
-				net.Links = append(net.Links, l)
-				port = l.Port
-			}
-			host := m.addr()
-			if opts.Proxied {
-				host = "127.0.0.1"
-			}
-			peers = append(peers, fmt.Sprintf("%s@%s:%d", net.ids[j], host, port))
 		}
-		n.Peers = strings.Join(peers, ",")
+		n.Peers = testnet.PersistentPeers(dial, i)
 		n.Start()
 	}
 	for _, n := range net.Nodes {

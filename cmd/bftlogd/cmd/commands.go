@@ -50,6 +50,7 @@ func initRootCmd(rootCmd *cobra.Command, txConfig client.TxConfig, basicManager 
 		keys.Commands(),
 		newKafkaCmd(),
 		dataPlaneKeyCmd(),
+		testnetCmd(),
 	)
 }
 
