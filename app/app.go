@@ -234,6 +234,7 @@ func New(
 
 	app.quietEmptyBlocks()
 	app.boundAuthzPruning()
+	app.skipExpiredAtGenesis()
 	app.registerUpgradeHandlers()
 
 	if err := app.Load(loadLatest); err != nil {
