@@ -170,13 +170,16 @@ func (v *explorerView) search(w http.ResponseWriter, r *http.Request) {
 // block is deprecated since SDK v0.47; sdk_block stays the block as committed, its txs hashing
 // to the header's data_hash.
 func (v *explorerView) block(w http.ResponseWriter, r *http.Request) {
-	v.edit(w, v.serveSDK(r), ordering.NamedTxsField, v.maxShown, func(top map[string]json.RawMessage, s *shown) {
-		var block, data map[string]json.RawMessage
+	v.expand(w, v.serveSDK(r), v.maxShown, func(body []byte, s *shown) []byte {
+		from, to, ok := spanOf(body, "block", "data", "txs")
 		var txs []string
-		if json.Unmarshal(top["block"], &block) != nil || json.Unmarshal(block["data"], &data) != nil || json.Unmarshal(data["txs"], &txs) != nil {
-			return
+		if !ok || json.Unmarshal(body[from:to], &txs) != nil {
+			return nil
 		}
+		named := make([][]byte, len(txs))
+		size := 2
 		for i, b64 := range txs {
+			size += len(b64) + 3
 			if len(b64) > base64.StdEncoding.EncodedLen(maxTxRefBytes) {
 				continue // a carried transaction: not decoded on every explorer's poll
 			}
@@ -188,24 +191,65 @@ func (v *explorerView) block(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				continue
 			}
-			n, named := s.lookup(i, sha256.Sum256(bz), ref)
-			if named != nil {
-				txs[i] = base64.StdEncoding.EncodeToString(named)
-			}
-			s.record(n, len(named))
+			n, bz := s.lookup(i, sha256.Sum256(bz), ref)
+			named[i] = bz
+			size += base64.StdEncoding.EncodedLen(len(bz))
+			s.record(n, len(bz))
 		}
-		data["txs"] = mustJSON(txs)
-		block["data"] = mustJSON(data)
-		top["block"] = mustJSON(block)
+		if len(s.list) == 0 {
+			return nil
+		}
+		// The answer is written once: the SDK's text around block.data.txs, the list with the
+		// named transactions spliced in, then named_txs.
+		list := mustJSON(s.list)
+		out := make([]byte, 0, len(body)-(to-from)+size+len(ordering.NamedTxsField)+len(list)+8)
+		out = append(out, body[:from]...)
+		out = append(out, '[')
+		for i, b64 := range txs {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, '"')
+			if named[i] != nil {
+				out = base64.StdEncoding.AppendEncode(out, named[i])
+			} else {
+				out = append(out, b64...)
+			}
+			out = append(out, '"')
+		}
+		out = append(out, ']')
+		out = append(out, body[to:]...)
+		out, _ = withField(out, ordering.NamedTxsField, list)
+		return out
 	})
 }
 
-// edit runs change on a successful SDK answer naming a reference and writes it with what it
-// showed under field (NamedTxField: the one entry, NamedTxsField: the list), at most budget
-// bytes of named transactions; any other answer goes out as the SDK gave it. While
-// ordering.MaxExpanding answers are being expanded, the answer goes out unexpanded with
-// ordering.NamedStatusField "busy".
+// edit expands a successful SDK answer naming a reference as change does, setting what it
+// showed under field (NamedTxField: the one entry, NamedTxsField: the list).
 func (v *explorerView) edit(w http.ResponseWriter, rec *bufferedResponse, field string, budget int, change func(map[string]json.RawMessage, *shown)) {
+	v.expand(w, rec, budget, func(body []byte, s *shown) []byte {
+		var top map[string]json.RawMessage
+		if json.Unmarshal(body, &top) != nil {
+			return nil
+		}
+		change(top, s)
+		if len(s.list) == 0 {
+			return nil
+		}
+		if field == ordering.NamedTxField {
+			top[field] = mustJSON(s.list[0])
+		} else {
+			top[field] = mustJSON(s.list)
+		}
+		return mustJSON(top)
+	})
+}
+
+// expand writes a successful SDK answer naming a reference as change rewrites it (nil: as it
+// is), with at most budget bytes of named transactions; any other answer goes out as the SDK
+// gave it. While ordering.MaxExpanding answers are being expanded, the answer goes out
+// unexpanded with ordering.NamedStatusField "busy".
+func (v *explorerView) expand(w http.ResponseWriter, rec *bufferedResponse, budget int, change func([]byte, *shown) []byte) {
 	if rec.code != http.StatusOK || !namesReference(rec.body.Bytes()) {
 		rec.writeTo(w) // most answers: no reference, not parsed
 		return
@@ -225,68 +269,10 @@ func (v *explorerView) edit(w http.ResponseWriter, rec *bufferedResponse, field 
 	}
 	defer v.expanding.Add(-1)
 
-	var top map[string]json.RawMessage
-	if json.Unmarshal(rec.body.Bytes(), &top) != nil {
-		rec.writeTo(w)
-		return
+	if body := change(rec.body.Bytes(), &shown{view: v, budget: budget}); body != nil {
+		rec.setBody(body)
 	}
-	s := &shown{view: v, budget: budget}
-	change(top, s)
-	if len(s.list) == 0 {
-		rec.writeTo(w)
-		return
-	}
-	if field == ordering.NamedTxField {
-		top[field] = mustJSON(s.list[0])
-	} else {
-		top[field] = mustJSON(s.list)
-	}
-	rec.setBody(mustJSON(top))
 	rec.writeTo(w)
-}
-
-// typeURLInBase64 is the reference's type URL as it reads inside base64 text, at each of the
-// three alignments (block.data.txs holds transactions' bytes in base64).
-var typeURLInBase64 = func() (out [3][]byte) {
-	for k := range out {
-		enc := base64.StdEncoding.EncodeToString(append(make([]byte, k), ordering.TypeURL...))
-		from := 0
-		if k > 0 {
-			from = 4 // the first group mixes in the padding bytes
-		}
-		out[k] = []byte(enc[from : 4*((k+len(ordering.TypeURL))/3)])
-	}
-	return out
-}()
-
-// namesReference says whether an answer may name a reference: its JSON or a transaction's
-// base64 holds the MsgOrderedTx type URL. A cheap scan before any parse.
-func namesReference(body []byte) bool {
-	if bytes.Contains(body, []byte(ordering.TypeURL)) {
-		return true
-	}
-	for _, in64 := range typeURLInBase64 {
-		if bytes.Contains(body, in64) {
-			return true
-		}
-	}
-	return false
-}
-
-// withField adds "key": value to a JSON object's text, copying it once.
-func withField(obj []byte, key string, value json.RawMessage) ([]byte, bool) {
-	end := bytes.LastIndexByte(obj, '}')
-	start := bytes.IndexByte(obj, '{')
-	if start < 0 || end < start {
-		return nil, false
-	}
-	out := make([]byte, 0, len(obj)+len(key)+len(value)+4)
-	out = append(out, obj[:end]...)
-	if len(bytes.TrimSpace(obj[start+1:end])) != 0 {
-		out = append(out, ',')
-	}
-	out = append(append(append(out, mustJSON(key)...), ':'), value...)
-	return append(out, obj[end:]...), true
 }
 
 // shown is what one answer replaced, bounded by its budget.
@@ -445,38 +431,4 @@ func (v *explorerView) serveSDK(r *http.Request) *bufferedResponse {
 	rec := &bufferedResponse{header: http.Header{}, code: http.StatusOK}
 	v.sdk.ServeHTTP(rec, r)
 	return rec
-}
-
-// mustJSON marshals what came from JSON, or plain values, which always marshal.
-func mustJSON(v any) json.RawMessage {
-	bz, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return bz
-}
-
-// bufferedResponse holds the SDK's answer until it is known to be final.
-type bufferedResponse struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
-}
-
-func (b *bufferedResponse) Header() http.Header         { return b.header }
-func (b *bufferedResponse) WriteHeader(code int)        { b.code = code }
-func (b *bufferedResponse) Write(p []byte) (int, error) { return b.body.Write(p) }
-
-// setBody replaces the answer's body; its length is then the server's to set.
-func (b *bufferedResponse) setBody(body []byte) {
-	b.body = *bytes.NewBuffer(body)
-	b.header.Del("Content-Length")
-}
-
-func (b *bufferedResponse) writeTo(w http.ResponseWriter) {
-	for k, vals := range b.header {
-		w.Header()[k] = vals
-	}
-	w.WriteHeader(b.code)
-	_, _ = w.Write(b.body.Bytes())
 }
