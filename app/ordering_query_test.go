@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"cosmossdk.io/log"
@@ -44,6 +45,7 @@ type explorerFixture struct {
 	refs                  [][]byte
 	carried               []byte
 	producer              string
+	mu                    sync.Mutex // over lastQuery and lastMethod: requests may run at once
 	lastQuery, lastMethod string
 	router                *mux.Router
 	clientCtx             client.Context
@@ -118,7 +120,9 @@ func (n searchNode) TxSearch(_ context.Context, query string, _ bool, _, _ *int,
 
 // sdk answers as the SDK's gateway does for this block, and records the search's query.
 func (f *explorerFixture) sdk(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
 	f.lastMethod = r.Method
+	f.mu.Unlock()
 	var b64 []string
 	for _, bz := range f.block() {
 		b64 = append(b64, base64.StdEncoding.EncodeToString(bz))
@@ -148,7 +152,9 @@ func (f *explorerFixture) sdk(w http.ResponseWriter, r *http.Request) {
 		}
 		http.Error(w, `{"code":5}`, http.StatusNotFound)
 	case r.URL.Path == "/cosmos/tx/v1beta1/txs":
+		f.mu.Lock()
 		f.lastQuery = r.URL.Query().Get("query")
+		f.mu.Unlock()
 		resp := &txtypes.GetTxsEventResponse{Total: 4}
 		for _, bz := range f.block() {
 			protoTx, asAny, err := f.view.decode(bz)
