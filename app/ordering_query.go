@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	gateway "github.com/cosmos/gogogateway"
 	"github.com/gorilla/mux"
@@ -38,7 +39,13 @@ type explorerView struct {
 	sdk       http.Handler // the gRPC gateway
 	pool      heldTxs
 	marshaler *gateway.JSONPb
-	maxShown  int // ordering.MaxShownBytes
+	maxShown  int // ordering.MaxShownBytes: one transaction, one block
+	maxListed int // ordering.MaxListedBytes: a block's transactions, a search
+	// slots bounds the answers being expanded at once (ordering.MaxExpanding): each holds
+	// several copies of up to maxShown bytes, so requests past it are answered unexpanded.
+	slots     chan struct{}
+	expanding atomic.Int32 // answers being expanded now
+	peak      atomic.Int32 // the most at once, for tests and debugging
 }
 
 // heldTxs is what the view reads of the data plane's pool (dataplane.Plane).
@@ -49,14 +56,30 @@ type heldTxs interface {
 // register serves the routes on the API server's router, ahead of the gateway's catch-all;
 // other methods (a broadcast's POST) go on to the gateway.
 func (v *explorerView) register(router *mux.Router) {
-	router.HandleFunc(NamedTxPath, v.tx).Methods(http.MethodGet)
-	router.HandleFunc(TxsOfBlockPath, v.txList).Methods(http.MethodGet)
-	router.HandleFunc(TxSearchPath, v.search).Methods(http.MethodGet)
-	router.HandleFunc(BlockByHeightPath, v.block).Methods(http.MethodGet)
+	router.HandleFunc(NamedTxPath, v.unlessPlain(v.tx)).Methods(http.MethodGet)
+	router.HandleFunc(TxsOfBlockPath, v.unlessPlain(v.txList)).Methods(http.MethodGet)
+	router.HandleFunc(TxSearchPath, v.unlessPlain(v.search)).Methods(http.MethodGet)
+	router.HandleFunc(BlockByHeightPath, v.unlessPlain(v.block)).Methods(http.MethodGet)
+}
+
+// unlessPlain passes a request asking ordering.PlainParam=false (a client reading only a
+// block's header, such as the topic console) to the gateway as it is, costing no expansion.
+func (v *explorerView) unlessPlain(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if q.Get(ordering.PlainParam) != "false" {
+			h(w, r)
+			return
+		}
+		q.Del(ordering.PlainParam)
+		r.URL.RawQuery = q.Encode()
+		v.sdk.ServeHTTP(w, r)
+	}
 }
 
 func newExplorerView(clientCtx client.Context, sdkGateway http.Handler, pool heldTxs) *explorerView {
-	return &explorerView{clientCtx: clientCtx, sdk: sdkGateway, pool: pool, maxShown: ordering.MaxShownBytes,
+	return &explorerView{clientCtx: clientCtx, sdk: sdkGateway, pool: pool,
+		maxShown: ordering.MaxShownBytes, maxListed: ordering.MaxListedBytes, slots: make(chan struct{}, ordering.MaxExpanding),
 		marshaler: &gateway.JSONPb{EmitDefaults: true, OrigName: true, AnyResolver: clientCtx.InterfaceRegistry}}
 }
 
@@ -71,23 +94,41 @@ func (v *explorerView) tx(w http.ResponseWriter, r *http.Request) {
 			rec = v.serveSDK(byRef)
 		}
 	}
-	v.edit(w, rec, ordering.NamedTxField, func(top map[string]json.RawMessage, s *shown) {
-		if tx, ok := s.tx(0, top["tx"], top, "tx_response"); ok {
-			top["tx"] = tx
+	v.edit(w, rec, ordering.NamedTxField, v.maxShown, func(top map[string]json.RawMessage, s *shown) {
+		var resp map[string]json.RawMessage // a map of its own: top stays the answer's top level
+		if json.Unmarshal(top["tx_response"], &resp) != nil {
+			return
+		}
+		var hash string
+		if json.Unmarshal(resp["txhash"], &hash) != nil {
+			return
+		}
+		if tx, ok := s.tx(0, top["tx"], hash, resp); ok {
+			top["tx"], top["tx_response"] = tx, mustJSON(resp)
 		}
 	})
 }
 
 // txList answers a block's transactions (GetBlockWithTxs): txs are shown named, block stays as
-// committed.
+// committed. A transaction is a reference only if its committed bytes (block.data.txs) are
+// exactly one (parseTxRef), as in the block route: a look-alike a proposer included is left.
 func (v *explorerView) txList(w http.ResponseWriter, r *http.Request) {
-	v.edit(w, v.serveSDK(r), ordering.NamedTxsField, func(top map[string]json.RawMessage, s *shown) {
+	v.edit(w, v.serveSDK(r), ordering.NamedTxsField, v.maxListed, func(top map[string]json.RawMessage, s *shown) {
 		var txs []json.RawMessage
-		if json.Unmarshal(top["txs"], &txs) != nil {
+		var block struct {
+			Data struct {
+				Txs [][]byte `json:"txs"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(top["txs"], &txs) != nil || json.Unmarshal(top["block"], &block) != nil || len(block.Data.Txs) != len(txs) {
 			return
 		}
 		for i := range txs {
-			if tx, ok := s.tx(i, txs[i], nil, ""); ok {
+			raw := block.Data.Txs[i]
+			if _, ok := parseTxRef(raw); !ok {
+				continue
+			}
+			if tx, ok := s.tx(i, txs[i], fmt.Sprintf("%X", sha256.Sum256(raw)), nil); ok {
 				txs[i] = tx
 			}
 		}
@@ -105,17 +146,18 @@ func (v *explorerView) search(w http.ResponseWriter, r *http.Request) {
 		q.Set("query", strings.Join(conds, " AND "))
 		r.URL.RawQuery = q.Encode()
 	}
-	v.edit(w, v.serveSDK(r), ordering.NamedTxsField, func(top map[string]json.RawMessage, s *shown) {
+	v.edit(w, v.serveSDK(r), ordering.NamedTxsField, v.maxListed, func(top map[string]json.RawMessage, s *shown) {
 		var txs, resps []json.RawMessage
 		if json.Unmarshal(top["txs"], &txs) != nil || json.Unmarshal(top["tx_responses"], &resps) != nil || len(txs) != len(resps) {
 			return
 		}
 		for i := range txs {
 			var resp map[string]json.RawMessage
-			if json.Unmarshal(resps[i], &resp) != nil {
+			var hash string
+			if json.Unmarshal(resps[i], &resp) != nil || json.Unmarshal(resp["txhash"], &hash) != nil {
 				continue
 			}
-			if tx, ok := s.tx(i, txs[i], resp, ""); ok {
+			if tx, ok := s.tx(i, txs[i], hash, resp); ok {
 				txs[i], resps[i] = tx, mustJSON(resp)
 			}
 		}
@@ -128,13 +170,16 @@ func (v *explorerView) search(w http.ResponseWriter, r *http.Request) {
 // block is deprecated since SDK v0.47; sdk_block stays the block as committed, its txs hashing
 // to the header's data_hash.
 func (v *explorerView) block(w http.ResponseWriter, r *http.Request) {
-	v.edit(w, v.serveSDK(r), ordering.NamedTxsField, func(top map[string]json.RawMessage, s *shown) {
-		var block, data map[string]json.RawMessage
+	v.expand(w, v.serveSDK(r), v.maxShown, func(body []byte, s *shown) []byte {
+		from, to, ok := spanOf(body, "block", "data", "txs")
 		var txs []string
-		if json.Unmarshal(top["block"], &block) != nil || json.Unmarshal(block["data"], &data) != nil || json.Unmarshal(data["txs"], &txs) != nil {
-			return
+		if !ok || json.Unmarshal(body[from:to], &txs) != nil {
+			return nil
 		}
+		named := make([][]byte, len(txs))
+		size := 2
 		for i, b64 := range txs {
+			size += len(b64) + 3
 			if len(b64) > base64.StdEncoding.EncodedLen(maxTxRefBytes) {
 				continue // a carried transaction: not decoded on every explorer's poll
 			}
@@ -146,111 +191,169 @@ func (v *explorerView) block(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				continue
 			}
-			if named, ok := s.named(i, sha256.Sum256(bz), ref); ok {
-				txs[i] = base64.StdEncoding.EncodeToString(named)
-			}
+			n, bz := s.lookup(i, sha256.Sum256(bz), ref)
+			named[i] = bz
+			size += base64.StdEncoding.EncodedLen(len(bz))
+			s.record(n, len(bz))
 		}
-		data["txs"] = mustJSON(txs)
-		block["data"] = mustJSON(data)
-		top["block"] = mustJSON(block)
+		if len(s.list) == 0 {
+			return nil
+		}
+		// The answer is written once: the SDK's text around block.data.txs, the list with the
+		// named transactions spliced in, then named_txs.
+		list := mustJSON(s.list)
+		out := make([]byte, 0, len(body)-(to-from)+size+len(ordering.NamedTxsField)+len(list)+8)
+		out = append(out, body[:from]...)
+		out = append(out, '[')
+		for i, b64 := range txs {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, '"')
+			if named[i] != nil {
+				out = base64.StdEncoding.AppendEncode(out, named[i])
+			} else {
+				out = append(out, b64...)
+			}
+			out = append(out, '"')
+		}
+		out = append(out, ']')
+		out = append(out, body[to:]...)
+		out, _ = withField(out, ordering.NamedTxsField, list)
+		return out
 	})
 }
 
-// edit runs change on a successful SDK answer and writes it with what it showed under field
-// (NamedTxField: the one entry, NamedTxsField: the list); any other answer goes out as the SDK
-// gave it.
-func (v *explorerView) edit(w http.ResponseWriter, rec *bufferedResponse, field string, change func(map[string]json.RawMessage, *shown)) {
-	var top map[string]json.RawMessage
-	if rec.code != http.StatusOK || json.Unmarshal(rec.body.Bytes(), &top) != nil {
+// edit expands a successful SDK answer naming a reference as change does, setting what it
+// showed under field (NamedTxField: the one entry, NamedTxsField: the list).
+func (v *explorerView) edit(w http.ResponseWriter, rec *bufferedResponse, field string, budget int, change func(map[string]json.RawMessage, *shown)) {
+	v.expand(w, rec, budget, func(body []byte, s *shown) []byte {
+		var top map[string]json.RawMessage
+		if json.Unmarshal(body, &top) != nil {
+			return nil
+		}
+		change(top, s)
+		if len(s.list) == 0 {
+			return nil
+		}
+		if field == ordering.NamedTxField {
+			top[field] = mustJSON(s.list[0])
+		} else {
+			top[field] = mustJSON(s.list)
+		}
+		return mustJSON(top)
+	})
+}
+
+// expand writes a successful SDK answer naming a reference as change rewrites it (nil: as it
+// is), with at most budget bytes of named transactions; any other answer goes out as the SDK
+// gave it. While ordering.MaxExpanding answers are being expanded, the answer goes out
+// unexpanded with ordering.NamedStatusField "busy".
+func (v *explorerView) expand(w http.ResponseWriter, rec *bufferedResponse, budget int, change func([]byte, *shown) []byte) {
+	if rec.code != http.StatusOK || !namesReference(rec.body.Bytes()) {
+		rec.writeTo(w) // most answers: no reference, not parsed
+		return
+	}
+	select {
+	case v.slots <- struct{}{}:
+	default:
+		if body, ok := withField(rec.body.Bytes(), ordering.NamedStatusField, mustJSON(ordering.NamedBusy)); ok {
+			rec.setBody(body)
+		}
 		rec.writeTo(w)
 		return
 	}
-	s := &shown{view: v}
-	change(top, s)
-	if len(s.list) == 0 {
-		rec.writeTo(w)
-		return
+	defer func() { <-v.slots }()
+	if n := v.expanding.Add(1); n > v.peak.Load() {
+		v.peak.Store(n) // racy maximum, good enough for a figure
 	}
-	if field == ordering.NamedTxField {
-		top[field] = mustJSON(s.list[0])
-	} else {
-		top[field] = mustJSON(s.list)
+	defer v.expanding.Add(-1)
+
+	if body := change(rec.body.Bytes(), &shown{view: v, budget: budget}); body != nil {
+		rec.setBody(body)
 	}
-	rec.body.Reset()
-	rec.body.Write(mustJSON(top))
-	rec.header.Del("Content-Length")
 	rec.writeTo(w)
 }
 
-// shown is what one answer replaced, bounded by ordering.MaxShownBytes.
+// shown is what one answer replaced, bounded by its budget.
 type shown struct {
-	view  *explorerView
-	bytes int
-	list  []ordering.NamedTx
+	view   *explorerView
+	budget int
+	bytes  int
+	list   []ordering.NamedTx
 }
 
-// named returns the transaction ref names if the answer may show it, and records either way.
-func (s *shown) named(index int, refHash [32]byte, ref *ordering.MsgOrderedTx) ([]byte, bool) {
+// lookup returns the entry for ref and, if the answer may show it, the transaction it names;
+// the caller records the entry (record) once it knows whether it showed it.
+func (s *shown) lookup(index int, refHash [32]byte, ref *ordering.MsgOrderedTx) (ordering.NamedTx, []byte) {
 	n := ordering.NamedTx{Index: index, ReferenceHash: fmt.Sprintf("%X", refHash), TxHash: fmt.Sprintf("%X", ref.TxHash), TxBytes: ref.TxBytes}
 	bz, held := s.view.pool.Get([32]byte(ref.TxHash))
 	switch {
 	case !held:
-		n.Status = ordering.NamedNotHeld
-	case s.bytes+len(bz) > s.view.maxShown:
+		n.Status, bz = ordering.NamedNotHeld, nil
+	case s.bytes+len(bz) > s.budget:
 		n.Status, bz = ordering.NamedOverBudget, nil
 	default:
 		n.Status = ordering.NamedShown
-		s.bytes += len(bz)
+	}
+	return n, bz
+}
+
+// record adds n to the answer's list, shown bytes counting against its budget.
+func (s *shown) record(n ordering.NamedTx, shownBytes int) {
+	if n.Status == ordering.NamedShown {
+		s.bytes += shownBytes
 	}
 	n.Note = ordering.NoteOf(n.Status)
 	s.list = append(s.list, n)
-	return bz, bz != nil
 }
 
 // tx returns the JSON of the transaction a reference names, given the reference's JSON (a
-// cosmos.tx.v1beta1.Tx) and, where the answer has one, its TxResponse, whose txhash and tx it
-// sets to the named transaction's. When resp is nil the reference's hash is computed.
-func (s *shown) tx(index int, txJSON json.RawMessage, resp map[string]json.RawMessage, respField string) (json.RawMessage, bool) {
+// cosmos.tx.v1beta1.Tx) and the hash the answer gives it (the TxResponse's txhash, or the
+// hash of its committed bytes); it is a reference only if that is the hash of the reference its
+// JSON describes. Where the answer has a TxResponse (resp), its txhash and tx are set to the
+// named transaction's.
+func (s *shown) tx(index int, txJSON json.RawMessage, hash string, resp map[string]json.RawMessage) (json.RawMessage, bool) {
 	ref, ok := refFromJSON(txJSON)
 	if !ok {
 		return nil, false
 	}
-	inner := resp
-	if respField != "" { // the answer for one transaction nests its TxResponse
-		if json.Unmarshal(resp[respField], &inner) != nil {
-			return nil, false
-		}
-	}
 	refHash := sha256.Sum256(TxRef([32]byte(ref.TxHash), int(ref.TxBytes), ref.Signer))
-	if inner != nil {
-		var hash string
-		if json.Unmarshal(inner["txhash"], &hash) != nil || !strings.EqualFold(hash, hex.EncodeToString(refHash[:])) {
-			return nil, false // not exactly a reference: shown as it is
-		}
+	if !strings.EqualFold(hash, hex.EncodeToString(refHash[:])) {
+		return nil, false // not exactly a reference: shown as it is
 	}
-	bz, ok := s.named(index, refHash, ref)
-	if !ok {
+	n, bz := s.lookup(index, refHash, ref)
+	if bz == nil {
+		s.record(n, 0)
 		return nil, false
 	}
-	protoTx, asAny, err := s.view.decode(bz)
+	txOut, anyOut, err := s.view.txJSON(bz)
 	if err != nil {
+		n.Status = ordering.NamedUndecodable
+		s.record(n, 0)
 		return nil, false
 	}
-	txOut, err := s.view.marshaler.Marshal(protoTx)
-	if err != nil {
-		return nil, false
+	if resp != nil {
+		resp["tx"], resp["txhash"] = anyOut, mustJSON(fmt.Sprintf("%X", ref.TxHash))
 	}
-	if inner != nil {
-		anyOut, err := s.view.marshaler.Marshal(asAny)
-		if err != nil {
-			return nil, false
-		}
-		inner["tx"], inner["txhash"] = anyOut, mustJSON(fmt.Sprintf("%X", ref.TxHash))
-		if respField != "" {
-			resp[respField] = mustJSON(inner)
-		}
-	}
+	s.record(n, len(bz))
 	return txOut, true
+}
+
+// txJSON is a transaction's JSON as the SDK's answers hold it: the Tx, and the Any a
+// TxResponse carries.
+func (v *explorerView) txJSON(bz []byte) (txOut, anyOut json.RawMessage, err error) {
+	protoTx, asAny, err := v.decode(bz)
+	if err != nil {
+		return nil, nil, err
+	}
+	if txOut, err = v.marshaler.Marshal(protoTx); err != nil {
+		return nil, nil, err
+	}
+	if anyOut, err = v.marshaler.Marshal(asAny); err != nil {
+		return nil, nil, err
+	}
+	return txOut, anyOut, nil
 }
 
 // refFromJSON reads a reference from a transaction's JSON: one MsgOrderedTx, no signature, no
@@ -302,7 +405,8 @@ func (v *explorerView) decode(bz []byte) (*txtypes.Tx, *codectypes.Any, error) {
 }
 
 // referenceOf is the hash of the reference that named the transaction hash, found by the
-// ordered.tx_hash event of its result.
+// ordered.tx_hash event of its result; only a transaction that is exactly a reference naming
+// that hash counts (the event is the app's, but the search matches by prefix of words).
 func (v *explorerView) referenceOf(r *http.Request, hash string) (string, bool) {
 	if raw, err := hex.DecodeString(hash); err != nil || len(raw) != 32 {
 		return "", false
@@ -312,42 +416,19 @@ func (v *explorerView) referenceOf(r *http.Request, hash string) (string, bool) 
 		return "", false
 	}
 	found, err := node.TxSearch(r.Context(), ordering.OrderedQuery(hash), false, nil, nil, "")
-	if err != nil || len(found.Txs) == 0 {
+	if err != nil {
 		return "", false
 	}
-	return fmt.Sprintf("%X", found.Txs[0].Hash), true
+	for _, res := range found.Txs {
+		if ref, ok := parseTxRef(res.Tx); ok && strings.EqualFold(hex.EncodeToString(ref.TxHash), hash) {
+			return fmt.Sprintf("%X", sha256.Sum256(res.Tx)), true
+		}
+	}
+	return "", false
 }
 
 func (v *explorerView) serveSDK(r *http.Request) *bufferedResponse {
 	rec := &bufferedResponse{header: http.Header{}, code: http.StatusOK}
 	v.sdk.ServeHTTP(rec, r)
 	return rec
-}
-
-// mustJSON marshals what came from JSON, or plain values, which always marshal.
-func mustJSON(v any) json.RawMessage {
-	bz, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return bz
-}
-
-// bufferedResponse holds the SDK's answer until it is known to be final.
-type bufferedResponse struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
-}
-
-func (b *bufferedResponse) Header() http.Header         { return b.header }
-func (b *bufferedResponse) WriteHeader(code int)        { b.code = code }
-func (b *bufferedResponse) Write(p []byte) (int, error) { return b.body.Write(p) }
-
-func (b *bufferedResponse) writeTo(w http.ResponseWriter) {
-	for k, vals := range b.header {
-		w.Header()[k] = vals
-	}
-	w.WriteHeader(b.code)
-	_, _ = w.Write(b.body.Bytes())
 }

@@ -25,11 +25,34 @@ const (
 	// NamedOverBudget: showing it would make the answer carry more than MaxShownBytes of named
 	// transactions: the answer carries the reference; ask for the transaction by its hash.
 	NamedOverBudget = "over_budget"
+	// NamedUndecodable: the node holds the named transaction but could not turn it into the
+	// answer's JSON: the answer carries the reference.
+	NamedUndecodable = "undecodable"
 )
+
+// NamedStatusField is added to an answer the node did not expand because MaxExpanding answers
+// were being expanded already; its value is NamedBusy. The answer is the SDK's, references
+// unreplaced; ask again.
+const (
+	NamedStatusField = "named_txs_status"
+	NamedBusy        = "busy"
+)
+
+// MaxExpanding bounds the answers a node expands at once: each holds several copies of up to
+// MaxShownBytes.
+const MaxExpanding = 2
+
+// PlainParam=false in a request's query asks for the SDK's answer unexpanded (named=false):
+// what a client reading only a block's header sends, costing the node no expansion.
+const PlainParam = "named"
 
 // MaxShownBytes bounds the named transactions one answer carries, so a request costs the node
 // no more than a block's worth of reading (a block names up to 21 MB of transactions).
 const MaxShownBytes = 32 << 20
+
+// MaxListedBytes is the smaller budget of answers listing transactions: a block's transactions
+// and the event search (whose pages may span blocks).
+const MaxListedBytes = 8 << 20
 
 // NamedTx is one reference an answer met. Hashes are upper-case hex, as CometBFT and the SDK
 // write transaction hashes.
@@ -53,6 +76,8 @@ func NoteOf(status string) string {
 		return "this node no longer holds the transaction this block named by digest: shown is the reference (MsgOrderedTx); the result is the named transaction's"
 	case NamedOverBudget:
 		return "not shown: the answer would carry too many bytes of named transactions; ask for it by tx_hash"
+	case NamedUndecodable:
+		return "not shown: this node could not decode the transaction this block named; shown is the reference (MsgOrderedTx)"
 	}
 	return ""
 }

@@ -368,7 +368,8 @@ async function refresh() {
       chainID = info.default_node_info?.network || '';
       $('#chain').textContent = `chain ${chainID}`;
     }
-    const latest = await get('/cosmos/base/tendermint/v1beta1/blocks/latest');
+    // named=false: the header is all it reads, so the node does not expand named produces.
+    const latest = await get('/cosmos/base/tendermint/v1beta1/blocks/latest?named=false');
     // CometBFT stores block H before the app has committed it, so queries at H can fail for a
     // moment ("height in the future"); H-1 is always committed.
     const height = Number(latest.block.header.height) - 1;
