@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"slices"
+	"time"
 
 	"cosmossdk.io/x/feegrant"
 
@@ -45,7 +46,12 @@ type produceGrant struct {
 
 // readGrants adds the grants and allowances to w.
 func readGrants(a *app.App, ctx sdk.Context, w *world) error {
+	// What has expired by the block's time is refused even before it is pruned: not offered.
+	now := ctx.BlockTime()
 	a.AuthzKeeper.IterateGrants(ctx, func(granter, grantee sdk.AccAddress, g authz.Grant) bool {
+		if g.Expiration != nil && !g.Expiration.After(now) {
+			return false
+		}
 		if auth, ok := g.Authorization.GetCachedValue().(*types.ProduceAuthorization); ok {
 			w.grants = append(w.grants, produceGrant{granter.String(), grantee.String(), auth.Topics})
 		}
@@ -53,6 +59,11 @@ func readGrants(a *app.App, ctx sdk.Context, w *world) error {
 	})
 	w.allowances = map[string][]string{}
 	return a.FeeGrantKeeper.IterateAllFeeAllowances(ctx, func(g feegrant.Grant) bool {
+		if allowance, err := g.GetGrant(); err == nil {
+			if end, err := allowance.ExpiresAt(); err == nil && end != nil && !end.After(now) {
+				return false
+			}
+		}
 		w.allowances[g.Grantee] = append(w.allowances[g.Grantee], g.Granter)
 		return false
 	})
@@ -78,7 +89,7 @@ func (g *gen) grantProduce(a int) []sdk.Msg {
 	if len(topics) == 0 {
 		return nil
 	}
-	m, err := authz.NewMsgGrant(g.c.addrs[a], g.c.addrs[g.other(a)], types.NewProduceAuthorization(topics...), nil)
+	m, err := authz.NewMsgGrant(g.c.addrs[a], g.c.addrs[g.other(a)], types.NewProduceAuthorization(topics...), g.expiry(a))
 	if err != nil {
 		panic(err)
 	}
@@ -117,6 +128,20 @@ func (g *gen) execProduce(a int) []sdk.Msg {
 	return []sdk.Msg{&exec}
 }
 
+// expiry is a grant's or an allowance's end: none for half of them, else minutes after the
+// block's time; a hostile account's all end at one instant (the next whole ten minutes), so
+// x/authz's and x/feegrant's bounded prunes meet many entries due at once.
+func (g *gen) expiry(a int) *time.Time {
+	if g.oneOf(2) {
+		return nil
+	}
+	end := g.now.Add(time.Duration(1+g.r.Intn(30)) * time.Minute)
+	if g.hostile[a] {
+		end = g.now.Truncate(10 * time.Minute).Add(10 * time.Minute)
+	}
+	return &end
+}
+
 // feeGrant: a pays another account's fees, up to about 25 of the simulation's transactions.
 func (g *gen) feeGrant(a int) []sdk.Msg {
 	b := g.other(a)
@@ -124,7 +149,7 @@ func (g *gen) feeGrant(a int) []sdk.Msg {
 		return nil // one allowance per pair: another is refused
 	}
 	limit := sdk.NewCoins(sdk.NewCoin(g.w.params.MinGasPrice.Denom, g.w.params.MinGasPrice.Amount.MulInt64(25*signGas).Ceil().TruncateInt()))
-	m, err := feegrant.NewMsgGrantAllowance(&feegrant.BasicAllowance{SpendLimit: limit}, g.c.addrs[a], g.c.addrs[b])
+	m, err := feegrant.NewMsgGrantAllowance(&feegrant.BasicAllowance{SpendLimit: limit, Expiration: g.expiry(a)}, g.c.addrs[a], g.c.addrs[b])
 	if err != nil {
 		panic(err)
 	}

@@ -230,8 +230,8 @@ func Run(cfg Config) (res Result, err error) {
 				}
 				if feeGranted[string(txs[i])] {
 					// The fee is taken before the sequence is checked: an allowance used up
-					// (and so removed) or short since refuses the replay first.
-					want.codes = append(want.codes, "sdk/38", "feegrant/2")
+					// (and so removed), short or expired since refuses the replay first.
+					want.codes = append(want.codes, "sdk/38", "feegrant/2", "feegrant/3")
 				}
 				if strings.HasPrefix(outcome, poatypes.ModuleName+"/") {
 					want.codes = append(want.codes, outcome)
