@@ -178,6 +178,7 @@ func deployDiagnostics(orgs map[string]*deployOrg, output string) string {
 		for _, h := range hashes {
 			fmt.Fprintf(&b, "--- %s log lines naming %s:\n%s\n", o.name, h, grepFile(logPath, h, strings.ToLower(h)))
 		}
+		fmt.Fprintf(&b, "--- %s's last warnings and errors:\n%s\n", o.name, grepFile(logPath, "WRN", "ERR"))
 	}
 	return b.String()
 }
