@@ -36,7 +36,7 @@ func TestDeployGuide(t *testing.T) {
 	if why := node.CanMakeHosts(); why != "" {
 		t.Skip("docs/deploy.md puts each organisation on a host of its own (a network namespace): " + why)
 	}
-	for _, tool := range []string{"bash", "jq", "kcat"} {
+	for _, tool := range []string{"bash", "jq", "kcat", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("docs/deploy.md's commands need %s (apt-get install %s)", tool, tool)
 		}
@@ -58,6 +58,8 @@ func TestDeployGuide(t *testing.T) {
 		"PATH=" + binDir + ":" + os.Getenv("PATH"),
 		"CHAIN_ID=consortium-test",
 		"SHARE=" + share,
+		// Unattended: the guide's file keyring would ask for a passphrase.
+		"KEYRING_BACKEND=test",
 		// Long enough for four votes cast one after the other on a loaded machine.
 		"VOTING_PERIOD=25s", "EXPEDITED_VOTING_PERIOD=12s",
 	}
@@ -91,7 +93,7 @@ func TestDeployGuide(t *testing.T) {
 				o.startBackground(t, b.script)
 				continue
 			}
-			outs[name] = o.run(t, b)
+			outs[name] = o.run(t, b, func(out string) string { return deployDiagnostics(orgs, out) })
 		}
 		took := time.Since(began)
 		timings = append(timings, fmt.Sprintf("%-58s %-20s %6.1fs", b.step, strings.Join(b.on, ","), took.Seconds()))
@@ -102,11 +104,11 @@ func TestDeployGuide(t *testing.T) {
 	// What the guide's last commands printed was checked above; the chain agrees: each of the
 	// five validators, org5 included, signs commits. A loaded machine's node can miss a
 	// height's commit (its precommit later than timeout_commit), so signers are gathered over
-	// the commits of a minute.
-	rpc := "http://" + orgs["org1"].host.Addr + ":26657"
+	// the commits of a minute. RPC listens on org1's loopback only, as the guide sets it.
 	signed := map[string]bool{}
 	for deadline := time.Now().Add(time.Minute); len(signed) < 5 && time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
-		addrs, _ := commitSigners(rpc)
+		out, _ := orgs["org1"].host.Command("curl", "-sf", "--max-time", "5", "http://127.0.0.1:26657/commit").Output()
+		addrs, _ := parseCommitSigners(bytes.NewReader(out))
 		for _, a := range addrs {
 			signed[a] = true
 		}
@@ -135,21 +137,50 @@ type deployOrg struct {
 }
 
 // run runs a block on the organisation's host with bash (-e: a failing command fails the
-// block) and returns its standard output.
-func (o *deployOrg) run(t *testing.T, b guideBlock) string {
+// block) and returns its standard output. On a failure it adds diag's report of the block's
+// output.
+func (o *deployOrg) run(t *testing.T, b guideBlock, diag func(output string) string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := o.host.Command("bash", "-euo", "pipefail", "-c", b.script)
 	cmd = exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
 	cmd.Env = o.env
+	// A child left holding stdout (a process the block started) must not block Wait.
+	cmd.WaitDelay = 10 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("docs/deploy.md line %d (%s) on %s: %v\n--- stdout\n%s\n--- stderr\n%s\n--- node log\n%s",
-			b.line, b.step, o.name, err, stdout.String(), stderr.String(), tailFile(filepath.Join(o.home, "background.log"), 30))
+		t.Fatalf("docs/deploy.md line %d (%s) on %s: %v\n--- stdout\n%s\n--- stderr\n%s\n--- node log\n%s\n%s",
+			b.line, b.step, o.name, err, stdout.String(), stderr.String(), tailFile(filepath.Join(o.home, "background.log"), 30),
+			diag(stdout.String()+stderr.String()))
 	}
 	return stdout.String()
+}
+
+var txHash = regexp.MustCompile(`\b[0-9A-F]{64}\b`)
+
+// deployDiagnostics says where the transactions a failed block names went: each running
+// node's mempool size and its log's lines naming them (a transaction refused at CheckTx is
+// in no mempool and no block).
+func deployDiagnostics(orgs map[string]*deployOrg, output string) string {
+	hashes := slices.Compact(slices.Sorted(slices.Values(txHash.FindAllString(output, -1))))
+	var b strings.Builder
+	fmt.Fprintf(&b, "--- transactions named: %v\n", hashes)
+	for i := 1; i <= len(orgs); i++ {
+		o := orgs[fmt.Sprintf("org%d", i)]
+		logPath := filepath.Join(o.home, "background.log")
+		if _, err := os.Stat(logPath); err != nil {
+			continue // not started
+		}
+		out, err := o.host.Command("curl", "-s", "--max-time", "5", "http://127.0.0.1:26657/num_unconfirmed_txs").CombinedOutput()
+		fmt.Fprintf(&b, "--- %s /num_unconfirmed_txs (%v): %s\n", o.name, err, bytes.TrimSpace(out))
+		for _, h := range hashes {
+			fmt.Fprintf(&b, "--- %s log lines naming %s:\n%s\n", o.name, h, grepFile(logPath, h, strings.ToLower(h)))
+		}
+		fmt.Fprintf(&b, "--- %s's last warnings and errors:\n%s\n", o.name, grepFile(logPath, "WRN", "ERR"))
+	}
+	return b.String()
 }
 
 // startBackground runs a block that keeps running (a node, a gateway) on the organisation's

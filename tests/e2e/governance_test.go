@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -123,6 +124,11 @@ func commitSigners(rpc string) ([]string, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	return parseCommitSigners(resp.Body)
+}
+
+// parseCommitSigners reads CometBFT's /commit answer: the hex addresses that signed it.
+func parseCommitSigners(r io.Reader) ([]string, error) {
 	var c struct {
 		Result struct {
 			SignedHeader struct {
@@ -135,7 +141,7 @@ func commitSigners(rpc string) ([]string, error) {
 			} `json:"signed_header"`
 		} `json:"result"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+	if err := json.NewDecoder(r).Decode(&c); err != nil {
 		return nil, err
 	}
 	var out []string

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,13 @@ func TestTestnetCommandOnHosts(t *testing.T) {
 	endpoints := cli(2, "query", "poa", "data-plane-endpoints", "-o", "json")
 	for _, a := range addrs {
 		require.Contains(t, endpoints, "http://"+a+":1318", "each validator's data-plane endpoint is in genesis")
+	}
+	// No fixed ordering.peers: a fixed list would turn mempool gossip off and hide validators
+	// admitted later; the endpoints above are what each node reads instead.
+	for i := range addrs {
+		app, err := os.ReadFile(filepath.Join(home(i), "config", "app.toml"))
+		require.NoError(t, err)
+		require.Regexp(t, `(?m)^peers = \[\]$`, string(app), "node%d's ordering.peers", i)
 	}
 	cli(0, "tx", "topics", "create-topic", "testnet", "--partitions", "2", "--from", "val0")
 	cli(1, "tx", "topics", "produce", "testnet", "one", "two", "three", "--from", "val1")

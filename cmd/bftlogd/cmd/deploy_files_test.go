@@ -38,6 +38,10 @@ func TestDeployFilesMatchTheBuild(t *testing.T) {
 	require.NotNil(t, buildDir, "the Containerfile builds with make build")
 	require.Contains(t, container, "COPY --from=build "+buildDir[1]+"/bftlogd /usr/local/bin/bftlogd")
 	require.Contains(t, container, `ENTRYPOINT ["/usr/local/bin/bftlogd"]`)
+	// Stopped as the unit stops it, and as a user whose UID the docs tell operators to chown to.
+	require.Contains(t, container, "\nSTOPSIGNAL SIGINT\n")
+	require.Contains(t, read("scripts/deploy/bftlogd.service"), "\nKillSignal=SIGINT\n")
+	require.Contains(t, container, "useradd --system --uid 10001 ")
 	goVersion := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindStringSubmatch(gomod)
 	require.NotNil(t, goVersion)
 	require.Regexp(t, `(?m)^FROM docker\.io/library/golang:`+regexp.QuoteMeta(goVersion[1])+`-\S+ AS build$`, container,

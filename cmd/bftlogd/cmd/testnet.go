@@ -17,9 +17,9 @@ import (
 
 // testnetCmd writes the homes of an N-validator network, after the SDK's `testnet init-files`:
 // keys in each home's test keyring, genesis accounts, gentxs, the collected genesis, persistent
-// peers, and each validator's data plane (its listener, ordering.peers, and its key and
-// endpoint registered in genesis). It runs the ceremony's own commands (docs/deploy.md) with
-// this binary, so a testnet is made as operators make a network by hand.
+// peers, and each validator's data plane (its listener, and its key and endpoint registered
+// in genesis; ordering.peers stays empty). It runs the ceremony's own commands
+// (docs/deploy.md) with this binary, so a testnet is made as operators make a network by hand.
 func testnetCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "testnet",
@@ -27,10 +27,13 @@ func testnetCmd() *cobra.Command {
 		Long: `Write the homes of an N-validator network into --output-dir (node0, node1, ...), as the SDK's
 "testnet init-files" does: each home holds its validator's key (test keyring, key "val<i>"),
 the collected genesis (every validator funded and bonded with equal power), persistent peers,
-the REST API on, and the data plane (ordering.listen-address, ordering.peers, and each
-validator's data-plane key and endpoint in genesis). With --hosts, node i runs on the i-th
-address, at the default ports (several nodes on one address get ports 10 apart); without,
-every node runs on 127.0.0.1 with ports 10 apart. Start each with
+the REST API on, and the data plane (ordering.listen-address, and each validator's data-plane
+key and endpoint in genesis, which nodes read instead of a fixed ordering.peers). With --hosts,
+node i runs on the i-th address, at the default ports (several nodes on one address get ports
+10 apart), and every listener but pprof binds 0.0.0.0: RPC, REST, gRPC and Prometheus are then
+open to anyone reaching the host, as a test network's are; put a firewall in front of them or
+bind them to 127.0.0.1 in config.toml/app.toml before using such homes anywhere else. Without
+--hosts, every node runs on 127.0.0.1 with ports 10 apart. Start each with
 "bftlogd start --home <output-dir>/node<i>".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -142,10 +145,6 @@ func writeTestnet(bin string, homes, hosts []string, local bool, chainID string)
 	for i, home := range homes {
 		p := ports[i]
 		cfg := filepath.Join(home, "config")
-		dataPeers := `["` + strings.Join(testnet.DataPlanePeers(peers, i), `", "`) + `"]`
-		if len(homes) == 1 {
-			dataPeers = "[]"
-		}
 		if err := testnet.SetTOML(filepath.Join(cfg, "config.toml"),
 			"p2p.laddr", "tcp://"+hostPort(bind, p.P2P),
 			"p2p.external_address", hostPort(hosts[i], p.P2P),
@@ -163,8 +162,10 @@ func writeTestnet(bin string, homes, hosts []string, local bool, chainID string)
 			"api.enable", "true",
 			"api.address", "tcp://"+hostPort(bind, p.API),
 			"grpc.address", hostPort(bind, p.GRPC),
+			// ordering.peers stays empty: the data-plane endpoints are in genesis, so each node
+			// follows the chain's list (a validator admitted later included) and keeps mempool
+			// gossip, which a fixed list turns off (root.go).
 			"ordering.listen-address", "tcp://"+hostPort(bind, p.DataPlane),
-			"ordering.peers", dataPeers,
 		); err != nil {
 			return nil, err
 		}
