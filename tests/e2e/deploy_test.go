@@ -161,8 +161,8 @@ func (o *deployOrg) run(t *testing.T, b guideBlock, diag func(output string) str
 var txHash = regexp.MustCompile(`\b[0-9A-F]{64}\b`)
 
 // deployDiagnostics says where the transactions a failed block names went: each running
-// node's mempool size and its log's lines naming them (a transaction refused at CheckTx is
-// in no mempool and no block).
+// node's mempool size, its log's lines naming them and its answer to `query tx` for each (a
+// transaction refused at CheckTx is in no mempool and no block).
 func deployDiagnostics(orgs map[string]*deployOrg, output string) string {
 	hashes := slices.Compact(slices.Sorted(slices.Values(txHash.FindAllString(output, -1))))
 	var b strings.Builder
@@ -177,6 +177,11 @@ func deployDiagnostics(orgs map[string]*deployOrg, output string) string {
 		fmt.Fprintf(&b, "--- %s /num_unconfirmed_txs (%v): %s\n", o.name, err, bytes.TrimSpace(out))
 		for _, h := range hashes {
 			fmt.Fprintf(&b, "--- %s log lines naming %s:\n%s\n", o.name, h, grepFile(logPath, h, strings.ToLower(h)))
+			// In a block after all, or in none: a wait that missed it, or a transaction dropped.
+			q := o.host.Command("bash", "-c", "bftlogd query tx "+h+" --home \"$NODE_HOME\" -o json 2>&1 | head -c 1000")
+			q.Env = o.env
+			qout, qerr := q.CombinedOutput()
+			fmt.Fprintf(&b, "--- %s query tx %s (%v): %s\n", o.name, h, qerr, qout)
 		}
 		fmt.Fprintf(&b, "--- %s's last warnings and errors:\n%s\n", o.name, grepFile(logPath, "WRN", "ERR"))
 	}
