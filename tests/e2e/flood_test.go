@@ -150,7 +150,11 @@ func TestAttackDataPlaneFloodFromAValidatorsHost(t *testing.T) {
 		out := n.MustCLI("", "query", "topics", "partitions", "flooded", "-o", "json")
 		require.NotContains(t, out, "error")
 	}
-	require.GreaterOrEqual(t, floodRate, 0.8*quietRate, "producers' throughput under the flood within 20%% of the unflooded run")
+	// The figure is printed; the bound is half. Two 10 s windows of one run differ widely on a
+	// shared 2-core machine whatever the flood does (71% to 118% on one tree, 2026-12-05, with
+	// other packages' tests running beside it in CI), so a bound of 80% failed runs where the
+	// flooded rate was higher than in passing ones. A flood that halved producers fails here.
+	require.GreaterOrEqual(t, floodRate, 0.5*quietRate, "producers' throughput under the flood at least half the unflooded run's")
 	stop()
 	for i, n := range net.Nodes {
 		t.Logf("node %d: %d acknowledged records verified exactly once", i, acked.verify(t, n))
